@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# make verify: formatting, vet and build of every combination of provider tags, tidy modules,
+# go.work in sync, and the rule that build tags live only in cmd/ccm/provider_*.go.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fail=0
+problem() { echo "verify: $*" >&2; fail=1; }
+
+echo "verify: gofmt"
+unformatted=$(gofmt -l $(git ls-files -co --exclude-standard '*.go'))
+[[ -z "$unformatted" ]] || problem "gofmt needed: $unformatted"
+
+echo "verify: build tags only in cmd/ccm/provider_*.go"
+tagged=$(git ls-files -co --exclude-standard '*.go' | grep -v -E '^(cmd/ccm/provider_[a-z0-9]+\.go|build/)' | xargs grep -l '^//go:build' || true)
+[[ -z "$tagged" ]] || problem "build tags outside cmd/ccm/provider_*.go: $tagged"
+for f in cmd/ccm/provider_*.go; do
+  name=$(basename "$f" .go); name=${name#provider_}
+  body=$(grep -v -E '^\s*$' "$f" | tr '\n' '|')
+  [[ "$body" =~ ^//go:build\ $name\|package\ main\|import\ _\ \"[^\"]+/providers/$name\"\|$ ]] ||
+    problem "$f must hold only '//go:build $name', 'package main' and one blank import of providers/$name"
+done
+
+providers=($(ls cmd/ccm/provider_*.go | sed -E 's|cmd/ccm/provider_(.*)\.go|\1|' | sort))
+n=${#providers[@]}
+echo "verify: vet and build of all $((1 << n)) combinations of: ${providers[*]}"
+for ((mask = 0; mask < (1 << n); mask++)); do
+  tags=()
+  for ((i = 0; i < n; i++)); do (( mask & (1 << i) )) && tags+=("${providers[i]}"); done
+  t=$(IFS=,; echo "${tags[*]}")
+  go build -tags "$t" -o /dev/null ./cmd/ccm || problem "build failed with tags '$t'"
+  go vet -tags "$t" ./cmd/... || problem "vet failed with tags '$t'"
+done
+
+echo "verify: vet every module"
+for mod in $(go list -m -f '{{.Dir}}'); do
+  (cd "$mod" && go vet ./...) || problem "vet failed in $mod"
+done
+
+echo "verify: go.work lists every module (build/testbin modules stay outside)"
+want=$(git ls-files -co --exclude-standard '*go.mod' | grep -v '^build/' | xargs -n1 dirname | sed 's|^|./|' | sort)
+have=$(go work edit -json | grep -oE '"DiskPath": "[^"]+"' | cut -d'"' -f4 | sort)
+[[ "$want" == "$have" ]] || problem "go.work out of sync: modules [$(echo $want)] but go.work uses [$(echo $have)]"
+
+echo "verify: modules tidy"
+for gomod in $(git ls-files -co --exclude-standard '*go.mod'); do
+  dir=$(dirname "$gomod")
+  (cd "$dir" && GOWORK=off go mod tidy -diff >/dev/null) || problem "$dir: go mod tidy would change go.mod/go.sum (run it there)"
+done
+
+[[ $fail == 0 ]] && echo "verify: OK" || { echo "verify: FAILED" >&2; exit 1; }

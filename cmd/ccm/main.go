@@ -1,0 +1,18 @@
+// Command ccm is one cloud-controller-manager for several clouds. Which providers it contains
+// is decided by build tags (see the provider_*.go files); which one runs, by --cloud-provider.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"          // --logging-format=json
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics on /metrics
+	_ "k8s.io/component-base/metrics/prometheus/version"  // build info on /metrics
+
+	"github.com/ccm-project/ccm/cmd/internal/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewCommand(app.SignalStop())))
+}

@@ -1,0 +1,5 @@
+//go:build dummy
+
+package main
+
+import _ "github.com/ccm-project/ccm/providers/dummy"

@@ -1,0 +1,102 @@
+// Package app builds the ccm command on k8s.io/cloud-provider's controller manager.
+package app
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	cloudprovider "k8s.io/cloud-provider"
+	ccmapp "k8s.io/cloud-provider/app"
+	ccmconfig "k8s.io/cloud-provider/app/config"
+	"k8s.io/cloud-provider/options"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/version"
+	"k8s.io/component-base/version/verflag"
+	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/common/provider"
+)
+
+// Defaults that differ from the library's, chosen so that a burst of new Nodes or Services is
+// not throttled by the CCM itself: the library's 20 QPS and one worker per controller cap node
+// initialisation at about 6 Nodes/s. All stay overridable by their flags.
+const (
+	DefaultKubeAPIQPS             = 100
+	DefaultKubeAPIBurst           = 200
+	DefaultConcurrentServiceSyncs = 10
+	DefaultConcurrentNodeSyncs    = 10
+)
+
+// SignalStop returns a channel closed on SIGTERM or SIGINT.
+func SignalStop() <-chan struct{} {
+	stop := make(chan struct{})
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-sig
+		close(stop)
+		<-sig // a second signal exits at once
+		os.Exit(1)
+	}()
+	return stop
+}
+
+// NewCommand returns the ccm root command with its subcommands.
+func NewCommand(stop <-chan struct{}) *cobra.Command {
+	opts, err := options.NewCloudControllerManagerOptions()
+	if err != nil { // only fails if the library's own defaults do not convert
+		panic(err)
+	}
+	opts.Generic.ClientConnection.QPS = DefaultKubeAPIQPS
+	opts.Generic.ClientConnection.Burst = DefaultKubeAPIBurst
+	opts.ServiceController.ConcurrentServiceSyncs = DefaultConcurrentServiceSyncs
+	opts.NodeController.ConcurrentNodeSyncs = DefaultConcurrentNodeSyncs
+
+	// Copy the library's controller table: never change its package-level map.
+	controllers := make(map[string]ccmapp.ControllerInitFuncConstructor, len(ccmapp.DefaultInitFuncConstructors))
+	for name, c := range ccmapp.DefaultInitFuncConstructors {
+		controllers[name] = c
+	}
+
+	var cloud cloudprovider.Interface
+	initCloud := func(c *ccmconfig.CompletedConfig) cloudprovider.Interface {
+		if !cloud.HasClusterID() && !c.ComponentConfig.KubeCloudShared.AllowUntaggedCloud {
+			fmt.Fprintln(os.Stderr, "error: the cloud provider has no cluster ID and --allow-untagged-cloud is false")
+			os.Exit(1)
+		}
+		return cloud
+	}
+
+	cmd := ccmapp.NewCloudControllerManagerCommand(opts, initCloud, controllers, map[string]string{}, cliflag.NamedFlagSets{}, stop)
+	cmd.Use = "ccm"
+	cmd.Long = fmt.Sprintf(`ccm is a Kubernetes cloud-controller-manager for several clouds in one binary.
+It initialises Nodes (providerID, addresses, zone, region, instance type), removes Nodes whose
+machines are gone and provides Services of type LoadBalancer.
+
+This binary: %s.
+Pick one with --cloud-provider=NAME. Providers are compiled in with Go build tags:
+  go build -tags dummy,aws,vsphere,openstack ./cmd/ccm
+Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers" lists providers.`,
+		provider.Describe())
+	cmd.SilenceUsage = true // a bad flag value prints its error, not two screens of flags
+	// Build the cloud before the library runs, so a bad --cloud-provider or --cloud-config is
+	// a clear error and exit code 1, not a klog.Fatal in the library.
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		verflag.PrintAndExitIfRequested()
+		name := opts.KubeCloudShared.CloudProvider.Name
+		path := opts.KubeCloudShared.CloudProvider.CloudConfigFile
+		c, err := provider.New(name, path)
+		if err != nil {
+			return err
+		}
+		cloud = c
+		klog.InfoS("Starting ccm", "version", version.Get().GitVersion, "provider", name,
+			"cloudConfig", path, "compiledIn", provider.Names())
+		return nil
+	}
+	cmd.AddCommand(newCheckConfigCommand(), newProvidersCommand())
+	return cmd
+}

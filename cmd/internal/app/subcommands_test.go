@@ -1,0 +1,87 @@
+package app
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	cloudprovider "k8s.io/cloud-provider"
+	fakecloud "k8s.io/cloud-provider/fake"
+
+	"github.com/ccm-project/ccm/common/config"
+	"github.com/ccm-project/ccm/common/provider"
+)
+
+type strictConf struct {
+	Global struct{ Region string }
+}
+
+func init() {
+	provider.MustRegister(provider.Provider{Name: "apptest", Factory: func(r io.Reader) (cloudprovider.Interface, error) {
+		var c strictConf
+		if err := config.ReadINI(r, &c); err != nil {
+			return nil, err
+		}
+		return &fakecloud.Cloud{}, nil
+	}})
+}
+
+func TestCheckConfig(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.conf")
+	typo := filepath.Join(dir, "typo.conf")
+	os.WriteFile(good, []byte("[Global]\nregion = r\n"), 0o600)
+	os.WriteFile(typo, []byte("[Global]\nregion = r\nregoin = x\n"), 0o600)
+	for _, tt := range []struct {
+		name, provider, path string
+		code                 int
+		out, errOut          string
+	}{
+		{"ok", "apptest", good, 0, "OK", ""},
+		{"typo names key and line", "apptest", typo, 1, "", "line 3: [Global] regoin: unknown key"},
+		{"missing file names path", "apptest", filepath.Join(dir, "nope.conf"), 1, "", "nope.conf"},
+		{"unknown provider lists compiled-in", "nope", good, 1, "", "compiled-in providers: apptest"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := checkConfig(&out, &errOut, tt.provider, tt.path)
+			if code != tt.code || !strings.Contains(out.String(), tt.out) || !strings.Contains(errOut.String(), tt.errOut) {
+				t.Errorf("code %d out %q err %q", code, out.String(), errOut.String())
+			}
+		})
+	}
+}
+
+func TestCommandRejectsUnknownProvider(t *testing.T) {
+	cmd := NewCommand(make(chan struct{}))
+	cmd.SetArgs([]string{"--cloud-provider=nope"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "apptest") || !strings.Contains(err.Error(), "-tags nope") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestHelpNamesProviders(t *testing.T) {
+	cmd := NewCommand(make(chan struct{}))
+	if !strings.Contains(cmd.Long, "apptest") {
+		t.Errorf("--help does not list compiled-in providers: %s", cmd.Long)
+	}
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"providers"})
+	if err := cmd.Execute(); err != nil || strings.TrimSpace(out.String()) != "apptest" {
+		t.Errorf("providers: %q %v", out.String(), err)
+	}
+	for _, f := range []struct {
+		name, want string
+	}{{"kube-api-qps", "100"}, {"concurrent-service-syncs", "10"}, {"concurrent-node-syncs", "10"}} {
+		if fl := cmd.Flags().Lookup(f.name); fl == nil || fl.DefValue != f.want {
+			t.Errorf("--%s default: %+v, want %s", f.name, fl, f.want)
+		}
+	}
+}

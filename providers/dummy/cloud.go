@@ -1,0 +1,123 @@
+// Package dummy is the bare-metal provider: machines come from a static inventory and load
+// balancer addresses from configured pools. It needs no cloud, which also makes it the
+// provider of the local demo and the reference a new provider copies.
+package dummy
+
+import (
+	"io"
+	"sync"
+
+	"k8s.io/client-go/kubernetes"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/common/config"
+	ccmmetrics "github.com/ccm-project/ccm/common/metrics"
+	"github.com/ccm-project/ccm/common/provider"
+)
+
+// ProviderName is what --cloud-provider selects and the build tag that compiles this in.
+const ProviderName = "dummy"
+
+func init() {
+	provider.MustRegister(provider.Provider{Name: ProviderName, Factory: Factory, CheckConfig: checkConfig})
+}
+
+var registerMetrics sync.Once
+
+var inventoryReloadErrors = metrics.NewCounter(&metrics.CounterOpts{
+	Namespace:      "ccm",
+	Subsystem:      "dummy",
+	Name:           "inventory_reload_errors_total",
+	Help:           "Failed re-reads of the dummy inventory file; the previous inventory is kept.",
+	StabilityLevel: metrics.ALPHA,
+})
+
+// Cloud is the dummy cloudprovider.Interface.
+type Cloud struct {
+	cfg       Config
+	inventory *inventory
+	lb        *loadBalancers
+	client    kubernetes.Interface
+}
+
+var _ cloudprovider.Interface = (*Cloud)(nil)
+
+// Factory reads and validates the config. It does no I/O beyond reading the inventory file
+// and starts nothing: Initialize does that.
+func Factory(r io.Reader) (cloudprovider.Interface, error) {
+	return New(r)
+}
+
+// New is Factory with the concrete type, for tests.
+func New(r io.Reader) (*Cloud, error) {
+	c := &Cloud{}
+	if err := config.ReadINI(r, &c.cfg); err != nil {
+		return nil, err
+	}
+	inv, err := newInventory(&c.cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.inventory = inv
+	c.lb = newLoadBalancers(c)
+	registerMetrics.Do(func() {
+		ccmmetrics.Register()
+		legacyregistry.MustRegister(inventoryReloadErrors)
+	})
+	return c, nil
+}
+
+func checkConfig(r io.Reader) error {
+	var cfg Config
+	if err := config.ReadINI(r, &cfg); err != nil {
+		return err
+	}
+	_, err := newInventory(&cfg)
+	return err
+}
+
+// Initialize implements cloudprovider.Interface: it gets the API client and starts the
+// inventory watcher, tied to stop.
+func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	client, err := b.Client("dummy-cloud-provider")
+	if err != nil {
+		klog.ErrorS(err, "No API client; load balancer addresses will not be learned from Services")
+	} else {
+		c.client = client
+	}
+	go c.inventory.watch(c.cfg.Global.InventoryRefresh.Duration, stop)
+	klog.InfoS("Dummy cloud ready", "pools", len(c.lb.pools), "inventory", c.cfg.Global.Inventory)
+}
+
+// SetClient gives the cloud an API client without Initialize (tests and tools).
+func (c *Cloud) SetClient(client kubernetes.Interface) { c.client = client }
+
+// LoadBalancer implements cloudprovider.Interface; there is one when pools are configured.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c.lb, len(c.lb.pools) > 0 }
+
+// Instances implements cloudprovider.Interface: not supported, InstancesV2 is.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+// InstancesV2 implements cloudprovider.Interface.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return instances{c}, true }
+
+// Zones implements cloudprovider.Interface: not used with InstancesV2.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+
+// Clusters implements cloudprovider.Interface.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+// Routes implements cloudprovider.Interface: bare metal has no route tables to program.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
+
+// ProviderName implements cloudprovider.Interface.
+func (c *Cloud) ProviderName() string { return ProviderName }
+
+// HasClusterID implements cloudprovider.Interface.
+func (c *Cloud) HasClusterID() bool { return true }
+
+// LBWrites is the number of load balancer writes the dummy cloud made.
+func (c *Cloud) LBWrites() int { return c.lb.Writes() }

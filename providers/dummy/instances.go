@@ -1,0 +1,66 @@
+package dummy
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+// instances implements cloudprovider.InstancesV2 over the inventory.
+type instances struct{ c *Cloud }
+
+var _ cloudprovider.InstancesV2 = instances{}
+
+// InstanceExists is false for a machine the inventory does not hold or marks gone.
+func (i instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
+	_, in := i.c.inventory.find(node)
+	return in != nil, nil
+}
+
+// InstanceShutdown is true for a machine in state "shutdown".
+func (i instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+	_, in := i.c.inventory.find(node)
+	if in == nil {
+		return false, cloudprovider.InstanceNotFound
+	}
+	return strings.EqualFold(in.State, StateShutdown), nil
+}
+
+// InstanceMetadata returns what the inventory says of the machine, with the [Global] defaults.
+func (i instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	name, in := i.c.inventory.find(node)
+	if in == nil {
+		return nil, cloudprovider.InstanceNotFound
+	}
+	g := i.c.cfg.Global
+	md := &cloudprovider.InstanceMetadata{
+		ProviderID:   i.c.inventory.providerID(name, in),
+		InstanceType: or(in.InstanceType, g.InstanceType),
+		Zone:         or(in.Zone, g.Zone),
+		Region:       or(in.Region, g.Region),
+	}
+	md.NodeAddresses = append(md.NodeAddresses, addresses(v1.NodeInternalIP, in.InternalIP)...)
+	md.NodeAddresses = append(md.NodeAddresses, addresses(v1.NodeExternalIP, in.ExternalIP)...)
+	md.NodeAddresses = append(md.NodeAddresses, v1.NodeAddress{Type: v1.NodeHostName, Address: or(in.Hostname, name)})
+	return md, nil
+}
+
+func addresses(t v1.NodeAddressType, ips []string) []v1.NodeAddress {
+	var out []v1.NodeAddress
+	for _, ip := range ips {
+		if a, err := netip.ParseAddr(ip); err == nil { // validated at load; never trust twice
+			out = append(out, v1.NodeAddress{Type: t, Address: a.String()})
+		}
+	}
+	return out
+}
+
+func or(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
+}

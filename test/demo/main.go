@@ -1,0 +1,210 @@
+// Command demo is `make demo`: a local control plane (etcd + kube-apiserver), the ccm running
+// as its own ServiceAccount, sample Nodes registered as a kubelet would and LoadBalancer
+// Services, then a table of what the ccm did. No cloud, no Docker.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccm-project/ccm/common/testenv"
+)
+
+func main() {
+	provider := flag.String("provider", "dummy", "provider to run (its simulator is started too)")
+	flag.Parse()
+	if err := run(*provider, os.Getenv("DEMO_ONCE") != ""); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(provider string, once bool) error {
+	if provider != "dummy" {
+		return fmt.Errorf("PROVIDER=%s has no demo yet; available: dummy", provider)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+
+	step("starting etcd and kube-apiserver on loopback")
+	t0 := time.Now()
+	env, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	fmt.Printf("   ready in %v at %s\n", time.Since(t0).Round(time.Millisecond), env.Host)
+
+	step("applying deploy/base (the ccm's ServiceAccount and RBAC)")
+	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "base")); err != nil {
+		return err
+	}
+
+	step("starting ccm --cloud-provider=dummy as system:serviceaccount:kube-system:cloud-controller-manager")
+	ccm, err := env.StartCCM(ctx, testenv.CCMOptions{Provider: provider, CloudConfig: filepath.Join(root, "test", "demo", "dummy.conf")})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("   log: %s\n", ccm.LogPath)
+
+	step("registering 3 Nodes (with the uninitialized taint, as kubelet --cloud-provider=external does)")
+	nodes := []string{"demo-node-1", "demo-node-2", "demo-node-3"}
+	for _, n := range nodes {
+		if err := createNode(ctx, env, n); err != nil {
+			return err
+		}
+	}
+	step("creating 3 Services of type LoadBalancer")
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	services := []*v1.Service{
+		service("default", "web", 80, ""),
+		service("default", "api", 443, "192.0.2.9"),
+		service("team-a", "shop", 8080, ""),
+	}
+	for _, s := range services {
+		if _, err := env.Client.CoreV1().Services(s.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+
+	step("waiting for the ccm")
+	if err := waitDone(ctx, env, nodes, services, ccm); err != nil {
+		return err
+	}
+	if err := printTables(ctx, env); err != nil {
+		return err
+	}
+	fmt.Printf("\nExplore:\n  %s --kubeconfig=%s get nodes,services -A -o wide\n", filepath.Join(env.Bin, "kubectl"), env.KubeconfigPath)
+	fmt.Printf("  ccm log: %s\n", ccm.LogPath)
+	if once {
+		fmt.Println("\nDEMO_ONCE is set: stopping.")
+		return nil
+	}
+	fmt.Println("\nThe control plane and ccm keep running. Press Ctrl-C to stop and clean up.")
+	select {
+	case <-ctx.Done():
+	case <-ccm.Done():
+		return fmt.Errorf("ccm exited; log: %s", ccm.LogPath)
+	}
+	fmt.Println("\nstopping")
+	return nil
+}
+
+func step(s string) { fmt.Printf("==> %s\n", s) }
+
+func createNode(ctx context.Context, env *testenv.Env, name string) error {
+	n := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+		Spec: v1.NodeSpec{Taints: []v1.Taint{{
+			Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: v1.TaintEffectNoSchedule}}},
+	}
+	n, err := env.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	now := metav1.Now()
+	n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: now, LastTransitionTime: now, Reason: "KubeletReady"}}
+	_, err = env.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	return err
+}
+
+func service(ns, name string, port int32, ip string) *v1.Service {
+	return &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1.ServiceSpec{
+			Type:           v1.ServiceTypeLoadBalancer,
+			LoadBalancerIP: ip,
+			Ports:          []v1.ServicePort{{Port: port, Protocol: v1.ProtocolTCP}},
+			Selector:       map[string]string{"app": name},
+		},
+	}
+}
+
+func waitDone(ctx context.Context, env *testenv.Env, nodes []string, services []*v1.Service, ccm *testenv.CCM) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		pending := 0
+		for _, n := range nodes {
+			node, err := env.Client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil || node.Spec.ProviderID == "" {
+				pending++
+			}
+		}
+		for _, s := range services {
+			svc, err := env.Client.CoreV1().Services(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+			if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
+				pending++
+			}
+		}
+		if pending == 0 {
+			return nil
+		}
+		if ccm.Exited() {
+			return fmt.Errorf("ccm exited; last lines of %s:\n%s", ccm.LogPath, ccm.Tail(20))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d Nodes/Services still not done after 60s; ccm log: %s", pending, ccm.LogPath)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func printTables(ctx context.Context, env *testenv.Env) error {
+	nodes, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tPROVIDER-ID\tREGION\tZONE\tTYPE\tADDRESSES")
+	for _, n := range nodes.Items {
+		var addrs []string
+		for _, a := range n.Status.Addresses {
+			addrs = append(addrs, fmt.Sprintf("%s=%s", a.Type, a.Address))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.Spec.ProviderID, n.Labels[v1.LabelTopologyRegion],
+			n.Labels[v1.LabelTopologyZone], n.Labels[v1.LabelInstanceTypeStable], strings.Join(addrs, " "))
+	}
+	w.Flush()
+	svcs, err := env.Client.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	fmt.Fprintln(w, "NAMESPACE\tSERVICE\tPORTS\tEXTERNAL-IP")
+	for _, s := range svcs.Items {
+		if s.Spec.Type != v1.ServiceTypeLoadBalancer {
+			continue
+		}
+		var ips, ports []string
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			ips = append(ips, in.IP)
+		}
+		for _, p := range s.Spec.Ports {
+			ports = append(ports, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", s.Namespace, s.Name, strings.Join(ports, ","), strings.Join(ips, ","))
+	}
+	return w.Flush()
+}

@@ -1,0 +1,141 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccm-project/ccm/common/testenv"
+)
+
+// startCCM runs a dummy ccm with the given cloud-config for the length of the test. On failure
+// the end of its log is printed.
+func startCCM(t *testing.T, name, cloudConfig string, args ...string) *testenv.CCM {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cloud.conf")
+	if err := os.WriteFile(path, []byte(cloudConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := env.StartCCM(context.Background(), testenv.CCMOptions{Name: name, Provider: "dummy", CloudConfig: path, Args: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Stop(10 * time.Second)
+		if t.Failed() {
+			t.Logf("%s log (last 40 lines):\n%s", name, c.Tail(40))
+		}
+	})
+	return c
+}
+
+// eventually polls cond every 200ms until it returns true or timeout passes; cond's last error
+// explains a failure.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		last = err
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %v waiting for %s (last: %v)", timeout, what, last)
+}
+
+// newNode creates a Node as a kubelet with --cloud-provider=external would: with the
+// uninitialized taint and, if ready, a Ready condition.
+func newNode(t *testing.T, name string, ready bool) *v1.Node {
+	t.Helper()
+	n := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.NodeSpec{Taints: []v1.Taint{{
+			Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: v1.TaintEffectNoSchedule,
+		}}},
+	}
+	n, err := env.Client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ready {
+		setReady(t, name, v1.ConditionTrue)
+	}
+	t.Cleanup(func() {
+		err := env.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting node %s: %v", name, err)
+		}
+	})
+	return n
+}
+
+func setReady(t *testing.T, name string, status v1.ConditionStatus) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := env.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: status, LastHeartbeatTime: now, LastTransitionTime: now, Reason: "Test"}}
+	if _, err := env.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func node(name string) (*v1.Node, error) {
+	return env.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+}
+
+func hasTaint(n *v1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// namespace creates a namespace for the test and deletes it after.
+func namespace(t *testing.T) string {
+	t.Helper()
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = fmt.Sprintf("%s-%d", strings.Trim(name, "-"), time.Now().UnixNano()%100000)
+	_, err := env.Client.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func lbService(ns, name string, port int32) *v1.Service {
+	return &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1.ServiceSpec{
+			Type:  v1.ServiceTypeLoadBalancer,
+			Ports: []v1.ServicePort{{Name: "http", Port: port, Protocol: v1.ProtocolTCP}},
+		},
+	}
+}
+
+func ingressIPs(s *v1.Service) []string {
+	var out []string
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		out = append(out, in.IP)
+	}
+	return out
+}

@@ -1,0 +1,51 @@
+// Package integration runs the real ccm binary against a real kube-apiserver and etcd, as the
+// ServiceAccount of deploy/base. `make integration` builds both; CCM_BINARY and CCM_TESTBIN
+// point at them.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ccm-project/ccm/common/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("CCM_BINARY") == "" {
+		fmt.Fprintln(os.Stderr, "CCM_BINARY is not set: run these tests with `make integration` (it builds ccm and the control plane)")
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	var err error
+	env, err = testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
+		return 1
+	}
+	defer env.Stop()
+	fmt.Printf("control plane ready in %v at %s (state in %s)\n", time.Since(start).Round(time.Millisecond), env.Host, env.Dir)
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if out, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "base")); err != nil {
+		fmt.Fprintln(os.Stderr, "applying deploy/base:", err)
+		return 1
+	} else {
+		fmt.Print(out)
+	}
+	return m.Run()
+}
