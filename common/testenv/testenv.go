@@ -9,9 +9,11 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -48,7 +50,7 @@ type Options struct {
 }
 
 // Start starts etcd and kube-apiserver and waits until the API server is ready.
-func Start(ctx context.Context, opts Options) (env *Env, err error) {
+func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	bin, err := findBin(opts.Bin)
 	if err != nil {
 		return nil, err
@@ -59,7 +61,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 			return nil, err
 		}
 	}
-	env = &Env{Dir: dir, Bin: bin}
+	env := &Env{Dir: dir, Bin: bin}
 	defer func() {
 		if err != nil {
 			env.Stop()
@@ -86,6 +88,12 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// A client CA makes the apiserver publish kube-system/extension-apiserver-authentication,
+	// which delegated authentication (the ccm's secure port) reads.
+	clientCA, err := writeCA(filepath.Join(dir, "client-ca.crt"))
+	if err != nil {
+		return nil, err
+	}
 	env.AdminToken = randomToken()
 	tokens := filepath.Join(dir, "tokens.csv")
 	if err := os.WriteFile(tokens, []byte(env.AdminToken+",admin,admin-uid,system:masters\n"), 0o600); err != nil {
@@ -96,7 +104,10 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(ports[2]), "--cert-dir="+filepath.Join(dir, "certs"),
-		"--token-auth-file="+tokens,
+		"--token-auth-file="+tokens, "--client-ca-file="+clientCA,
+		"--requestheader-client-ca-file="+clientCA, "--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group", "--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file="+saKey, "--service-account-signing-key-file="+saKey,
@@ -237,6 +248,23 @@ func writeKey(path string) (string, error) {
 		return "", err
 	}
 	return path, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
+}
+
+func writeCA(path string) (string, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ccm-testenv-client-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 }
 
 func randomToken() string {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"net/netip"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccm-project/ccm/common/metrics"
 )
 
 // instances implements cloudprovider.InstancesV2 over the inventory.
@@ -16,13 +19,13 @@ var _ cloudprovider.InstancesV2 = instances{}
 
 // InstanceExists is false for a machine the inventory does not hold or marks gone.
 func (i instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
-	_, in := i.c.inventory.find(node)
+	_, in := i.lookup(node, "InstanceExists")
 	return in != nil, nil
 }
 
 // InstanceShutdown is true for a machine in state "shutdown".
 func (i instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
-	_, in := i.c.inventory.find(node)
+	_, in := i.lookup(node, "InstanceShutdown")
 	if in == nil {
 		return false, cloudprovider.InstanceNotFound
 	}
@@ -31,7 +34,7 @@ func (i instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, e
 
 // InstanceMetadata returns what the inventory says of the machine, with the [Global] defaults.
 func (i instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-	name, in := i.c.inventory.find(node)
+	name, in := i.lookup(node, "InstanceMetadata")
 	if in == nil {
 		return nil, cloudprovider.InstanceNotFound
 	}
@@ -46,6 +49,15 @@ func (i instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudp
 	md.NodeAddresses = append(md.NodeAddresses, addresses(v1.NodeExternalIP, in.ExternalIP)...)
 	md.NodeAddresses = append(md.NodeAddresses, v1.NodeAddress{Type: v1.NodeHostName, Address: or(in.Hostname, name)})
 	return md, nil
+}
+
+// lookup asks the inventory, counted like a cloud API call so that "cloud calls per node" is
+// measured the same way for every provider.
+func (i instances) lookup(node *v1.Node, op string) (string, *InstanceConfig) {
+	start := time.Now()
+	name, in := i.c.inventory.find(node)
+	metrics.ObserveCloudCall(ProviderName, "inventory", op, start, metrics.ResultOK)
+	return name, in
 }
 
 func addresses(t v1.NodeAddressType, ips []string) []v1.NodeAddress {

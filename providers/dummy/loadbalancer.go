@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,7 +82,8 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer. It writes only when the address,
 // ports or backends differ from what the dummy cloud already holds.
-func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (_ *v1.LoadBalancerStatus, err error) {
+	defer observe("ensure", time.Now(), &err)
 	if err := l.seed(ctx); err != nil {
 		return nil, err
 	}
@@ -115,7 +117,8 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 }
 
 // UpdateLoadBalancer implements cloudprovider.LoadBalancer: only the backends change.
-func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
+func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (err error) {
+	defer observe("update", time.Now(), &err)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rec := l.records[key(svc)]
@@ -130,7 +133,8 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 }
 
 // EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer; deleting a missing one is fine.
-func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
+func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) (err error) {
+	defer observe("delete", time.Now(), &err)
 	if err := l.seed(ctx); err != nil {
 		return err
 	}
@@ -286,6 +290,10 @@ func (l *loadBalancers) Writes() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.writes
+}
+
+func observe(op string, start time.Time, err *error) {
+	metrics.ObserveReconcile(ProviderName, "loadbalancer", op, start, *err)
 }
 
 func statusIPs(svc *v1.Service) []netip.Addr {

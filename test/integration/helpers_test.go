@@ -119,6 +119,9 @@ func namespace(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// No namespace controller runs here, so deleting the namespace would not delete its
+	// Services: delete them while the test's ccm still runs to release their load balancers.
+	t.Cleanup(func() { deleteServices(t, name) })
 	return name
 }
 
@@ -138,4 +141,37 @@ func ingressIPs(s *v1.Service) []string {
 		out = append(out, in.IP)
 	}
 	return out
+}
+
+// deleteServices deletes every Service of ns and waits for the ccm to remove their finalizers;
+// whatever is left after 20s loses its finalizer so the next test starts clean.
+func deleteServices(t *testing.T, ns string) {
+	ctx := context.Background()
+	svcs := env.Client.CoreV1().Services(ns)
+	list, err := svcs.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Errorf("listing Services of %s: %v", ns, err)
+		return
+	}
+	for _, s := range list.Items {
+		if err := svcs.Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting Service %s/%s: %v", ns, s.Name, err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		list, err := svcs.List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, s := range list.Items {
+				s.Finalizers = nil
+				svcs.Update(ctx, &s, metav1.UpdateOptions{})
+			}
+			t.Errorf("%d Services of %s kept their finalizer for 20s", len(list.Items), ns)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
