@@ -34,18 +34,26 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		return 1
 	}
-	defer env.Stop()
 	fmt.Printf("control plane ready in %v at %s (state in %s)\n", time.Since(start).Round(time.Millisecond), env.Host, env.Dir)
 	root, err := testenv.RepoRoot()
 	if err != nil {
+		env.Stop()
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if out, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "base")); err != nil {
+	out, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "base"))
+	if err != nil {
+		env.Stop()
 		fmt.Fprintln(os.Stderr, "applying deploy/base:", err)
 		return 1
-	} else {
-		fmt.Print(out)
 	}
-	return m.Run()
+	fmt.Print(out)
+	code := m.Run()
+	env.Stop()
+	if left := testenv.Leftovers(append(env.Binaries(), os.Getenv("CCM_BINARY"))...); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: processes left behind: %v\n", left)
+		return 1
+	}
+	fmt.Println("no etcd, kube-apiserver or ccm process left behind")
+	return code
 }
