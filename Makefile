@@ -45,7 +45,7 @@ fuzz:
 
 integration: testbin build-dummy
 	CCM_BINARY=$(CURDIR)/bin/ccm-dummy CCM_TESTBIN=$(CURDIR)/bin/testbin \
-		go test -count=1 -timeout 20m -v ./test/integration/... 2>&1 | tee bin/integration.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|no etcd|control plane ready)|_test.go:'; \
+		go test -count=1 -timeout 20m -v ./test/integration/... 2>&1 | tee bin/integration.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic|no etcd|control plane ready)|_test.go:'; \
 		exit $${PIPESTATUS[0]}
 
 test: unit fuzz integration

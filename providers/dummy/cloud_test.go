@@ -155,7 +155,7 @@ func TestConfigErrors(t *testing.T) {
 		{"[Pool \"p\"]\ncidr = 10.0.0.0/40\n", `line 2: [Pool "p"] cidr:`},
 		{"[Pool \"p\"]\nnamespace = a\n", `[Pool "p"] cidr: a pool needs at least one cidr or range`},
 		{"[Instance \"n\"]\ninternal-ip = 10.0.0.300\n", `line 2: [Instance "n"] internal-ip: "10.0.0.300" is not an IP address`},
-		{"[Instance \"n\"]\nstate = dead\n", `line 2: [Instance "n"] state: must be running, shutdown or gone`},
+		{"[Instance \"n\"]\nstate = dead\n", `line 2: [Instance "n"] state: must be running, shutdown, gone or error`},
 		{"[Global]\ninventory = /does/not/exist\n", `line 2: [Global] inventory: cannot read inventory file`},
 		{"[Global]\nregoin = x\n", `line 2: [Global] regoin: unknown key`},
 	} {

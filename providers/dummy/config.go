@@ -33,7 +33,7 @@ type InstanceConfig struct {
 	InstanceType string `gcfg:"instance-type"`
 	Zone         string
 	Region       string
-	State        string // running (default), shutdown, gone
+	State        string // running (default), shutdown, gone, error (look-ups fail, as in a cloud outage)
 }
 
 // PoolConfig is a pool of load balancer addresses.
@@ -49,6 +49,7 @@ const (
 	StateRunning  = "running"
 	StateShutdown = "shutdown"
 	StateGone     = "gone"
+	StateError    = "error"
 )
 
 // SetDefaults implements config.Defaulter.
@@ -95,9 +96,9 @@ func validateInstances(instances map[string]*InstanceConfig, ps *config.Problems
 			}
 		}
 		switch strings.ToLower(in.State) {
-		case "", StateRunning, StateShutdown, StateGone:
+		case "", StateRunning, StateShutdown, StateGone, StateError:
 		default:
-			ps.AddSub("Instance", name, "state", "must be running, shutdown or gone, not %q", in.State)
+			ps.AddSub("Instance", name, "state", "must be running, shutdown, gone or error, not %q", in.State)
 		}
 	}
 }

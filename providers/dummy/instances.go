@@ -2,6 +2,7 @@ package dummy
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"strings"
 	"time"
@@ -19,13 +20,16 @@ var _ cloudprovider.InstancesV2 = instances{}
 
 // InstanceExists is false for a machine the inventory does not hold or marks gone.
 func (i instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
-	_, in := i.lookup(node, "InstanceExists")
-	return in != nil, nil
+	_, in, err := i.lookup(node, "InstanceExists")
+	return in != nil, err
 }
 
 // InstanceShutdown is true for a machine in state "shutdown".
 func (i instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
-	_, in := i.lookup(node, "InstanceShutdown")
+	_, in, err := i.lookup(node, "InstanceShutdown")
+	if err != nil {
+		return false, err
+	}
 	if in == nil {
 		return false, cloudprovider.InstanceNotFound
 	}
@@ -34,7 +38,10 @@ func (i instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, e
 
 // InstanceMetadata returns what the inventory says of the machine, with the [Global] defaults.
 func (i instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-	name, in := i.lookup(node, "InstanceMetadata")
+	name, in, err := i.lookup(node, "InstanceMetadata")
+	if err != nil {
+		return nil, err
+	}
 	if in == nil {
 		return nil, cloudprovider.InstanceNotFound
 	}
@@ -51,13 +58,20 @@ func (i instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudp
 	return md, nil
 }
 
+// errLookup is what an instance in state "error" answers: a stand-in for a cloud API outage.
+var errLookup = errors.New("dummy: instance look-up failed (state = error in the inventory)")
+
 // lookup asks the inventory, counted like a cloud API call so that "cloud calls per node" is
 // measured the same way for every provider.
-func (i instances) lookup(node *v1.Node, op string) (string, *InstanceConfig) {
+func (i instances) lookup(node *v1.Node, op string) (string, *InstanceConfig, error) {
 	start := time.Now()
 	name, in := i.c.inventory.find(node)
+	if in != nil && strings.EqualFold(in.State, StateError) {
+		metrics.ObserveCloudCall(ProviderName, "inventory", op, start, metrics.ResultError)
+		return name, nil, errLookup
+	}
 	metrics.ObserveCloudCall(ProviderName, "inventory", op, start, metrics.ResultOK)
-	return name, in
+	return name, in, nil
 }
 
 func addresses(t v1.NodeAddressType, ips []string) []v1.NodeAddress {

@@ -1,13 +1,16 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 const shutdownTaint = "node.cloudprovider.kubernetes.io/shutdown"
@@ -15,19 +18,10 @@ const shutdownTaint = "node.cloudprovider.kubernetes.io/shutdown"
 // The inventory file changes while the ccm runs: a machine shuts down, another disappears.
 func TestNodeLifecycle(t *testing.T) {
 	inv := filepath.Join(t.TempDir(), "inventory.conf")
-	write := func(aState, bState string) {
-		t.Helper()
-		body := fmt.Sprintf("[Instance \"it-life-a\"]\ninternal-ip = 10.3.0.1\nstate = %s\n\n[Instance \"it-life-b\"]\ninternal-ip = 10.3.0.2\nstate = %s\n", aState, bState)
-		tmp := inv + ".tmp"
-		if err := os.WriteFile(tmp, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, inv); err != nil { // atomic, as an operator's tooling should
-			t.Fatal(err)
-		}
-	}
+	write := func(aState, bState string) { writeInventory(t, inv, "it-life-a", aState, "it-life-b", bState) }
 	write("running", "running")
-	startCCM(t, "ccm-life", fmt.Sprintf("[Global]\ninventory = %s\ninventory-refresh = 1s\n", inv))
+	// The deletion guard is off here (upstream behaviour); TestNodeDeletionGuard tests it.
+	startCCM(t, "ccm-life", fmt.Sprintf("[Global]\ninventory = %s\ninventory-refresh = 1s\n", inv), "--node-deletion-confirmation=0")
 	newNode(t, "it-life-a", true)
 	newNode(t, "it-life-b", true)
 	for _, n := range []string{"it-life-a", "it-life-b"} {
@@ -61,4 +55,62 @@ func TestNodeLifecycle(t *testing.T) {
 		nd, err := node("it-life-a")
 		return err == nil && !hasTaint(nd, shutdownTaint), err
 	})
+}
+
+// writeInventory replaces the inventory file atomically (as an operator's tooling should) with
+// instances given as name, state pairs.
+func writeInventory(t *testing.T, path string, nameState ...string) {
+	t.Helper()
+	var b strings.Builder
+	for i := 0; i+1 < len(nameState); i += 2 {
+		fmt.Fprintf(&b, "[Instance %q]\ninternal-ip = 10.3.0.%d\nstate = %s\n\n", nameState[i], i/2+1, nameState[i+1])
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Cloud errors never delete a Node; "not found" deletes it only once it held for the window.
+func TestNodeDeletionGuard(t *testing.T) {
+	const window = 4 * time.Second
+	inv := filepath.Join(t.TempDir(), "inventory.conf")
+	writeInventory(t, inv, "it-guard-err", "running", "it-guard-gone", "running")
+	startCCM(t, "ccm-guard", fmt.Sprintf("[Global]\ninventory = %s\ninventory-refresh = 1s\n", inv),
+		"--node-deletion-confirmation="+window.String())
+	for _, n := range []string{"it-guard-err", "it-guard-gone"} {
+		newNode(t, n, true)
+		eventually(t, 30*time.Second, n+" initialised", func() (bool, error) {
+			nd, err := node(n)
+			return err == nil && nd.Spec.ProviderID != "", err
+		})
+	}
+
+	writeInventory(t, inv, "it-guard-err", "error", "it-guard-gone", "gone")
+	time.Sleep(1500 * time.Millisecond) // let the ccm re-read the inventory (refresh 1s)
+	changed := time.Now()
+	setReady(t, "it-guard-err", "Unknown")
+	setReady(t, "it-guard-gone", "Unknown")
+
+	eventually(t, 20*time.Second, "a NodeDeletionHeld event for it-guard-gone", func() (bool, error) {
+		evs, err := env.Client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=it-guard-gone,reason=NodeDeletionHeld"})
+		return err == nil && len(evs.Items) > 0, err
+	})
+	eventually(t, 30*time.Second, "it-guard-gone deleted after the window", func() (bool, error) {
+		_, err := node("it-guard-gone")
+		return apierrors.IsNotFound(err), err
+	})
+	if took := time.Since(changed); took < window {
+		t.Errorf("deleted %v after the cloud said not found, before the %v window", took, window)
+	} else {
+		t.Logf("not-found Node deleted %v after the change (window %v)", took.Round(100*time.Millisecond), window)
+	}
+	// Failing look-ups for more than twice the window never delete the Node.
+	time.Sleep(time.Until(changed.Add(2 * window)))
+	if _, err := node("it-guard-err"); err != nil {
+		t.Fatalf("Node deleted while the cloud returned errors: %v", err)
+	}
 }

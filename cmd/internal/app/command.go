@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	cloudprovider "k8s.io/cloud-provider"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/component-base/version/verflag"
 	"k8s.io/klog/v2"
 
+	"github.com/ccm-project/ccm/common/nodeguard"
 	"github.com/ccm-project/ccm/common/provider"
 )
 
@@ -28,6 +30,9 @@ const (
 	DefaultKubeAPIBurst           = 200
 	DefaultConcurrentServiceSyncs = 10
 	DefaultConcurrentNodeSyncs    = 10
+	// DefaultNodeDeletionConfirmation is how long the cloud must keep saying "not found"
+	// before a NotReady Node is deleted (0: at once, as upstream).
+	DefaultNodeDeletionConfirmation = 2 * time.Minute
 )
 
 // SignalStop returns a channel closed on SIGTERM or SIGINT.
@@ -70,7 +75,13 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 		return cloud
 	}
 
-	cmd := ccmapp.NewCloudControllerManagerCommand(opts, initCloud, controllers, map[string]string{}, cliflag.NamedFlagSets{}, stop)
+	var extra cliflag.NamedFlagSets
+	ccmFlags := extra.FlagSet("ccm")
+	deletionWindow := ccmFlags.Duration("node-deletion-confirmation", DefaultNodeDeletionConfirmation,
+		"How long the cloud must keep reporting a NotReady Node's instance as not found before the Node is deleted. "+
+			"Cloud errors never delete a Node. 0 deletes at the first not-found, as the upstream providers do.")
+
+	cmd := ccmapp.NewCloudControllerManagerCommand(opts, initCloud, controllers, map[string]string{}, extra, stop)
 	cmd.Use = "ccm"
 	cmd.Long = fmt.Sprintf(`ccm is a Kubernetes cloud-controller-manager for several clouds in one binary.
 It initialises Nodes (providerID, addresses, zone, region, instance type), removes Nodes whose
@@ -92,7 +103,10 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		if err != nil {
 			return err
 		}
-		cloud = c
+		if *deletionWindow < 0 {
+			return fmt.Errorf("--node-deletion-confirmation must not be negative, got %v", *deletionWindow)
+		}
+		cloud = nodeguard.Wrap(c, *deletionWindow)
 		klog.InfoS("Starting ccm", "version", version.Get().GitVersion, "provider", name,
 			"cloudConfig", path, "compiledIn", provider.Names())
 		return nil

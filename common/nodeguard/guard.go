@@ -1,0 +1,128 @@
+// Package nodeguard keeps Nodes whose machines the cloud reports gone until that answer holds.
+//
+// The node lifecycle controller deletes a NotReady Node as soon as InstanceExists says false.
+// A cloud that answers "not found" by mistake for a moment (eventual consistency, a wrong
+// region during a migration, an empty answer) would make it delete healthy Nodes. The guard
+// wraps every provider's InstancesV2: errors pass through (the controller then does nothing),
+// and "not found" becomes "gone" only once it has held for the confirmation window.
+package nodeguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/common/metrics"
+)
+
+// EventReasonHeld is the reason of the Node event sent when a deletion is held back.
+const EventReasonHeld = "NodeDeletionHeld"
+
+// Guard wraps an InstancesV2.
+type Guard struct {
+	inner    cloudprovider.InstancesV2
+	window   time.Duration
+	provider string
+	now      func() time.Time
+
+	mu       sync.Mutex
+	recorder record.EventRecorder
+	// notFound is when each Node's instance was first reported not found in the current streak.
+	notFound map[types.UID]time.Time
+}
+
+var _ cloudprovider.InstancesV2 = (*Guard)(nil)
+
+// New wraps inner. A window of 0 turns the guard off: "not found" is "gone" at once, as upstream.
+func New(inner cloudprovider.InstancesV2, provider string, window time.Duration) *Guard {
+	return &Guard{inner: inner, window: window, provider: provider, now: time.Now, notFound: map[types.UID]time.Time{}}
+}
+
+// SetRecorder sets where Node events go (set once the API client exists).
+func (g *Guard) SetRecorder(r record.EventRecorder) {
+	g.mu.Lock()
+	g.recorder = r
+	g.mu.Unlock()
+}
+
+// InstanceExists reports false only for a confirmed not-found. Errors pass through unchanged.
+func (g *Guard) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
+	exists, err := g.inner.InstanceExists(ctx, node)
+	switch {
+	case err != nil:
+		metrics.NodeDeletionsHeld.WithLabelValues(g.provider, "cloud_error").Inc()
+		return false, err
+	case exists:
+		g.reset(node)
+		return true, nil
+	case g.window <= 0:
+		return false, nil
+	}
+	now := g.now()
+	g.mu.Lock()
+	first, seen := g.notFound[node.UID]
+	if !seen {
+		first = now
+		g.notFound[node.UID] = now
+	}
+	recorder := g.recorder
+	g.mu.Unlock()
+	if waited := now.Sub(first); waited >= g.window {
+		klog.InfoS("Instance not found for the whole confirmation window; reporting it gone", "node", klog.KObj(node), "window", g.window)
+		g.reset(node)
+		return false, nil
+	}
+	metrics.NodeDeletionsHeld.WithLabelValues(g.provider, "not_confirmed").Inc()
+	if !seen {
+		klog.InfoS("Cloud reports the instance gone; keeping the Node until that is confirmed", "node", klog.KObj(node), "window", g.window)
+		if recorder != nil {
+			recorder.Eventf(node, v1.EventTypeWarning, EventReasonHeld,
+				"The cloud reports this Node's instance as not found; the Node is kept until that holds for %v (--node-deletion-confirmation)", g.window)
+		}
+	}
+	return true, nil
+}
+
+// InstanceShutdown passes through, except that "not found" while a deletion is being confirmed
+// is "not shut down": existence is InstanceExists's business.
+func (g *Guard) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+	down, err := g.inner.InstanceShutdown(ctx, node)
+	if errors.Is(err, cloudprovider.InstanceNotFound) && g.pending(node) {
+		return false, nil
+	}
+	return down, err
+}
+
+// InstanceMetadata passes through.
+func (g *Guard) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	return g.inner.InstanceMetadata(ctx, node)
+}
+
+func (g *Guard) reset(node *v1.Node) {
+	g.mu.Lock()
+	delete(g.notFound, node.UID)
+	g.mu.Unlock()
+}
+
+func (g *Guard) pending(node *v1.Node) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.notFound[node.UID]
+	return ok
+}
+
+// String describes the setting for start-up logs.
+func (g *Guard) String() string {
+	if g.window <= 0 {
+		return "off (a Node is deleted as soon as the cloud reports its instance not found)"
+	}
+	return fmt.Sprintf("a Node is deleted only after its instance is reported not found for %v", g.window)
+}

@@ -1,0 +1,87 @@
+package nodeguard
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+// scripted answers InstanceExists with whatever answer holds now.
+type scripted struct {
+	exists bool
+	err    error
+}
+
+func (s *scripted) InstanceExists(context.Context, *v1.Node) (bool, error) { return s.exists, s.err }
+func (s *scripted) InstanceShutdown(context.Context, *v1.Node) (bool, error) {
+	if !s.exists {
+		return false, cloudprovider.InstanceNotFound
+	}
+	return false, s.err
+}
+func (s *scripted) InstanceMetadata(context.Context, *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	return nil, s.err
+}
+
+func TestGuard(t *testing.T) {
+	ctx := context.Background()
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "uid-1"}}
+	cloud := &scripted{exists: true}
+	now := time.Unix(1000, 0)
+	g := New(cloud, "test", time.Minute)
+	g.now = func() time.Time { return now }
+	rec := record.NewFakeRecorder(10)
+	g.SetRecorder(rec)
+
+	step := func(name string, advance time.Duration, wantExists, wantErr bool) {
+		t.Helper()
+		now = now.Add(advance)
+		exists, err := g.InstanceExists(ctx, node)
+		if exists != wantExists || (err != nil) != wantErr {
+			t.Fatalf("%s: exists=%v err=%v, want exists=%v err=%v", name, exists, err, wantExists, wantErr)
+		}
+	}
+	step("found", 0, true, false)
+
+	cloud.exists, cloud.err = false, errors.New("503 from the cloud API")
+	step("cloud error passes through, never reads as gone", 0, false, true)
+	step("cloud error for long is still no deletion", 10*time.Minute, false, true)
+
+	cloud.err = nil // now the cloud says "not found"
+	step("first not-found is held", 0, true, false)
+	if down, err := g.InstanceShutdown(ctx, node); down || err != nil {
+		t.Errorf("shutdown while held = %v, %v; want false, nil", down, err)
+	}
+	step("still held inside the window", 59*time.Second, true, false)
+
+	cloud.exists = true
+	step("found again resets the streak", time.Second, true, false)
+	cloud.exists = false
+	step("new streak is held", 30*time.Second, true, false)
+	step("held up to the window", 59*time.Second, true, false)
+	step("gone once not-found held for the whole window", time.Second, false, false)
+
+	if n := len(rec.Events); n != 2 { // one per streak, not one per check
+		t.Errorf("%d events, want 2", n)
+	}
+	if e := <-rec.Events; !strings.Contains(e, EventReasonHeld) || !strings.Contains(e, "1m0s") {
+		t.Errorf("event %q", e)
+	}
+}
+
+func TestGuardOff(t *testing.T) {
+	g := New(&scripted{exists: false}, "test", 0)
+	if exists, err := g.InstanceExists(context.Background(), &v1.Node{}); exists || err != nil {
+		t.Fatalf("window 0: %v %v, want false nil (upstream behaviour)", exists, err)
+	}
+	if !strings.Contains(g.String(), "off") {
+		t.Error(g.String())
+	}
+}
