@@ -41,6 +41,9 @@ type Cloud struct {
 	inventory *inventory
 	lb        *loadBalancers
 	client    kubernetes.Interface
+	// store, when set before the first load balancer call, replaces the default: ConfigMaps in
+	// kube-system with an API client, memory without one.
+	store Store
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -90,6 +93,20 @@ func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan 
 	}
 	go c.inventory.watch(c.cfg.Global.InventoryRefresh.Duration, stop)
 	klog.InfoS("Dummy cloud ready", "pools", len(c.lb.pools), "inventory", c.cfg.Global.Inventory)
+}
+
+// UseStore makes the cloud keep load balancer records in s (tests and the conformance suite).
+func (c *Cloud) UseStore(s Store) { c.store = s }
+
+func (c *Cloud) newStore() Store {
+	switch {
+	case c.store != nil:
+		return c.store
+	case c.client != nil:
+		return newConfigMapStore(c.client, "kube-system")
+	default:
+		return NewMemStore()
+	}
 }
 
 // SetClient gives the cloud an API client without Initialize (tests and tools).

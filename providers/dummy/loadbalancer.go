@@ -15,6 +15,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
 )
@@ -23,30 +24,31 @@ import (
 var names = lbname.Scheme{Prefix: "dummy_", Sep: "_", MaxLen: 255}
 
 // loadBalancers is the dummy cloud's load balancer service: it hands out addresses from the
-// configured pools and remembers which Service holds which address and backends.
+// configured pools and keeps one Record per Service in its Store.
 type loadBalancers struct {
 	c     *Cloud
 	pools []*pool
+	store Store
 
 	mu      sync.Mutex
-	records map[string]*lbRecord // by namespace/name
-	owner   map[netip.Addr]string
+	loaded  bool
+	records map[string]Record     // by namespace/name, as in the store
+	owner   map[netip.Addr]string // address -> namespace/name
 	writes  int
-	seeded  bool
 }
 
-// lbRecord is one load balancer as the dummy cloud stores it.
-type lbRecord struct {
-	name  string
-	ips   []netip.Addr
-	ports []string // "TCP/80", sorted
-	nodes []string // sorted node names
+// desiredState is what a Record's fingerprint covers.
+type desiredState struct {
+	Name  string
+	IPs   []string
+	Ports []string
+	Nodes []string
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
 func newLoadBalancers(c *Cloud) *loadBalancers {
-	lb := &loadBalancers{c: c, records: map[string]*lbRecord{}, owner: map[netip.Addr]string{}}
+	lb := &loadBalancers{c: c, records: map[string]Record{}, owner: map[netip.Addr]string{}}
 	poolNames := make([]string, 0, len(c.cfg.Pool))
 	for n := range c.cfg.Pool {
 		poolNames = append(poolNames, n)
@@ -68,52 +70,42 @@ func (l *loadBalancers) GetLoadBalancerName(_ context.Context, clusterName strin
 
 // GetLoadBalancer implements cloudprovider.LoadBalancer.
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	if err := l.seed(ctx); err != nil {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.load(ctx); err != nil {
 		return nil, false, err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	rec := l.records[key(svc)]
-	if rec == nil {
+	rec, ok := l.records[key(svc)]
+	if !ok {
 		return nil, false, nil
 	}
-	return rec.status(svc), true, nil
+	return status(rec, svc), true, nil
 }
 
-// EnsureLoadBalancer implements cloudprovider.LoadBalancer. It writes only when the address,
-// ports or backends differ from what the dummy cloud already holds.
+// EnsureLoadBalancer implements cloudprovider.LoadBalancer. It writes only when the desired
+// state's fingerprint differs from the one stored on the record: a restart, a failover or a
+// resync with nothing changed costs no write.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (_ *v1.LoadBalancerStatus, err error) {
 	defer observe("ensure", time.Now(), &err)
-	if err := l.seed(ctx); err != nil {
-		return nil, err
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.load(ctx); err != nil {
+		return nil, err
+	}
 	k := key(svc)
-	want := &lbRecord{name: names.Name(clusterName, svc.Namespace, svc.Name), ports: portsOf(svc), nodes: nodeNames(nodes)}
-	have := l.records[k]
+	have, exists := l.records[k]
 	ips, err := l.addressesFor(svc, have)
 	if err != nil {
 		return nil, err
 	}
-	want.ips = ips
-	if have != nil && have.equal(want) {
-		return have.status(svc), nil
+	want := l.record(clusterName, svc, ips, nodeNames(nodes))
+	if exists && !fingerprint.Changed(have.Fingerprint, want.Fingerprint) {
+		return status(have, svc), nil
 	}
-	for _, ip := range want.ips {
-		l.owner[ip] = k
+	if err := l.put(ctx, k, want); err != nil {
+		return nil, err
 	}
-	if have != nil {
-		for _, ip := range have.ips {
-			if !slices.Contains(want.ips, ip) {
-				delete(l.owner, ip)
-			}
-		}
-	}
-	l.records[k] = want
-	l.writes++
-	l.updatePoolMetrics()
-	return want.status(svc), nil
+	return status(want, svc), nil
 }
 
 // UpdateLoadBalancer implements cloudprovider.LoadBalancer: only the backends change.
@@ -121,43 +113,79 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	defer observe("update", time.Now(), &err)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	rec := l.records[key(svc)]
-	if rec == nil {
-		return fmt.Errorf("load balancer for %s does not exist yet", key(svc))
+	if err := l.load(ctx); err != nil {
+		return err
 	}
-	if n := nodeNames(nodes); !slices.Equal(n, rec.nodes) {
-		rec.nodes = n
-		l.writes++
+	k := key(svc)
+	have, ok := l.records[k]
+	if !ok {
+		return fmt.Errorf("load balancer for %s does not exist yet", k)
 	}
-	return nil
+	want := l.record(clusterName, svc, addrs(have.IPs), nodeNames(nodes))
+	if !fingerprint.Changed(have.Fingerprint, want.Fingerprint) {
+		return nil
+	}
+	return l.put(ctx, k, want)
 }
 
 // EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer; deleting a missing one is fine.
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) (err error) {
 	defer observe("delete", time.Now(), &err)
-	if err := l.seed(ctx); err != nil {
-		return err
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.load(ctx); err != nil {
+		return err
+	}
 	k := key(svc)
-	rec := l.records[k]
+	if _, ok := l.records[k]; ok {
+		if err := l.store.Delete(ctx, k); err != nil {
+			return err
+		}
+		delete(l.records, k)
+		l.writes++
+	}
 	for ip, owner := range l.owner {
 		if owner == k {
 			delete(l.owner, ip)
 		}
 	}
-	if rec != nil {
-		delete(l.records, k)
-		l.writes++
+	l.updatePoolMetrics()
+	return nil
+}
+
+func (l *loadBalancers) record(clusterName string, svc *v1.Service, ips []netip.Addr, nodes []string) Record {
+	r := Record{Name: names.Name(clusterName, svc.Namespace, svc.Name), Tags: lbname.Tags(clusterName, svc.Namespace, svc.Name)}
+	for _, ip := range ips {
+		r.IPs = append(r.IPs, ip.String())
 	}
+	r.Fingerprint = fingerprint.Of(desiredState{Name: r.Name, IPs: r.IPs, Ports: portsOf(svc), Nodes: nodes})
+	return r
+}
+
+// put writes r and moves address ownership to it.
+func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
+	if err := l.store.Put(ctx, k, r); err != nil {
+		return err
+	}
+	l.writes++
+	if old, ok := l.records[k]; ok {
+		for _, ip := range addrs(old.IPs) {
+			if l.owner[ip] == k {
+				delete(l.owner, ip)
+			}
+		}
+	}
+	for _, ip := range addrs(r.IPs) {
+		l.owner[ip] = k
+	}
+	l.records[k] = r
 	l.updatePoolMetrics()
 	return nil
 }
 
 // addressesFor picks the Service's addresses, one per IP family it asks for. It keeps what the
 // Service already has, honours spec.loadBalancerIP, and never hands out an address twice.
-func (l *loadBalancers) addressesFor(svc *v1.Service, have *lbRecord) ([]netip.Addr, error) {
+func (l *loadBalancers) addressesFor(svc *v1.Service, have Record) ([]netip.Addr, error) {
 	k := key(svc)
 	families := svc.Spec.IPFamilies
 	if len(families) == 0 {
@@ -192,8 +220,8 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, have *lbRecord) ([]netip.A
 			}
 			got = a
 		}
-		if !got.IsValid() && have != nil { // keep the current address while it is still valid
-			for _, a := range have.ips {
+		if !got.IsValid() { // keep the current address while it is still valid
+			for _, a := range addrs(have.IPs) {
 				if a.Is6() == v6 && inPools(a) && free(a) {
 					got = a
 				}
@@ -241,32 +269,45 @@ func (l *loadBalancers) poolsFor(namespace string) []*pool {
 	return out
 }
 
-// seed learns, once, which addresses Services already hold, from their status in the API
-// server. The dummy cloud keeps its records in memory; without this a restarted CCM could hand
-// a new Service an address an existing one still uses.
-func (l *loadBalancers) seed(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.seeded || l.c.client == nil {
+// load reads the store once, and learns which addresses Services already hold from their
+// status in the API server, so that a Service created by another ccm (or before the store
+// existed) never sees its address handed to another Service. Callers hold l.mu.
+func (l *loadBalancers) load(ctx context.Context) error {
+	if l.loaded {
 		return nil
 	}
-	list, err := l.c.client.CoreV1().Services("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("learning the addresses Services already hold: %w", err)
+	if l.store == nil {
+		l.store = l.c.newStore()
 	}
-	for i := range list.Items {
-		svc := &list.Items[i]
-		if svc.Spec.Type != v1.ServiceTypeLoadBalancer {
-			continue
+	records, err := l.store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	for k, r := range records {
+		l.records[k] = r
+		for _, ip := range addrs(r.IPs) {
+			l.owner[ip] = k
 		}
-		for _, a := range statusIPs(svc) {
-			if _, taken := l.owner[a]; !taken {
-				l.owner[a] = key(svc)
+	}
+	if l.c.client != nil {
+		list, err := l.c.client.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("learning the addresses Services already hold: %w", err)
+		}
+		for i := range list.Items {
+			svc := &list.Items[i]
+			if svc.Spec.Type != v1.ServiceTypeLoadBalancer {
+				continue
+			}
+			for _, a := range statusIPs(svc) {
+				if _, taken := l.owner[a]; !taken {
+					l.owner[a] = key(svc)
+				}
 			}
 		}
 	}
-	l.seeded = true
-	klog.V(2).InfoS("Learned load balancer addresses from the API server", "addresses", len(l.owner))
+	l.loaded = true
+	klog.InfoS("Loaded load balancer records", "records", len(l.records), "addressesInUse", len(l.owner))
 	l.updatePoolMetrics()
 	return nil
 }
@@ -284,8 +325,7 @@ func (l *loadBalancers) updatePoolMetrics() {
 	}
 }
 
-// Writes is how many times the dummy cloud changed a load balancer: the conformance suite and
-// the integration tests read it to prove that unchanged Services cost no writes.
+// Writes is how many times this process changed a load balancer record.
 func (l *loadBalancers) Writes() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -324,15 +364,26 @@ func nodeNames(nodes []*v1.Node) []string {
 	return out
 }
 
-func (r *lbRecord) equal(o *lbRecord) bool {
-	return r.name == o.name && slices.Equal(r.ips, o.ips) && slices.Equal(r.ports, o.ports) && slices.Equal(r.nodes, o.nodes)
+func addrs(ips []string) []netip.Addr {
+	out := make([]netip.Addr, 0, len(ips))
+	for _, s := range ips {
+		if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
-func (r *lbRecord) status(svc *v1.Service) *v1.LoadBalancerStatus {
+// status is the Service status of r: the addresses with ipMode VIP and the Service's ports.
+func status(r Record, svc *v1.Service) *v1.LoadBalancerStatus {
 	st := &v1.LoadBalancerStatus{}
 	vip := v1.LoadBalancerIPModeVIP
-	for _, ip := range r.ips {
-		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: ip.String(), IPMode: &vip})
+	var ports []v1.PortStatus
+	for _, p := range svc.Spec.Ports {
+		ports = append(ports, v1.PortStatus{Port: p.Port, Protocol: p.Protocol})
+	}
+	for _, ip := range r.IPs {
+		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: ip, IPMode: &vip, Ports: ports})
 	}
 	return st
 }

@@ -50,8 +50,8 @@ func run(provider string, once bool) error {
 	defer env.Stop()
 	fmt.Printf("   ready in %v at %s\n", time.Since(t0).Round(time.Millisecond), env.Host)
 
-	step("applying deploy/base (the ccm's ServiceAccount and RBAC)")
-	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "base")); err != nil {
+	step("applying deploy/dummy (the ccm's ServiceAccount and RBAC)")
+	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "dummy")); err != nil {
 		return err
 	}
 

@@ -1,5 +1,6 @@
 // Package integration runs the real ccm binary against a real kube-apiserver and etcd, as the
-// ServiceAccount of deploy/base. `make integration` builds both; CCM_BINARY and CCM_TESTBIN
+// ServiceAccount of deploy/dummy (deploy/base plus the dummy's own RBAC). `make integration`
+// builds both; CCM_BINARY and CCM_TESTBIN
 // point at them.
 package integration
 
@@ -41,10 +42,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	out, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "base"))
+	out, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "dummy"))
 	if err != nil {
 		env.Stop()
-		fmt.Fprintln(os.Stderr, "applying deploy/base:", err)
+		fmt.Fprintln(os.Stderr, "applying deploy/dummy:", err)
 		return 1
 	}
 	fmt.Print(out)

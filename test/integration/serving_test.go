@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,23 +45,7 @@ func TestSecureServing(t *testing.T) {
 		return code == 200 && body == "ok", fmt.Errorf("%d %s", code, body)
 	})
 
-	// A scraper ServiceAccount bound to the metrics-reader role of deploy/base.
-	sa := &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scraper", Namespace: "kube-system"}}
-	if _, err := env.Client.CoreV1().ServiceAccounts("kube-system").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "scraper-metrics"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cloud-controller-manager:metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "scraper", Namespace: "kube-system"}},
-	}
-	if _, err := env.Client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	scraper, err := env.ServiceAccountKubeconfig(ctx, "kube-system", "scraper", t.TempDir()+"/scraper.kubeconfig")
-	if err != nil {
-		t.Fatal(err)
-	}
+	scraper := metricsToken(t)
 
 	if code, _ := get(t, base+"/metrics", ""); code != http.StatusUnauthorized && code != http.StatusForbidden {
 		t.Errorf("anonymous /metrics: %d, want 401 or 403", code)
@@ -99,4 +86,58 @@ func grepLines(body, prefix string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+var (
+	scraperOnce  sync.Once
+	scraperToken string
+	scraperErr   error
+)
+
+// metricsToken returns the token of a ServiceAccount bound to the metrics-reader ClusterRole of
+// deploy/base, as a Prometheus would be.
+func metricsToken(t *testing.T) string {
+	t.Helper()
+	scraperOnce.Do(func() {
+		ctx := context.Background()
+		sa := &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scraper", Namespace: "kube-system"}}
+		if _, scraperErr = env.Client.CoreV1().ServiceAccounts("kube-system").Create(ctx, sa, metav1.CreateOptions{}); scraperErr != nil {
+			return
+		}
+		crb := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "scraper-metrics"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cloud-controller-manager:metrics-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "scraper", Namespace: "kube-system"}},
+		}
+		if _, scraperErr = env.Client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); scraperErr != nil {
+			return
+		}
+		scraperToken, scraperErr = env.ServiceAccountKubeconfig(ctx, "kube-system", "scraper", filepath.Join(env.Dir, "scraper.kubeconfig"))
+	})
+	if scraperErr != nil {
+		t.Fatal(scraperErr)
+	}
+	return scraperToken
+}
+
+// metricValue scrapes c's /metrics and sums the samples whose line starts with series
+// (a metric name with some of its labels, e.g. `ccm_reconcile_total{kind="loadbalancer"`).
+func metricValue(t *testing.T, c *testenv.CCM, series string) (float64, error) {
+	t.Helper()
+	code, body := get(t, fmt.Sprintf("https://127.0.0.1:%d/metrics", c.Port), metricsToken(t))
+	if code != 200 {
+		return 0, fmt.Errorf("/metrics: %d", code)
+	}
+	var sum float64
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, series) {
+			f := strings.Fields(l)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				return 0, err
+			}
+			sum += v
+		}
+	}
+	return sum, nil
 }

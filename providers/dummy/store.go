@@ -1,0 +1,193 @@
+package dummy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ccm-project/ccm/common/metrics"
+)
+
+// Record is one load balancer as the dummy cloud stores it.
+type Record struct {
+	Name        string            `json:"name"`
+	IPs         []string          `json:"ips"`
+	Fingerprint string            `json:"fingerprint"` // of the desired state last written
+	Tags        map[string]string `json:"tags"`        // ownership (lbname.Tags)
+}
+
+// Store is where the dummy cloud keeps its load balancers: the part of a real cloud that
+// outlives the ccm process, so that a restart or a failover finds them again.
+type Store interface {
+	Load(ctx context.Context) (map[string]Record, error) // by namespace/name
+	Put(ctx context.Context, key string, r Record) error
+	Delete(ctx context.Context, key string) error
+}
+
+// MemStore keeps records in memory: for tests and for a ccm without an API client. It counts
+// writes, which is what the conformance suite reads.
+type MemStore struct {
+	mu      sync.Mutex
+	records map[string]Record
+	writes  int
+}
+
+// NewMemStore returns an empty MemStore.
+func NewMemStore() *MemStore { return &MemStore{records: map[string]Record{}} }
+
+// Load implements Store.
+func (m *MemStore) Load(context.Context) (map[string]Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]Record, len(m.records))
+	for k, r := range m.records {
+		out[k] = r
+	}
+	return out, nil
+}
+
+// Put implements Store.
+func (m *MemStore) Put(_ context.Context, key string, r Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.records[key] = r
+	m.writes++
+	return nil
+}
+
+// Delete implements Store.
+func (m *MemStore) Delete(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.records, key)
+	m.writes++
+	return nil
+}
+
+// Writes is the number of Put and Delete calls so far.
+func (m *MemStore) Writes() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.writes
+}
+
+// configMapShards spreads records over several ConfigMaps so that 10,000 Services stay far
+// below the 1 MiB limit of one object.
+const configMapShards = 8
+
+// ConfigMapPrefix names the ConfigMaps (in kube-system) holding the dummy cloud's records.
+const ConfigMapPrefix = "ccm-dummy-lb-"
+
+// configMapStore keeps records in ConfigMaps of the API server: shared by ccm replicas, kept
+// across restarts, written with optimistic concurrency so two writers never both win.
+type configMapStore struct {
+	client    kubernetes.Interface
+	namespace string
+	mu        sync.Mutex
+	shards    map[string]*v1.ConfigMap // by name; nil until loaded
+}
+
+func newConfigMapStore(client kubernetes.Interface, namespace string) *configMapStore {
+	return &configMapStore{client: client, namespace: namespace, shards: map[string]*v1.ConfigMap{}}
+}
+
+func shardOf(key string) string {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return fmt.Sprintf("%s%d", ConfigMapPrefix, h.Sum32()%configMapShards)
+}
+
+// dataKey maps namespace/name to a ConfigMap key: '_' cannot occur in either part.
+func dataKey(key string) string { return strings.Replace(key, "/", "_", 1) }
+
+func (s *configMapStore) Load(ctx context.Context) (map[string]Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]Record{}
+	for i := range configMapShards {
+		name := fmt.Sprintf("%s%d", ConfigMapPrefix, i)
+		start := time.Now()
+		cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, name, metav1.GetOptions{})
+		observeStore("Get", start, err)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("loading load balancer records from ConfigMap %s/%s: %w", s.namespace, name, err)
+		}
+		s.shards[name] = cm
+		for k, v := range cm.Data {
+			var r Record
+			if err := json.Unmarshal([]byte(v), &r); err != nil {
+				return nil, fmt.Errorf("ConfigMap %s/%s key %s: %w", s.namespace, name, k, err)
+			}
+			out[strings.Replace(k, "_", "/", 1)] = r
+		}
+	}
+	return out, nil
+}
+
+func (s *configMapStore) Put(ctx context.Context, key string, r Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return s.modify(ctx, key, func(data map[string]string) { data[dataKey(key)] = string(b) })
+}
+
+func (s *configMapStore) Delete(ctx context.Context, key string) error {
+	return s.modify(ctx, key, func(data map[string]string) { delete(data, dataKey(key)) })
+}
+
+// modify applies change to the shard of key and writes it, re-reading once on a conflict.
+func (s *configMapStore) modify(ctx context.Context, key string, change func(map[string]string)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := shardOf(key)
+	cms := s.client.CoreV1().ConfigMaps(s.namespace)
+	for attempt := 0; ; attempt++ {
+		cm := s.shards[name]
+		var err error
+		start := time.Now()
+		if cm == nil {
+			cm = &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "ccm-dummy"}}, Data: map[string]string{}}
+			change(cm.Data)
+			cm, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+			observeStore("Create", start, err)
+		} else {
+			cm = cm.DeepCopy()
+			if cm.Data == nil {
+				cm.Data = map[string]string{}
+			}
+			change(cm.Data)
+			cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+			observeStore("Update", start, err)
+		}
+		if err == nil {
+			s.shards[name] = cm
+			return nil
+		}
+		if attempt > 0 || !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
+			return fmt.Errorf("writing load balancer record %s to ConfigMap %s/%s: %w", key, s.namespace, name, err)
+		}
+		fresh, gerr := cms.Get(ctx, name, metav1.GetOptions{})
+		if gerr != nil {
+			return fmt.Errorf("re-reading ConfigMap %s/%s after a conflict: %w", s.namespace, name, gerr)
+		}
+		s.shards[name] = fresh
+	}
+}
+
+func observeStore(op string, start time.Time, err error) {
+	metrics.ObserveCloudCall(ProviderName, "loadbalancer-store", op, start, metrics.Classify(err, apierrors.IsTooManyRequests))
+}
