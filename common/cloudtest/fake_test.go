@@ -1,0 +1,242 @@
+package cloudtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccm-project/ccm/common/fingerprint"
+	"github.com/ccm-project/ccm/common/lbname"
+)
+
+// breakage names one way a provider can break the contract.
+type breakage string
+
+const (
+	none               breakage = ""
+	unknownIsError     breakage = "unknown instance is an error"
+	errorIsGone        breakage = "cloud error reads as gone"
+	noLookupByID       breakage = "providerID not used"
+	wrongZone          breakage = "wrong zone"
+	alwaysWrites       breakage = "every ensure writes"
+	forgetsOnRestart   breakage = "fingerprints kept in process memory"
+	updateChangesIP    breakage = "update moves the address"
+	deleteMissingFails breakage = "deleting a missing LB fails"
+	keepsAfterDelete   breakage = "delete leaves the LB"
+	longNames          breakage = "names ignore the limit"
+	noTags             breakage = "no ownership tags"
+)
+
+// sim is a tiny cloud: machines and load balancers.
+type sim struct {
+	mu       sync.Mutex
+	machines map[string]cloudprovider.InstanceMetadata // by name
+	lbs      map[string]simLB                          // by LB name
+	writes   int
+	broken   bool
+}
+
+type simLB struct {
+	ip   string
+	fp   string
+	tags map[string]string
+}
+
+// fakeHarness implements Harness over sim, with a provider that breaks the contract as told.
+type fakeHarness struct {
+	sim    *sim
+	brk    breakage
+	nextIP int
+}
+
+func newFake(b breakage) *fakeHarness {
+	return &fakeHarness{sim: &sim{machines: map[string]cloudprovider.InstanceMetadata{}, lbs: map[string]simLB{}}, brk: b}
+}
+
+func (h *fakeHarness) NewCloud(T) cloudprovider.Interface {
+	return &fakeCloud{h: h, mem: map[string]string{}}
+}
+
+func (h *fakeHarness) AddInstance(_ T, name string) (*v1.Node, cloudprovider.InstanceMetadata) {
+	md := cloudprovider.InstanceMetadata{ProviderID: "fake:///" + name, InstanceType: "t1", Zone: "z1", Region: "r1",
+		NodeAddresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}}}
+	h.sim.mu.Lock()
+	h.sim.machines[name] = md
+	h.sim.mu.Unlock()
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, md
+}
+
+func (h *fakeHarness) BreakInstances(T) func() {
+	h.sim.mu.Lock()
+	h.sim.broken = true
+	h.sim.mu.Unlock()
+	return func() { h.sim.mu.Lock(); h.sim.broken = false; h.sim.mu.Unlock() }
+}
+
+func (h *fakeHarness) Writes() int { h.sim.mu.Lock(); defer h.sim.mu.Unlock(); return h.sim.writes }
+
+func (h *fakeHarness) LoadBalancerTags(_ T, cluster string, svc *v1.Service) (map[string]string, bool) {
+	h.sim.mu.Lock()
+	defer h.sim.mu.Unlock()
+	lb, ok := h.sim.lbs[h.name(cluster, svc)]
+	return lb.tags, ok
+}
+
+func (h *fakeHarness) MaxNameLen() int { return 32 }
+
+func (h *fakeHarness) name(cluster string, svc *v1.Service) string {
+	if h.brk == longNames {
+		return "lb-" + cluster + "-" + svc.Namespace + "-" + svc.Name
+	}
+	return lbname.AWSELB.Name(cluster, svc.Namespace, svc.Name)
+}
+
+// fakeCloud is the provider under test.
+type fakeCloud struct {
+	h   *fakeHarness
+	mem map[string]string // fingerprints, for the forgetsOnRestart breakage
+}
+
+func (c *fakeCloud) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
+func (c *fakeCloud) LoadBalancer() (cloudprovider.LoadBalancer, bool)                  { return c, true }
+func (c *fakeCloud) Instances() (cloudprovider.Instances, bool)                        { return nil, false }
+func (c *fakeCloud) InstancesV2() (cloudprovider.InstancesV2, bool)                    { return c, true }
+func (c *fakeCloud) Zones() (cloudprovider.Zones, bool)                                { return nil, false }
+func (c *fakeCloud) Clusters() (cloudprovider.Clusters, bool)                          { return nil, false }
+func (c *fakeCloud) Routes() (cloudprovider.Routes, bool)                              { return nil, false }
+func (c *fakeCloud) ProviderName() string                                              { return "fake" }
+func (c *fakeCloud) HasClusterID() bool                                                { return true }
+
+var errOutage = errors.New("cloud API unavailable")
+
+func (c *fakeCloud) machine(node *v1.Node) (cloudprovider.InstanceMetadata, bool, error) {
+	s := c.h.sim
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken {
+		return cloudprovider.InstanceMetadata{}, false, errOutage
+	}
+	name := node.Name
+	if id, ok := strings.CutPrefix(node.Spec.ProviderID, "fake:///"); ok && c.h.brk != noLookupByID {
+		name = id
+	}
+	md, ok := s.machines[name]
+	return md, ok, nil
+}
+
+func (c *fakeCloud) InstanceExists(_ context.Context, node *v1.Node) (bool, error) {
+	_, ok, err := c.machine(node)
+	switch {
+	case err != nil && c.h.brk == errorIsGone:
+		return false, nil
+	case !ok && err == nil && c.h.brk == unknownIsError:
+		return false, errors.New("no such instance")
+	}
+	return ok, err
+}
+
+func (c *fakeCloud) InstanceShutdown(_ context.Context, node *v1.Node) (bool, error) {
+	_, ok, err := c.machine(node)
+	if err == nil && !ok {
+		err = cloudprovider.InstanceNotFound
+	}
+	return false, err
+}
+
+func (c *fakeCloud) InstanceMetadata(_ context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	md, ok, err := c.machine(node)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, cloudprovider.InstanceNotFound
+	}
+	if c.h.brk == wrongZone {
+		md.Zone = "elsewhere"
+	}
+	return &md, nil
+}
+
+func (c *fakeCloud) GetLoadBalancer(_ context.Context, cluster string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	s := c.h.sim
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lb, ok := s.lbs[c.h.name(cluster, svc)]
+	if !ok {
+		return nil, false, nil
+	}
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: lb.ip}}}, true, nil
+}
+
+func (c *fakeCloud) GetLoadBalancerName(_ context.Context, cluster string, svc *v1.Service) string {
+	return c.h.name(cluster, svc)
+}
+
+func nodeNames(nodes []*v1.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+func (c *fakeCloud) write(cluster string, svc *v1.Service, nodes []*v1.Node, newIP bool) (*v1.LoadBalancerStatus, error) {
+	s := c.h.sim
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := c.h.name(cluster, svc)
+	lb, exists := s.lbs[name]
+	fp := fingerprint.Of(nodeNames(nodes))
+	stored := lb.fp
+	if c.h.brk == forgetsOnRestart {
+		stored = c.mem[name]
+	}
+	if exists && !newIP && !fingerprint.Changed(stored, fp) && c.h.brk != alwaysWrites {
+		return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: lb.ip}}}, nil
+	}
+	if !exists || newIP {
+		c.h.nextIP++
+		lb.ip = fmt.Sprintf("192.0.2.%d", c.h.nextIP)
+	}
+	lb.fp = fp
+	c.mem[name] = fp
+	if c.h.brk != noTags {
+		lb.tags = lbname.Tags(cluster, svc.Namespace, svc.Name)
+	}
+	s.lbs[name] = lb
+	s.writes++
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: lb.ip}}}, nil
+}
+
+func (c *fakeCloud) EnsureLoadBalancer(_ context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	return c.write(cluster, svc, nodes, false)
+}
+
+func (c *fakeCloud) UpdateLoadBalancer(_ context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
+	_, err := c.write(cluster, svc, nodes, c.h.brk == updateChangesIP)
+	return err
+}
+
+func (c *fakeCloud) EnsureLoadBalancerDeleted(_ context.Context, cluster string, svc *v1.Service) error {
+	s := c.h.sim
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := c.h.name(cluster, svc)
+	if _, ok := s.lbs[name]; !ok {
+		if c.h.brk == deleteMissingFails {
+			return errors.New("load balancer not found")
+		}
+		return nil
+	}
+	if c.h.brk != keepsAfterDelete {
+		delete(s.lbs, name)
+		s.writes++
+	}
+	return nil
+}
