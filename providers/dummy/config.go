@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/ccm-project/ccm/common/config"
 )
 
@@ -34,6 +36,8 @@ type InstanceConfig struct {
 	Zone         string
 	Region       string
 	State        string // running (default), shutdown, gone, error (look-ups fail, as in a cloud outage)
+	Label        []string // extra Node labels, key=value
+
 }
 
 // PoolConfig is a pool of load balancer addresses.
@@ -93,6 +97,13 @@ func validateInstances(instances map[string]*InstanceConfig, ps *config.Problems
 				if _, err := netip.ParseAddr(ip); err != nil {
 					ps.AddSub("Instance", name, key.name, "%q is not an IP address", ip)
 				}
+			}
+		}
+		for _, l := range in.Label {
+			k, v, ok := strings.Cut(l, "=")
+			errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...)
+			if !ok || len(errs) > 0 {
+				ps.AddSub("Instance", name, "label", "%q is not a label key=value: %s", l, strings.Join(errs, "; "))
 			}
 		}
 		switch strings.ToLower(in.State) {

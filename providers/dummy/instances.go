@@ -55,6 +55,14 @@ func (i instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudp
 	md.NodeAddresses = append(md.NodeAddresses, addresses(v1.NodeInternalIP, in.InternalIP)...)
 	md.NodeAddresses = append(md.NodeAddresses, addresses(v1.NodeExternalIP, in.ExternalIP)...)
 	md.NodeAddresses = append(md.NodeAddresses, v1.NodeAddress{Type: v1.NodeHostName, Address: or(in.Hostname, name)})
+	for _, l := range in.Label {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			if md.AdditionalLabels == nil {
+				md.AdditionalLabels = map[string]string{}
+			}
+			md.AdditionalLabels[k] = v
+		}
+	}
 	return md, nil
 }
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -33,7 +31,7 @@ type loadBalancers struct {
 	mu      sync.Mutex
 	loaded  bool
 	records map[string]Record     // by namespace/name, as in the store
-	owner   map[netip.Addr]string // address -> namespace/name
+	owner   holders // address -> the Services using it
 	writes  int
 }
 
@@ -43,12 +41,14 @@ type desiredState struct {
 	IPs   []string
 	Ports []string
 	Nodes []string
+	// SharingKey is in the fingerprint so that turning sharing on or off is a change.
+	SharingKey string
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
 func newLoadBalancers(c *Cloud) *loadBalancers {
-	lb := &loadBalancers{c: c, records: map[string]Record{}, owner: map[netip.Addr]string{}}
+	lb := &loadBalancers{c: c, records: map[string]Record{}, owner: holders{}}
 	poolNames := make([]string, 0, len(c.cfg.Pool))
 	for n := range c.cfg.Pool {
 		poolNames = append(poolNames, n)
@@ -144,11 +144,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		delete(l.records, k)
 		l.writes++
 	}
-	for ip, owner := range l.owner {
-		if owner == k {
-			delete(l.owner, ip)
-		}
-	}
+	l.owner.releaseAll(k)
 	l.updatePoolMetrics()
 	return nil
 }
@@ -158,7 +154,8 @@ func (l *loadBalancers) record(clusterName string, svc *v1.Service, ips []netip.
 	for _, ip := range ips {
 		r.IPs = append(r.IPs, ip.String())
 	}
-	r.Fingerprint = fingerprint.Of(desiredState{Name: r.Name, IPs: r.IPs, Ports: portsOf(svc), Nodes: nodes})
+	r.Ports, r.SharingKey = portsOf(svc), svc.Annotations[AnnotationSharedIP]
+	r.Fingerprint = fingerprint.Of(desiredState{Name: r.Name, IPs: r.IPs, Ports: r.Ports, Nodes: nodes, SharingKey: r.SharingKey})
 	return r
 }
 
@@ -168,105 +165,13 @@ func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
 		return err
 	}
 	l.writes++
-	if old, ok := l.records[k]; ok {
-		for _, ip := range addrs(old.IPs) {
-			if l.owner[ip] == k {
-				delete(l.owner, ip)
-			}
-		}
-	}
+	l.owner.releaseAll(k)
 	for _, ip := range addrs(r.IPs) {
-		l.owner[ip] = k
+		l.owner.claim(ip, k)
 	}
 	l.records[k] = r
 	l.updatePoolMetrics()
 	return nil
-}
-
-// addressesFor picks the Service's addresses, one per IP family it asks for. It keeps what the
-// Service already has, honours spec.loadBalancerIP, and never hands out an address twice.
-func (l *loadBalancers) addressesFor(svc *v1.Service, have Record) ([]netip.Addr, error) {
-	k := key(svc)
-	families := svc.Spec.IPFamilies
-	if len(families) == 0 {
-		families = []v1.IPFamily{v1.IPv4Protocol}
-	}
-	requested := map[bool]netip.Addr{}
-	if s := strings.TrimSpace(svc.Spec.LoadBalancerIP); s != "" {
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return nil, fmt.Errorf("spec.loadBalancerIP %q is not an IP address", s)
-		}
-		requested[a.Is6()] = a
-	}
-	pools := l.poolsFor(svc.Namespace)
-	if len(pools) == 0 {
-		return nil, fmt.Errorf("no address pool serves namespace %q: add a [Pool] with namespace = %s, or one without namespaces", svc.Namespace, svc.Namespace)
-	}
-	free := func(a netip.Addr) bool { o, used := l.owner[a]; return !used || o == k }
-	inPools := func(a netip.Addr) bool {
-		return slices.ContainsFunc(pools, func(p *pool) bool { return p.contains(a) })
-	}
-	var out []netip.Addr
-	for i, fam := range families {
-		v6 := fam == v1.IPv6Protocol
-		var got netip.Addr
-		if a, ok := requested[v6]; ok {
-			if !inPools(a) {
-				return nil, fmt.Errorf("spec.loadBalancerIP %s is not in a pool that serves namespace %q", a, svc.Namespace)
-			}
-			if !free(a) {
-				return nil, fmt.Errorf("spec.loadBalancerIP %s is already used by Service %s", a, l.owner[a])
-			}
-			got = a
-		}
-		if !got.IsValid() { // keep the current address while it is still valid
-			for _, a := range addrs(have.IPs) {
-				if a.Is6() == v6 && inPools(a) && free(a) {
-					got = a
-				}
-			}
-		}
-		if !got.IsValid() {
-			for _, a := range statusIPs(svc) { // re-adopt after a restart
-				if a.Is6() == v6 && inPools(a) && free(a) {
-					got = a
-				}
-			}
-		}
-		for _, p := range pools {
-			if got.IsValid() {
-				break
-			}
-			got, _ = p.next(v6, func(a netip.Addr) bool { _, used := l.owner[a]; return used })
-		}
-		if !got.IsValid() {
-			if i > 0 && svc.Spec.IPFamilyPolicy != nil && *svc.Spec.IPFamilyPolicy == v1.IPFamilyPolicyPreferDualStack {
-				continue // the second family is a wish, not a must
-			}
-			return nil, &PoolExhaustedError{Namespace: svc.Namespace, Family: string(fam)}
-		}
-		out = append(out, got)
-	}
-	return out, nil
-}
-
-// PoolExhaustedError says no pool serving the Service has a free address of a family.
-type PoolExhaustedError struct{ Namespace, Family string }
-
-func (e *PoolExhaustedError) Error() string {
-	return fmt.Sprintf("address pool exhausted: no free %s address in the pools serving namespace %q", e.Family, e.Namespace)
-}
-
-func (l *loadBalancers) poolsFor(namespace string) []*pool {
-	anyNamed := slices.ContainsFunc(l.pools, func(p *pool) bool { return slices.Contains(p.namespaces, namespace) })
-	var out []*pool
-	for _, p := range l.pools {
-		if p.serves(namespace, anyNamed) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // load reads the store once, and learns which addresses Services already hold from their
@@ -286,7 +191,7 @@ func (l *loadBalancers) load(ctx context.Context) error {
 	for k, r := range records {
 		l.records[k] = r
 		for _, ip := range addrs(r.IPs) {
-			l.owner[ip] = k
+			l.owner.claim(ip, k)
 		}
 	}
 	if l.c.client != nil {
@@ -300,8 +205,8 @@ func (l *loadBalancers) load(ctx context.Context) error {
 				continue
 			}
 			for _, a := range statusIPs(svc) {
-				if _, taken := l.owner[a]; !taken {
-					l.owner[a] = key(svc)
+				if len(l.owner[a]) == 0 {
+					l.owner.claim(a, key(svc))
 				}
 			}
 		}

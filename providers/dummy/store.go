@@ -23,6 +23,8 @@ type Record struct {
 	IPs         []string          `json:"ips"`
 	Fingerprint string            `json:"fingerprint"` // of the desired state last written
 	Tags        map[string]string `json:"tags"`        // ownership (lbname.Tags)
+	Ports       []string          `json:"ports,omitempty"`
+	SharingKey  string            `json:"sharingKey,omitempty"` // AnnotationSharedIP
 }
 
 // Store is where the dummy cloud keeps its load balancers: the part of a real cloud that

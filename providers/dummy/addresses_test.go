@@ -1,0 +1,144 @@
+package dummy
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func lbOf(t *testing.T, cfg string) *loadBalancers {
+	t.Helper()
+	c, err := New(strings.NewReader(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.lb
+}
+
+func svcWith(name string, ann map[string]string, ports ...int32) *v1.Service {
+	s := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: ann},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer}}
+	for _, p := range ports {
+		s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Port: p, Protocol: v1.ProtocolTCP})
+	}
+	return s
+}
+
+func ips(st *v1.LoadBalancerStatus) []string {
+	var out []string
+	for _, in := range st.Ingress {
+		out = append(out, in.IP)
+	}
+	return out
+}
+
+func TestSharedIP(t *testing.T) {
+	lb := lbOf(t, "[Pool \"p\"]\nrange = 192.0.2.10-192.0.2.12\n")
+	ctx := context.Background()
+	share := map[string]string{AnnotationSharedIP: "web"}
+	a, err := lb.EnsureLoadBalancer(ctx, "c", svcWith("a", share, 80), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := lb.EnsureLoadBalancer(ctx, "c", svcWith("b", share, 443), nil)
+	if err != nil || ips(b)[0] != ips(a)[0] {
+		t.Fatalf("b did not share a's address: %v vs %v (%v)", ips(b), ips(a), err)
+	}
+	// Same key but a colliding port: a new address.
+	c, err := lb.EnsureLoadBalancer(ctx, "c", svcWith("c", share, 80), nil)
+	if err != nil || ips(c)[0] == ips(a)[0] {
+		t.Fatalf("c collides on port 80 but got %v (%v)", ips(c), err)
+	}
+	// No key: never shares, even when asking for the address.
+	_, err = lb.EnsureLoadBalancer(ctx, "c", svcWith("d", map[string]string{AnnotationLoadBalancerIPs: ips(a)[0]}, 8080), nil)
+	if err == nil || !strings.Contains(err.Error(), "already used by Service ns/a, ns/b") || !strings.Contains(err.Error(), AnnotationSharedIP) {
+		t.Fatalf("d: %v", err)
+	}
+	// Deleting one sharer keeps the address for the other.
+	if err := lb.EnsureLoadBalancerDeleted(ctx, "c", svcWith("a", share, 80)); err != nil {
+		t.Fatal(err)
+	}
+	if got := lb.owner[addrs(ips(b))[0]]; len(got) != 1 || got[0] != "ns/b" {
+		t.Errorf("holders after delete: %v", got)
+	}
+}
+
+func TestRequestedAndDualStack(t *testing.T) {
+	lb := lbOf(t, "[Pool \"p\"]\ncidr = 192.0.2.0/29\ncidr = 2001:db8::/125\n")
+	ctx := context.Background()
+	s := svcWith("ds", map[string]string{AnnotationKubeVIPLoadBalancerIPs: "192.0.2.5,2001:db8::3"}, 80)
+	s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+	s.Spec.IPFamilyPolicy = ptr.To(v1.IPFamilyPolicyRequireDualStack)
+	st, err := lb.EnsureLoadBalancer(ctx, "c", s, nil)
+	if err != nil || strings.Join(ips(st), ",") != "192.0.2.5,2001:db8::3" {
+		t.Fatalf("dual-stack requested: %v %v", ips(st), err)
+	}
+	if st.Ingress[0].Ports[0].Port != 80 {
+		t.Errorf("ingress ports %v", st.Ingress[0].Ports)
+	}
+	v6first := svcWith("v6", nil, 80)
+	v6first.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol}
+	if st, err := lb.EnsureLoadBalancer(ctx, "c", v6first, nil); err != nil || !strings.Contains(ips(st)[0], ":") {
+		t.Fatalf("IPv6 single-stack: %v %v", st, err)
+	}
+	for _, bad := range []map[string]string{
+		{AnnotationLoadBalancerIPs: "192.0.2.1,192.0.2.2"},
+		{AnnotationLoadBalancerIPs: "nope"},
+	} {
+		if _, err := lb.EnsureLoadBalancer(ctx, "c", svcWith("bad", bad, 80), nil); err == nil || !strings.Contains(err.Error(), AnnotationLoadBalancerIPs) {
+			t.Errorf("%v: error %v should name the annotation", bad, err)
+		}
+	}
+}
+
+func TestPreferDualStackWithoutV6Pool(t *testing.T) {
+	lb := lbOf(t, "[Pool \"p\"]\ncidr = 192.0.2.0/29\n")
+	s := svcWith("pds", nil, 80)
+	s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+	s.Spec.IPFamilyPolicy = ptr.To(v1.IPFamilyPolicyPreferDualStack)
+	st, err := lb.EnsureLoadBalancer(context.Background(), "c", s, nil)
+	if err != nil || len(st.Ingress) != 1 {
+		t.Fatalf("PreferDualStack without an IPv6 pool: %v %v", st, err)
+	}
+	s.Spec.IPFamilyPolicy = ptr.To(v1.IPFamilyPolicyRequireDualStack)
+	s.Name = "rds"
+	if _, err := lb.EnsureLoadBalancer(context.Background(), "c", s, nil); err == nil {
+		t.Fatal("RequireDualStack without an IPv6 pool succeeded")
+	}
+}
+
+func TestExtraLabels(t *testing.T) {
+	c, err := New(strings.NewReader("[Instance \"n\"]\nlabel = rack=r1\nlabel = example.com/tier=gold\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := instances{c}.InstanceMetadata(context.Background(), nodeNamed("n"))
+	if err != nil || md.AdditionalLabels["rack"] != "r1" || md.AdditionalLabels["example.com/tier"] != "gold" {
+		t.Fatalf("labels %v %v", md.AdditionalLabels, err)
+	}
+	if _, err := New(strings.NewReader("[Instance \"n\"]\nlabel = bad key=x\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bad label: %v", err)
+	}
+}
+
+func FuzzInventory(f *testing.F) {
+	f.Add("[Instance \"a\"]\ninternal-ip = 10.0.0.1\nstate = running\nlabel = a=b\n")
+	f.Add("[Instance \"b\"]\nexternal-ip = ::1\nzone = z\n")
+	f.Add("[Instance]\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		c, err := New(strings.NewReader(src))
+		if err != nil {
+			return
+		}
+		// Whatever loads must answer look-ups without panicking.
+		for name := range c.cfg.Instance {
+			if _, err := (instances{c}).InstanceMetadata(context.Background(), nodeNamed(name)); err != nil && err.Error() == "" {
+				t.Fatal("empty error")
+			}
+		}
+	})
+}
