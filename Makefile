@@ -17,7 +17,7 @@ GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)"
 PROVIDER ?= dummy
 FUZZTIME ?= 10s
 
-.PHONY: all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help
+.PHONY: bench-dummy all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help
 
 all: build
 
@@ -59,3 +59,8 @@ demo: testbin build-$(PROVIDER)
 
 clean:
 	rm -rf bin/ccm bin/ccm-* out/
+
+# Figures for the dummy provider on the local control plane (see test/bench).
+BENCH_ARGS ?=
+bench-dummy: testbin build-dummy
+	CCM_BINARY=$(CURDIR)/bin/ccm-dummy CCM_TESTBIN=$(CURDIR)/bin/testbin go run ./test/bench $(BENCH_ARGS)

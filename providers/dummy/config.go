@@ -35,7 +35,7 @@ type InstanceConfig struct {
 	InstanceType string `gcfg:"instance-type"`
 	Zone         string
 	Region       string
-	State        string // running (default), shutdown, gone, error (look-ups fail, as in a cloud outage)
+	State        string   // running (default), shutdown, gone, error (look-ups fail, as in a cloud outage)
 	Label        []string // extra Node labels, key=value
 
 }

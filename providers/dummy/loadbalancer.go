@@ -30,8 +30,8 @@ type loadBalancers struct {
 
 	mu      sync.Mutex
 	loaded  bool
-	records map[string]Record     // by namespace/name, as in the store
-	owner   holders // address -> the Services using it
+	records map[string]Record // by namespace/name, as in the store
+	owner   holders           // address -> the Services using it
 	writes  int
 }
 

@@ -65,7 +65,7 @@ func run(provider string, once bool) error {
 	step("registering 3 Nodes (with the uninitialized taint, as kubelet --cloud-provider=external does)")
 	nodes := []string{"demo-node-1", "demo-node-2", "demo-node-3"}
 	for _, n := range nodes {
-		if err := createNode(ctx, env, n); err != nil {
+		if err := testenv.RegisterNode(ctx, env.Client, n); err != nil {
 			return err
 		}
 	}
@@ -109,32 +109,10 @@ func run(provider string, once bool) error {
 
 func step(s string) { fmt.Printf("==> %s\n", s) }
 
-func createNode(ctx context.Context, env *testenv.Env, name string) error {
-	n := &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
-		Spec: v1.NodeSpec{Taints: []v1.Taint{{
-			Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: v1.TaintEffectNoSchedule}}},
-	}
-	n, err := env.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
-	now := metav1.Now()
-	n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: now, LastTransitionTime: now, Reason: "KubeletReady"}}
-	_, err = env.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-	return err
-}
-
 func service(ns, name string, port int32, ip string) *v1.Service {
-	return &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1.ServiceSpec{
-			Type:           v1.ServiceTypeLoadBalancer,
-			LoadBalancerIP: ip,
-			Ports:          []v1.ServicePort{{Port: port, Protocol: v1.ProtocolTCP}},
-			Selector:       map[string]string{"app": name},
-		},
-	}
+	s := testenv.LoadBalancerService(ns, name, port)
+	s.Spec.LoadBalancerIP = ip
+	return s
 }
 
 func waitDone(ctx context.Context, env *testenv.Env, nodes []string, services []*v1.Service, ccm *testenv.CCM) error {
