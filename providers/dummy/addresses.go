@@ -29,15 +29,20 @@ func (h holders) claim(a netip.Addr, k string) {
 	}
 }
 
-func (h holders) releaseAll(k string) {
-	for a, ks := range h {
-		if i := slices.Index(ks, k); i >= 0 {
-			if ks = slices.Delete(ks, i, i+1); len(ks) == 0 {
-				delete(h, a)
-			} else {
-				h[a] = ks
-			}
+func (h holders) release(a netip.Addr, k string) {
+	ks := h[a]
+	if i := slices.Index(ks, k); i >= 0 {
+		if ks = slices.Delete(ks, i, i+1); len(ks) == 0 {
+			delete(h, a)
+		} else {
+			h[a] = ks
 		}
+	}
+}
+
+func (h holders) releaseAll(k string) {
+	for a := range h {
+		h.release(a, k)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -88,18 +89,20 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (_ *v1.LoadBalancerStatus, err error) {
 	defer observe("ensure", time.Now(), &err)
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err := l.load(ctx); err != nil {
+		l.mu.Unlock()
 		return nil, err
 	}
 	k := key(svc)
 	have, exists := l.records[k]
 	ips, err := l.addressesFor(svc, have)
 	if err != nil {
+		l.mu.Unlock()
 		return nil, err
 	}
 	want := l.record(clusterName, svc, ips, nodeNames(nodes))
 	if exists && !fingerprint.Changed(have.Fingerprint, want.Fingerprint) {
+		l.mu.Unlock()
 		return status(have, svc), nil
 	}
 	if err := l.put(ctx, k, want); err != nil {
@@ -112,35 +115,44 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (err error) {
 	defer observe("update", time.Now(), &err)
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err := l.load(ctx); err != nil {
+		l.mu.Unlock()
 		return err
 	}
 	k := key(svc)
 	have, ok := l.records[k]
 	if !ok {
+		l.mu.Unlock()
 		return fmt.Errorf("load balancer for %s does not exist yet", k)
 	}
 	want := l.record(clusterName, svc, addrs(have.IPs), nodeNames(nodes))
 	if !fingerprint.Changed(have.Fingerprint, want.Fingerprint) {
+		l.mu.Unlock()
 		return nil
 	}
 	return l.put(ctx, k, want)
 }
 
 // EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer; deleting a missing one is fine.
+// The addresses are released only once the store has forgotten the record.
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) (err error) {
 	defer observe("delete", time.Now(), &err)
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err := l.load(ctx); err != nil {
+		l.mu.Unlock()
 		return err
 	}
 	k := key(svc)
-	if _, ok := l.records[k]; ok {
+	_, exists := l.records[k]
+	l.mu.Unlock()
+	if exists {
 		if err := l.store.Delete(ctx, k); err != nil {
 			return err
 		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if exists {
 		delete(l.records, k)
 		l.writes++
 	}
@@ -159,16 +171,32 @@ func (l *loadBalancers) record(clusterName string, svc *v1.Service, ips []netip.
 	return r
 }
 
-// put writes r and moves address ownership to it.
+// put claims r's addresses, writes r to the store and records it. It is called with l.mu
+// held and releases it during the store write, so that writes for different Services can be
+// batched by the store (the service controller never handles one Service in two workers).
+// Old addresses stay claimed until the write succeeds; new ones are released if it fails.
 func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
-	if err := l.store.Put(ctx, k, r); err != nil {
+	oldIPs, newIPs := addrs(l.records[k].IPs), addrs(r.IPs)
+	for _, ip := range newIPs {
+		l.owner.claim(ip, k)
+	}
+	l.mu.Unlock()
+	err := l.store.Put(ctx, k, r)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	drop := oldIPs // on success, the addresses the Service no longer uses
+	if err != nil {
+		drop = newIPs // on failure, the ones it did not have
+	}
+	for _, ip := range drop {
+		if !slices.Contains(oldIPs, ip) || !slices.Contains(newIPs, ip) {
+			l.owner.release(ip, k)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	l.writes++
-	l.owner.releaseAll(k)
-	for _, ip := range addrs(r.IPs) {
-		l.owner.claim(ip, k)
-	}
 	l.records[k] = r
 	l.updatePoolMetrics()
 	return nil

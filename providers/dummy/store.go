@@ -90,16 +90,30 @@ const configMapShards = 8
 const ConfigMapPrefix = "ccm-dummy-lb-"
 
 // configMapStore keeps records in ConfigMaps of the API server: shared by ccm replicas, kept
-// across restarts, written with optimistic concurrency so two writers never both win.
+// across restarts, written with optimistic concurrency so two writers never both win. Changes
+// to one shard that arrive while it is being written are batched into the next write, so a
+// burst of new Services costs a few ConfigMap writes, not one each.
 type configMapStore struct {
 	client    kubernetes.Interface
 	namespace string
 	mu        sync.Mutex
-	shards    map[string]*v1.ConfigMap // by name; nil until loaded
+	shards    map[string]*shard
+}
+
+type shard struct {
+	cm      *v1.ConfigMap // last known; nil when it does not exist yet
+	pending []pendingChange
+	writing bool
+}
+
+type pendingChange struct {
+	key    string
+	change func(map[string]string)
+	done   chan error
 }
 
 func newConfigMapStore(client kubernetes.Interface, namespace string) *configMapStore {
-	return &configMapStore{client: client, namespace: namespace, shards: map[string]*v1.ConfigMap{}}
+	return &configMapStore{client: client, namespace: namespace, shards: map[string]*shard{}}
 }
 
 func shardOf(key string) string {
@@ -126,7 +140,7 @@ func (s *configMapStore) Load(ctx context.Context) (map[string]Record, error) {
 		if err != nil {
 			return nil, fmt.Errorf("loading load balancer records from ConfigMap %s/%s: %w", s.namespace, name, err)
 		}
-		s.shards[name] = cm
+		s.shard(name).cm = cm
 		for k, v := range cm.Data {
 			var r Record
 			if err := json.Unmarshal([]byte(v), &r); err != nil {
@@ -150,43 +164,83 @@ func (s *configMapStore) Delete(ctx context.Context, key string) error {
 	return s.modify(ctx, key, func(data map[string]string) { delete(data, dataKey(key)) })
 }
 
-// modify applies change to the shard of key and writes it, re-reading once on a conflict.
+func (s *configMapStore) shard(name string) *shard {
+	if s.shards[name] == nil {
+		s.shards[name] = &shard{}
+	}
+	return s.shards[name]
+}
+
+// modify queues change for the shard of key and waits until a write containing it is done.
+// The first caller finds the shard idle and writes everything queued, batch after batch, until
+// the queue is empty; the others just wait for their batch's result.
 func (s *configMapStore) modify(ctx context.Context, key string, change func(map[string]string)) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	name := shardOf(key)
+	pc := pendingChange{key: key, change: change, done: make(chan error, 1)}
+	s.mu.Lock()
+	sh := s.shard(name)
+	sh.pending = append(sh.pending, pc)
+	if sh.writing {
+		s.mu.Unlock()
+		return <-pc.done
+	}
+	sh.writing = true
+	for len(sh.pending) > 0 {
+		batch, cm := sh.pending, sh.cm
+		sh.pending = nil
+		s.mu.Unlock()
+		written, err := s.write(ctx, name, cm, batch)
+		s.mu.Lock()
+		if err == nil {
+			sh.cm = written
+		} else if written != nil {
+			sh.cm = written // a fresher copy read after a conflict
+		}
+		for _, p := range batch {
+			p.done <- err
+		}
+	}
+	sh.writing = false
+	s.mu.Unlock()
+	return <-pc.done
+}
+
+// write applies batch to the shard and writes it (creating it if need be), re-reading once on a
+// conflict. It returns the ConfigMap as now stored.
+func (s *configMapStore) write(ctx context.Context, name string, cm *v1.ConfigMap, batch []pendingChange) (*v1.ConfigMap, error) {
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
 	for attempt := 0; ; attempt++ {
-		cm := s.shards[name]
+		var out *v1.ConfigMap
 		var err error
 		start := time.Now()
 		if cm == nil {
-			cm = &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace,
+			fresh := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace,
 				Labels: map[string]string{"app.kubernetes.io/managed-by": "ccm-dummy"}}, Data: map[string]string{}}
-			change(cm.Data)
-			cm, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+			for _, p := range batch {
+				p.change(fresh.Data)
+			}
+			out, err = cms.Create(ctx, fresh, metav1.CreateOptions{})
 			observeStore("Create", start, err)
 		} else {
-			cm = cm.DeepCopy()
-			if cm.Data == nil {
-				cm.Data = map[string]string{}
+			next := cm.DeepCopy()
+			if next.Data == nil {
+				next.Data = map[string]string{}
 			}
-			change(cm.Data)
-			cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+			for _, p := range batch {
+				p.change(next.Data)
+			}
+			out, err = cms.Update(ctx, next, metav1.UpdateOptions{})
 			observeStore("Update", start, err)
 		}
 		if err == nil {
-			s.shards[name] = cm
-			return nil
+			return out, nil
 		}
 		if attempt > 0 || !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
-			return fmt.Errorf("writing load balancer record %s to ConfigMap %s/%s: %w", key, s.namespace, name, err)
+			return nil, fmt.Errorf("writing %d load balancer record(s) to ConfigMap %s/%s: %w", len(batch), s.namespace, name, err)
 		}
-		fresh, gerr := cms.Get(ctx, name, metav1.GetOptions{})
-		if gerr != nil {
-			return fmt.Errorf("re-reading ConfigMap %s/%s after a conflict: %w", s.namespace, name, gerr)
+		if cm, err = cms.Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return nil, fmt.Errorf("re-reading ConfigMap %s/%s after a conflict: %w", s.namespace, name, err)
 		}
-		s.shards[name] = fresh
 	}
 }
 

@@ -40,6 +40,7 @@ type result struct {
 	ServiceP99S           float64 `json:"service_p99_s"`
 	APIWritesPerService   float64 `json:"api_writes_per_service"`
 	MaxAPIWritesOneSvc    int     `json:"max_api_writes_one_service"`
+	CloudWritesCreate     float64 `json:"cloud_writes_for_create"`
 	RestartCloudWrites    float64 `json:"restart_cloud_writes"`
 }
 
@@ -157,6 +158,10 @@ func run(nNodes, nServices int, extra []string) (*result, error) {
 		r.MaxAPIWritesOneSvc = max(r.MaxAPIWritesOneSvc, w)
 	}
 	r.APIWritesPerService = float64(total) / float64(nServices)
+
+	up1, _ := metric(env, ccm, metricsToken, `ccm_cloud_api_requests_total{operation="Update",provider="dummy"`)
+	cr1, _ := metric(env, ccm, metricsToken, `ccm_cloud_api_requests_total{operation="Create",provider="dummy"`)
+	r.CloudWritesCreate = up1 + cr1
 
 	// Restart with nothing changed.
 	fmt.Println("bench: restarting the ccm with nothing changed")
@@ -344,6 +349,7 @@ func report(r *result, out string) {
 		{"all Services have an address", fmt.Sprintf("%.2f s", r.ServicesAllAddressedS), "target < 20 s for 1,000"},
 		{"Service address p50 / p99", fmt.Sprintf("%.2f / %.2f s", r.ServiceP50S, r.ServiceP99S), ""},
 		{"API writes per Service (mean / max)", fmt.Sprintf("%.2f / %d", r.APIWritesPerService, r.MaxAPIWritesOneSvc), "target <= 2 (finalizer + status)"},
+		{"cloud (store) writes to create them all", fmt.Sprintf("%.0f", r.CloudWritesCreate), "batched per shard"},
 		{"cloud writes on restart, nothing changed", fmt.Sprintf("%.0f", r.RestartCloudWrites), "target 0"},
 	}
 	var md strings.Builder

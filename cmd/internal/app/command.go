@@ -26,8 +26,8 @@ import (
 // not throttled by the CCM itself: the library's 20 QPS and one worker per controller cap node
 // initialisation at about 6 Nodes/s. All stay overridable by their flags.
 const (
-	DefaultKubeAPIQPS             = 100
-	DefaultKubeAPIBurst           = 200
+	DefaultKubeAPIQPS             = 200
+	DefaultKubeAPIBurst           = 400
 	DefaultConcurrentServiceSyncs = 10
 	DefaultConcurrentNodeSyncs    = 10
 	// DefaultNodeDeletionConfirmation is how long the cloud must keep saying "not found"

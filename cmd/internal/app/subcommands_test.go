@@ -79,7 +79,7 @@ func TestHelpNamesProviders(t *testing.T) {
 	}
 	for _, f := range []struct {
 		name, want string
-	}{{"kube-api-qps", "100"}, {"concurrent-service-syncs", "10"}, {"concurrent-node-syncs", "10"}} {
+	}{{"kube-api-qps", "200"}, {"concurrent-service-syncs", "10"}, {"concurrent-node-syncs", "10"}} {
 		if fl := cmd.Flags().Lookup(f.name); fl == nil || fl.DefValue != f.want {
 			t.Errorf("--%s default: %+v, want %s", f.name, fl, f.want)
 		}
