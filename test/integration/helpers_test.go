@@ -12,7 +12,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/ccm-project/ccm/common/testenv"
 )
@@ -83,19 +82,7 @@ func newNode(t *testing.T, name string, ready bool) *v1.Node {
 
 func setReady(t *testing.T, name string, status v1.ConditionStatus) {
 	t.Helper()
-	ctx := context.Background()
-	// The ccm updates the Node at the same time (initialisation): retry on conflicts.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := env.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		now := metav1.Now()
-		n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: status, LastHeartbeatTime: now, LastTransitionTime: now, Reason: "Test"}}
-		_, err = env.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
+	if err := testenv.SetNodeReady(context.Background(), env.Client, name, status); err != nil {
 		t.Fatal(err)
 	}
 }
