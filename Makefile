@@ -17,7 +17,7 @@ GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)"
 PROVIDER ?= dummy
 FUZZTIME ?= 10s
 
-.PHONY: bench-dummy all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help
+.PHONY: flags-doc image images image-test bench-dummy all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help
 
 all: build
 
@@ -48,10 +48,13 @@ integration: testbin build-dummy
 		go test -count=1 -timeout 20m -v ./test/integration/... 2>&1 | tee bin/integration.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic|no etcd|control plane ready)|_test.go:'; \
 		exit $${PIPESTATUS[0]}
 
-test: unit fuzz integration
+test: unit fuzz image-test integration
 
 verify:
 	@bash build/verify.sh
+
+flags-doc:
+	@bash build/flags.sh
 
 demo: testbin build-$(PROVIDER)
 	CCM_BINARY=$(CURDIR)/bin/ccm-$(PROVIDER) CCM_TESTBIN=$(CURDIR)/bin/testbin \
@@ -64,3 +67,17 @@ clean:
 BENCH_ARGS ?=
 bench-dummy: testbin build-dummy
 	CCM_BINARY=$(CURDIR)/bin/ccm-dummy CCM_TESTBIN=$(CURDIR)/bin/testbin go run ./test/bench $(BENCH_ARGS)
+
+# Per-vendor images without a container engine (go-containerregistry): bin/images/ccm-NAME
+# (OCI layout) and bin/images/ccm-NAME.tar (docker load). The Dockerfile builds the same for
+# people with Docker.
+IMAGE_REGISTRY ?= ccm.local
+image: build-$(PROVIDER)
+	cd build/image && GOWORK=off go run ./cmd/build-image --binary=$(CURDIR)/bin/ccm-$(PROVIDER) \
+		--provider=$(PROVIDER) --version=$(VERSION) --registry=$(IMAGE_REGISTRY) --out=$(CURDIR)/bin/images
+
+images:
+	@for p in $(PROVIDERS); do $(MAKE) --no-print-directory image PROVIDER=$$p || exit 1; done
+
+image-test: build $(addprefix build-,$(PROVIDERS))
+	cd build/image && CCM_BIN_DIR=$(CURDIR)/bin CCM_PROVIDERS="$(PROVIDERS)" GOWORK=off go test -count=1 -v ./... 2>&1 | grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok)|_test.go:'; exit $${PIPESTATUS[0]}

@@ -36,6 +36,8 @@ for mod in $(go list -m -f '{{.Dir}}'); do
   (cd "$mod" && go vet ./...) || problem "vet failed in $mod"
 done
 
+(cd build/image && GOWORK=off go vet ./...) || problem "vet failed in build/image"
+
 echo "verify: go.work lists every module (build/testbin modules stay outside)"
 want=$(git ls-files -co --exclude-standard '*go.mod' | grep -v '^build/' | xargs -n1 dirname | sed 's|^|./|' | sort)
 have=$(go work edit -json | grep -oE '"DiskPath": "[^"]+"' | cut -d'"' -f4 | sort)
@@ -46,5 +48,8 @@ for gomod in $(git ls-files -co --exclude-standard '*go.mod'); do
   dir=$(dirname "$gomod")
   (cd "$dir" && GOWORK=off go mod tidy -diff >/dev/null) || problem "$dir: go mod tidy would change go.mod/go.sum (run it there)"
 done
+
+echo "verify: docs/flags.md up to date"
+bash build/flags.sh --check || problem "docs/flags.md is stale (make flags-doc)"
 
 [[ $fail == 0 ]] && echo "verify: OK" || { echo "verify: FAILED" >&2; exit 1; }

@@ -6,6 +6,7 @@ require (
 	github.com/ccm-project/ccm/common v0.0.0
 	github.com/ccm-project/ccm/providers/dummy v0.0.0
 	github.com/spf13/cobra v1.10.2
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	k8s.io/cloud-provider v0.37.2
 	k8s.io/component-base v0.37.2
 	k8s.io/klog/v2 v2.140.0

@@ -10,6 +10,9 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics on /metrics
 	_ "k8s.io/component-base/metrics/prometheus/version"  // build info on /metrics
 
+	// Trusted roots compiled in, for cloud API TLS in images that carry no CA bundle.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/ccm-project/ccm/cmd/internal/app"
 )
 
