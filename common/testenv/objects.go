@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +46,7 @@ func LoadBalancerService(namespace, name string, port int32) *v1.Service {
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: v1.ServiceSpec{
 			Type:     v1.ServiceTypeLoadBalancer,
-			Ports:    []v1.ServicePort{{Port: port, Protocol: v1.ProtocolTCP}},
+			Ports:    []v1.ServicePort{{Name: fmt.Sprintf("p%d", port), Port: port, Protocol: v1.ProtocolTCP}},
 			Selector: map[string]string{"app": name},
 		},
 	}

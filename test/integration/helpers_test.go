@@ -118,16 +118,6 @@ func namespace(t *testing.T) string {
 	return name
 }
 
-func lbService(ns, name string, port int32) *v1.Service {
-	return &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1.ServiceSpec{
-			Type:  v1.ServiceTypeLoadBalancer,
-			Ports: []v1.ServicePort{{Name: "http", Port: port, Protocol: v1.ProtocolTCP}},
-		},
-	}
-}
-
 func ingressIPs(s *v1.Service) []string {
 	var out []string
 	for _, in := range s.Status.LoadBalancer.Ingress {

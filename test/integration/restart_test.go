@@ -8,6 +8,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccm-project/ccm/common/testenv"
 )
 
 const manyServices = 200
@@ -28,7 +30,7 @@ func TestManyServicesAndRestart(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := env.Client.CoreV1().Services(ns).Create(ctx, lbService(ns, fmt.Sprintf("svc-%03d", i), 80), metav1.CreateOptions{})
+			_, err := env.Client.CoreV1().Services(ns).Create(ctx, testenv.LoadBalancerService(ns, fmt.Sprintf("svc-%03d", i), 80), metav1.CreateOptions{})
 			errs <- err
 		}()
 	}

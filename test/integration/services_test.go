@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccm-project/ccm/common/testenv"
 )
 
 const finalizer = "service.kubernetes.io/load-balancer-cleanup"
@@ -46,7 +48,7 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	}
 
 	for _, name := range []string{"one", "two"} {
-		if _, err := svcs.Create(ctx, lbService(ns, name, 80), metav1.CreateOptions{}); err != nil {
+		if _, err := svcs.Create(ctx, testenv.LoadBalancerService(ns, name, 80), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,7 +70,7 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	}
 
 	// The pool is exhausted: a third Service waits, with a Warning event that says why.
-	if _, err := svcs.Create(ctx, lbService(ns, "three", 80), metav1.CreateOptions{}); err != nil {
+	if _, err := svcs.Create(ctx, testenv.LoadBalancerService(ns, "three", 80), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "a Warning event about the exhausted pool", func() (bool, error) {

@@ -56,7 +56,7 @@ func TestSecureServing(t *testing.T) {
 	// Metric vectors show on /metrics once they have a series: make the provider work.
 	newNode(t, "it-lb-node", true)
 	ns := namespace(t)
-	if _, err := env.Client.CoreV1().Services(ns).Create(ctx, lbService(ns, "scraped", 80), metav1.CreateOptions{}); err != nil {
+	if _, err := env.Client.CoreV1().Services(ns).Create(ctx, testenv.LoadBalancerService(ns, "scraped", 80), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "ccm metric families on /metrics", func() (bool, error) {
