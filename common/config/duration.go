@@ -14,10 +14,10 @@ func (d *Duration) UnmarshalText(text []byte) error {
 	s := string(text)
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("invalid duration %q: use a number with a unit, such as 30s, 5m or 1h", s)
+		return fmt.Errorf("invalid duration: use a number with a unit, such as 30s, 5m or 1h")
 	}
 	if v < 0 {
-		return fmt.Errorf("invalid duration %q: must not be negative", s)
+		return fmt.Errorf("invalid duration: must not be negative")
 	}
 	d.Duration = v
 	return nil

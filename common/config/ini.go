@@ -66,8 +66,9 @@ func (e *Error) sorted() error {
 }
 
 var (
-	locRE = regexp.MustCompile(`section "([^"]*)"(?:, subsection "([^"]*)")?(?:, variable "([^"]*)")?`)
-	posRE = regexp.MustCompile(`^(\d+):\d+: (.*)$`)
+	locRE    = regexp.MustCompile(`section "([^"]*)"(?:, subsection "([^"]*)")?(?:, variable "([^"]*)")?`)
+	posRE    = regexp.MustCompile(`^(\d+):\d+: (.*)$`)
+	quotedRE = regexp.MustCompile(`"[^"]*"`)
 )
 
 // gcfgProblems turns gcfg's errors into Problems. gcfg names the place (section, subsection,
@@ -117,7 +118,8 @@ func toProblem(msg string, idx iniIndex) Problem {
 	case strings.HasPrefix(msg, "can't store data"):
 		p.Msg = "unknown section"
 	default:
-		p.Msg = strings.TrimSuffix(what, " at")
+		// gcfg quotes the raw value in parse errors; it may be a password, so it goes.
+		p.Msg = quotedRE.ReplaceAllString(strings.TrimSuffix(what, " at"), "the value")
 	}
 	return p
 }

@@ -97,7 +97,12 @@ func TestReadINI(t *testing.T) {
 		{
 			name:    "bad duration",
 			src:     "[Global]\nregion = r\ntimeout = 5\n",
-			wantErr: []string{`line 3: [Global] timeout: invalid duration "5"`},
+			wantErr: []string{`line 3: [Global] timeout: invalid duration: use a number with a unit`},
+		},
+		{
+			name:    "unparsable value is not echoed",
+			src:     "[Global]\nregion = r\nport = s3cr\n",
+			wantErr: []string{`line 3: [Global] port: failed to parse the value as int`},
 		},
 		{
 			name:    "value cut at semicolon is reported without the value",

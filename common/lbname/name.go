@@ -37,11 +37,11 @@ func isAlnum(r rune) bool {
 // Name returns the load balancer name for Service namespace/name in cluster.
 func (s Scheme) Name(cluster, namespace, name string) string {
 	full := s.Prefix + s.clean(cluster) + s.Sep + s.clean(namespace) + s.Sep + s.clean(name)
-	if len(full) <= s.MaxLen && full == s.Prefix+cluster+s.Sep+namespace+s.Sep+name {
+	if len(full) <= s.MaxLen && full == s.Prefix+cluster+s.Sep+namespace+s.Sep+name && !s.sepInNames() {
 		return full
 	}
-	// Too long, or characters were replaced (so two Services could clean to the same text):
-	// keep a readable head and add a hash of the exact identity.
+	// Too long, characters replaced, or a separator that can occur in names (so "a-b"/"c" and
+	// "a"/"b-c" would read the same): keep a readable head and add a hash of the exact identity.
 	sum := sha256.Sum256([]byte(cluster + "/" + namespace + "/" + name))
 	// The upper-case 'H' cannot end a name made without hashing (Service names are lower-case
 	// DNS labels), so a hashed name never equals, and never parses as, another Service's name.
@@ -61,7 +61,7 @@ func (s Scheme) Name(cluster, namespace, name string) string {
 // namespaces are DNS labels, so "_" can be parsed and "-" cannot). Otherwise ok is false and
 // the ownership tags (see Tags) are the way back.
 func (s Scheme) Parse(cluster, lbName string) (namespace, name string, ok bool) {
-	if strings.Contains("abcdefghijklmnopqrstuvwxyz0123456789-", s.Sep) {
+	if s.sepInNames() {
 		return "", "", false
 	}
 	rest, found := strings.CutPrefix(lbName, s.Prefix+cluster+s.Sep)
@@ -73,6 +73,11 @@ func (s Scheme) Parse(cluster, lbName string) (namespace, name string, ok bool) 
 		return "", "", false
 	}
 	return namespace, name, true
+}
+
+// sepInNames reports whether Sep can occur in a namespace or Service name (DNS labels).
+func (s Scheme) sepInNames() bool {
+	return strings.ContainsAny(s.Sep, "abcdefghijklmnopqrstuvwxyz0123456789-")
 }
 
 func (s Scheme) clean(v string) string {

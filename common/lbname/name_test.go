@@ -55,6 +55,12 @@ func TestNameUniqueAfterTruncation(t *testing.T) {
 	}
 }
 
+func TestSeparatorInNamesDoesNotCollide(t *testing.T) {
+	if AWSELB.Name("c", "a-b", "c") == AWSELB.Name("c", "a", "b-c") {
+		t.Fatal(`"a-b"/"c" and "a"/"b-c" share a name`)
+	}
+}
+
 func TestCleanedNamesDoNotCollide(t *testing.T) {
 	// "a.b" and "a-b" both clean to "a-b" for ELB; the hash keeps them apart.
 	if AWSELB.Name("c", "ns", "a.b") == AWSELB.Name("c", "ns", "a-b") {

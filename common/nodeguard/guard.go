@@ -35,15 +35,18 @@ type Guard struct {
 
 	mu       sync.Mutex
 	recorder record.EventRecorder
-	// notFound is when each Node's instance was first reported not found in the current streak.
-	notFound map[types.UID]time.Time
+	// notFound is each Node's current streak of "not found" answers.
+	notFound map[types.UID]streak
 }
+
+// streak is a run of "not found" answers with no other answer and no long gap between them.
+type streak struct{ first, last time.Time }
 
 var _ cloudprovider.InstancesV2 = (*Guard)(nil)
 
 // New wraps inner. A window of 0 turns the guard off: "not found" is "gone" at once, as upstream.
 func New(inner cloudprovider.InstancesV2, provider string, window time.Duration) *Guard {
-	return &Guard{inner: inner, window: window, provider: provider, now: time.Now, notFound: map[types.UID]time.Time{}}
+	return &Guard{inner: inner, window: window, provider: provider, now: time.Now, notFound: map[types.UID]streak{}}
 }
 
 // SetRecorder sets where Node events go (set once the API client exists).
@@ -58,6 +61,8 @@ func (g *Guard) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 	exists, err := g.inner.InstanceExists(ctx, node)
 	switch {
 	case err != nil:
+		// Not an answer about the instance: the streak of not-found answers is broken.
+		g.reset(node)
 		metrics.NodeDeletionsHeld.WithLabelValues(g.provider, "cloud_error").Inc()
 		return false, err
 	case exists:
@@ -68,11 +73,16 @@ func (g *Guard) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 	}
 	now := g.now()
 	g.mu.Lock()
-	first, seen := g.notFound[node.UID]
-	if !seen {
-		first = now
-		g.notFound[node.UID] = now
+	st, seen := g.notFound[node.UID]
+	if seen && now.Sub(st.last) > g.staleAfter() {
+		seen = false // an old answer (the Node was Ready and not asked about since) counts no more
 	}
+	if !seen {
+		st.first = now
+	}
+	st.last = now
+	g.notFound[node.UID] = st
+	first := st.first
 	recorder := g.recorder
 	g.mu.Unlock()
 	if waited := now.Sub(first); waited >= g.window {
@@ -105,6 +115,11 @@ func (g *Guard) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 func (g *Guard) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	return g.inner.InstanceMetadata(ctx, node)
 }
+
+// staleAfter is the longest gap between two not-found answers that still makes one streak: the
+// node lifecycle controller asks every --node-monitor-period (5s by default) while a Node is
+// NotReady, so a longer gap means the Node was Ready or the ccm was not leading in between.
+func (g *Guard) staleAfter() time.Duration { return max(2*g.window, time.Minute) }
 
 func (g *Guard) reset(node *v1.Node) {
 	g.mu.Lock()

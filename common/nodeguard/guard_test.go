@@ -71,6 +71,20 @@ func TestGuard(t *testing.T) {
 	if n := len(rec.Events); n != 2 { // one per streak, not one per check
 		t.Errorf("%d events, want 2", n)
 	}
+
+	// An old not-found (the Node was Ready and not asked about for long) starts no head start.
+	step("found", 0, true, false)
+	cloud.exists = false
+	step("one not-found blip", 0, true, false)
+	step("a week later, another blip is a new streak", 7*24*time.Hour, true, false)
+	// A cloud error in the middle breaks the streak too.
+	step("held", 50*time.Second, true, false)
+	cloud.err = errors.New("timeout")
+	step("error", time.Second, false, true)
+	cloud.err = nil
+	step("not-found after an error starts again", time.Second, true, false)
+	step("still inside the new window", 59*time.Second, true, false)
+	step("confirmed after a whole window of not-found", time.Second, false, false)
 	if e := <-rec.Events; !strings.Contains(e, EventReasonHeld) || !strings.Contains(e, "1m0s") {
 		t.Errorf("event %q", e)
 	}

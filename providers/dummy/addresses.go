@@ -29,6 +29,17 @@ func (h holders) claim(a netip.Addr, k string) {
 	}
 }
 
+// of lists the addresses k holds.
+func (h holders) of(k string) []netip.Addr {
+	var out []netip.Addr
+	for a, ks := range h {
+		if slices.Contains(ks, k) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 func (h holders) release(a netip.Addr, k string) {
 	ks := h[a]
 	if i := slices.Index(ks, k); i >= 0 {

@@ -2,6 +2,8 @@ package dummy
 
 import (
 	"context"
+	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -141,4 +143,39 @@ func FuzzInventory(f *testing.F) {
 			}
 		}
 	})
+}
+
+// failingStore refuses every write.
+type failingStore struct{ *MemStore }
+
+func (failingStore) Put(context.Context, string, Record) error { return errors.New("store down") }
+
+// A failed write keeps the addresses a Service already held (here adopted from its status
+// after a restart) and gives back the new ones.
+func TestFailedWriteKeepsHeldAddresses(t *testing.T) {
+	c, err := New(strings.NewReader("[Pool \"p\"]\nrange = 192.0.2.10-192.0.2.12\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.UseStore(failingStore{NewMemStore()})
+	lb := c.lb
+	ctx := context.Background()
+	if err := lb.load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held := netip.MustParseAddr("192.0.2.11")
+	lb.owner.claim(held, "ns/a") // as load does for an address in a Service's status
+	a := svcWith("a", map[string]string{AnnotationLoadBalancerIPs: "192.0.2.12"}, 80)
+	if _, err := lb.EnsureLoadBalancer(ctx, "c", a, nil); err == nil {
+		t.Fatal("write to a failing store succeeded")
+	}
+	if got := lb.owner[held]; len(got) != 1 || got[0] != "ns/a" {
+		t.Errorf("held address after a failed write: %v", got)
+	}
+	if got := lb.owner[netip.MustParseAddr("192.0.2.12")]; len(got) != 0 {
+		t.Errorf("new address still claimed after a failed write: %v", got)
+	}
+	if _, ok := lb.records["ns/a"]; ok {
+		t.Error("record kept after a failed write")
+	}
 }

@@ -67,9 +67,19 @@ func (inv *inventory) reload() error {
 	if err != nil {
 		return fmt.Errorf("inventory %s: %w", inv.path, err)
 	}
+	// A file being rewritten in place may be read half-way: read it only when it held still.
+	if st2, err := os.Stat(inv.path); err != nil || st2.ModTime() != st.ModTime() || st2.Size() != int64(len(data)) {
+		return fmt.Errorf("inventory %s changed while being read; trying again at the next refresh (replace it atomically: write a new file, then rename)", inv.path)
+	}
 	var f inventoryFile
 	if err := config.ReadINI(bytes.NewReader(data), &f); err != nil {
 		return fmt.Errorf("inventory %s: %w", inv.path, err)
+	}
+	inv.mu.RLock()
+	had := len(inv.fromFile)
+	inv.mu.RUnlock()
+	if len(f.Instance) == 0 && had > 0 {
+		return fmt.Errorf("inventory %s now lists no instances (it listed %d): keeping the previous inventory; mark machines state = gone to remove them", inv.path, had)
 	}
 	inv.mu.Lock()
 	inv.fromFile, inv.fileStamp = f.Instance, stamp

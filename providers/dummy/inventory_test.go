@@ -42,4 +42,12 @@ func TestInventoryReloadKeepsOldOnBadContent(t *testing.T) {
 	if _, in := c.inventory.find(nodeNamed("b")); in == nil {
 		t.Error("b not picked up")
 	}
+	// A file emptied (e.g. truncated by a non-atomic rewrite) is refused: b must not look gone.
+	write("# being rewritten\n", now.Add(3*time.Second))
+	if err := c.inventory.reload(); err == nil || !strings.Contains(err.Error(), "no instances") {
+		t.Fatalf("empty inventory accepted: %v", err)
+	}
+	if _, in := c.inventory.find(nodeNamed("b")); in == nil {
+		t.Error("b lost to an empty inventory file")
+	}
 }

@@ -174,12 +174,15 @@ func (l *loadBalancers) record(clusterName string, svc *v1.Service, ips []netip.
 // put claims r's addresses, writes r to the store and records it. It is called with l.mu
 // held and releases it during the store write, so that writes for different Services can be
 // batched by the store (the service controller never handles one Service in two workers).
-// Old addresses stay claimed until the write succeeds; new ones are released if it fails.
+// While the write is in flight, r is already the record others see (sharing decisions read
+// it); if the write fails, the previous record and addresses come back.
 func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
-	oldIPs, newIPs := addrs(l.records[k].IPs), addrs(r.IPs)
+	old, hadOld := l.records[k]
+	oldIPs, newIPs := l.owner.of(k), addrs(r.IPs) // held now: recorded, or adopted from status
 	for _, ip := range newIPs {
 		l.owner.claim(ip, k)
 	}
+	l.records[k] = r
 	l.mu.Unlock()
 	err := l.store.Put(ctx, k, r)
 	l.mu.Lock()
@@ -187,6 +190,11 @@ func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
 	drop := oldIPs // on success, the addresses the Service no longer uses
 	if err != nil {
 		drop = newIPs // on failure, the ones it did not have
+		if hadOld {
+			l.records[k] = old
+		} else {
+			delete(l.records, k)
+		}
 	}
 	for _, ip := range drop {
 		if !slices.Contains(oldIPs, ip) || !slices.Contains(newIPs, ip) {
@@ -197,7 +205,6 @@ func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
 		return err
 	}
 	l.writes++
-	l.records[k] = r
 	l.updatePoolMetrics()
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/metrics"
 )
@@ -144,7 +145,10 @@ func (s *configMapStore) Load(ctx context.Context) (map[string]Record, error) {
 		for k, v := range cm.Data {
 			var r Record
 			if err := json.Unmarshal([]byte(v), &r); err != nil {
-				return nil, fmt.Errorf("ConfigMap %s/%s key %s: %w", s.namespace, name, k, err)
+				// One damaged record must not stop every load balancer: skip it. Its address
+				// stays reserved through the Service's status.
+				klog.ErrorS(err, "Skipping an unreadable load balancer record", "configMap", klog.KObj(cm), "key", k)
+				continue
 			}
 			out[strings.Replace(k, "_", "/", 1)] = r
 		}
@@ -182,14 +186,22 @@ func (s *configMapStore) modify(ctx context.Context, key string, change func(map
 	sh.pending = append(sh.pending, pc)
 	if sh.writing {
 		s.mu.Unlock()
-		return <-pc.done
+		select {
+		case err := <-pc.done:
+			return err
+		case <-ctx.Done():
+			return ctx.Err() // the change may still be written; the next Ensure reconciles
+		}
 	}
 	sh.writing = true
 	for len(sh.pending) > 0 {
 		batch, cm := sh.pending, sh.cm
 		sh.pending = nil
 		s.mu.Unlock()
-		written, err := s.write(ctx, name, cm, batch)
+		// The batch carries other callers' changes: it must not fail with this caller's context.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		written, err := s.write(wctx, name, cm, batch)
+		cancel()
 		s.mu.Lock()
 		if err == nil {
 			sh.cm = written
@@ -236,11 +248,14 @@ func (s *configMapStore) write(ctx context.Context, name string, cm *v1.ConfigMa
 			return out, nil
 		}
 		if attempt > 0 || !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
-			return nil, fmt.Errorf("writing %d load balancer record(s) to ConfigMap %s/%s: %w", len(batch), s.namespace, name, err)
+			// Hand back the copy we have, so the next write starts from the freshest one.
+			return cm, fmt.Errorf("writing %d load balancer record(s) to ConfigMap %s/%s: %w", len(batch), s.namespace, name, err)
 		}
-		if cm, err = cms.Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return nil, fmt.Errorf("re-reading ConfigMap %s/%s after a conflict: %w", s.namespace, name, err)
+		fresh, gerr := cms.Get(ctx, name, metav1.GetOptions{})
+		if gerr != nil {
+			return cm, fmt.Errorf("re-reading ConfigMap %s/%s after a conflict: %w", s.namespace, name, gerr)
 		}
+		cm = fresh
 	}
 }
 
