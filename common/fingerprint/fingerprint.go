@@ -11,9 +11,6 @@ import (
 	"fmt"
 )
 
-// Tag is the tag or label key providers store the fingerprint under.
-const Tag = "ccm.io/desired-state"
-
 // Of returns a short stable hash of v's JSON encoding (map keys are sorted by encoding/json;
 // callers sort slices whose order does not matter, such as backend nodes).
 func Of(v any) string {

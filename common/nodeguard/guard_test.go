@@ -11,6 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/ccm-project/ccm/common/metrics"
 )
 
 // scripted answers InstanceExists with whatever answer holds now.
@@ -31,6 +34,7 @@ func (s *scripted) InstanceMetadata(context.Context, *v1.Node) (*cloudprovider.I
 }
 
 func TestGuard(t *testing.T) {
+	metrics.Register()
 	ctx := context.Background()
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "uid-1"}}
 	cloud := &scripted{exists: true}
@@ -68,6 +72,12 @@ func TestGuard(t *testing.T) {
 	step("held up to the window", 59*time.Second, true, false)
 	step("gone once not-found held for the whole window", time.Second, false, false)
 
+	for reason, want := range map[string]float64{"cloud_error": 2, "not_confirmed": 4} {
+		got, err := testutil.GetCounterMetricValue(metrics.NodeDeletionsHeld.WithLabelValues("test", reason))
+		if err != nil || got != want {
+			t.Errorf("ccm_node_deletions_held_total{reason=%q} = %v (%v), want %v", reason, got, err, want)
+		}
+	}
 	if n := len(rec.Events); n != 2 { // one per streak, not one per check
 		t.Errorf("%d events, want 2", n)
 	}

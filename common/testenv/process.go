@@ -23,10 +23,6 @@ type Process struct {
 	err     error
 }
 
-func startProcess(dir, name, path string, args ...string) (*Process, error) {
-	return StartProcess(dir, name, nil, path, args...)
-}
-
 // StartProcess starts path with args, logging to dir/name.log; env adds to the environment.
 func StartProcess(dir, name string, env []string, path string, args ...string) (*Process, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

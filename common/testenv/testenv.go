@@ -43,10 +43,9 @@ type Options struct {
 	// Bin is the folder with the binaries; default $CCM_TESTBIN, else bin/testbin at the
 	// repository root found from the working directory.
 	Bin string
-	// Dir is where to keep state; default a new temporary folder, removed by Stop.
+	// Dir is where to keep state and the processes' logs; default a new temporary folder,
+	// removed by Stop.
 	Dir string
-	// Log receives the processes' output; default a file per process in Dir.
-	Verbose bool
 }
 
 // Start starts etcd and kube-apiserver and waits until the API server is ready.
@@ -74,7 +73,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	etcd, err := startProcess(dir, "etcd", filepath.Join(bin, "etcd"),
+	etcd, err := StartProcess(dir, "etcd", nil, filepath.Join(bin, "etcd"),
 		"--name=default", "--data-dir="+filepath.Join(dir, "etcd"),
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
@@ -100,7 +99,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	env.Host = "https://127.0.0.1:" + strconv.Itoa(ports[2])
-	api, err := startProcess(dir, "kube-apiserver", filepath.Join(bin, "kube-apiserver"),
+	api, err := StartProcess(dir, "kube-apiserver", nil, filepath.Join(bin, "kube-apiserver"),
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(ports[2]), "--cert-dir="+filepath.Join(dir, "certs"),

@@ -22,7 +22,8 @@ import (
 const ProviderName = "dummy"
 
 func init() {
-	provider.MustRegister(provider.Provider{Name: ProviderName, Factory: Factory, CheckConfig: checkConfig})
+	// check-config runs the Factory: it reads and validates everything and touches nothing.
+	provider.MustRegister(provider.Provider{Name: ProviderName, Factory: Factory})
 }
 
 var registerMetrics sync.Once
@@ -73,15 +74,6 @@ func New(r io.Reader) (*Cloud, error) {
 	return c, nil
 }
 
-func checkConfig(r io.Reader) error {
-	var cfg Config
-	if err := config.ReadINI(r, &cfg); err != nil {
-		return err
-	}
-	_, err := newInventory(&cfg)
-	return err
-}
-
 // Initialize implements cloudprovider.Interface: it gets the API client and starts the
 // inventory watcher, tied to stop.
 func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
@@ -109,9 +101,6 @@ func (c *Cloud) newStore() Store {
 	}
 }
 
-// SetClient gives the cloud an API client without Initialize (tests and tools).
-func (c *Cloud) SetClient(client kubernetes.Interface) { c.client = client }
-
 // LoadBalancer implements cloudprovider.Interface; there is one when pools are configured.
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c.lb, len(c.lb.pools) > 0 }
 
@@ -135,6 +124,3 @@ func (c *Cloud) ProviderName() string { return ProviderName }
 
 // HasClusterID implements cloudprovider.Interface.
 func (c *Cloud) HasClusterID() bool { return true }
-
-// LBWrites is the number of load balancer writes the dummy cloud made.
-func (c *Cloud) LBWrites() int { return c.lb.Writes() }

@@ -154,7 +154,6 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	defer l.mu.Unlock()
 	if exists {
 		delete(l.records, k)
-		l.writes++
 	}
 	l.owner.releaseAll(k)
 	l.updatePoolMetrics()
@@ -204,7 +203,6 @@ func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
 	if err != nil {
 		return err
 	}
-	l.writes++
 	l.updatePoolMetrics()
 	return nil
 }
@@ -263,13 +261,6 @@ func (l *loadBalancers) updatePoolMetrics() {
 		metrics.IPPoolAddresses.WithLabelValues(ProviderName, p.name, "total").Set(p.size())
 		metrics.IPPoolAddresses.WithLabelValues(ProviderName, p.name, "used").Set(float64(used))
 	}
-}
-
-// Writes is how many times this process changed a load balancer record.
-func (l *loadBalancers) Writes() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.writes
 }
 
 func observe(op string, start time.Time, err *error) {

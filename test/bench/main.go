@@ -10,12 +10,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +70,7 @@ func run(nNodes, nServices int, extra []string) (*result, error) {
 	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "dummy")); err != nil {
 		return nil, err
 	}
-	metricsToken, err := scraper(ctx, env)
+	metricsToken, err := env.MetricsReaderToken(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +122,7 @@ func run(nNodes, nServices int, extra []string) (*result, error) {
 	}
 	nodeTimes, _ := nodeDone()
 	r.NodesAllInitialisedS, r.NodeP50S, r.NodeP99S = stats(nodeTimes, start)
-	calls, err := metric(env, ccm, metricsToken, `ccm_cloud_api_requests_total{`)
+	calls, err := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{`)
 	if err != nil {
 		return nil, err
 	}
@@ -159,8 +156,8 @@ func run(nNodes, nServices int, extra []string) (*result, error) {
 	}
 	r.APIWritesPerService = float64(total) / float64(nServices)
 
-	up1, _ := metric(env, ccm, metricsToken, `ccm_cloud_api_requests_total{operation="Update",provider="dummy"`)
-	cr1, _ := metric(env, ccm, metricsToken, `ccm_cloud_api_requests_total{operation="Create",provider="dummy"`)
+	up1, _ := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Update",provider="dummy"`)
+	cr1, _ := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Create",provider="dummy"`)
 	r.CloudWritesCreate = up1 + cr1
 
 	// Restart with nothing changed.
@@ -171,7 +168,7 @@ func run(nNodes, nServices int, extra []string) (*result, error) {
 		return nil, err
 	}
 	for {
-		n, err := metric(env, ccm2, metricsToken, `ccm_reconcile_total{kind="loadbalancer",operation="ensure"`)
+		n, err := ccm2.Metric(metricsToken, `ccm_reconcile_total{kind="loadbalancer",operation="ensure"`)
 		if err == nil && n >= float64(nServices) {
 			break
 		}
@@ -180,8 +177,8 @@ func run(nNodes, nServices int, extra []string) (*result, error) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	up, _ := metric(env, ccm2, metricsToken, `ccm_cloud_api_requests_total{operation="Update",provider="dummy"`)
-	cr, _ := metric(env, ccm2, metricsToken, `ccm_cloud_api_requests_total{operation="Create",provider="dummy"`)
+	up, _ := ccm2.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Update",provider="dummy"`)
+	cr, _ := ccm2.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Create",provider="dummy"`)
 	r.RestartCloudWrites = up + cr
 	return r, nil
 }
@@ -306,37 +303,6 @@ func stats(at map[string]time.Time, start time.Time) (all, p50, p99 float64) {
 	sort.Float64s(d)
 	pick := func(q float64) float64 { return d[min(len(d)-1, int(q*float64(len(d))))] }
 	return d[len(d)-1], pick(0.50), pick(0.99)
-}
-
-func scraper(ctx context.Context, env *testenv.Env) (string, error) {
-	if _, err := env.Kubectl(ctx, "create", "serviceaccount", "-n", "kube-system", "bench-scraper"); err != nil {
-		return "", err
-	}
-	if _, err := env.Kubectl(ctx, "create", "clusterrolebinding", "bench-scraper", "--clusterrole=cloud-controller-manager:metrics-reader", "--serviceaccount=kube-system:bench-scraper"); err != nil {
-		return "", err
-	}
-	return env.ServiceAccountKubeconfig(ctx, "kube-system", "bench-scraper", filepath.Join(env.Dir, "scraper.kubeconfig"))
-}
-
-// metric sums the samples of c's /metrics whose line starts with prefix.
-func metric(env *testenv.Env, c *testenv.CCM, token, prefix string) (float64, error) {
-	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", c.Port), nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := testenv.InsecureHTTPClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var sum float64
-	for _, l := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(l, prefix) {
-			f := strings.Fields(l)
-			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			sum += v
-		}
-	}
-	return sum, nil
 }
 
 func report(r *result, out string) {

@@ -24,7 +24,7 @@ func TestChurnWithKills(t *testing.T) {
 	cfg := "[Instance \"it-churn-node\"]\ninternal-ip = 10.6.0.1\n\n[Pool \"churn\"]\ncidr = 100.65.0.0/24\n"
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
 	ccm := startCCM(t, "ccm-churn-0", cfg)
-	newNode(t, "it-churn-node", true)
+	newNode(t, "it-churn-node")
 	ns := namespace(t)
 	svcs := env.Client.CoreV1().Services(ns)
 

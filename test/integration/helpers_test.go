@@ -54,22 +54,12 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 	t.Fatalf("timed out after %v waiting for %s (last: %v)", timeout, what, last)
 }
 
-// newNode creates a Node as a kubelet with --cloud-provider=external would: with the
-// uninitialized taint and, if ready, a Ready condition.
-func newNode(t *testing.T, name string, ready bool) *v1.Node {
+// newNode registers a Ready Node as a kubelet with --cloud-provider=external would (with the
+// uninitialized taint) and deletes it after the test.
+func newNode(t *testing.T, name string) {
 	t.Helper()
-	n := &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.NodeSpec{Taints: []v1.Taint{{
-			Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: v1.TaintEffectNoSchedule,
-		}}},
-	}
-	n, err := env.Client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{})
-	if err != nil {
+	if err := testenv.RegisterNode(context.Background(), env.Client, name); err != nil {
 		t.Fatal(err)
-	}
-	if ready {
-		setReady(t, name, v1.ConditionTrue)
 	}
 	t.Cleanup(func() {
 		err := env.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
@@ -77,7 +67,6 @@ func newNode(t *testing.T, name string, ready bool) *v1.Node {
 			t.Errorf("deleting node %s: %v", name, err)
 		}
 	})
-	return n
 }
 
 func setReady(t *testing.T, name string, status v1.ConditionStatus) {

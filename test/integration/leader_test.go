@@ -31,7 +31,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 		t.Fatalf("lease holder: %q %v", holderA, err)
 	}
 	b := startCCM(t, "ccm-le-b", cfg)
-	newNode(t, "it-le-1", true)
+	newNode(t, "it-le-1")
 	eventually(t, 30*time.Second, "it-le-1 initialised by the leader", func() (bool, error) {
 		n, err := node("it-le-1")
 		return err == nil && n.Spec.ProviderID != "", err
@@ -54,7 +54,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 	if h, _ := leaseHolder(); h == holderA || h == "" {
 		t.Errorf("lease holder still %q", h)
 	}
-	newNode(t, "it-le-2", true)
+	newNode(t, "it-le-2")
 	eventually(t, 30*time.Second, "it-le-2 initialised by the new leader", func() (bool, error) {
 		n, err := node("it-le-2")
 		return err == nil && n.Spec.ProviderID != "", err

@@ -22,8 +22,8 @@ func TestNodeLifecycle(t *testing.T) {
 	write("running", "running")
 	// The deletion guard is off here (upstream behaviour); TestNodeDeletionGuard tests it.
 	startCCM(t, "ccm-life", fmt.Sprintf("[Global]\ninventory = %s\ninventory-refresh = 1s\n", inv), "--node-deletion-confirmation=0")
-	newNode(t, "it-life-a", true)
-	newNode(t, "it-life-b", true)
+	newNode(t, "it-life-a")
+	newNode(t, "it-life-b")
 	for _, n := range []string{"it-life-a", "it-life-b"} {
 		eventually(t, 30*time.Second, n+" initialised", func() (bool, error) {
 			nd, err := node(n)
@@ -82,7 +82,7 @@ func TestNodeDeletionGuard(t *testing.T) {
 	startCCM(t, "ccm-guard", fmt.Sprintf("[Global]\ninventory = %s\ninventory-refresh = 1s\n", inv),
 		"--node-deletion-confirmation="+window.String())
 	for _, n := range []string{"it-guard-err", "it-guard-gone"} {
-		newNode(t, n, true)
+		newNode(t, n)
 		eventually(t, 30*time.Second, n+" initialised", func() (bool, error) {
 			nd, err := node(n)
 			return err == nil && nd.Spec.ProviderID != "", err

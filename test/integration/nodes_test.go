@@ -26,8 +26,8 @@ zone = rack-2
 
 func TestNodeInitialisation(t *testing.T) {
 	startCCM(t, "ccm-nodes", nodeConfig)
-	newNode(t, "it-node-a", true)
-	newNode(t, "it-node-b", true)
+	newNode(t, "it-node-a")
+	newNode(t, "it-node-b")
 
 	for _, tc := range []struct {
 		name, providerID, zone, itype string

@@ -20,7 +20,7 @@ func TestManyServicesAndRestart(t *testing.T) {
 	ctx := context.Background()
 	cfg := "[Instance \"it-many-node\"]\ninternal-ip = 10.5.0.1\n\n[Pool \"big\"]\ncidr = 100.64.0.0/22\n"
 	first := startCCM(t, "ccm-many-1", cfg)
-	newNode(t, "it-many-node", true)
+	newNode(t, "it-many-node")
 	ns := namespace(t)
 
 	start := time.Now()

@@ -31,7 +31,7 @@ range = 192.0.2.50-192.0.2.51
 
 func TestLoadBalancerLifecycle(t *testing.T) {
 	startCCM(t, "ccm-lb", lbConfig)
-	newNode(t, "it-lb-node", true)
+	newNode(t, "it-lb-node")
 	ns := namespace(t)
 	ctx := context.Background()
 	svcs := env.Client.CoreV1().Services(ns)
