@@ -108,3 +108,14 @@ func (e *Env) StartCCM(ctx context.Context, o CCMOptions) (*CCM, error) {
 	e.procs = append(e.procs, p)
 	return c, nil
 }
+
+// StartProcess starts another program (a cloud simulator, say) in the Env's folder; it is
+// stopped with the Env, before the control plane.
+func (e *Env) StartProcess(name, binary string, args ...string) (*Process, error) {
+	p, err := StartProcess(e.Dir, name, nil, binary, args...)
+	if err != nil {
+		return nil, err
+	}
+	e.procs = append(e.procs, p)
+	return p, nil
+}

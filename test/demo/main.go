@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -31,9 +32,6 @@ func main() {
 }
 
 func run(provider string, once bool) error {
-	if provider != "dummy" {
-		return fmt.Errorf("PROVIDER=%s has no demo yet; available: dummy", provider)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	root, err := testenv.RepoRoot()
@@ -50,20 +48,29 @@ func run(provider string, once bool) error {
 	defer env.Stop()
 	fmt.Printf("   ready in %v at %s\n", time.Since(t0).Round(time.Millisecond), env.Host)
 
-	step("applying deploy/dummy (the ccm's ServiceAccount and RBAC)")
-	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "dummy")); err != nil {
+	step(fmt.Sprintf("applying deploy/%s (the ccm's ServiceAccount and RBAC)", provider))
+	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", provider)); err != nil {
 		return err
 	}
 
-	step("starting ccm --cloud-provider=dummy as system:serviceaccount:kube-system:cloud-controller-manager")
-	ccm, err := env.StartCCM(ctx, testenv.CCMOptions{Provider: provider, CloudConfig: filepath.Join(root, "test", "demo", "dummy.conf")})
+	nodes := []string{"demo-node-1", "demo-node-2", "demo-node-3"}
+	cloudConfig := filepath.Join(root, "test", "demo", "dummy.conf")
+	if provider != "dummy" {
+		step(fmt.Sprintf("starting the %s simulator on loopback with one machine per Node", provider))
+		if cloudConfig, err = startSimulator(ctx, env, root, provider, nodes); err != nil {
+			return err
+		}
+		fmt.Printf("   cloud-config: %s\n", cloudConfig)
+	}
+
+	step(fmt.Sprintf("starting ccm --cloud-provider=%s as system:serviceaccount:kube-system:cloud-controller-manager", provider))
+	ccm, err := env.StartCCM(ctx, testenv.CCMOptions{Provider: provider, CloudConfig: cloudConfig})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("   log: %s\n", ccm.LogPath)
 
 	step("registering 3 Nodes (with the uninitialized taint, as kubelet --cloud-provider=external does)")
-	nodes := []string{"demo-node-1", "demo-node-2", "demo-node-3"}
 	for _, n := range nodes {
 		if err := testenv.RegisterNode(ctx, env.Client, n); err != nil {
 			return err
@@ -75,7 +82,7 @@ func run(provider string, once bool) error {
 	}
 	services := []*v1.Service{
 		service("default", "web", 80, ""),
-		service("default", "api", 443, "192.0.2.9"),
+		service("default", "api", 443, requestedIP(provider)),
 		service("team-a", "shop", 8080, ""),
 	}
 	for _, s := range services {
@@ -105,6 +112,41 @@ func run(provider string, once bool) error {
 	}
 	fmt.Println("\nstopping")
 	return nil
+}
+
+// requestedIP is the spec.loadBalancerIP of the demo's "api" Service: an address of the
+// dummy's pool; other clouds choose their own.
+func requestedIP(provider string) string {
+	if provider == "dummy" {
+		return "192.0.2.9"
+	}
+	return ""
+}
+
+// startSimulator builds and starts providers/<p>/cmd/<p>-sim, which serves the provider's
+// simulated cloud on loopback with one machine per node name and writes a cloud-config for
+// the ccm once it serves. It stops with the Env.
+func startSimulator(ctx context.Context, env *testenv.Env, root, provider string, nodes []string) (string, error) {
+	bin := filepath.Join(root, "bin", provider+"-sim")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./providers/"+provider+"/cmd/"+provider+"-sim")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("building the %s simulator: %w", provider, err)
+	}
+	cfg := filepath.Join(env.Dir, provider+".conf")
+	p, err := env.StartProcess(provider+"-sim", bin, "--nodes="+strings.Join(nodes, ","), "--cloud-config="+cfg)
+	if err != nil {
+		return "", err
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if _, err := os.Stat(cfg); err == nil {
+			return cfg, nil
+		}
+		if p.Exited() || time.Now().After(deadline) {
+			return "", fmt.Errorf("the %s simulator wrote no cloud-config; its log:\n%s", provider, p.Tail(20))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func step(s string) { fmt.Printf("==> %s\n", s) }
@@ -177,7 +219,11 @@ func printTables(ctx context.Context, env *testenv.Env) error {
 		}
 		var ips, ports []string
 		for _, in := range s.Status.LoadBalancer.Ingress {
-			ips = append(ips, in.IP)
+			if in.IP != "" {
+				ips = append(ips, in.IP)
+			} else {
+				ips = append(ips, in.Hostname)
+			}
 		}
 		for _, p := range s.Spec.Ports {
 			ports = append(ports, fmt.Sprintf("%d/%s", p.Port, p.Protocol))

@@ -1,0 +1,7 @@
+module github.com/ccm-project/ccm/providers/vsphere
+
+go 1.26.0
+
+require github.com/ccm-project/ccm/common v0.0.0
+
+replace github.com/ccm-project/ccm/common => ../../common
