@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccm-project/ccm/common/ippool"
 )
 
 // Annotations of the dummy provider.
@@ -121,7 +123,7 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, have Record) ([]netip.Addr
 	}
 	sharingKey, ports := svc.Annotations[AnnotationSharedIP], portsOf(svc)
 	ok := func(a netip.Addr, v6 bool) bool {
-		return a.Is6() == v6 && slices.ContainsFunc(pools, func(p *pool) bool { return p.contains(a) }) && l.usable(a, k, sharingKey, ports)
+		return a.Is6() == v6 && slices.ContainsFunc(pools, func(p *ippool.Pool) bool { return p.Contains(a) }) && l.usable(a, k, sharingKey, ports)
 	}
 	var out []netip.Addr
 	for i, fam := range families {
@@ -153,7 +155,7 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, have Record) ([]netip.Addr
 			if got.IsValid() {
 				break
 			}
-			got, _ = p.next(v6, func(a netip.Addr) bool { return len(l.owner[a]) > 0 })
+			got, _ = p.Next(v6, func(a netip.Addr) bool { return len(l.owner[a]) > 0 })
 		}
 		if !got.IsValid() {
 			if i > 0 && svc.Spec.IPFamilyPolicy != nil && *svc.Spec.IPFamilyPolicy == v1.IPFamilyPolicyPreferDualStack {
@@ -167,8 +169,8 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, have Record) ([]netip.Addr
 }
 
 // whyNot explains why a requested address cannot be used.
-func (l *loadBalancers) whyNot(a netip.Addr, svc *v1.Service, pools []*pool) error {
-	if !slices.ContainsFunc(pools, func(p *pool) bool { return p.contains(a) }) {
+func (l *loadBalancers) whyNot(a netip.Addr, svc *v1.Service, pools []*ippool.Pool) error {
+	if !slices.ContainsFunc(pools, func(p *ippool.Pool) bool { return p.Contains(a) }) {
 		return fmt.Errorf("requested address %s is not in a pool that serves namespace %q", a, svc.Namespace)
 	}
 	hint := ""
@@ -185,13 +187,6 @@ func (e *PoolExhaustedError) Error() string {
 	return fmt.Sprintf("address pool exhausted: no free %s address in the pools serving namespace %q", e.Family, e.Namespace)
 }
 
-func (l *loadBalancers) poolsFor(namespace string) []*pool {
-	anyNamed := slices.ContainsFunc(l.pools, func(p *pool) bool { return slices.Contains(p.namespaces, namespace) })
-	var out []*pool
-	for _, p := range l.pools {
-		if p.serves(namespace, anyNamed) {
-			out = append(out, p)
-		}
-	}
-	return out
+func (l *loadBalancers) poolsFor(namespace string) []*ippool.Pool {
+	return ippool.For(l.pools, namespace)
 }

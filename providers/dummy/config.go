@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ccm-project/ccm/common/config"
+	"github.com/ccm-project/ccm/common/ippool"
 )
 
 // Config is the dummy provider's cloud-config (INI). See docs/providers/dummy.md.
@@ -41,12 +42,7 @@ type InstanceConfig struct {
 }
 
 // PoolConfig is a pool of load balancer addresses.
-type PoolConfig struct {
-	CIDR      []string // e.g. 192.0.2.0/28 or 2001:db8::/120
-	Range     []string // e.g. 192.0.2.10-192.0.2.20
-	Namespace []string // namespaces served; a pool without namespaces serves all others
-	Reserved  []string // addresses never handed out
-}
+type PoolConfig = ippool.Config
 
 // Instance states.
 const (
@@ -80,8 +76,8 @@ func (c *Config) Validate() config.Problems {
 		if len(p.CIDR) == 0 && len(p.Range) == 0 {
 			ps.AddSub("Pool", name, "cidr", "a pool needs at least one cidr or range")
 		}
-		if _, err := newPool(name, p); err != nil {
-			ps.AddSub("Pool", name, err.key, "%s", err.msg)
+		if _, err := ippool.New(name, p); err != nil {
+			ps.AddSub("Pool", name, err.Key, "%s", err.Msg)
 		}
 	}
 	return ps

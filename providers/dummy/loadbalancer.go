@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/fingerprint"
+	"github.com/ccm-project/ccm/common/ippool"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
 )
@@ -26,7 +27,7 @@ var names = lbname.Scheme{Prefix: "dummy_", Sep: "_", MaxLen: 255}
 // configured pools and keeps one Record per Service in its Store.
 type loadBalancers struct {
 	c     *Cloud
-	pools []*pool
+	pools []*ippool.Pool
 	store Store
 
 	mu      sync.Mutex
@@ -56,7 +57,7 @@ func newLoadBalancers(c *Cloud) *loadBalancers {
 	}
 	sort.Strings(poolNames)
 	for _, n := range poolNames {
-		p, _ := newPool(n, c.cfg.Pool[n]) // validated by the factory
+		p, _ := ippool.New(n, c.cfg.Pool[n]) // validated by the factory
 		lb.pools = append(lb.pools, p)
 	}
 	return lb
@@ -254,12 +255,12 @@ func (l *loadBalancers) updatePoolMetrics() {
 	for _, p := range l.pools {
 		used := 0
 		for a := range l.owner {
-			if p.contains(a) {
+			if p.Contains(a) {
 				used++
 			}
 		}
-		metrics.IPPoolAddresses.WithLabelValues(ProviderName, p.name, "total").Set(p.size())
-		metrics.IPPoolAddresses.WithLabelValues(ProviderName, p.name, "used").Set(float64(used))
+		metrics.IPPoolAddresses.WithLabelValues(ProviderName, p.Name(), "total").Set(p.Size())
+		metrics.IPPoolAddresses.WithLabelValues(ProviderName, p.Name(), "used").Set(float64(used))
 	}
 }
 

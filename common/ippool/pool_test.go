@@ -1,4 +1,4 @@
-package dummy
+package ippool
 
 import (
 	"net/netip"
@@ -6,19 +6,19 @@ import (
 )
 
 func TestPoolParsingAndAllocation(t *testing.T) {
-	p, perr := newPool("p", &PoolConfig{
+	p, perr := New("p", &Config{
 		CIDR:     []string{"192.0.2.0/30", "2001:db8::/126"},
 		Range:    []string{"198.51.100.5-198.51.100.6"},
 		Reserved: []string{"198.51.100.5"},
 	})
 	if perr != nil {
-		t.Fatal(perr.msg)
+		t.Fatal(perr.Msg)
 	}
 	used := map[netip.Addr]bool{}
 	isUsed := func(a netip.Addr) bool { return used[a] }
 	var got []string
 	for {
-		a, ok := p.next(false, isUsed)
+		a, ok := p.Next(false, isUsed)
 		if !ok {
 			break
 		}
@@ -38,7 +38,7 @@ func TestPoolParsingAndAllocation(t *testing.T) {
 	// IPv6 /126 keeps all four addresses.
 	n := 0
 	for {
-		a, ok := p.next(true, isUsed)
+		a, ok := p.Next(true, isUsed)
 		if !ok {
 			break
 		}
@@ -48,16 +48,16 @@ func TestPoolParsingAndAllocation(t *testing.T) {
 	if n != 4 {
 		t.Errorf("IPv6 /126 gave %d addresses, want 4", n)
 	}
-	if s := p.size(); s != 3+4 {
+	if s := p.Size(); s != 3+4 {
 		t.Errorf("size = %v, want 7", s)
 	}
-	if p.contains(netip.MustParseAddr("198.51.100.5")) {
+	if p.Contains(netip.MustParseAddr("198.51.100.5")) {
 		t.Error("reserved address is in the pool")
 	}
 }
 
 func TestPoolRejects(t *testing.T) {
-	for _, c := range []PoolConfig{
+	for _, c := range []Config{
 		{CIDR: []string{"192.0.2.0/33"}},
 		{CIDR: []string{"not-a-cidr"}},
 		{Range: []string{"192.0.2.9-192.0.2.1"}},
@@ -65,35 +65,35 @@ func TestPoolRejects(t *testing.T) {
 		{Range: []string{"192.0.2.1"}},
 		{CIDR: []string{"192.0.2.0/28"}, Reserved: []string{"x"}},
 	} {
-		if _, err := newPool("bad", &c); err == nil {
+		if _, err := New("bad", &c); err == nil {
 			t.Errorf("accepted %+v", c)
 		}
 	}
 }
 
 func TestHugeIPv6PoolIsCheap(t *testing.T) {
-	p, _ := newPool("v6", &PoolConfig{CIDR: []string{"2001:db8::/64"}})
-	a, ok := p.next(true, func(netip.Addr) bool { return false })
+	p, _ := New("v6", &Config{CIDR: []string{"2001:db8::/64"}})
+	a, ok := p.Next(true, func(netip.Addr) bool { return false })
 	if !ok || a.String() != "2001:db8::" {
 		t.Fatalf("got %v %v", a, ok)
 	}
-	if p.size() < 1e19 {
-		t.Errorf("size of a /64 = %v", p.size())
+	if p.Size() < 1e19 {
+		t.Errorf("size of a /64 = %v", p.Size())
 	}
 }
 
-func FuzzPoolConfig(f *testing.F) {
+func FuzzConfig(f *testing.F) {
 	for _, s := range []string{"192.0.2.0/28", "2001:db8::/120", "192.0.2.1-192.0.2.9", "::1-::5", "0.0.0.0/0", "bad"} {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, cidr, rng string) {
-		p, err := newPool("f", &PoolConfig{CIDR: []string{cidr}, Range: []string{rng}})
+		p, err := New("f", &Config{CIDR: []string{cidr}, Range: []string{rng}})
 		if err != nil {
 			return
 		}
 		// Whatever parsed must hand out only addresses it contains, and never loop forever.
 		for _, v6 := range []bool{false, true} {
-			if a, ok := p.next(v6, func(netip.Addr) bool { return false }); ok && !p.contains(a) {
+			if a, ok := p.Next(v6, func(netip.Addr) bool { return false }); ok && !p.Contains(a) {
 				t.Fatalf("handed out %v outside the pool (%q, %q)", a, cidr, rng)
 			}
 		}

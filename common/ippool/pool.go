@@ -1,0 +1,154 @@
+// Package ippool is the load balancer address pool shared by the providers that hand out
+// bare-metal-style virtual IPs (dummy, vSphere without NSX): CIDRs and ranges of one or both
+// families, reserved addresses, namespaces served, and first-free allocation.
+package ippool
+
+import (
+	"fmt"
+	"math/big"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// Pool is a set of load balancer addresses: CIDRs and ranges of one or both families, minus
+// reserved addresses. For IPv4 CIDRs wider than /31 the network and broadcast addresses are
+// left out, as routers would not deliver to them.
+type Pool struct {
+	name       string
+	namespaces []string
+	ranges     []ipRange
+	reserved   map[netip.Addr]bool
+}
+
+type ipRange struct{ first, last netip.Addr }
+
+// Config is how a pool is written in a cloud-config ([Pool "name"] sections).
+type Config struct {
+	CIDR      []string // e.g. 192.0.2.0/28 or 2001:db8::/120
+	Range     []string // e.g. 192.0.2.10-192.0.2.20
+	Namespace []string // namespaces served; a pool without namespaces serves all others
+	Reserved  []string // addresses never handed out
+}
+
+// Error names the config key of a pool that is wrong and why.
+type Error struct{ Key, Msg string }
+
+func (e *Error) Error() string { return e.Key + ": " + e.Msg }
+
+// New parses a pool's config.
+func New(name string, c *Config) (*Pool, *Error) {
+	p := &Pool{name: name, namespaces: c.Namespace, reserved: map[netip.Addr]bool{}}
+	for _, s := range c.CIDR {
+		pfx, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			return nil, &Error{"cidr", fmt.Sprintf("%q is not a CIDR such as 192.0.2.0/28", s)}
+		}
+		pfx = pfx.Masked()
+		first, last := pfx.Addr(), lastAddr(pfx)
+		if first.Is4() && pfx.Bits() < 31 {
+			first, last = first.Next(), last.Prev()
+		}
+		p.ranges = append(p.ranges, ipRange{first, last})
+	}
+	for _, s := range c.Range {
+		a, b, ok := strings.Cut(s, "-")
+		first, err1 := netip.ParseAddr(strings.TrimSpace(a))
+		last, err2 := netip.ParseAddr(strings.TrimSpace(b))
+		if !ok || err1 != nil || err2 != nil || first.Is4() != last.Is4() || last.Less(first) {
+			return nil, &Error{"range", fmt.Sprintf("%q is not a range such as 192.0.2.10-192.0.2.20 (same family, first <= last)", s)}
+		}
+		p.ranges = append(p.ranges, ipRange{first, last})
+	}
+	for _, s := range c.Reserved {
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil {
+			return nil, &Error{"reserved", fmt.Sprintf("%q is not an IP address", s)}
+		}
+		p.reserved[a] = true
+	}
+	return p, nil
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 1 << (7 - i%8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// Name is the pool's name.
+func (p *Pool) Name() string { return p.name }
+
+// Namespaces lists the namespaces the pool is reserved to.
+func (p *Pool) Namespaces() []string { return p.namespaces }
+
+// Serves reports whether the pool hands out addresses to Services in namespace: a pool that
+// names namespaces serves only those; one that names none is the fallback for the rest.
+func (p *Pool) Serves(namespace string, anyNamed bool) bool {
+	if len(p.namespaces) > 0 {
+		return slices.Contains(p.namespaces, namespace)
+	}
+	return !anyNamed
+}
+
+// Contains reports whether a can be handed out by the pool.
+func (p *Pool) Contains(a netip.Addr) bool {
+	return !p.reserved[a] && p.inRanges(a)
+}
+
+func (p *Pool) inRanges(a netip.Addr) bool {
+	for _, r := range p.ranges {
+		if !a.Less(r.first) && !r.last.Less(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// Next returns the first address of family v6 that used does not hold. It scans at most
+// len(used)+len(reserved)+1 addresses per range, so a huge IPv6 range is no cost.
+func (p *Pool) Next(v6 bool, used func(netip.Addr) bool) (netip.Addr, bool) {
+	for _, r := range p.ranges {
+		if r.first.Is6() != v6 {
+			continue
+		}
+		for a := r.first; a.IsValid() && !r.last.Less(a); a = a.Next() {
+			if !p.reserved[a] && !used(a) {
+				return a, true
+			}
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// Size is the number of addresses the pool can hand out (capped for metrics on huge ranges).
+func (p *Pool) Size() float64 {
+	total := new(big.Int)
+	for _, r := range p.ranges {
+		n := new(big.Int).Sub(new(big.Int).SetBytes(r.last.AsSlice()), new(big.Int).SetBytes(r.first.AsSlice()))
+		total.Add(total, n.Add(n, big.NewInt(1)))
+	}
+	for a := range p.reserved {
+		if p.inRanges(a) {
+			total.Sub(total, big.NewInt(1))
+		}
+	}
+	f, _ := new(big.Float).SetInt(total).Float64()
+	return f
+}
+
+// For returns the pools that serve namespace, in order: those naming it, or else those
+// naming no namespace.
+func For(pools []*Pool, namespace string) []*Pool {
+	anyNamed := slices.ContainsFunc(pools, func(p *Pool) bool { return slices.Contains(p.namespaces, namespace) })
+	var out []*Pool
+	for _, p := range pools {
+		if p.Serves(namespace, anyNamed) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
