@@ -1,0 +1,5 @@
+//go:build openstack
+
+package main
+
+import _ "github.com/ccm-project/ccm/providers/openstack"

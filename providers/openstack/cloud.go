@@ -1,0 +1,105 @@
+// Package openstack is the OpenStack provider: Nova servers as Nodes and Octavia load
+// balancers with Neutron floating IPs, through gophercloud. It reads the upstream OpenStack
+// CCM's cloud.conf and keeps its annotations and names, so a migration is a drop-in.
+package openstack
+
+import (
+	"io"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/common/config"
+	ccmmetrics "github.com/ccm-project/ccm/common/metrics"
+	"github.com/ccm-project/ccm/common/provider"
+)
+
+// ProviderName is what --cloud-provider selects and the build tag that compiles this in.
+const ProviderName = "openstack"
+
+func init() {
+	provider.MustRegister(provider.Provider{Name: ProviderName, Factory: Factory})
+}
+
+// Cloud is the OpenStack cloudprovider.Interface.
+type Cloud struct {
+	cfg      Config
+	sess     *session
+	lb       *loadBalancers
+	recorder record.EventRecorder // nil until Initialize; events are then skipped
+}
+
+var _ cloudprovider.Interface = (*Cloud)(nil)
+
+// Factory reads and validates cloud.conf. No network I/O: the first cloud call authenticates.
+func Factory(r io.Reader) (cloudprovider.Interface, error) { return New(r) }
+
+// New is Factory with the concrete type, for tests.
+func New(r io.Reader) (*Cloud, error) {
+	c := &Cloud{}
+	if err := config.ReadINI(r, &c.cfg); err != nil {
+		return nil, err
+	}
+	c.sess = newSession(&c.cfg)
+	c.lb = newLoadBalancers(c)
+	ccmmetrics.Register()
+	return c, nil
+}
+
+// Initialize implements cloudprovider.Interface: it sets up Service events.
+func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	client, err := b.Client("openstack-cloud-provider")
+	if err != nil {
+		klog.ErrorS(err, "No API client; load balancer warnings will only be logged")
+		return
+	}
+	bc := record.NewBroadcaster()
+	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	c.recorder = bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: "openstack-cloud-provider"})
+	go func() { <-stop; bc.Shutdown() }()
+	klog.InfoS("OpenStack cloud ready", "authURL", c.cfg.Global.AuthURL, "region", c.cfg.Global.Region, "loadBalancer", c.cfg.LoadBalancer.Enabled)
+}
+
+var eventMu sync.Mutex
+
+// event records an event on svc, and logs it either way.
+func (c *Cloud) event(svc *v1.Service, typ, reason, msg string) {
+	klog.InfoS("Service event", "service", klog.KObj(svc), "type", typ, "reason", reason, "message", msg)
+	eventMu.Lock()
+	r := c.recorder
+	eventMu.Unlock()
+	if r != nil {
+		r.Event(svc, typ, reason, msg)
+	}
+}
+
+// LoadBalancer implements cloudprovider.Interface.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	return c.lb, c.cfg.LoadBalancer.Enabled
+}
+
+// Instances implements cloudprovider.Interface: InstancesV2 is used instead.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+// InstancesV2 implements cloudprovider.Interface.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return &instances{c: c}, true }
+
+// Zones implements cloudprovider.Interface: not used with InstancesV2.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+
+// Clusters implements cloudprovider.Interface.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+// Routes implements cloudprovider.Interface: tenant networks route pod traffic via the CNI.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
+
+// ProviderName implements cloudprovider.Interface.
+func (c *Cloud) ProviderName() string { return ProviderName }
+
+// HasClusterID implements cloudprovider.Interface.
+func (c *Cloud) HasClusterID() bool { return true }

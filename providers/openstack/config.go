@@ -1,0 +1,132 @@
+package openstack
+
+import (
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ccm-project/ccm/common/config"
+)
+
+// Config is the upstream OpenStack CCM's cloud.conf, read strictly. See
+// docs/providers/openstack.md.
+type Config struct {
+	Global struct {
+		AuthURL                     string `gcfg:"auth-url"`
+		Username                    string
+		UserID                      string `gcfg:"user-id"`
+		Password                    string
+		TenantID                    string `gcfg:"tenant-id"`
+		TenantName                  string `gcfg:"tenant-name"`
+		DomainID                    string `gcfg:"domain-id"`
+		DomainName                  string `gcfg:"domain-name"`
+		UserDomainID                string `gcfg:"user-domain-id"`
+		UserDomainName              string `gcfg:"user-domain-name"`
+		TenantDomainID              string `gcfg:"tenant-domain-id"`
+		TenantDomainName            string `gcfg:"tenant-domain-name"`
+		Region                      string
+		CAFile                      string `gcfg:"ca-file"`
+		TLSInsecure                 bool   `gcfg:"tls-insecure"`
+		ApplicationCredentialID     string `gcfg:"application-credential-id"`
+		ApplicationCredentialName   string `gcfg:"application-credential-name"`
+		ApplicationCredentialSecret string `gcfg:"application-credential-secret"`
+	}
+	LoadBalancer      LBConfig
+	LoadBalancerClass map[string]*LBClass
+	Networking        struct {
+		IPv6SupportDisabled bool `gcfg:"ipv6-support-disabled"`
+	}
+}
+
+// LBConfig is [LoadBalancer].
+type LBConfig struct {
+	Enabled              bool
+	SubnetID             string          `gcfg:"subnet-id"`
+	MemberSubnetID       string          `gcfg:"member-subnet-id"`
+	NetworkID            string          `gcfg:"network-id"`
+	FloatingNetworkID    string          `gcfg:"floating-network-id"`
+	FloatingSubnetID     string          `gcfg:"floating-subnet-id"`
+	LBMethod             string          `gcfg:"lb-method"`
+	LBProvider           string          `gcfg:"lb-provider"`
+	CreateMonitor        bool            `gcfg:"create-monitor"`
+	MonitorDelay         config.Duration `gcfg:"monitor-delay"`
+	MonitorTimeout       config.Duration `gcfg:"monitor-timeout"`
+	MonitorMaxRetries    int             `gcfg:"monitor-max-retries"`
+	ManageSecurityGroups bool            `gcfg:"manage-security-groups"`
+	InternalLB           bool            `gcfg:"internal-lb"`
+	// PendingRetry is how soon a Service whose load balancer is still PENDING_* is looked at
+	// again; the worker is free meanwhile. Not an upstream key.
+	PendingRetry config.Duration `gcfg:"pending-retry"`
+}
+
+// LBClass is [LoadBalancerClass "name"], chosen by the loadbalancer.openstack.org/class annotation.
+type LBClass struct {
+	FloatingNetworkID string `gcfg:"floating-network-id"`
+	FloatingSubnetID  string `gcfg:"floating-subnet-id"`
+	SubnetID          string `gcfg:"subnet-id"`
+	NetworkID         string `gcfg:"network-id"`
+	MemberSubnetID    string `gcfg:"member-subnet-id"`
+}
+
+// SetDefaults implements config.Defaulter.
+func (c *Config) SetDefaults() {
+	c.LoadBalancer.Enabled = true
+	c.LoadBalancer.LBMethod = "ROUND_ROBIN"
+	c.LoadBalancer.MonitorDelay = config.Duration{Duration: 5 * time.Second}
+	c.LoadBalancer.MonitorTimeout = config.Duration{Duration: 3 * time.Second}
+	c.LoadBalancer.MonitorMaxRetries = 1
+	c.LoadBalancer.PendingRetry = config.Duration{Duration: 5 * time.Second}
+	c.LoadBalancerClass = map[string]*LBClass{}
+}
+
+var lbMethods = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}
+
+// Validate implements config.Validator. Messages never echo secret values.
+func (c *Config) Validate() config.Problems {
+	var ps config.Problems
+	g := c.Global
+	if g.AuthURL == "" {
+		ps.Add("Global", "auth-url", "is required (the Keystone v3 URL, e.g. https://keystone.example.com:5000/v3)")
+	} else if u, err := url.Parse(g.AuthURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		ps.Add("Global", "auth-url", "must be an http(s) URL")
+	}
+	appCred := g.ApplicationCredentialID != "" || g.ApplicationCredentialName != ""
+	switch {
+	case appCred && g.ApplicationCredentialSecret == "":
+		ps.Add("Global", "application-credential-secret", "is required with application-credential-id or -name")
+	case g.ApplicationCredentialName != "" && g.ApplicationCredentialID == "" && g.Username == "" && g.UserID == "":
+		ps.Add("Global", "application-credential-name", "needs username or user-id (or use application-credential-id)")
+	case !appCred && g.Username == "" && g.UserID == "":
+		ps.Add("Global", "username", "username or user-id is required (or an application credential)")
+	case !appCred && g.Password == "":
+		ps.Add("Global", "password", "is required with username/user-id (quote it if it contains ; or #)")
+	}
+	if !appCred && g.TenantID == "" && g.TenantName == "" {
+		ps.Add("Global", "tenant-id", "tenant-id or tenant-name is required to scope the token to a project")
+	}
+	if g.CAFile != "" {
+		if _, err := os.Stat(g.CAFile); err != nil {
+			ps.Add("Global", "ca-file", "cannot read: %v", err)
+		}
+	}
+	lb := c.LoadBalancer
+	if !lbMethods[strings.ToUpper(lb.LBMethod)] {
+		ps.Add("LoadBalancer", "lb-method", "must be ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP or SOURCE_IP_PORT")
+	}
+	if lb.MonitorDelay.Duration < time.Second || lb.MonitorTimeout.Duration < time.Second {
+		ps.Add("LoadBalancer", "monitor-delay", "monitor-delay and monitor-timeout must be at least 1s")
+	} else if lb.MonitorTimeout.Duration > lb.MonitorDelay.Duration {
+		ps.Add("LoadBalancer", "monitor-timeout", "must not exceed monitor-delay")
+	}
+	if lb.MonitorMaxRetries < 1 || lb.MonitorMaxRetries > 10 {
+		ps.Add("LoadBalancer", "monitor-max-retries", "must be between 1 and 10")
+	}
+	if lb.PendingRetry.Duration < 100*time.Millisecond {
+		ps.Add("LoadBalancer", "pending-retry", "must be at least 100ms")
+	}
+	if lb.ManageSecurityGroups {
+		ps.Add("LoadBalancer", "manage-security-groups", "is not supported by this provider yet; manage node security groups outside Kubernetes and set it to false")
+	}
+	return ps
+}

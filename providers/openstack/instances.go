@@ -1,0 +1,196 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+// providerIDPrefix is the upstream form, openstack:///<server-id>.
+const providerIDPrefix = "openstack:///"
+
+// instances implements cloudprovider.InstancesV2 over Nova and Neutron.
+type instances struct {
+	c *Cloud
+}
+
+var _ cloudprovider.InstancesV2 = (*instances)(nil)
+
+// flavorNames caches flavor ID -> name: flavors never change, so one look-up each per process.
+var flavorNames sync.Map
+
+// serverID returns the server ID in a providerID: openstack:///<id> or openstack://<region>/<id>.
+func serverID(providerID string) (string, error) {
+	rest, ok := strings.CutPrefix(providerID, "openstack://")
+	if !ok {
+		return "", fmt.Errorf("providerID %q is not an OpenStack one (openstack:///<server-id>)", providerID)
+	}
+	_, id, _ := strings.Cut(rest, "/")
+	if id == "" || strings.Contains(id, "/") {
+		return "", fmt.Errorf("providerID %q has no server ID", providerID)
+	}
+	return id, nil
+}
+
+// server finds the Node's server: by providerID when set, else by exact name. (nil, nil) is
+// an authoritative "no such server" (404, or no match); any failed call is an error.
+func (i *instances) server(ctx context.Context, node *v1.Node) (*servers.Server, error) {
+	cl, err := i.c.sess.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if node.Spec.ProviderID != "" {
+		id, err := serverID(node.Spec.ProviderID)
+		if err != nil {
+			return nil, err
+		}
+		s, err := servers.Get(ctx, cl.compute, id).Extract()
+		if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("getting server %s: %w", id, err)
+		}
+		return s, nil
+	}
+	// Nova filters names by regular expression: anchor and quote for an exact match.
+	pages, err := servers.List(cl.compute, servers.ListOpts{Name: "^" + regexp.QuoteMeta(node.Name) + "$"}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing servers named %q: %w", node.Name, err)
+	}
+	all, err := servers.ExtractServers(pages)
+	if err != nil {
+		return nil, err
+	}
+	var found []servers.Server
+	for _, s := range all {
+		if s.Name == node.Name {
+			found = append(found, s)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &found[0], nil
+	default:
+		return nil, fmt.Errorf("%d servers are named %q; set the Node's providerID", len(found), node.Name)
+	}
+}
+
+// InstanceExists is false only when Nova says the server is gone.
+func (i *instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
+	s, err := i.server(ctx, node)
+	return s != nil, err
+}
+
+// InstanceShutdown is true for a SHUTOFF server.
+func (i *instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+	s, err := i.server(ctx, node)
+	if err != nil {
+		return false, err
+	}
+	if s == nil {
+		return false, cloudprovider.InstanceNotFound
+	}
+	return s.Status == "SHUTOFF", nil
+}
+
+// InstanceMetadata returns providerID, flavor, zone, region and the addresses of the server's ports.
+func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	s, err := i.server(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return nil, cloudprovider.InstanceNotFound
+	}
+	cl, err := i.c.sess.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	flavor, err := flavorName(ctx, cl, s)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := i.addresses(ctx, cl, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	addrs = append(addrs, v1.NodeAddress{Type: v1.NodeHostName, Address: node.Name})
+	return &cloudprovider.InstanceMetadata{
+		ProviderID:    providerIDPrefix + s.ID,
+		InstanceType:  flavor,
+		Zone:          s.AvailabilityZone,
+		Region:        i.c.cfg.Global.Region,
+		NodeAddresses: addrs,
+	}, nil
+}
+
+// flavorName prefers the name Nova embeds (microversion 2.47+), else looks the ID up once.
+func flavorName(ctx context.Context, cl *clients, s *servers.Server) (string, error) {
+	if n, ok := s.Flavor["original_name"].(string); ok && n != "" {
+		return n, nil
+	}
+	id, _ := s.Flavor["id"].(string)
+	if id == "" {
+		return "", nil
+	}
+	if n, ok := flavorNames.Load(id); ok {
+		return n.(string), nil
+	}
+	f, err := flavors.Get(ctx, cl.compute, id).Extract()
+	if err != nil {
+		return "", fmt.Errorf("getting flavor %s: %w", id, err)
+	}
+	flavorNames.Store(id, f.Name)
+	return f.Name, nil
+}
+
+// addresses are the fixed IPs of the server's ports (InternalIP) and the floating IPs on
+// them (ExternalIP); IPv6 unless [Networking] ipv6-support-disabled.
+func (i *instances) addresses(ctx context.Context, cl *clients, serverID string) ([]v1.NodeAddress, error) {
+	pages, err := ports.List(cl.network, ports.ListOpts{DeviceID: serverID}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing ports of server %s: %w", serverID, err)
+	}
+	ps, err := ports.ExtractPorts(pages)
+	if err != nil {
+		return nil, err
+	}
+	noV6 := i.c.cfg.Networking.IPv6SupportDisabled
+	var internal, external []v1.NodeAddress
+	for _, p := range ps {
+		for _, ip := range p.FixedIPs {
+			if a, err := netip.ParseAddr(ip.IPAddress); err == nil && !(noV6 && a.Is6()) {
+				internal = append(internal, v1.NodeAddress{Type: v1.NodeInternalIP, Address: a.String()})
+			}
+		}
+		fpages, err := floatingips.List(cl.network, floatingips.ListOpts{PortID: p.ID}).AllPages(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing floating IPs of port %s: %w", p.ID, err)
+		}
+		fips, err := floatingips.ExtractFloatingIPs(fpages)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range fips {
+			if a, err := netip.ParseAddr(f.FloatingIP); err == nil && !(noV6 && a.Is6()) {
+				external = append(external, v1.NodeAddress{Type: v1.NodeExternalIP, Address: a.String()})
+			}
+		}
+	}
+	return append(internal, external...), nil
+}

@@ -1,0 +1,227 @@
+package fake
+
+import (
+	"fmt"
+	"net/http"
+)
+
+type network struct {
+	ID, Name string
+	External bool
+}
+
+type subnet struct {
+	ID, NetworkID, CIDR string
+	IPVersion           int
+}
+
+type fixedIP struct {
+	SubnetID  string `json:"subnet_id"`
+	IPAddress string `json:"ip_address"`
+}
+
+type port struct {
+	ID, NetworkID, DeviceID, DeviceOwner string
+	FixedIPs                             []fixedIP
+}
+
+type floatingIP struct {
+	ID, FloatingIP, NetworkID, PortID, FixedIP, Description, Status string
+}
+
+// FloatingIP is a floating IP as tests see it.
+type FloatingIP struct {
+	ID, Address, PortID, Description string
+}
+
+// FloatingIPs lists the floating IPs.
+func (c *Cloud) FloatingIPs() []FloatingIP {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []FloatingIP
+	for _, f := range c.fips {
+		out = append(out, FloatingIP{ID: f.ID, Address: f.FloatingIP, PortID: f.PortID, Description: f.Description})
+	}
+	return out
+}
+
+// AddFloatingIP allocates an unassociated floating IP, as a user would outside Kubernetes.
+func (c *Cloud) AddFloatingIP(address string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := &floatingIP{ID: c.nextID("fip"), FloatingIP: address, NetworkID: PublicNetworkID, Status: "DOWN"}
+	c.fips[f.ID] = f
+	return f.ID
+}
+
+func (c *Cloud) neutronRoutes(m *http.ServeMux) {
+	m.HandleFunc("GET /network/v2.0/ports", c.op("neutron.ListPorts", c.listPorts))
+	m.HandleFunc("GET /network/v2.0/networks", c.op("neutron.ListNetworks", c.listNetworks))
+	m.HandleFunc("GET /network/v2.0/floatingips", c.op("neutron.ListFloatingIPs", c.listFIPs))
+	m.HandleFunc("POST /network/v2.0/floatingips", c.op("neutron.CreateFloatingIP", c.createFIP))
+	m.HandleFunc("PUT /network/v2.0/floatingips/{id}", c.op("neutron.UpdateFloatingIP", c.updateFIP))
+	m.HandleFunc("DELETE /network/v2.0/floatingips/{id}", c.op("neutron.DeleteFloatingIP", c.deleteFIP))
+}
+
+func (c *Cloud) listPorts(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	out := []any{}
+	for _, p := range c.ports {
+		if v := q.Get("device_id"); v != "" && v != p.DeviceID {
+			continue
+		}
+		if v := q.Get("id"); v != "" && v != p.ID {
+			continue
+		}
+		ips := p.FixedIPs
+		if ips == nil {
+			ips = []fixedIP{}
+		}
+		out = append(out, map[string]any{"id": p.ID, "network_id": p.NetworkID, "device_id": p.DeviceID,
+			"device_owner": p.DeviceOwner, "fixed_ips": ips, "status": "ACTIVE", "admin_state_up": true})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ports": out})
+}
+
+func (c *Cloud) listNetworks(w http.ResponseWriter, r *http.Request) {
+	ext := r.URL.Query().Get("router:external")
+	out := []any{}
+	for _, n := range c.networks {
+		if ext != "" && (ext == "true") != n.External {
+			continue
+		}
+		var subnets []string
+		for _, s := range c.subnets {
+			if s.NetworkID == n.ID {
+				subnets = append(subnets, s.ID)
+			}
+		}
+		out = append(out, map[string]any{"id": n.ID, "name": n.Name, "router:external": n.External, "subnets": subnets, "status": "ACTIVE"})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"networks": out})
+}
+
+func fipJSON(f *floatingIP) map[string]any {
+	var portID, fixed any
+	if f.PortID != "" {
+		portID, fixed = f.PortID, f.FixedIP
+	}
+	return map[string]any{"id": f.ID, "floating_ip_address": f.FloatingIP, "floating_network_id": f.NetworkID,
+		"port_id": portID, "fixed_ip_address": fixed, "description": f.Description, "status": f.Status}
+}
+
+func (c *Cloud) listFIPs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	out := []any{}
+	for _, f := range c.fips {
+		if v := q.Get("port_id"); v != "" && v != f.PortID {
+			continue
+		}
+		if v := q.Get("floating_ip_address"); v != "" && v != f.FloatingIP {
+			continue
+		}
+		if v := q.Get("description"); v != "" && v != f.Description {
+			continue
+		}
+		out = append(out, fipJSON(f))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"floatingips": out})
+}
+
+type fipBody struct {
+	FloatingIP struct {
+		NetworkID   string  `json:"floating_network_id"`
+		Address     string  `json:"floating_ip_address"`
+		PortID      *string `json:"port_id"`
+		Description *string `json:"description"`
+	} `json:"floatingip"`
+}
+
+// fixedOf is the first fixed IP of port id, or an error message.
+func (c *Cloud) fixedOf(id string) (string, string) {
+	p := c.ports[id]
+	if p == nil {
+		return "", fmt.Sprintf("Port %s could not be found.", id)
+	}
+	if len(p.FixedIPs) == 0 {
+		return "", "port has no fixed IP"
+	}
+	return p.FixedIPs[0].IPAddress, ""
+}
+
+func (c *Cloud) createFIP(w http.ResponseWriter, r *http.Request) {
+	var b fipBody
+	if err := decode(r, &b); err != nil {
+		writeErr(w, http.StatusBadRequest, "malformed request")
+		return
+	}
+	n := c.networks[b.FloatingIP.NetworkID]
+	if n == nil || !n.External {
+		writeErr(w, http.StatusNotFound, fmt.Sprintf("External network %s could not be found.", b.FloatingIP.NetworkID))
+		return
+	}
+	addr := b.FloatingIP.Address
+	for _, f := range c.fips {
+		if addr != "" && f.FloatingIP == addr {
+			writeErr(w, http.StatusConflict, "IP address already allocated")
+			return
+		}
+	}
+	if addr == "" {
+		c.fipSeq++
+		addr = fmt.Sprintf("172.24.4.%d", 100+c.fipSeq%150)
+	}
+	f := &floatingIP{ID: c.nextID("fip"), FloatingIP: addr, NetworkID: n.ID, Status: "DOWN"}
+	if b.FloatingIP.Description != nil {
+		f.Description = *b.FloatingIP.Description
+	}
+	if b.FloatingIP.PortID != nil && *b.FloatingIP.PortID != "" {
+		fixed, msg := c.fixedOf(*b.FloatingIP.PortID)
+		if msg != "" {
+			writeErr(w, http.StatusNotFound, msg)
+			return
+		}
+		f.PortID, f.FixedIP, f.Status = *b.FloatingIP.PortID, fixed, "ACTIVE"
+	}
+	c.fips[f.ID] = f
+	writeJSON(w, http.StatusCreated, map[string]any{"floatingip": fipJSON(f)})
+}
+
+func (c *Cloud) updateFIP(w http.ResponseWriter, r *http.Request) {
+	f := c.fips[r.PathValue("id")]
+	if f == nil {
+		writeErr(w, http.StatusNotFound, "Floating IP could not be found.")
+		return
+	}
+	var b fipBody
+	if err := decode(r, &b); err != nil {
+		writeErr(w, http.StatusBadRequest, "malformed request")
+		return
+	}
+	if p := b.FloatingIP.PortID; p != nil {
+		if *p == "" {
+			f.PortID, f.FixedIP, f.Status = "", "", "DOWN"
+		} else {
+			fixed, msg := c.fixedOf(*p)
+			if msg != "" {
+				writeErr(w, http.StatusNotFound, msg)
+				return
+			}
+			f.PortID, f.FixedIP, f.Status = *p, fixed, "ACTIVE"
+		}
+	}
+	if d := b.FloatingIP.Description; d != nil {
+		f.Description = *d
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"floatingip": fipJSON(f)})
+}
+
+func (c *Cloud) deleteFIP(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if c.fips[id] == nil {
+		writeErr(w, http.StatusNotFound, "Floating IP could not be found.")
+		return
+	}
+	delete(c.fips, id)
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,596 @@
+package fake
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+)
+
+type loadBalancer struct {
+	ID, Name, Description, Status, VipAddress, VipPortID, VipSubnetID, VipNetworkID, Provider string
+	Tags                                                                                      []string
+	created, until                                                                            time.Time
+	willError                                                                                 bool
+}
+
+type listener struct {
+	ID, Name, Description, Protocol, LBID, PoolID string
+	Port                                          int
+}
+
+type pool struct {
+	ID, Name, Protocol, Method, LBID, ListenerID, MonitorID string
+	Members                                                 []*member
+}
+
+type member struct {
+	ID, Address, SubnetID string
+	Port, MonitorPort     int
+}
+
+type monitor struct {
+	ID, PoolID, Type, URLPath  string
+	Delay, Timeout, MaxRetries int
+}
+
+// LoadBalancer is an Octavia load balancer as tests see it.
+type LoadBalancer struct {
+	ID, Name, Status, VipAddress, VipPortID, Provider string
+	Tags                                              []string
+	Listeners                                         []Listener
+}
+
+// Listener is a listener with its pool as tests see it.
+type Listener struct {
+	Protocol, PoolProtocol, Method, Monitor string // Monitor is the monitor type, "" if none
+	Port                                    int
+	Members                                 []string // "address:port", sorted
+}
+
+// LoadBalancers lists the load balancers (any state), sorted by name.
+func (c *Cloud) LoadBalancers() []LoadBalancer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tick()
+	var out []LoadBalancer
+	for _, lb := range c.lbs {
+		v := LoadBalancer{ID: lb.ID, Name: lb.Name, Status: lb.Status, VipAddress: lb.VipAddress, VipPortID: lb.VipPortID,
+			Provider: lb.Provider, Tags: append([]string(nil), lb.Tags...)}
+		for _, l := range c.lis {
+			if l.LBID != lb.ID {
+				continue
+			}
+			li := Listener{Protocol: l.Protocol, Port: l.Port}
+			if p := c.pools[l.PoolID]; p != nil {
+				li.PoolProtocol, li.Method = p.Protocol, p.Method
+				if m := c.monitors[p.MonitorID]; m != nil {
+					li.Monitor = m.Type
+				}
+				for _, m := range p.Members {
+					li.Members = append(li.Members, fmt.Sprintf("%s:%d", m.Address, m.Port))
+				}
+				sort.Strings(li.Members)
+			}
+			v.Listeners = append(v.Listeners, li)
+		}
+		sort.Slice(v.Listeners, func(i, j int) bool { return v.Listeners[i].Port < v.Listeners[j].Port })
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// SetLoadBalancerError puts the load balancer with this name into provisioning status ERROR.
+func (c *Cloud) SetLoadBalancerError(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, lb := range c.lbs {
+		if lb.Name == name {
+			lb.Status, lb.until = "ERROR", time.Time{}
+			return true
+		}
+	}
+	return false
+}
+
+// ErrorNextCreates makes the next n new load balancers end in ERROR instead of ACTIVE.
+func (c *Cloud) ErrorNextCreates(n int) {
+	c.mu.Lock()
+	c.errorNext = n
+	c.mu.Unlock()
+}
+
+// tick applies the provisioning transitions that are due. Callers hold c.mu.
+func (c *Cloud) tick() {
+	now := time.Now()
+	for id, lb := range c.lbs {
+		if lb.until.IsZero() || now.Before(lb.until) {
+			continue
+		}
+		lb.until = time.Time{}
+		switch lb.Status {
+		case "PENDING_CREATE":
+			lb.Status = "ACTIVE"
+			if lb.willError {
+				lb.Status = "ERROR"
+			}
+		case "PENDING_UPDATE":
+			lb.Status = "ACTIVE"
+		case "PENDING_DELETE":
+			c.removeLB(id)
+		}
+	}
+}
+
+func (c *Cloud) removeLB(id string) {
+	lb := c.lbs[id]
+	delete(c.lbs, id)
+	delete(c.ports, lb.VipPortID)
+	for fid, f := range c.fips { // Neutron disassociates floating IPs of a deleted port
+		if f.PortID == lb.VipPortID {
+			f.PortID, f.FixedIP, f.Status = "", "", "DOWN"
+			c.fips[fid] = f
+		}
+	}
+	for lid, l := range c.lis {
+		if l.LBID == id {
+			delete(c.lis, lid)
+		}
+	}
+	for pid, p := range c.pools {
+		if p.LBID == id {
+			delete(c.monitors, p.MonitorID)
+			delete(c.pools, pid)
+		}
+	}
+}
+
+// busy marks lb PENDING_UPDATE after a change. Callers hold c.mu.
+func (c *Cloud) busy(lb *loadBalancer) {
+	lb.Status, lb.until = "PENDING_UPDATE", time.Now().Add(c.opts.UpdateDelay)
+}
+
+// activeLB finds the load balancer id and checks it accepts changes, as Octavia does:
+// 404 if missing, 409 unless ACTIVE.
+func (c *Cloud) activeLB(w http.ResponseWriter, id string) *loadBalancer {
+	lb := c.lbs[id]
+	if lb == nil {
+		writeErr(w, http.StatusNotFound, fmt.Sprintf("Load Balancer %s not found.", id))
+		return nil
+	}
+	if lb.Status != "ACTIVE" {
+		writeErr(w, http.StatusConflict, fmt.Sprintf("Invalid state %s of loadbalancer resource %s", lb.Status, id))
+		return nil
+	}
+	return lb
+}
+
+const lbBase = "/load-balancer/v2.0/lbaas/"
+
+func (c *Cloud) octaviaRoutes(m *http.ServeMux) {
+	m.HandleFunc("POST "+lbBase+"loadbalancers", c.op("octavia.CreateLoadBalancer", c.createLB))
+	m.HandleFunc("GET "+lbBase+"loadbalancers", c.op("octavia.ListLoadBalancers", c.listLBs))
+	m.HandleFunc("GET "+lbBase+"loadbalancers/{id}", c.op("octavia.GetLoadBalancer", c.getLB))
+	m.HandleFunc("PUT "+lbBase+"loadbalancers/{id}", c.op("octavia.UpdateLoadBalancer", c.updateLB))
+	m.HandleFunc("DELETE "+lbBase+"loadbalancers/{id}", c.op("octavia.DeleteLoadBalancer", c.deleteLB))
+	m.HandleFunc("GET "+lbBase+"listeners", c.op("octavia.ListListeners", c.listListeners))
+	m.HandleFunc("POST "+lbBase+"listeners", c.op("octavia.CreateListener", c.createListener))
+	m.HandleFunc("DELETE "+lbBase+"listeners/{id}", c.op("octavia.DeleteListener", c.deleteListener))
+	m.HandleFunc("GET "+lbBase+"pools", c.op("octavia.ListPools", c.listPools))
+	m.HandleFunc("DELETE "+lbBase+"pools/{id}", c.op("octavia.DeletePool", c.deletePool))
+	m.HandleFunc("GET "+lbBase+"pools/{id}/members", c.op("octavia.ListMembers", c.listMembers))
+	m.HandleFunc("PUT "+lbBase+"pools/{id}/members", c.op("octavia.BatchUpdateMembers", c.batchMembers))
+}
+
+func (c *Cloud) lbJSON(lb *loadBalancer) map[string]any {
+	ls, ps := []any{}, []any{}
+	for _, l := range c.lis {
+		if l.LBID == lb.ID {
+			ls = append(ls, map[string]any{"id": l.ID})
+		}
+	}
+	for _, p := range c.pools {
+		if p.LBID == lb.ID {
+			ps = append(ps, map[string]any{"id": p.ID})
+		}
+	}
+	op := "ONLINE"
+	if lb.Status != "ACTIVE" {
+		op = "OFFLINE"
+	}
+	tags := lb.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return map[string]any{"id": lb.ID, "name": lb.Name, "description": lb.Description, "provisioning_status": lb.Status,
+		"operating_status": op, "vip_address": lb.VipAddress, "vip_port_id": lb.VipPortID, "vip_subnet_id": lb.VipSubnetID,
+		"vip_network_id": lb.VipNetworkID, "provider": lb.Provider, "tags": tags, "listeners": ls, "pools": ps,
+		"admin_state_up": true, "project_id": "pid-" + c.opts.ProjectName}
+}
+
+type memberBody struct {
+	Address     string `json:"address"`
+	Port        int    `json:"protocol_port"`
+	SubnetID    string `json:"subnet_id"`
+	MonitorPort *int   `json:"monitor_port"`
+}
+
+type poolBody struct {
+	Name     string       `json:"name"`
+	Method   string       `json:"lb_algorithm"`
+	Protocol string       `json:"protocol"`
+	Members  []memberBody `json:"members"`
+	Monitor  *struct {
+		Type       string `json:"type"`
+		Delay      int    `json:"delay"`
+		Timeout    int    `json:"timeout"`
+		MaxRetries int    `json:"max_retries"`
+		URLPath    string `json:"url_path"`
+	} `json:"healthmonitor"`
+}
+
+type listenerBody struct {
+	LBID        string    `json:"loadbalancer_id"`
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	Protocol    string    `json:"protocol"`
+	Port        int       `json:"protocol_port"`
+	DefaultPool *poolBody `json:"default_pool"`
+}
+
+var (
+	listenerProtocols = map[string]bool{"TCP": true, "UDP": true, "HTTP": true, "HTTPS": true, "SCTP": true, "TERMINATED_HTTPS": true}
+	poolProtocols     = map[string]bool{"TCP": true, "UDP": true, "HTTP": true, "HTTPS": true, "PROXY": true, "PROXYV2": true, "SCTP": true}
+	methods           = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}
+	monitorTypes      = map[string]bool{"TCP": true, "HTTP": true, "HTTPS": true, "PING": true, "UDP-CONNECT": true, "SCTP": true, "TLS-HELLO": true}
+)
+
+// checkListener validates a listener with its pool as Octavia would (400 on bad input).
+func checkListener(l listenerBody, taken map[string]bool) string {
+	if !listenerProtocols[l.Protocol] || l.Port < 1 || l.Port > 65535 {
+		return fmt.Sprintf("invalid listener protocol %q or port %d", l.Protocol, l.Port)
+	}
+	if taken[fmt.Sprint(l.Protocol == "UDP", l.Port)] {
+		return fmt.Sprintf("another listener on this load balancer already uses port %d", l.Port)
+	}
+	taken[fmt.Sprint(l.Protocol == "UDP", l.Port)] = true
+	if p := l.DefaultPool; p != nil {
+		if !poolProtocols[p.Protocol] || !methods[p.Method] {
+			return fmt.Sprintf("invalid pool protocol %q or lb_algorithm %q", p.Protocol, p.Method)
+		}
+		if (l.Protocol == "UDP") != (p.Protocol == "UDP") {
+			return "listener and pool protocols are incompatible"
+		}
+		if p.Monitor != nil && (!monitorTypes[p.Monitor.Type] || p.Monitor.Delay < p.Monitor.Timeout) {
+			return "invalid health monitor"
+		}
+		for _, m := range p.Members {
+			if m.Address == "" || m.Port < 1 || m.Port > 65535 {
+				return "invalid member"
+			}
+		}
+	}
+	return ""
+}
+
+// addListener stores l with its pool, members and monitor. Callers hold c.mu and validated l.
+func (c *Cloud) addListener(lbID string, l listenerBody) *listener {
+	li := &listener{ID: c.nextID("listener"), Name: l.Name, Description: l.Description, Protocol: l.Protocol, Port: l.Port, LBID: lbID}
+	c.lis[li.ID] = li
+	if p := l.DefaultPool; p != nil {
+		po := &pool{ID: c.nextID("pool"), Name: p.Name, Protocol: p.Protocol, Method: p.Method, LBID: lbID, ListenerID: li.ID}
+		po.Members = c.members(p.Members)
+		if p.Monitor != nil {
+			m := &monitor{ID: c.nextID("hm"), PoolID: po.ID, Type: p.Monitor.Type, Delay: p.Monitor.Delay, Timeout: p.Monitor.Timeout,
+				MaxRetries: p.Monitor.MaxRetries, URLPath: p.Monitor.URLPath}
+			c.monitors[m.ID] = m
+			po.MonitorID = m.ID
+		}
+		c.pools[po.ID] = po
+		li.PoolID = po.ID
+	}
+	return li
+}
+
+func (c *Cloud) members(in []memberBody) []*member {
+	var out []*member
+	for _, m := range in {
+		mp := 0
+		if m.MonitorPort != nil {
+			mp = *m.MonitorPort
+		}
+		out = append(out, &member{ID: c.nextID("member"), Address: m.Address, Port: m.Port, SubnetID: m.SubnetID, MonitorPort: mp})
+	}
+	return out
+}
+
+func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		LB struct {
+			Name, Description, Provider string
+			VipSubnetID                 string         `json:"vip_subnet_id"`
+			VipNetworkID                string         `json:"vip_network_id"`
+			VipAddress                  string         `json:"vip_address"`
+			Tags                        []string       `json:"tags"`
+			Listeners                   []listenerBody `json:"listeners"`
+		} `json:"loadbalancer"`
+	}
+	if err := decode(r, &b); err != nil {
+		writeErr(w, http.StatusBadRequest, "malformed request")
+		return
+	}
+	in := b.LB
+	sub := c.subnets[in.VipSubnetID]
+	if sub == nil && in.VipNetworkID != "" {
+		for _, s := range c.subnets {
+			if s.NetworkID == in.VipNetworkID && s.IPVersion == 4 {
+				sub = s
+			}
+		}
+	}
+	if sub == nil {
+		writeErr(w, http.StatusBadRequest, "Validation failure: vip_subnet_id or vip_network_id must name an existing subnet or network")
+		return
+	}
+	if in.Provider != "" && in.Provider != "amphora" && in.Provider != "ovn" {
+		writeErr(w, http.StatusBadRequest, fmt.Sprintf("Provider '%s' is not enabled.", in.Provider))
+		return
+	}
+	taken := map[string]bool{}
+	for _, l := range in.Listeners {
+		if msg := checkListener(l, taken); msg != "" {
+			writeErr(w, http.StatusBadRequest, "Validation failure: "+msg)
+			return
+		}
+	}
+	c.vipSeq++
+	vip := in.VipAddress
+	if vip == "" {
+		vip = fmt.Sprintf("10.0.%d.%d", 200+c.vipSeq/250, c.vipSeq%250+1)
+	}
+	now := time.Now()
+	lb := &loadBalancer{ID: c.nextID("lb"), Name: in.Name, Description: in.Description, Status: "PENDING_CREATE",
+		VipAddress: vip, VipSubnetID: sub.ID, VipNetworkID: sub.NetworkID, Provider: in.Provider, Tags: in.Tags,
+		created: now, until: now.Add(c.opts.ProvisionDelay)}
+	if lb.Provider == "" {
+		lb.Provider = "amphora"
+	}
+	if c.errorNext > 0 {
+		c.errorNext--
+		lb.willError = true
+	}
+	vp := &port{ID: c.nextID("port"), NetworkID: sub.NetworkID, DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia",
+		FixedIPs: []fixedIP{{SubnetID: sub.ID, IPAddress: vip}}}
+	c.ports[vp.ID] = vp
+	lb.VipPortID = vp.ID
+	c.lbs[lb.ID] = lb
+	for _, l := range in.Listeners {
+		c.addListener(lb.ID, l)
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"loadbalancer": c.lbJSON(lb)})
+}
+
+func (c *Cloud) listLBs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	out := []any{}
+	for _, lb := range c.lbs {
+		if n := q.Get("name"); n != "" && n != lb.Name {
+			continue
+		}
+		if time.Since(lb.created) < c.opts.ListLag {
+			continue
+		}
+		out = append(out, c.lbJSON(lb))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"loadbalancers": out})
+}
+
+func (c *Cloud) getLB(w http.ResponseWriter, r *http.Request) {
+	lb := c.lbs[r.PathValue("id")]
+	if lb == nil {
+		writeErr(w, http.StatusNotFound, "Load Balancer not found.")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"loadbalancer": c.lbJSON(lb)})
+}
+
+func (c *Cloud) updateLB(w http.ResponseWriter, r *http.Request) {
+	lb := c.activeLB(w, r.PathValue("id"))
+	if lb == nil {
+		return
+	}
+	var b struct {
+		LB struct {
+			Name, Description *string
+			Tags              *[]string `json:"tags"`
+		} `json:"loadbalancer"`
+	}
+	if err := decode(r, &b); err != nil {
+		writeErr(w, http.StatusBadRequest, "malformed request")
+		return
+	}
+	if b.LB.Name != nil {
+		lb.Name = *b.LB.Name
+	}
+	if b.LB.Description != nil {
+		lb.Description = *b.LB.Description
+	}
+	if b.LB.Tags != nil {
+		lb.Tags = *b.LB.Tags
+	}
+	c.busy(lb)
+	writeJSON(w, http.StatusOK, map[string]any{"loadbalancer": c.lbJSON(lb)})
+}
+
+func (c *Cloud) deleteLB(w http.ResponseWriter, r *http.Request) {
+	lb := c.lbs[r.PathValue("id")]
+	if lb == nil {
+		writeErr(w, http.StatusNotFound, "Load Balancer not found.")
+		return
+	}
+	if strings.HasPrefix(lb.Status, "PENDING_") {
+		writeErr(w, http.StatusConflict, fmt.Sprintf("Invalid state %s of loadbalancer resource %s", lb.Status, lb.ID))
+		return
+	}
+	if r.URL.Query().Get("cascade") != "true" {
+		for _, l := range c.lis {
+			if l.LBID == lb.ID {
+				writeErr(w, http.StatusBadRequest, "Cannot delete Load Balancer - it has children")
+				return
+			}
+		}
+	}
+	lb.Status, lb.until = "PENDING_DELETE", time.Now().Add(c.opts.UpdateDelay)
+	c.tick()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (c *Cloud) listListeners(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("loadbalancer_id")
+	out := []any{}
+	for _, l := range c.lis {
+		if id != "" && l.LBID != id {
+			continue
+		}
+		out = append(out, map[string]any{"id": l.ID, "name": l.Name, "description": l.Description, "protocol": l.Protocol,
+			"protocol_port": l.Port, "default_pool_id": l.PoolID, "loadbalancers": []any{map[string]any{"id": l.LBID}}})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"listeners": out})
+}
+
+func (c *Cloud) createListener(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		L listenerBody `json:"listener"`
+	}
+	if err := decode(r, &b); err != nil {
+		writeErr(w, http.StatusBadRequest, "malformed request")
+		return
+	}
+	lb := c.activeLB(w, b.L.LBID)
+	if lb == nil {
+		return
+	}
+	taken := map[string]bool{}
+	for _, l := range c.lis {
+		if l.LBID == lb.ID {
+			taken[fmt.Sprint(l.Protocol == "UDP", l.Port)] = true
+		}
+	}
+	if msg := checkListener(b.L, taken); msg != "" {
+		writeErr(w, http.StatusConflict, msg)
+		return
+	}
+	li := c.addListener(lb.ID, b.L)
+	c.busy(lb)
+	writeJSON(w, http.StatusCreated, map[string]any{"listener": map[string]any{"id": li.ID, "protocol": li.Protocol,
+		"protocol_port": li.Port, "default_pool_id": li.PoolID, "provisioning_status": "PENDING_CREATE"}})
+}
+
+func (c *Cloud) deleteListener(w http.ResponseWriter, r *http.Request) {
+	l := c.lis[r.PathValue("id")]
+	if l == nil {
+		writeErr(w, http.StatusNotFound, "Listener not found.")
+		return
+	}
+	lb := c.activeLB(w, l.LBID)
+	if lb == nil {
+		return
+	}
+	delete(c.lis, l.ID)
+	if p := c.pools[l.PoolID]; p != nil {
+		p.ListenerID = ""
+	}
+	c.busy(lb)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (c *Cloud) listPools(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("loadbalancer_id")
+	out := []any{}
+	for _, p := range c.pools {
+		if id != "" && p.LBID != id {
+			continue
+		}
+		ms := []any{} // Octavia lists member IDs only
+		for _, m := range p.Members {
+			ms = append(ms, map[string]any{"id": m.ID})
+		}
+		ls := []any{}
+		if p.ListenerID != "" {
+			ls = append(ls, map[string]any{"id": p.ListenerID})
+		}
+		out = append(out, map[string]any{"id": p.ID, "name": p.Name, "protocol": p.Protocol, "lb_algorithm": p.Method,
+			"healthmonitor_id": p.MonitorID, "members": ms, "listeners": ls, "loadbalancers": []any{map[string]any{"id": p.LBID}}})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"pools": out})
+}
+
+func (c *Cloud) deletePool(w http.ResponseWriter, r *http.Request) {
+	p := c.pools[r.PathValue("id")]
+	if p == nil {
+		writeErr(w, http.StatusNotFound, "Pool not found.")
+		return
+	}
+	lb := c.activeLB(w, p.LBID)
+	if lb == nil {
+		return
+	}
+	delete(c.monitors, p.MonitorID)
+	delete(c.pools, p.ID)
+	for _, l := range c.lis {
+		if l.PoolID == p.ID {
+			l.PoolID = ""
+		}
+	}
+	c.busy(lb)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (c *Cloud) listMembers(w http.ResponseWriter, r *http.Request) {
+	p := c.pools[r.PathValue("id")]
+	if p == nil {
+		writeErr(w, http.StatusNotFound, "Pool not found.")
+		return
+	}
+	out := []any{}
+	for _, m := range p.Members {
+		v := map[string]any{"id": m.ID, "address": m.Address, "protocol_port": m.Port, "subnet_id": m.SubnetID,
+			"pool_id": p.ID, "provisioning_status": "ACTIVE", "operating_status": "ONLINE", "weight": 1, "admin_state_up": true}
+		if m.MonitorPort != 0 {
+			v["monitor_port"] = m.MonitorPort
+		}
+		out = append(out, v)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"members": out})
+}
+
+// batchMembers replaces the pool's members in one call (PUT /pools/{id}/members).
+func (c *Cloud) batchMembers(w http.ResponseWriter, r *http.Request) {
+	p := c.pools[r.PathValue("id")]
+	if p == nil {
+		writeErr(w, http.StatusNotFound, "Pool not found.")
+		return
+	}
+	lb := c.activeLB(w, p.LBID)
+	if lb == nil {
+		return
+	}
+	var b struct {
+		Members []memberBody `json:"members"`
+	}
+	if err := decode(r, &b); err != nil {
+		writeErr(w, http.StatusBadRequest, "malformed request")
+		return
+	}
+	for _, m := range b.Members {
+		if m.Address == "" || m.Port < 1 || m.Port > 65535 {
+			writeErr(w, http.StatusBadRequest, "invalid member")
+			return
+		}
+	}
+	p.Members = c.members(b.Members)
+	c.busy(lb)
+	w.WriteHeader(http.StatusAccepted)
+}

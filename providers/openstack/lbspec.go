@@ -1,0 +1,189 @@
+package openstack
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccm-project/ccm/common/fingerprint"
+)
+
+// Annotations, in the upstream provider's vocabulary.
+const (
+	annPrefix            = "loadbalancer.openstack.org/"
+	annFloatingNetworkID = annPrefix + "floating-network-id"
+	annFloatingSubnetID  = annPrefix + "floating-subnet-id"
+	annSubnetID          = annPrefix + "subnet-id"
+	annNetworkID         = annPrefix + "network-id"
+	annMemberSubnetID    = annPrefix + "member-subnet-id"
+	annClass             = annPrefix + "class"
+	annKeepFloatingIP    = annPrefix + "keep-floatingip"
+	annProxyProtocol     = annPrefix + "proxy-protocol"
+	annLBMethod          = annPrefix + "lb-method"
+	annHealthMonitor     = annPrefix + "enable-health-monitor"
+	annLoadBalancerID    = annPrefix + "load-balancer-id"
+	annInternal          = "service.beta.kubernetes.io/openstack-internal-load-balancer"
+)
+
+var supportedAnnotations = map[string]bool{
+	annFloatingNetworkID: true, annFloatingSubnetID: true, annSubnetID: true, annNetworkID: true,
+	annMemberSubnetID: true, annClass: true, annKeepFloatingIP: true, annProxyProtocol: true,
+	annLBMethod: true, annHealthMonitor: true, annLoadBalancerID: true,
+}
+
+// lbSpec is what the Service asks of its load balancer, after class, annotations and config.
+type lbSpec struct {
+	name                                          string
+	internal, keepFIP                             bool
+	subnetID, networkID, memberSubnetID           string
+	floatingNetworkID, floatingSubnetID, fixedFIP string
+	existingID                                    string // load-balancer-id: adopt, never create or delete
+	provider                                      string
+	family                                        v1.IPFamily
+	listeners                                     []listenerSpec
+	warnings                                      []string // each names its annotation
+}
+
+// listenerSpec is one listener with its pool and monitor; its fingerprint is kept in the
+// listener's description, so a listener is rewritten only when this changes.
+type listenerSpec struct {
+	Protocol     string
+	Port         int
+	NodePort     int
+	PoolProtocol string
+	Method       string
+	SourceRanges []string     `json:",omitempty"`
+	Monitor      *monitorSpec `json:",omitempty"`
+}
+
+type monitorSpec struct {
+	Type                       string
+	Delay, Timeout, MaxRetries int
+	URLPath                    string `json:",omitempty"`
+	Port                       int    `json:",omitempty"` // member monitor_port (healthCheckNodePort)
+}
+
+func (l listenerSpec) key() string { return fmt.Sprintf("%s/%d", l.Protocol, l.Port) }
+
+func (l listenerSpec) description() string { return "ccm:" + fingerprint.Of(l) }
+
+// parseBool reads a boolean annotation; a bad value is a warning and the default stands.
+func parseBool(svc *v1.Service, key string, def bool, warn *[]string) bool {
+	v, ok := svc.Annotations[key]
+	if !ok {
+		return def
+	}
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		*warn = append(*warn, fmt.Sprintf("annotation %s: %q is not true or false; using %v", key, v, def))
+		return def
+	}
+	return b
+}
+
+// spec builds the desired load balancer. An unknown class is an error (the user named a
+// network setup that does not exist); every other bad value is a warning with a safe default.
+func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
+	cfg := l.c.cfg.LoadBalancer
+	a := svc.Annotations
+	s := &lbSpec{name: name, provider: cfg.LBProvider, family: v1.IPv4Protocol,
+		subnetID: cfg.SubnetID, networkID: cfg.NetworkID, memberSubnetID: cfg.MemberSubnetID,
+		floatingNetworkID: cfg.FloatingNetworkID, floatingSubnetID: cfg.FloatingSubnetID}
+	if cn, ok := a[annClass]; ok {
+		cls := l.c.cfg.LoadBalancerClass[cn]
+		if cls == nil {
+			return nil, fmt.Errorf("annotation %s: no [LoadBalancerClass %q] in the cloud config", annClass, cn)
+		}
+		s.subnetID, s.networkID = or(cls.SubnetID, s.subnetID), or(cls.NetworkID, s.networkID)
+		s.memberSubnetID = or(cls.MemberSubnetID, s.memberSubnetID)
+		s.floatingNetworkID, s.floatingSubnetID = or(cls.FloatingNetworkID, s.floatingNetworkID), or(cls.FloatingSubnetID, s.floatingSubnetID)
+	}
+	s.subnetID, s.networkID = or(a[annSubnetID], s.subnetID), or(a[annNetworkID], s.networkID)
+	s.memberSubnetID = or(a[annMemberSubnetID], or(s.memberSubnetID, s.subnetID))
+	s.floatingNetworkID, s.floatingSubnetID = or(a[annFloatingNetworkID], s.floatingNetworkID), or(a[annFloatingSubnetID], s.floatingSubnetID)
+	s.existingID = a[annLoadBalancerID]
+	s.internal = parseBool(svc, annInternal, cfg.InternalLB, &s.warnings)
+	s.keepFIP = parseBool(svc, annKeepFloatingIP, false, &s.warnings)
+	s.fixedFIP = svc.Spec.LoadBalancerIP //nolint:staticcheck // deprecated in the API, still the upstream way to ask for a floating IP
+	if s.subnetID == "" && s.networkID == "" {
+		return nil, fmt.Errorf("no VIP subnet: set [LoadBalancer] subnet-id or network-id, a class, or annotation %s", annSubnetID)
+	}
+	for k := range a {
+		if strings.HasPrefix(k, annPrefix) && !supportedAnnotations[k] {
+			s.warnings = append(s.warnings, fmt.Sprintf("annotation %s is not supported by this provider and is ignored", k))
+		}
+	}
+	if len(svc.Spec.IPFamilies) > 0 {
+		s.family = svc.Spec.IPFamilies[0]
+	}
+	if len(svc.Spec.IPFamilies) > 1 {
+		s.warnings = append(s.warnings, fmt.Sprintf("dual-stack: only the %s family is served by this load balancer", s.family))
+	}
+
+	method := strings.ToUpper(cfg.LBMethod)
+	if v, ok := a[annLBMethod]; ok {
+		if lbMethods[strings.ToUpper(v)] {
+			method = strings.ToUpper(v)
+		} else {
+			s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is not ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP or SOURCE_IP_PORT; using %s", annLBMethod, v, method))
+		}
+	}
+	proxy := ""
+	if v, ok := a[annProxyProtocol]; ok {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true", "v1":
+			proxy = "PROXY"
+		case "v2":
+			proxy = "PROXYV2"
+		case "false", "":
+		default:
+			s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is not true, v1, v2 or false; proxy protocol is off", annProxyProtocol, v))
+		}
+	}
+	monitors := parseBool(svc, annHealthMonitor, cfg.CreateMonitor, &s.warnings)
+	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0
+	var ranges []string
+	for _, r := range svc.Spec.LoadBalancerSourceRanges {
+		ranges = append(ranges, strings.TrimSpace(r))
+	}
+	sort.Strings(ranges)
+	for _, p := range svc.Spec.Ports {
+		ls := listenerSpec{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort), PoolProtocol: string(p.Protocol), Method: method, SourceRanges: ranges}
+		switch p.Protocol {
+		case v1.ProtocolTCP:
+			if proxy != "" {
+				ls.PoolProtocol = proxy
+			}
+		case v1.ProtocolUDP, v1.ProtocolSCTP:
+		default:
+			s.warnings = append(s.warnings, fmt.Sprintf("port %d: protocol %s is not supported by Octavia; port skipped", p.Port, p.Protocol))
+			continue
+		}
+		if monitors {
+			m := &monitorSpec{Type: "TCP", Delay: secs(cfg.MonitorDelay.Seconds()), Timeout: secs(cfg.MonitorTimeout.Seconds()), MaxRetries: cfg.MonitorMaxRetries}
+			switch {
+			case local:
+				// kube-proxy answers /healthz on healthCheckNodePort only where endpoints run.
+				m.Type, m.URLPath, m.Port = "HTTP", "/healthz", int(svc.Spec.HealthCheckNodePort)
+			case p.Protocol == v1.ProtocolUDP:
+				m.Type = "UDP-CONNECT"
+			case p.Protocol == v1.ProtocolSCTP:
+				m.Type = "SCTP"
+			}
+			ls.Monitor = m
+		}
+		s.listeners = append(s.listeners, ls)
+	}
+	sort.Slice(s.listeners, func(i, j int) bool { return s.listeners[i].key() < s.listeners[j].key() })
+	return s, nil
+}
+
+func secs(f float64) int {
+	if f < 1 {
+		return 1
+	}
+	return int(f)
+}

@@ -1,0 +1,204 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// member is one backend: a node address of the load balancer's family.
+type member struct {
+	Node, Address string
+}
+
+// nodeIPs caches node name -> addresses found through the cloud, for Nodes whose status has
+// none yet (the node controller fills it in later).
+var nodeIPs sync.Map
+
+// members picks each node's InternalIP of the load balancer's family, sorted.
+func (l *loadBalancers) members(ctx context.Context, nodes []*v1.Node, spec *lbSpec) ([]member, error) {
+	var out []member
+	for _, n := range nodes {
+		addrs := n.Status.Addresses
+		if len(addrs) == 0 {
+			if v, ok := nodeIPs.Load(n.Name); ok {
+				addrs = v.([]v1.NodeAddress)
+			} else {
+				md, err := (&instances{c: l.c}).InstanceMetadata(ctx, n)
+				if err != nil {
+					return nil, fmt.Errorf("addresses of node %s: %w", n.Name, err)
+				}
+				addrs = md.NodeAddresses
+				nodeIPs.Store(n.Name, addrs)
+			}
+		}
+		found := false
+		for _, a := range addrs {
+			ip, err := netip.ParseAddr(a.Address)
+			if a.Type != v1.NodeInternalIP || err != nil || ip.Is6() != (spec.family == v1.IPv6Protocol) {
+				continue
+			}
+			out = append(out, member{Node: n.Name, Address: ip.String()})
+			found = true
+			break
+		}
+		if !found {
+			klog.InfoS("Node has no internal address of the load balancer's family; not a member", "node", n.Name, "family", spec.family)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
+	return out, nil
+}
+
+func (ls listenerSpec) name() string { return fmt.Sprintf("listener_%s_%d", ls.Protocol, ls.Port) }
+
+func (ls listenerSpec) memberOpts(spec *lbSpec, ms []member) []pools.CreateMemberOpts {
+	var out []pools.CreateMemberOpts
+	for _, m := range ms {
+		o := pools.CreateMemberOpts{Name: m.Node, Address: m.Address, ProtocolPort: ls.NodePort, SubnetID: spec.memberSubnetID}
+		if ls.Monitor != nil && ls.Monitor.Port != 0 {
+			o.MonitorPort = &ls.Monitor.Port
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func listenerCreateOpts(spec *lbSpec, ls listenerSpec, ms []member) listeners.CreateOpts {
+	pool := &pools.CreateOpts{
+		Name: "pool_" + ls.name(), LBMethod: pools.LBMethod(ls.Method), Protocol: pools.Protocol(ls.PoolProtocol),
+		Members: ls.memberOpts(spec, ms),
+	}
+	if m := ls.Monitor; m != nil {
+		pool.Monitor = monitors.CreateOpts{Type: m.Type, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries, URLPath: m.URLPath}
+	}
+	return listeners.CreateOpts{
+		Name: ls.name(), Description: ls.description(), Protocol: listeners.Protocol(ls.Protocol), ProtocolPort: ls.Port,
+		AllowedCIDRs: ls.SourceRanges, DefaultPool: pool,
+	}
+}
+
+// syncListeners makes the load balancer's listeners match spec: a listener whose description
+// (the fingerprint of its spec) differs is replaced, a missing one is created with its pool
+// and members in one call, and a kept one gets its members replaced in one batch call if
+// they differ. Nothing is written when nothing changed.
+func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID string, spec *lbSpec, ms []member) error {
+	pages, err := listeners.List(cl.lb, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
+	if err != nil {
+		return fmt.Errorf("listing listeners of %s: %w", lbID, err)
+	}
+	have, err := listeners.ExtractListeners(pages)
+	if err != nil {
+		return err
+	}
+	want := map[string]listenerSpec{}
+	for _, ls := range spec.listeners {
+		want[ls.key()] = ls
+	}
+	kept := map[string]string{} // key -> pool ID
+	for _, h := range have {
+		key := fmt.Sprintf("%s/%d", h.Protocol, h.ProtocolPort)
+		if ls, ok := want[key]; ok && h.Description == ls.description() && h.DefaultPoolID != "" {
+			kept[key] = h.DefaultPoolID
+			continue
+		}
+		if h.DefaultPoolID != "" {
+			if err := pools.Delete(ctx, cl.lb, h.DefaultPoolID).ExtractErr(); err != nil {
+				return l.conflict(err, "deleting pool of listener "+key)
+			}
+			if err := l.waitActive(ctx, cl, lbID); err != nil {
+				return err
+			}
+		}
+		if err := listeners.Delete(ctx, cl.lb, h.ID).ExtractErr(); err != nil {
+			return l.conflict(err, "deleting listener "+key)
+		}
+		if err := l.waitActive(ctx, cl, lbID); err != nil {
+			return err
+		}
+	}
+	for _, ls := range spec.listeners {
+		if poolID, ok := kept[ls.key()]; ok {
+			if err := l.syncMembers(ctx, cl, lbID, poolID, spec, ls, ms); err != nil {
+				return err
+			}
+			continue
+		}
+		opts := listenerCreateOpts(spec, ls, ms)
+		opts.LoadbalancerID = lbID
+		if _, err := listeners.Create(ctx, cl.lb, opts).Extract(); err != nil {
+			return l.conflict(err, "creating listener "+ls.key())
+		}
+		if err := l.waitActive(ctx, cl, lbID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type memberKey struct {
+	Address, Subnet   string
+	Port, MonitorPort int
+}
+
+// syncMembers replaces the pool's members in one batch call when they differ from ms.
+func (l *loadBalancers) syncMembers(ctx context.Context, cl *clients, lbID, poolID string, spec *lbSpec, ls listenerSpec, ms []member) error {
+	pages, err := pools.ListMembers(cl.lb, poolID, pools.ListMembersOpts{}).AllPages(ctx)
+	if err != nil {
+		return fmt.Errorf("listing members of pool %s: %w", poolID, err)
+	}
+	have, err := pools.ExtractMembers(pages)
+	if err != nil {
+		return err
+	}
+	opts := ls.memberOpts(spec, ms)
+	var h, w []memberKey
+	for _, m := range have {
+		h = append(h, memberKey{m.Address, m.SubnetID, m.ProtocolPort, m.MonitorPort})
+	}
+	for _, o := range opts {
+		mp := 0
+		if o.MonitorPort != nil {
+			mp = *o.MonitorPort
+		}
+		w = append(w, memberKey{o.Address, o.SubnetID, o.ProtocolPort, mp})
+	}
+	less := func(a, b memberKey) int {
+		if a.Address != b.Address {
+			if a.Address < b.Address {
+				return -1
+			}
+			return 1
+		}
+		return a.Port - b.Port
+	}
+	slices.SortFunc(h, less)
+	slices.SortFunc(w, less)
+	if slices.Equal(h, w) {
+		return nil
+	}
+	batch := make([]pools.BatchUpdateMemberOpts, 0, len(opts))
+	for _, o := range opts {
+		b := pools.BatchUpdateMemberOpts{Address: o.Address, ProtocolPort: o.ProtocolPort, MonitorPort: o.MonitorPort}
+		name, subnet := o.Name, o.SubnetID
+		b.Name = &name
+		if subnet != "" {
+			b.SubnetID = &subnet
+		}
+		batch = append(batch, b)
+	}
+	if err := pools.BatchUpdateMembers(ctx, cl.lb, poolID, batch).ExtractErr(); err != nil {
+		return l.conflict(err, "updating members of "+ls.key())
+	}
+	klog.InfoS("Updated load balancer members", "loadBalancer", spec.name, "listener", ls.key(), "members", len(batch))
+	return l.waitActive(ctx, cl, lbID)
+}

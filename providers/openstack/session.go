@@ -1,0 +1,149 @@
+package openstack
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
+
+	"github.com/ccm-project/ccm/common/metrics"
+)
+
+// session holds one authenticated gophercloud ProviderClient: one Keystone token, reused by
+// every call until Keystone answers 401, when gophercloud re-authenticates once and retries.
+type session struct {
+	cfg *Config
+
+	mu  sync.Mutex
+	cli *clients
+}
+
+type clients struct {
+	compute, network, lb *gophercloud.ServiceClient
+}
+
+func newSession(cfg *Config) *session { return &session{cfg: cfg} }
+
+// get returns the clients, authenticating on first use (and again after a failed attempt).
+func (s *session) get(ctx context.Context) (*clients, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cli != nil {
+		return s.cli, nil
+	}
+	g := s.cfg.Global
+	pc, err := gopenstack.NewClient(g.AuthURL)
+	if err != nil {
+		return nil, fmt.Errorf("openstack: auth-url: %w", err)
+	}
+	tr, err := s.transport()
+	if err != nil {
+		return nil, err
+	}
+	pc.HTTPClient = http.Client{Transport: tr, Timeout: 60 * time.Second}
+	if err := gopenstack.Authenticate(ctx, pc, s.authOptions()); err != nil {
+		// gophercloud's errors carry the URL and status, never the request body.
+		return nil, fmt.Errorf("openstack: authenticating at %s: %w", g.AuthURL, err)
+	}
+	eo := gophercloud.EndpointOpts{Region: g.Region, Availability: gophercloud.AvailabilityPublic}
+	c := &clients{}
+	if c.compute, err = gopenstack.NewComputeV2(pc, eo); err != nil {
+		return nil, fmt.Errorf("openstack: compute endpoint in region %q: %w", g.Region, err)
+	}
+	if c.network, err = gopenstack.NewNetworkV2(pc, eo); err != nil {
+		return nil, fmt.Errorf("openstack: network endpoint in region %q: %w", g.Region, err)
+	}
+	if s.cfg.LoadBalancer.Enabled {
+		if c.lb, err = gopenstack.NewLoadBalancerV2(pc, eo); err != nil {
+			return nil, fmt.Errorf("openstack: load-balancer endpoint in region %q: %w", g.Region, err)
+		}
+	}
+	s.cli = c
+	return c, nil
+}
+
+func (s *session) authOptions() gophercloud.AuthOptions {
+	g := s.cfg.Global
+	o := gophercloud.AuthOptions{
+		IdentityEndpoint: g.AuthURL,
+		Username:         g.Username,
+		UserID:           g.UserID,
+		Password:         g.Password,
+		DomainID:         or(g.UserDomainID, g.DomainID),
+		DomainName:       or(g.UserDomainName, g.DomainName),
+		AllowReauth:      true,
+
+		ApplicationCredentialID:     g.ApplicationCredentialID,
+		ApplicationCredentialName:   g.ApplicationCredentialName,
+		ApplicationCredentialSecret: g.ApplicationCredentialSecret,
+	}
+	if g.ApplicationCredentialID == "" && g.ApplicationCredentialName == "" {
+		// Password auth scoped to the project; an application credential carries its own scope.
+		o.Scope = &gophercloud.AuthScope{ProjectID: g.TenantID, ProjectName: g.TenantName}
+		if g.TenantID == "" {
+			o.Scope.DomainID = or(g.TenantDomainID, g.DomainID)
+			o.Scope.DomainName = or(g.TenantDomainName, g.DomainName)
+			if o.Scope.DomainID == "" && o.Scope.DomainName == "" {
+				o.Scope.DomainName = or(o.DomainName, "Default")
+			}
+		}
+		if o.DomainID == "" && o.DomainName == "" && g.UserID == "" {
+			o.DomainName = "Default"
+		}
+	}
+	return o
+}
+
+// transport is TLS per config, counted per OpenStack operation in ccm_cloud_api_requests_total.
+func (s *session) transport() (http.RoundTripper, error) {
+	g := s.cfg.Global
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = 32
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: g.TLSInsecure} //nolint:gosec // the user's explicit choice
+	if g.CAFile != "" {
+		pem, err := os.ReadFile(g.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("openstack: ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("openstack: ca-file %s holds no PEM certificate", g.CAFile)
+		}
+		tlsCfg.RootCAs = pool
+	}
+	base.TLSClientConfig = tlsCfg
+	return &metrics.Transport{Provider: ProviderName, Service: "openstack", Operation: operation, Next: base}, nil
+}
+
+// operation names a request by method and resource, without IDs, e.g. "GET servers".
+func operation(r *http.Request) string {
+	var parts []string
+	for _, p := range strings.Split(strings.Trim(r.URL.Path, "/"), "/") {
+		if p == "" || strings.ContainsAny(p, "0123456789") && !strings.HasPrefix(p, "v") {
+			continue // IDs and versions say nothing about the operation
+		}
+		if strings.HasPrefix(p, "v") && strings.ContainsAny(p, "0123456789") {
+			continue
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) > 3 {
+		parts = parts[len(parts)-3:]
+	}
+	return r.Method + " " + strings.Join(parts, "/")
+}
+
+func or(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
+}
