@@ -1,0 +1,310 @@
+package openstack
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
+
+	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
+)
+
+const cluster = "kubernetes"
+
+func lbService(name string, ann map[string]string, ports ...v1.ServicePort) *v1.Service {
+	if len(ports) == 0 {
+		ports = []v1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}
+	}
+	return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Annotations: ann},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: ports, IPFamilies: []v1.IPFamily{v1.IPv4Protocol}}}
+}
+
+func lbNodes(ips ...string) []*v1.Node {
+	var out []*v1.Node
+	for i, ip := range ips {
+		n := node("node-"+string(rune('a'+i)), "")
+		n.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}
+		out = append(out, n)
+	}
+	return out
+}
+
+func isRetry(err error) bool {
+	var r *api.RetryError
+	return errors.As(err, &r)
+}
+
+func lbOf(t *testing.T, c cloudprovider.Interface) cloudprovider.LoadBalancer {
+	lb, ok := c.LoadBalancer()
+	if !ok {
+		t.Fatal("no LoadBalancer")
+	}
+	return lb
+}
+
+// ensureUntilReady calls Ensure as the service controller would, honouring RetryErrors.
+func ensureUntilReady(t *testing.T, lb cloudprovider.LoadBalancer, svc *v1.Service, nodes []*v1.Node) *v1.LoadBalancerStatus {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := lb.EnsureLoadBalancer(context.Background(), cluster, svc, nodes)
+		if err == nil {
+			return st
+		}
+		if !isRetry(err) || time.Now().After(deadline) {
+			t.Fatalf("EnsureLoadBalancer: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func fakeLB(t *testing.T, f *fake.Cloud, svcName string) fake.LoadBalancer {
+	t.Helper()
+	for _, lb := range f.LoadBalancers() {
+		if lb.Name == "kube_service_"+cluster+"_default_"+svcName {
+			return lb
+		}
+	}
+	t.Fatalf("no load balancer for %s", svcName)
+	return fake.LoadBalancer{}
+}
+
+// A load balancer still provisioning costs the caller one quick call and a RetryError, not a
+// wait; the next pass finishes the job.
+func TestPendingDoesNotBlock(t *testing.T) {
+	f := newFake(t, fake.Options{ProvisionDelay: 700 * time.Millisecond})
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	svc, nodes := lbService("web", nil), lbNodes("10.0.0.5", "10.0.0.6")
+	start := time.Now()
+	_, err := lb.EnsureLoadBalancer(context.Background(), cluster, svc, nodes)
+	if !isRetry(err) {
+		t.Fatalf("first Ensure = %v, want a RetryError", err)
+	}
+	if d := time.Since(start); d > 300*time.Millisecond {
+		t.Errorf("Ensure of a PENDING_CREATE load balancer took %v", d)
+	}
+	if n := f.Calls()["octavia.CreateLoadBalancer"]; n != 1 {
+		t.Errorf("creates = %d", n)
+	}
+	// Still pending: another RetryError and no second create.
+	if _, err := lb.EnsureLoadBalancer(context.Background(), cluster, svc, nodes); !isRetry(err) {
+		t.Fatalf("second Ensure = %v, want a RetryError", err)
+	}
+	st := ensureUntilReady(t, lb, svc, nodes)
+	if n := f.Calls()["octavia.CreateLoadBalancer"]; n != 1 {
+		t.Errorf("creates = %d, want 1 (fully populated, never repeated)", n)
+	}
+	got := fakeLB(t, f, "web")
+	if len(got.Listeners) != 1 || !slices.Equal(got.Listeners[0].Members, []string{"10.0.0.5:30080", "10.0.0.6:30080"}) {
+		t.Errorf("listeners = %+v", got.Listeners)
+	}
+	if !strings.HasPrefix(st.Ingress[0].IP, "172.24.4.") {
+		t.Errorf("ingress %v is not a floating IP", st.Ingress)
+	}
+	for _, op := range []string{"octavia.CreateListener", "octavia.BatchUpdateMembers"} {
+		if n := f.Calls()[op]; n != 0 {
+			t.Errorf("%s called %d times after a fully populated create", op, n)
+		}
+	}
+}
+
+// A new load balancer missing from lists for a while (eventual consistency) is not created twice.
+func TestListLagDoesNotDuplicate(t *testing.T) {
+	f := newFake(t, fake.Options{ProvisionDelay: 200 * time.Millisecond, ListLag: 5 * time.Second})
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	ensureUntilReady(t, lb, lbService("web", nil), lbNodes("10.0.0.5"))
+	if n := f.Calls()["octavia.CreateLoadBalancer"]; n != 1 {
+		t.Errorf("creates = %d, want 1", n)
+	}
+}
+
+func TestErrorIsRecreated(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	f.ErrorNextCreates(1)
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	svc, nodes := lbService("web", nil), lbNodes("10.0.0.5")
+	_, err := lb.EnsureLoadBalancer(context.Background(), cluster, svc, nodes)
+	if !isRetry(err) || !strings.Contains(err.Error(), "ERROR") {
+		t.Fatalf("Ensure of an ERROR load balancer = %v, want a RetryError naming ERROR", err)
+	}
+	st := ensureUntilReady(t, lb, svc, nodes)
+	if c := f.Calls(); c["octavia.CreateLoadBalancer"] != 2 || c["octavia.DeleteLoadBalancer"] != 1 {
+		t.Errorf("creates/deletes = %d/%d, want 2/1", c["octavia.CreateLoadBalancer"], c["octavia.DeleteLoadBalancer"])
+	}
+	if got := fakeLB(t, f, "web"); got.Status != "ACTIVE" || st.Ingress[0].IP == "" {
+		t.Errorf("after recreate: %s %v", got.Status, st.Ingress)
+	}
+}
+
+func TestUpdateMembersOneBatchPerPool(t *testing.T) {
+	f := newFake(t, fake.Options{UpdateDelay: 50 * time.Millisecond})
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	svc := lbService("mixed", nil,
+		v1.ServicePort{Name: "dns-tcp", Port: 53, NodePort: 30053, Protocol: v1.ProtocolTCP},
+		v1.ServicePort{Name: "dns-udp", Port: 53, NodePort: 30054, Protocol: v1.ProtocolUDP})
+	ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+	before := f.Calls()["octavia.BatchUpdateMembers"]
+	if err := lb.UpdateLoadBalancer(context.Background(), cluster, svc, lbNodes("10.0.0.5", "10.0.0.6", "10.0.0.7")); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.Calls()["octavia.BatchUpdateMembers"] - before; n != 2 {
+		t.Errorf("batch member updates = %d, want 2 (one per pool)", n)
+	}
+	got := fakeLB(t, f, "mixed")
+	if len(got.Listeners) != 2 || got.Listeners[0].Protocol == got.Listeners[1].Protocol {
+		t.Fatalf("want a TCP and a UDP listener: %+v", got.Listeners)
+	}
+	for _, l := range got.Listeners {
+		if len(l.Members) != 3 {
+			t.Errorf("%s members = %v", l.Protocol, l.Members)
+		}
+	}
+	writes := f.Writes()
+	if err := lb.UpdateLoadBalancer(context.Background(), cluster, svc, lbNodes("10.0.0.5", "10.0.0.6", "10.0.0.7")); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.Writes() - writes; w != 0 {
+		t.Errorf("unchanged update made %d writes", w)
+	}
+}
+
+func TestPortChangeReplacesOnlyThatListener(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	svc := lbService("web", nil, v1.ServicePort{Name: "a", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP},
+		v1.ServicePort{Name: "b", Port: 443, NodePort: 30443, Protocol: v1.ProtocolTCP})
+	nodes := lbNodes("10.0.0.5")
+	ensureUntilReady(t, lb, svc, nodes)
+	svc.Spec.Ports[1].Port = 8443
+	ensureUntilReady(t, lb, svc, nodes)
+	c := f.Calls()
+	if c["octavia.DeleteListener"] != 1 || c["octavia.CreateListener"] != 1 {
+		t.Errorf("listener deletes/creates = %d/%d, want 1/1", c["octavia.DeleteListener"], c["octavia.CreateListener"])
+	}
+	got := fakeLB(t, f, "web")
+	if len(got.Listeners) != 2 || got.Listeners[0].Port != 80 || got.Listeners[1].Port != 8443 {
+		t.Errorf("listeners = %+v", got.Listeners)
+	}
+}
+
+func TestBusyLoadBalancerIsARetry(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	svc := lbService("web", nil)
+	ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+	f.SetFault("octavia.BatchUpdateMembers", fake.Fault{Status: 409, Count: 1})
+	err := lb.UpdateLoadBalancer(context.Background(), cluster, svc, lbNodes("10.0.0.5", "10.0.0.6"))
+	if !isRetry(err) {
+		t.Fatalf("409 = %v, want a RetryError", err)
+	}
+	if err := lb.UpdateLoadBalancer(context.Background(), cluster, svc, lbNodes("10.0.0.5", "10.0.0.6")); err != nil {
+		t.Fatalf("after the conflict: %v", err)
+	}
+}
+
+func TestHealthMonitorForLocalTraffic(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	svc := lbService("local", map[string]string{annHealthMonitor: "true", annLBMethod: "SOURCE_IP", annProxyProtocol: "v2"})
+	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+	svc.Spec.HealthCheckNodePort = 32000
+	ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+	l := fakeLB(t, f, "local").Listeners[0]
+	if l.Monitor != "HTTP" || l.Method != "SOURCE_IP" || l.PoolProtocol != "PROXYV2" {
+		t.Errorf("listener = %+v, want HTTP monitor, SOURCE_IP, PROXYV2", l)
+	}
+}
+
+func TestFloatingIPOwnership(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	ctx := context.Background()
+	nodes := lbNodes("10.0.0.5")
+
+	// Allocated by us: released with the load balancer.
+	ours := lbService("ours", nil)
+	st := ensureUntilReady(t, lb, ours, nodes)
+	// Given as spec.loadBalancerIP, allocated by the user: kept.
+	userFIP := "172.24.4.50"
+	f.AddFloatingIP(userFIP)
+	theirs := lbService("theirs", nil)
+	theirs.Spec.LoadBalancerIP = userFIP
+	if st := ensureUntilReady(t, lb, theirs, nodes); st.Ingress[0].IP != userFIP {
+		t.Fatalf("ingress %v, want %s", st.Ingress, userFIP)
+	}
+	// Allocated by us but keep-floatingip: kept.
+	kept := lbService("kept", map[string]string{annKeepFloatingIP: "true"})
+	keptSt := ensureUntilReady(t, lb, kept, nodes)
+
+	for _, s := range []*v1.Service{ours, theirs, kept} {
+		if err := lb.EnsureLoadBalancerDeleted(ctx, cluster, s); err != nil {
+			t.Fatalf("delete %s: %v", s.Name, err)
+		}
+	}
+	have := map[string]bool{}
+	for _, fip := range f.FloatingIPs() {
+		have[fip.Address] = true
+		if fip.PortID != "" {
+			t.Errorf("floating IP %s still associated with %s", fip.Address, fip.PortID)
+		}
+	}
+	if have[st.Ingress[0].IP] {
+		t.Errorf("our floating IP %s was not released", st.Ingress[0].IP)
+	}
+	if !have[userFIP] || !have[keptSt.Ingress[0].IP] {
+		t.Errorf("floating IPs left %v, want %s and %s kept", have, userFIP, keptSt.Ingress[0].IP)
+	}
+	if n := len(f.LoadBalancers()); n != 0 {
+		t.Errorf("%d load balancers left", n)
+	}
+}
+
+func TestInternalUsesVIP(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	svc := lbService("int", map[string]string{annInternal: "true"})
+	st := ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+	if !strings.HasPrefix(st.Ingress[0].IP, "10.0.") || len(f.FloatingIPs()) != 0 {
+		t.Errorf("internal: ingress %v, floating IPs %v", st.Ingress, f.FloatingIPs())
+	}
+}
+
+func TestAnnotationWarnings(t *testing.T) {
+	c, _ := New(strings.NewReader("[Global]\nauth-url = https://k/v3\nusername = u\npassword = p\ntenant-id = t\n[LoadBalancer]\nsubnet-id = s\n"))
+	svc := lbService("w", map[string]string{annLBMethod: "FASTEST", annKeepFloatingIP: "maybe", annPrefix + "flavor-id": "x", annProxyProtocol: "v3"})
+	svc.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+	spec, err := c.lb.spec("n", svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(spec.warnings, "\n")
+	for _, want := range []string{annLBMethod, annKeepFloatingIP, annPrefix + "flavor-id", annProxyProtocol, "dual-stack"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("warnings lack %s:\n%s", want, all)
+		}
+	}
+	if spec.listeners[0].Method != "ROUND_ROBIN" || spec.keepFIP {
+		t.Errorf("bad values did not fall back to defaults: %+v", spec)
+	}
+	svc.Annotations = map[string]string{annClass: "nope"}
+	if _, err := c.lb.spec("n", svc); err == nil || !strings.Contains(err.Error(), annClass) {
+		t.Errorf("unknown class: %v", err)
+	}
+}
+
+func TestClassChoosesNetworks(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	c := newTestCloud(t, f, "\n[LoadBalancerClass \"internal-net\"]\nsubnet-id = "+fake.PrivateSubnetID+"\nfloating-network-id = "+fake.PublicNetworkID+"\n")
+	svc := lbService("cls", map[string]string{annClass: "internal-net"})
+	st := ensureUntilReady(t, lbOf(t, c), svc, lbNodes("10.0.0.5"))
+	if !strings.HasPrefix(st.Ingress[0].IP, "172.24.4.") {
+		t.Errorf("ingress %v", st.Ingress)
+	}
+}
