@@ -26,19 +26,23 @@ import (
 )
 
 type result struct {
-	Nodes                 int     `json:"nodes"`
-	NodesAllInitialisedS  float64 `json:"nodes_all_initialised_s"`
-	NodeP50S              float64 `json:"node_p50_s"`
-	NodeP99S              float64 `json:"node_p99_s"`
-	CloudCallsPerNode     float64 `json:"cloud_calls_per_node"`
-	Services              int     `json:"services"`
-	ServicesAllAddressedS float64 `json:"services_all_addressed_s"`
-	ServiceP50S           float64 `json:"service_p50_s"`
-	ServiceP99S           float64 `json:"service_p99_s"`
-	APIWritesPerService   float64 `json:"api_writes_per_service"`
-	MaxAPIWritesOneSvc    int     `json:"max_api_writes_one_service"`
-	CloudWritesCreate     float64 `json:"cloud_writes_for_create"`
-	RestartCloudWrites    float64 `json:"restart_cloud_writes"`
+	Nodes                 int           `json:"nodes"`
+	NodesAllInitialisedS  float64       `json:"nodes_all_initialised_s"`
+	NodeP50S              float64       `json:"node_p50_s"`
+	NodeP99S              float64       `json:"node_p99_s"`
+	CloudCallsPerNode     float64       `json:"cloud_calls_per_node"`
+	Services              int           `json:"services"`
+	ServicesAllAddressedS float64       `json:"services_all_addressed_s"`
+	ServiceP50S           float64       `json:"service_p50_s"`
+	ServiceP99S           float64       `json:"service_p99_s"`
+	APIWritesPerService   float64       `json:"api_writes_per_service"`
+	MaxAPIWritesOneSvc    int           `json:"max_api_writes_one_service"`
+	CloudWritesCreate     float64       `json:"cloud_writes_for_create"`
+	RestartCloudWrites    float64       `json:"restart_cloud_writes"`
+	NodeAddedCloudWrites  float64       `json:"node_added_cloud_writes"`
+	NodeAddedAllUpdatedS  float64       `json:"node_added_all_lbs_updated_s"`
+	NodeAddedLBsUpdated   int           `json:"node_added_lbs_updated"`
+	Memory                *memoryResult `json:"memory,omitempty"`
 }
 
 func main() {
@@ -46,8 +50,13 @@ func main() {
 	services := flag.Int("services", 1000, "LoadBalancer Services created at once")
 	out := flag.String("out", "bin/bench", "folder for dummy.md and dummy.json")
 	extra := flag.String("ccm-args", "", "more ccm flags, space-separated (e.g. --kube-api-qps=20 to compare with the library defaults)")
+	memNodes := flag.Int("memory-nodes", 5000, "Nodes in the API server for the memory scenario (0 skips it)")
+	memServices := flag.Int("memory-services", 10000, "LoadBalancer Services in the API server for the memory scenario")
 	flag.Parse()
 	r, err := run(*nodes, *services, strings.Fields(*extra))
+	if err == nil && *memNodes > 0 {
+		r.Memory, err = runMemory(*memNodes, *memServices)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -78,7 +87,7 @@ func run(nNodes, nServices int, extra []string) (*result, error) {
 	// Inventory for every Node, and a pool big enough for every Service.
 	var cfg strings.Builder
 	cfg.WriteString("[Global]\nregion = bench\n\n[Pool \"bench\"]\ncidr = 10.128.0.0/16\n\n")
-	for i := range nNodes {
+	for i := range nNodes + 1 { // one more for the node-added scenario
 		fmt.Fprintf(&cfg, "[Instance \"bench-node-%04d\"]\ninternal-ip = 10.0.%d.%d\nzone = zone-%d\n\n", i, i/250, i%250+1, i%3)
 	}
 	cfgPath := filepath.Join(env.Dir, "bench.conf")
@@ -159,6 +168,64 @@ func run(nNodes, nServices int, extra []string) (*result, error) {
 	up1, _ := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Update",provider="dummy"`)
 	cr1, _ := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Create",provider="dummy"`)
 	r.CloudWritesCreate = up1 + cr1
+
+	// One Node added: every LB's member set changes, so one cloud write per LB is the floor.
+	fmt.Printf("bench: adding one Node to %d LoadBalancer Services\n", nServices)
+	writesNow := func() float64 {
+		up, _ := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Update",provider="dummy"`)
+		cr, _ := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Create",provider="dummy"`)
+		return up + cr
+	}
+	// The dummy keeps one record per LB (with a fingerprint of its desired state, nodes
+	// included) in ConfigMaps: an LB is updated when its fingerprint changes.
+	fingerprints := func() (map[string]string, error) {
+		cms, err := env.Client.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]string{}
+		for _, cm := range cms.Items {
+			if !strings.HasPrefix(cm.Name, "ccm-dummy-lb-") {
+				continue
+			}
+			for k, v := range cm.Data {
+				var rec struct{ Fingerprint string }
+				if json.Unmarshal([]byte(v), &rec) == nil {
+					out[k] = rec.Fingerprint
+				}
+			}
+		}
+		return out, nil
+	}
+	old, err := fingerprints()
+	if err != nil {
+		return nil, err
+	}
+	before := writesNow()
+	start = time.Now()
+	if err := testenv.RegisterNode(ctx, env.Client, fmt.Sprintf("bench-node-%04d", nNodes)); err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		now, err := fingerprints()
+		if err != nil {
+			return nil, err
+		}
+		changed := 0
+		for k, fp := range old {
+			if now[k] != fp {
+				changed++
+			}
+		}
+		r.NodeAddedLBsUpdated = changed
+		if changed == len(old) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.NodeAddedAllUpdatedS = time.Since(start).Seconds()
+	time.Sleep(3 * time.Second) // more writes than LBs would show here
+	r.NodeAddedCloudWrites = writesNow() - before
 
 	// Restart with nothing changed.
 	fmt.Println("bench: restarting the ccm with nothing changed")
@@ -316,7 +383,17 @@ func report(r *result, out string) {
 		{"Service address p50 / p99", fmt.Sprintf("%.2f / %.2f s", r.ServiceP50S, r.ServiceP99S), ""},
 		{"API writes per Service (mean / max)", fmt.Sprintf("%.2f / %d", r.APIWritesPerService, r.MaxAPIWritesOneSvc), "target <= 2 (finalizer + status)"},
 		{"cloud (store) writes to create them all", fmt.Sprintf("%.0f", r.CloudWritesCreate), "batched per shard"},
+		{"one Node added: LBs updated / store writes", fmt.Sprintf("%d of %d / %.0f", r.NodeAddedLBsUpdated, r.Services, r.NodeAddedCloudWrites), "target: all, at most 1 write per LB"},
+		{"time until every LB has the new Node", fmt.Sprintf("%.2f s", r.NodeAddedAllUpdatedS), ""},
 		{"cloud writes on restart, nothing changed", fmt.Sprintf("%.0f", r.RestartCloudWrites), "target 0"},
+	}
+	if m := r.Memory; m != nil {
+		rows = append(rows,
+			[3]string{"memory: Nodes / Services in the API server", fmt.Sprintf("%d / %d", m.Nodes, m.Services), ""},
+			[3]string{"memory: all initialised and addressed", fmt.Sprintf("%.1f s", m.SettledS), ""},
+			[3]string{"memory: ccm peak RSS (VmHWM)", fmt.Sprintf("%.1f MiB", m.PeakRSSMiB), "target < 150 MiB"},
+			[3]string{"memory: ccm RSS when settled", fmt.Sprintf("%.1f MiB", m.SettledRSSMiB), ""},
+		)
 	}
 	var md strings.Builder
 	md.WriteString("| measure | value | target |\n| --- | --- | --- |\n")

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccm-project/ccm/common/testenv"
+)
+
+type memoryResult struct {
+	Nodes         int     `json:"nodes"`
+	Services      int     `json:"services"`
+	SettledS      float64 `json:"settled_s"`
+	PeakRSSMiB    float64 `json:"peak_rss_mib"`
+	SettledRSSMiB float64 `json:"settled_rss_mib"`
+}
+
+// runMemory fills a fresh control plane with nNodes Nodes (all in the dummy's inventory) and
+// nServices LoadBalancer Services, waits until the ccm has initialised and addressed them all,
+// and reads the ccm's peak resident set (VmHWM) from /proc. Services skip NodePorts: the
+// NodePort range holds fewer than 10,000 ports, and the ccm's work does not depend on them.
+func runMemory(nNodes, nServices int) (*memoryResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	env, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer env.Stop()
+	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "dummy")); err != nil {
+		return nil, err
+	}
+	var cfg strings.Builder
+	cfg.WriteString("[Global]\nregion = bench\n\n[Pool \"bench\"]\ncidr = 10.128.0.0/14\n\n")
+	for i := range nNodes {
+		fmt.Fprintf(&cfg, "[Instance \"mem-node-%05d\"]\ninternal-ip = 10.%d.%d.%d\n\n", i, 1+i/62500, i/250%250, i%250+1)
+	}
+	cfgPath := filepath.Join(env.Dir, "memory.conf")
+	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
+		return nil, err
+	}
+	ccm, err := env.StartCCM(ctx, testenv.CCMOptions{Name: "ccm-memory", Provider: "dummy", CloudConfig: cfgPath, Args: []string{"--v=1"}})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	nodeDone, err := watchUntil(ctx, env, "nodes", nNodes, func(obj any) bool {
+		n := obj.(*v1.Node)
+		return n.Spec.ProviderID != "" && !hasTaint(n, testenv.UninitializedTaint)
+	})
+	if err != nil {
+		return nil, err
+	}
+	svcDone, err := watchUntil(ctx, env, "services", nServices, func(obj any) bool {
+		return len(obj.(*v1.Service).Status.LoadBalancer.Ingress) > 0
+	})
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	fmt.Printf("bench: memory: registering %d Nodes and creating %d LoadBalancer Services\n", nNodes, nServices)
+	if err := parallel(nNodes, func(i int) error {
+		return testenv.RegisterNode(ctx, env.Client, fmt.Sprintf("mem-node-%05d", i))
+	}); err != nil {
+		return nil, err
+	}
+	noPorts := false
+	if err := parallel(nServices, func(i int) error {
+		s := testenv.LoadBalancerService("bench", fmt.Sprintf("mem-svc-%05d", i), 80)
+		s.Spec.AllocateLoadBalancerNodePorts = &noPorts
+		_, err := env.Client.CoreV1().Services("bench").Create(ctx, s, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	nodeDone()
+	svcDone()
+	r := &memoryResult{Nodes: nNodes, Services: nServices, SettledS: time.Since(start).Seconds()}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("memory scenario did not settle: %w", ctx.Err())
+	}
+	if ccm.Exited() {
+		return nil, fmt.Errorf("ccm exited: %s", ccm.Tail(20))
+	}
+	if r.PeakRSSMiB, err = procStatusMiB(ccm.Pid(), "VmHWM"); err != nil {
+		return nil, err
+	}
+	if r.SettledRSSMiB, err = procStatusMiB(ccm.Pid(), "VmRSS"); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// procStatusMiB reads a kB field of /proc/<pid>/status in MiB.
+func procStatusMiB(pid int, field string) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
