@@ -17,7 +17,7 @@ GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)"
 PROVIDER ?= dummy
 FUZZTIME ?= 10s
 
-.PHONY: flags-doc image images image-test bench-dummy all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help
+.PHONY: flags-doc image images image-test bench bench-dummy all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help
 
 all: build
 
@@ -27,6 +27,7 @@ help:
 	@echo "make build       bin/ccm with every provider: $(PROVIDERS)"
 	@echo "make build-NAME  bin/ccm-NAME with one provider"
 	@echo "make verify      gofmt, vet and build of every tag combination, tidy modules, tag rules"
+	@echo "make bench       figures for every provider on the local control plane and its simulator"
 
 build:
 	$(GOBUILD) -tags "$(ALL_TAGS)" -o bin/ccm ./cmd/ccm
@@ -73,6 +74,15 @@ clean:
 BENCH_ARGS ?=
 bench-dummy: testbin build-dummy
 	CCM_BINARY=$(CURDIR)/bin/ccm-dummy CCM_TESTBIN=$(CURDIR)/bin/testbin go run ./test/bench $(BENCH_ARGS)
+
+# Every provider's figures: the dummy's, then providers/NAME/bench against each simulator.
+# Tables also land in bin/bench/.
+BENCH_PROVIDERS := $(filter $(PROVIDERS),$(patsubst providers/%/bench,%,$(wildcard providers/*/bench)))
+bench: bench-dummy $(addprefix build-,$(BENCH_PROVIDERS))
+	@for p in $(BENCH_PROVIDERS); do \
+		echo "==> bench: $$p"; \
+		CCM_BIN_DIR=$(CURDIR)/bin CCM_BINARY=$(CURDIR)/bin/ccm-$$p CCM_TESTBIN=$(CURDIR)/bin/testbin go run ./providers/$$p/bench || exit 1; \
+	done
 
 # Per-vendor images without a container engine (go-containerregistry): bin/images/ccm-NAME
 # (OCI layout) and bin/images/ccm-NAME.tar (docker load). The Dockerfile builds the same for
