@@ -1,0 +1,142 @@
+// Package vsphere is the vSphere provider: Nodes are VMs found through govmomi with one
+// session per vCenter and one PropertyCollector read per datacenter for all of them; zones
+// and regions come from vSphere tags; load balancer addresses come from IP pools configured
+// in vsphere.conf (vSphere without NSX has no load balancer of its own).
+package vsphere
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	ccmmetrics "github.com/ccm-project/ccm/common/metrics"
+	"github.com/ccm-project/ccm/common/provider"
+)
+
+// ProviderName is what --cloud-provider selects and the build tag that compiles this in.
+const ProviderName = "vsphere"
+
+func init() {
+	provider.MustRegister(provider.Provider{Name: ProviderName, Factory: Factory})
+}
+
+// Cloud is the vSphere cloudprovider.Interface.
+type Cloud struct {
+	cfg     *Config
+	conns   []*conn
+	inv     *inventory
+	zones   *zoner
+	rules   addressRules
+	secrets *secretCreds
+	lb      *loadBalancers
+}
+
+var _ cloudprovider.Interface = (*Cloud)(nil)
+
+// Factory reads and validates vsphere.conf (INI or YAML). It opens no connection.
+func Factory(r io.Reader) (cloudprovider.Interface, error) { return New(r) }
+
+// New is Factory with the concrete type, for tests.
+func New(r io.Reader) (*Cloud, error) {
+	cfg, err := readConfig(r)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cloud{cfg: cfg, zones: newZoner(cfg), rules: newAddressRules(cfg)}
+	c.secrets = newSecretCreds(func(host string) {
+		if cn := c.conn(host); cn != nil {
+			cn.reset()
+		}
+	})
+	for _, vc := range cfg.vcenters() {
+		c.conns = append(c.conns, &conn{vc: vc, creds: c.credsFor(vc)})
+	}
+	c.inv = newInventory(c.conns)
+	c.lb = newLoadBalancers(c)
+	ccmmetrics.Register()
+	return c, nil
+}
+
+// credsFor returns where a vCenter's credentials come from: the Secret when one is named,
+// else the file.
+func (c *Cloud) credsFor(vc vcenter) func() (string, string, error) {
+	if vc.SecretName != "" {
+		return func() (string, string, error) { return c.secrets.lookup(vc.Server, vc.SecretNamespace, vc.SecretName) }
+	}
+	return func() (string, string, error) { return vc.User, vc.Password, nil }
+}
+
+func (c *Cloud) conn(server string) *conn {
+	for _, cn := range c.conns {
+		if cn.vc.Server == server {
+			return cn
+		}
+	}
+	return nil
+}
+
+// Initialize implements cloudprovider.Interface: it starts the Secret watches and the
+// session keep-alive, tied to stop. The first vCenter call logs in.
+func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	client, err := b.Client("vsphere-cloud-provider")
+	if err != nil {
+		klog.ErrorS(err, "No API client: credentials from Secrets cannot be read")
+	} else {
+		for _, cn := range c.conns {
+			if cn.vc.SecretName != "" {
+				c.secrets.watch(client, cn.vc.SecretNamespace, cn.vc.SecretName, stop)
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-stop; cancel() }()
+	go func() {
+		t := time.NewTicker(5 * time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				for _, cn := range c.conns {
+					cn.keepAlive(ctx, 5*time.Minute)
+				}
+			}
+		}
+	}()
+	klog.InfoS("vSphere cloud ready", "vcenters", len(c.conns), "pools", len(c.lb.pools))
+}
+
+// LoadBalancer implements cloudprovider.Interface: addresses from [Pool] sections; without
+// pools there is none (vSphere without NSX has no load balancer).
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	return c.lb, len(c.lb.pools) > 0
+}
+
+// Instances implements cloudprovider.Interface: InstancesV2 is used instead.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+// InstancesV2 implements cloudprovider.Interface.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return instances{c}, true }
+
+// Zones implements cloudprovider.Interface: not used with InstancesV2.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+
+// Clusters implements cloudprovider.Interface.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+// Routes implements cloudprovider.Interface: VM networks need no routes from the CCM.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
+
+// ProviderName implements cloudprovider.Interface.
+func (c *Cloud) ProviderName() string { return ProviderName }
+
+// HasClusterID implements cloudprovider.Interface.
+func (c *Cloud) HasClusterID() bool { return true }
+
+// String never shows credentials (a %v of the Cloud in a log line must be safe).
+func (c *Cloud) String() string { return fmt.Sprintf("vsphere(%d vCenters)", len(c.conns)) }

@@ -1,0 +1,170 @@
+package vsphere
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ccm-project/ccm/common/config"
+)
+
+// The YAML form of vsphere.conf, with upstream's key names. It is read strictly: an unknown
+// key is an error with its line, as in the INI form.
+type yamlConfig struct {
+	Global struct {
+		yamlVC          `yaml:",inline"`
+		CacheTTL        config.Duration `yaml:"cacheTTL"`
+	} `yaml:"global"`
+	VCenter map[string]*yamlVC `yaml:"vcenter"`
+	Labels  struct {
+		Region string `yaml:"region"`
+		Zone   string `yaml:"zone"`
+	} `yaml:"labels"`
+	Nodes struct {
+		InternalNetworkSubnetCIDR        string `yaml:"internalNetworkSubnetCidr"`
+		ExternalNetworkSubnetCIDR        string `yaml:"externalNetworkSubnetCidr"`
+		InternalVMNetworkName            string `yaml:"internalVmNetworkName"`
+		ExternalVMNetworkName            string `yaml:"externalVmNetworkName"`
+		ExcludeInternalNetworkSubnetCIDR string `yaml:"excludeInternalNetworkSubnetCidr"`
+		ExcludeExternalNetworkSubnetCIDR string `yaml:"excludeExternalNetworkSubnetCidr"`
+	} `yaml:"nodes"`
+	Pools map[string]*struct {
+		CIDR      []string `yaml:"cidr"`
+		Range     []string `yaml:"range"`
+		Namespace []string `yaml:"namespace"`
+		Reserved  []string `yaml:"reserved"`
+	} `yaml:"pools"`
+}
+
+type yamlVC struct {
+	User               string   `yaml:"user"`
+	Password           string   `yaml:"password"`
+	Server             string   `yaml:"server"`
+	Port               string   `yaml:"port"`
+	InsecureFlag       *bool    `yaml:"insecureFlag"`
+	Datacenters        []string `yaml:"datacenters"`
+	CAFile             string   `yaml:"caFile"`
+	Thumbprint         string   `yaml:"thumbprint"`
+	SecretName         string   `yaml:"secretName"`
+	SecretNamespace    string   `yaml:"secretNamespace"`
+	IPFamily           []string `yaml:"ipFamily"`
+	SOAPRoundtripCount int      `yaml:"soapRoundtripCount"`
+}
+
+// isYAML tells the two forms apart as upstream does: INI starts with a [Section].
+func isYAML(src []byte) bool {
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, ";") || l == "---" {
+			continue
+		}
+		return !strings.HasPrefix(l, "[")
+	}
+	return false
+}
+
+var yamlLineRE = regexp.MustCompile(`line (\d+): (.*)`)
+
+// readConfig reads vsphere.conf in either form into a validated Config.
+func readConfig(r io.Reader) (*Config, error) {
+	var src []byte
+	if r != nil {
+		var err error
+		if src, err = io.ReadAll(r); err != nil {
+			return nil, fmt.Errorf("reading config: %w", err)
+		}
+	}
+	cfg := &Config{}
+	if !isYAML(src) {
+		if err := config.ReadINI(bytes.NewReader(src), cfg); err != nil {
+			return nil, err
+		}
+		return cfg, nil
+	}
+	var y yamlConfig
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	dec.KnownFields(true)
+	if err := dec.Decode(&y); err != nil && !errors.Is(err, io.EOF) {
+		return nil, yamlError(err)
+	}
+	cfg.SetDefaults()
+	y.into(cfg)
+	if err := cfg.Validate().Err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// yamlError keeps the line and the key of a YAML error but never the value (it may be a
+// password).
+func yamlError(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return &config.Error{Problems: []config.Problem{{Msg: "not valid YAML: " + quotedRE.ReplaceAllString(err.Error(), "the value")}}}
+	}
+	var ps []config.Problem
+	for _, e := range te.Errors {
+		p := config.Problem{Msg: e}
+		if m := yamlLineRE.FindStringSubmatch(e); m != nil {
+			fmt.Sscan(m[1], &p.Line)
+			p.Msg = m[2]
+			if f := fieldRE.FindStringSubmatch(m[2]); f != nil {
+				p.Key, p.Msg = f[1], "unknown key (check the spelling; see docs/providers/vsphere.md)"
+			} else {
+				p.Msg = quotedRE.ReplaceAllString(p.Msg, "the value")
+			}
+		}
+		ps = append(ps, p)
+	}
+	return &config.Error{Problems: ps}
+}
+
+var (
+	fieldRE  = regexp.MustCompile(`^field (\S+) not found`)
+	quotedRE = regexp.MustCompile("`[^`]*`|\"[^\"]*\"")
+)
+
+func (y *yamlConfig) into(c *Config) {
+	g := &c.Global
+	yg := y.Global.yamlVC
+	g.User, g.Password, g.Server = yg.User, yg.Password, yg.Server
+	g.Port = or(yg.Port, g.Port)
+	if yg.InsecureFlag != nil {
+		g.InsecureFlag = *yg.InsecureFlag
+	}
+	g.Datacenters, g.CAFile, g.Thumbprint = strings.Join(yg.Datacenters, ","), yg.CAFile, yg.Thumbprint
+	g.SecretName, g.SecretNamespace = yg.SecretName, yg.SecretNamespace
+	g.IPFamily, g.SOAPRoundtripCount = strings.Join(yg.IPFamily, ","), yg.SOAPRoundtripCount
+	if y.Global.CacheTTL.Duration != 0 {
+		g.CacheTTL = y.Global.CacheTTL
+	}
+	for name, v := range y.VCenter {
+		if c.VirtualCenter == nil {
+			c.VirtualCenter = map[string]*VirtualCenterConfig{}
+		}
+		c.VirtualCenter[or(v.Server, name)] = &VirtualCenterConfig{
+			User: v.User, Password: v.Password, Port: v.Port, InsecureFlag: v.InsecureFlag,
+			Datacenters: strings.Join(v.Datacenters, ","), CAFile: v.CAFile, Thumbprint: v.Thumbprint,
+			SecretName: v.SecretName, SecretNamespace: v.SecretNamespace, IPFamily: strings.Join(v.IPFamily, ","),
+			SOAPRoundtripCount: v.SOAPRoundtripCount,
+		}
+	}
+	c.Labels.Region, c.Labels.Zone = y.Labels.Region, y.Labels.Zone
+	n := &c.Nodes
+	n.InternalNetworkSubnetCIDR, n.ExternalNetworkSubnetCIDR = y.Nodes.InternalNetworkSubnetCIDR, y.Nodes.ExternalNetworkSubnetCIDR
+	n.InternalVMNetworkName, n.ExternalVMNetworkName = y.Nodes.InternalVMNetworkName, y.Nodes.ExternalVMNetworkName
+	n.ExcludeInternalNetworkSubnetCIDR, n.ExcludeExternalNetworkSubnetCIDR = y.Nodes.ExcludeInternalNetworkSubnetCIDR, y.Nodes.ExcludeExternalNetworkSubnetCIDR
+	for name, p := range y.Pools {
+		if c.Pool == nil {
+			c.Pool = map[string]*PoolConfig{}
+		}
+		c.Pool[name] = &PoolConfig{CIDR: p.CIDR, Range: p.Range, Namespace: p.Namespace, Reserved: p.Reserved}
+	}
+}
