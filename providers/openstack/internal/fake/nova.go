@@ -7,6 +7,8 @@ import (
 
 type server struct {
 	ID, Name, Status, AZ, FlavorID string
+	// failWith, when set, is the status every GET of this server answers (a broken cell).
+	failWith int
 }
 
 // ServerSpec describes a machine to add.
@@ -59,6 +61,16 @@ func (c *Cloud) SetServerStatus(id, status string) {
 	defer c.mu.Unlock()
 	if s := c.servers[id]; s != nil {
 		s.Status = status
+	}
+}
+
+// FailServer makes GETs of this one server answer status (0 heals it), as when the Nova cell
+// holding it is down while the rest of the cloud answers.
+func (c *Cloud) FailServer(id string, status int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.servers[id]; s != nil {
+		s.failWith = status
 	}
 }
 
@@ -120,6 +132,10 @@ func (c *Cloud) getServer(w http.ResponseWriter, r *http.Request) {
 	s := c.servers[r.PathValue("id")]
 	if s == nil {
 		writeErr(w, http.StatusNotFound, "Instance could not be found.")
+		return
+	}
+	if s.failWith != 0 {
+		writeErr(w, s.failWith, "injected fault for this server")
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"server": c.serverJSON(s)})

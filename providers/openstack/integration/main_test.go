@@ -1,0 +1,119 @@
+// Package integration runs the real ccm-openstack binary against a real kube-apiserver and etcd,
+// as the ServiceAccount of deploy/openstack, with the wire-level fake OpenStack in-process.
+// CCM_BIN_DIR (with ccm-openstack) and CCM_TESTBIN must be set (make integration does).
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ccm-project/ccm/common/testenv"
+	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
+)
+
+var (
+	env   *testenv.Env
+	cloud *fake.Cloud
+	ccm   *testenv.CCM
+)
+
+// Provisioning delay of the fake: every new load balancer is PENDING_CREATE this long.
+const provisionDelay = 3 * time.Second
+
+// deletionWindow is the ccm's --node-deletion-confirmation.
+const deletionWindow = 2 * time.Second
+
+// password is the fake's; it must never appear in the ccm's log.
+const password = "s3cr3t-Pa55w0rd;#x"
+
+func TestMain(m *testing.M) {
+	code := run(m)
+	if left := testenv.Leftovers(append(binaries, filepath.Join(os.Getenv("CCM_BIN_DIR"), "ccm-openstack"))...); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: processes left behind: %v\n", left)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// binaries are the control plane's, for the leftover check after env.Stop.
+var binaries []string
+
+func run(m *testing.M) int {
+	bin := os.Getenv("CCM_BIN_DIR")
+	if bin == "" {
+		fmt.Fprintln(os.Stderr, "CCM_BIN_DIR is not set: run with `make integration`, or CCM_BIN_DIR=$PWD/bin CCM_TESTBIN=$PWD/bin/testbin go test ./providers/openstack/integration")
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var err error
+	if env, err = testenv.Start(ctx, testenv.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
+		return 1
+	}
+	binaries = env.Binaries()
+	defer env.Stop()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if out, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "openstack")); err != nil {
+		fmt.Fprintln(os.Stderr, "applying deploy/openstack:", err)
+		return 1
+	} else {
+		fmt.Print(out)
+	}
+	cloud = fake.New(fake.Options{Password: password, ProvisionDelay: provisionDelay, UpdateDelay: 200 * time.Millisecond})
+	if _, err := cloud.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the fake OpenStack:", err)
+		return 1
+	}
+	defer cloud.Close()
+	conf := filepath.Join(env.Dir, "cloud.conf")
+	if err := os.WriteFile(conf, []byte(cloudConfig(cloud)), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// One worker for Services: load balancers provisioning in parallel must not need more.
+	ccm, err = env.StartCCM(ctx, testenv.CCMOptions{Name: "ccm-openstack", Binary: filepath.Join(bin, "ccm-openstack"),
+		Provider: "openstack", CloudConfig: conf,
+		Args: []string{"--v=10", "--concurrent-service-syncs=1", "--node-deletion-confirmation=" + deletionWindow.String()}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting ccm:", err)
+		return 1
+	}
+	code := m.Run()
+	ccm.Stop(10 * time.Second)
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "ccm log (last 60 lines):\n%s\n", ccm.Tail(60))
+	}
+	fmt.Printf("fake OpenStack calls: %s\n", cloud.CallSummary())
+	if log := ccm.Log(); strings.Contains(log, password) || strings.Contains(log, "s3cr3t") {
+		fmt.Fprintln(os.Stderr, "FAIL: the ccm log at --v=10 contains the OpenStack password")
+		code = 1
+	}
+	return code
+}
+
+func cloudConfig(f *fake.Cloud) string {
+	return fmt.Sprintf(`[Global]
+auth-url = %s
+username = %s
+password = "%s"
+tenant-name = %s
+domain-name = %s
+region = %s
+
+[LoadBalancer]
+subnet-id = %s
+floating-network-id = %s
+create-monitor = true
+pending-retry = 500ms
+`, f.AuthURL(), f.Username(), password, f.ProjectName(), f.DomainName(), f.Region(), fake.PrivateSubnetID, fake.PublicNetworkID)
+}
