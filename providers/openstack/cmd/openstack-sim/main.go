@@ -1,0 +1,90 @@
+// Command openstack-sim serves the fake OpenStack (Keystone, Nova, Neutron, Octavia) on
+// loopback with one server per node name, writes a cloud.conf for ccm pointing at it, and
+// runs until SIGTERM or SIGINT. The demo and manual experiments use it.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
+)
+
+func main() {
+	nodes := flag.String("nodes", "", "comma-separated node names; one server each")
+	cloudConfig := flag.String("cloud-config", "", "where to write the cloud.conf for ccm")
+	provision := flag.Duration("provision-delay", 2*time.Second, "how long a new load balancer stays PENDING_CREATE")
+	update := flag.Duration("update-delay", 200*time.Millisecond, "how long a load balancer stays PENDING_UPDATE after a change")
+	flag.Parse()
+	if err := run(*nodes, *cloudConfig, *provision, *update); err != nil {
+		fmt.Fprintln(os.Stderr, "openstack-sim:", err)
+		os.Exit(1)
+	}
+}
+
+func run(nodes, path string, provision, update time.Duration) error {
+	if path == "" {
+		return fmt.Errorf("--cloud-config is required")
+	}
+	f := fake.New(fake.Options{ProvisionDelay: provision, UpdateDelay: update})
+	for i, n := range strings.Split(nodes, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			id := f.AddServer(fake.ServerSpec{Name: n, AZ: fmt.Sprintf("az-%d", i%2+1), Flavor: "m1.medium", IPs: []string{fmt.Sprintf("10.0.0.%d", 11+i)}})
+			fmt.Printf("server %s: %s\n", n, id)
+		}
+	}
+	if _, err := f.Start(); err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := writeAtomic(path, Config(f)); err != nil {
+		return err
+	}
+	fmt.Printf("serving Keystone at %s; cloud-config written to %s\n", f.AuthURL(), path)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	fmt.Printf("calls: %s\n", f.CallSummary())
+	return nil
+}
+
+// Config is a cloud.conf for ccm that points at f.
+func Config(f *fake.Cloud) string {
+	return fmt.Sprintf(`[Global]
+auth-url = %s
+username = %s
+password = "%s"
+tenant-name = %s
+domain-name = %s
+region = %s
+
+[LoadBalancer]
+subnet-id = %s
+floating-network-id = %s
+create-monitor = true
+pending-retry = 1s
+`, f.AuthURL(), f.Username(), f.Password(), f.ProjectName(), f.DomainName(), f.Region(), fake.PrivateSubnetID, fake.PublicNetworkID)
+}
+
+func writeAtomic(path, content string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".cloud.conf-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.WriteString(content); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
