@@ -18,8 +18,8 @@ import (
 // key is an error with its line, as in the INI form.
 type yamlConfig struct {
 	Global struct {
-		yamlVC          `yaml:",inline"`
-		CacheTTL        config.Duration `yaml:"cacheTTL"`
+		yamlVC   `yaml:",inline"`
+		CacheTTL config.Duration `yaml:"cacheTTL"`
 	} `yaml:"global"`
 	VCenter map[string]*yamlVC `yaml:"vcenter"`
 	Labels  struct {

@@ -65,7 +65,9 @@ func (s *secretCreds) watch(client kubernetes.Interface, ns, name string, stop <
 	s.wait[key] = ch
 	s.mu.Unlock()
 	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String() }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		}))
 	inf := f.Core().V1().Secrets().Informer()
 	var once sync.Once
 	update := func(obj any) {
