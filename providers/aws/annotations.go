@@ -1,0 +1,186 @@
+package aws
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// annotationPrefix is upstream's; every Service annotation this provider reads starts with it.
+const annotationPrefix = "service.beta.kubernetes.io/aws-load-balancer-"
+
+// Supported annotations (suffixes after annotationPrefix).
+const (
+	annType          = "type"
+	annInternal      = "internal"
+	annSubnets       = "subnets"
+	annSecurityGroup = "security-groups"
+	annSSLCert       = "ssl-cert"
+	annSSLPorts      = "ssl-ports"
+	annBackend       = "backend-protocol"
+	annCrossZone     = "cross-zone-load-balancing-enabled"
+	annExtraTags     = "additional-resource-tags"
+	annNodeLabels    = "target-node-labels"
+	annHCHealthy     = "healthcheck-healthy-threshold"
+	annHCUnhealthy   = "healthcheck-unhealthy-threshold"
+	annHCTimeout     = "healthcheck-timeout"
+	annHCInterval    = "healthcheck-interval"
+)
+
+var supported = []string{annType, annInternal, annSubnets, annSecurityGroup, annSSLCert, annSSLPorts,
+	annBackend, annCrossZone, annExtraTags, annNodeLabels, annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval}
+
+// lbOptions is what a Service's annotations and spec ask of its load balancer.
+type lbOptions struct {
+	Internal       bool
+	Subnets        []string // IDs or Name tags
+	SecurityGroups []string
+	SSLCert        string
+	SSLPorts       []string // port numbers or names; empty with a cert means all
+	Backend        string   // tcp (default), http, https, ssl
+	CrossZone      bool
+	ExtraTags      map[string]string
+	NodeSelector   labels.Selector
+	HC             hcOptions
+}
+
+type hcOptions struct{ Healthy, Unhealthy, Timeout, Interval int32 }
+
+// annotationError names the annotation at fault; the service controller turns it into a
+// Warning event on the Service.
+func annotationError(suffix, format string, args ...any) error {
+	return fmt.Errorf("annotation %s%s: %s", annotationPrefix, suffix, fmt.Sprintf(format, args...))
+}
+
+// parseOptions reads the annotations strictly: an unknown or unsupported one is an error that
+// names it, never silently ignored.
+func parseOptions(svc *v1.Service) (*lbOptions, error) {
+	o := &lbOptions{Backend: "tcp", NodeSelector: labels.Everything(),
+		HC: hcOptions{Healthy: 2, Unhealthy: 6, Timeout: 5, Interval: 10}}
+	for k, v := range svc.Annotations {
+		suffix, ok := strings.CutPrefix(k, annotationPrefix)
+		if !ok {
+			continue
+		}
+		if !slices.Contains(supported, suffix) {
+			return nil, annotationError(suffix, "is not supported by this provider (see docs/providers/aws.md)")
+		}
+		var err error
+		switch suffix {
+		case annType:
+			if v == "nlb" || v == "external" {
+				err = annotationError(suffix, "%q is not supported yet: only classic ELB (no annotation) is", v)
+			} else if v != "" && v != "classic" {
+				err = annotationError(suffix, "%q is not a load balancer type", v)
+			}
+		case annInternal:
+			o.Internal, err = parseBool(suffix, v)
+		case annCrossZone:
+			o.CrossZone, err = parseBool(suffix, v)
+		case annSubnets:
+			o.Subnets = splitList(v)
+		case annSecurityGroup:
+			o.SecurityGroups = splitList(v)
+			for _, g := range o.SecurityGroups {
+				if !strings.HasPrefix(g, "sg-") {
+					err = annotationError(suffix, "%q is not a security group ID (sg-…)", g)
+				}
+			}
+		case annSSLCert:
+			o.SSLCert = v
+			if !strings.HasPrefix(v, "arn:") {
+				err = annotationError(suffix, "must be a certificate ARN")
+			}
+		case annSSLPorts:
+			o.SSLPorts = splitList(v)
+		case annBackend:
+			o.Backend = strings.ToLower(v)
+			if !slices.Contains([]string{"tcp", "http", "https", "ssl"}, o.Backend) {
+				err = annotationError(suffix, "must be tcp, http, https or ssl, not %q", v)
+			}
+		case annExtraTags:
+			o.ExtraTags = map[string]string{}
+			for _, kv := range splitList(v) {
+				tk, tv, _ := strings.Cut(kv, "=")
+				if tk == "" || strings.HasPrefix(tk, "kubernetes.io/") || strings.HasPrefix(tk, "aws:") {
+					err = annotationError(suffix, "tag %q: keys must be non-empty and not in the kubernetes.io/ or aws: namespaces", kv)
+				}
+				o.ExtraTags[tk] = tv
+			}
+		case annNodeLabels:
+			o.NodeSelector, err = labels.Parse(v)
+			if err != nil {
+				err = annotationError(suffix, "%v", err)
+			}
+		case annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval:
+			err = parseHC(o, suffix, v)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(o.SSLPorts) > 0 && o.SSLCert == "" {
+		return nil, annotationError(annSSLPorts, "needs %s%s", annotationPrefix, annSSLCert)
+	}
+	if o.HC.Timeout >= o.HC.Interval {
+		return nil, annotationError(annHCTimeout, "must be less than the interval (%ds)", o.HC.Interval)
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Protocol != v1.ProtocolTCP {
+			return nil, fmt.Errorf("port %q: protocol %s is not supported by a classic ELB (TCP only)", p.Name, p.Protocol)
+		}
+	}
+	return o, nil
+}
+
+func parseHC(o *lbOptions, suffix, v string) error {
+	n, err := strconv.Atoi(v)
+	limits := map[string][2]int{annHCHealthy: {2, 10}, annHCUnhealthy: {2, 10}, annHCTimeout: {2, 60}, annHCInterval: {5, 300}}[suffix]
+	if err != nil || n < limits[0] || n > limits[1] {
+		return annotationError(suffix, "must be a number from %d to %d, not %q", limits[0], limits[1], v)
+	}
+	switch suffix {
+	case annHCHealthy:
+		o.HC.Healthy = int32(n)
+	case annHCUnhealthy:
+		o.HC.Unhealthy = int32(n)
+	case annHCTimeout:
+		o.HC.Timeout = int32(n)
+	case annHCInterval:
+		o.HC.Interval = int32(n)
+	}
+	return nil
+}
+
+func parseBool(suffix, v string) (bool, error) {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, annotationError(suffix, "must be true or false, not %q", v)
+	}
+	return b, nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// sslPort reports whether the Service port p terminates TLS.
+func (o *lbOptions) sslPort(p v1.ServicePort) bool {
+	if o.SSLCert == "" {
+		return false
+	}
+	if len(o.SSLPorts) == 0 {
+		return true
+	}
+	return slices.Contains(o.SSLPorts, "*") || slices.Contains(o.SSLPorts, strconv.Itoa(int(p.Port))) || (p.Name != "" && slices.Contains(o.SSLPorts, p.Name))
+}

@@ -1,0 +1,116 @@
+// Package aws is the AWS provider: EC2 instances for Nodes and classic Elastic Load Balancers
+// for Services, on aws-sdk-go-v2. Its cloud-config keeps the upstream AWS CCM's [Global] keys
+// and [ServiceOverride] sections, so a migration is a drop-in.
+package aws
+
+import (
+	"context"
+	"io"
+	"sync"
+	"time"
+
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/common/config"
+	ccmmetrics "github.com/ccm-project/ccm/common/metrics"
+	"github.com/ccm-project/ccm/common/provider"
+)
+
+// ProviderName is what --cloud-provider selects and the build tag that compiles this in.
+const ProviderName = "aws"
+
+const (
+	defaultInstanceTTL = 10 * time.Second
+	maxInstanceTTL     = 5 * time.Minute
+)
+
+func init() {
+	provider.MustRegister(provider.Provider{Name: ProviderName, Factory: Factory})
+}
+
+// Cloud is the aws cloudprovider.Interface.
+type Cloud struct {
+	cfg Config
+
+	once    sync.Once
+	initErr error
+	api     *clients
+	inst    *instanceCache
+	lb      *loadBalancers
+}
+
+var _ cloudprovider.Interface = (*Cloud)(nil)
+
+// Factory reads and validates the config; it does no network I/O and starts nothing.
+func Factory(r io.Reader) (cloudprovider.Interface, error) { return New(r) }
+
+// New is Factory with the concrete type, for tests.
+func New(r io.Reader) (*Cloud, error) {
+	c := &Cloud{}
+	if err := config.ReadINI(r, &c.cfg); err != nil {
+		return nil, err
+	}
+	ccmmetrics.Register()
+	return c, nil
+}
+
+// Initialize implements cloudprovider.Interface: it builds the SDK clients (no call is made
+// yet; the first API call happens when a controller asks).
+func (c *Cloud) Initialize(_ cloudprovider.ControllerClientBuilder, _ <-chan struct{}) {
+	if err := c.init(); err != nil {
+		klog.ErrorS(err, "AWS clients not ready; every cloud call will fail until the config is fixed")
+		return
+	}
+	klog.InfoS("AWS cloud ready", "region", c.cfg.region(), "cluster", c.cfg.ClusterID(),
+		"ec2Endpoint", c.cfg.endpoint("ec2"), "routes", "disabled: this provider does not program VPC route tables; use the VPC CNI or run with --configure-cloud-routes=false")
+}
+
+func (c *Cloud) init() error {
+	c.once.Do(func() {
+		api, err := newClients(context.Background(), &c.cfg)
+		if err != nil {
+			c.initErr = err
+			return
+		}
+		c.api = api
+		c.inst = newInstanceCache(api.ec2, c.cfg.Global.InstanceCacheTTL.Duration)
+		c.lb = newLoadBalancers(c)
+	})
+	return c.initErr
+}
+
+// LoadBalancer implements cloudprovider.Interface.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	if c.init() != nil {
+		return nil, false
+	}
+	return c.lb, true
+}
+
+// Instances implements cloudprovider.Interface: InstancesV2 is used instead.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+// InstancesV2 implements cloudprovider.Interface.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) {
+	if c.init() != nil {
+		return nil, false
+	}
+	return instances{c}, true
+}
+
+// Zones implements cloudprovider.Interface: not used with InstancesV2.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+
+// Clusters implements cloudprovider.Interface.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+// Routes implements cloudprovider.Interface. Not implemented yet: the route controller does
+// not start (the library logs that routes are unsupported) and nothing is written.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
+
+// ProviderName implements cloudprovider.Interface.
+func (c *Cloud) ProviderName() string { return ProviderName }
+
+// HasClusterID implements cloudprovider.Interface.
+func (c *Cloud) HasClusterID() bool { return c.cfg.ClusterID() != "" }

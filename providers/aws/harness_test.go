@@ -1,0 +1,107 @@
+package aws
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccm-project/ccm/common/cloudtest"
+	"github.com/ccm-project/ccm/common/lbname"
+	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
+)
+
+const testSecret = "fake-secret-Zq9W3x"
+
+// harness is the fake EC2/ELB as the conformance suite and the unit tests see it.
+type harness struct {
+	fake    *fakeaws.Server
+	cluster string
+	cfg     string // cloud-config text
+
+	mu sync.Mutex
+	n  int
+}
+
+func newHarness(t *testing.T, cluster string) *harness {
+	t.Helper()
+	f := fakeaws.New("us-east-1", cluster)
+	url, err := f.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	creds := filepath.Join(t.TempDir(), "credentials")
+	if err := os.WriteFile(creds, []byte("[default]\naws_access_key_id = AKIDTEST\naws_secret_access_key = "+testSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("[Global]\nRegion = us-east-1\nKubernetesClusterID = %s\nCredentialsFile = %s\n\n"+
+		"[ServiceOverride \"1\"]\nService = ec2\nRegion = us-east-1\nURL = %s\nSigningRegion = us-east-1\n\n"+
+		"[ServiceOverride \"2\"]\nService = elasticloadbalancing\nRegion = us-east-1\nURL = %s\nSigningRegion = us-east-1\n", cluster, creds, url, url)
+	return &harness{fake: f, cluster: cluster, cfg: cfg}
+}
+
+func (h *harness) cloud(t cloudtest.T, extra string) *Cloud {
+	c, err := New(strings.NewReader(h.cfg + extra))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	c.Initialize(nil, nil)
+	return c
+}
+
+func (h *harness) NewCloud(t cloudtest.T) cloudprovider.Interface { return h.cloud(t, "") }
+
+// machine adds a running instance whose private DNS name is name, with two ENIs.
+func (h *harness) machine(name string) (string, cloudprovider.InstanceMetadata) {
+	h.mu.Lock()
+	h.n++
+	i := h.n
+	h.mu.Unlock()
+	zone := "us-east-1" + string(rune('a'+i%3))
+	ip, ip2, eni2 := fmt.Sprintf("10.0.%d.%d", i/250, i%250+10), fmt.Sprintf("10.0.%d.%d", i/250, i%250+11), fmt.Sprintf("10.1.%d.%d", i/250, i%250+10)
+	pub := fmt.Sprintf("203.0.113.%d", i%250+1)
+	id := h.fake.AddInstance(fakeaws.Instance{Type: "m5.large", Zone: zone, PrivateDNS: name, PublicIP: pub,
+		PublicDNS: "ec2-" + strings.ReplaceAll(pub, ".", "-") + ".compute.amazonaws.com",
+		ENIs:      []fakeaws.ENI{{Device: 0, PrivateIPs: []string{ip, ip2}, IPv6: []string{fmt.Sprintf("2001:db8::%x", i)}}, {Device: 1, PrivateIPs: []string{eni2}}}})
+	return id, cloudprovider.InstanceMetadata{
+		ProviderID: "aws:///" + zone + "/" + id, InstanceType: "m5.large", Zone: zone, Region: "us-east-1",
+		NodeAddresses: []v1.NodeAddress{
+			{Type: v1.NodeInternalIP, Address: ip}, {Type: v1.NodeInternalIP, Address: ip2}, {Type: v1.NodeInternalIP, Address: eni2},
+			{Type: v1.NodeExternalIP, Address: pub},
+			{Type: v1.NodeInternalDNS, Address: name}, {Type: v1.NodeHostName, Address: name},
+			{Type: v1.NodeExternalDNS, Address: "ec2-" + strings.ReplaceAll(pub, ".", "-") + ".compute.amazonaws.com"},
+		},
+	}
+}
+
+func (h *harness) AddInstance(_ cloudtest.T, name string) (*v1.Node, cloudprovider.InstanceMetadata) {
+	_, md := h.machine(name)
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}, md
+}
+
+func (h *harness) BreakInstances(cloudtest.T) func() {
+	h.fake.SetFaults(fakeaws.Faults{FailOps: map[string]bool{"DescribeInstances": true}})
+	return func() { h.fake.SetFaults(fakeaws.Faults{}) }
+}
+
+func (h *harness) Writes() int { return h.fake.Writes() }
+
+func (h *harness) LoadBalancerTags(_ cloudtest.T, _ string, svc *v1.Service) (map[string]string, bool) {
+	lb, ok := h.fake.ClassicLB(lbname.AWSELB.Name(h.cluster, svc.Namespace, svc.Name))
+	return lb.Tags, ok
+}
+
+func (h *harness) MaxNameLen() int { return 32 }
+
+func TestConformance(t *testing.T) {
+	h := newHarness(t, "conformance")
+	cloudtest.Run(t, cloudtest.Config{Harness: h, ClusterName: "conformance"})
+}

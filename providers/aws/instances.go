@@ -1,0 +1,205 @@
+package aws
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+// instances implements cloudprovider.InstancesV2 over EC2.
+type instances struct{ c *Cloud }
+
+var _ cloudprovider.InstancesV2 = instances{}
+
+// InstanceExists is false for an instance EC2 does not know or reports terminated. A failed
+// call is an error; the shared deletion guard confirms "false" before a Node is deleted.
+func (i instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
+	in, err := i.c.lookup(ctx, node)
+	if err != nil {
+		return false, err
+	}
+	return in != nil, nil
+}
+
+// InstanceShutdown is true for a stopped instance.
+func (i instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+	in, err := i.c.lookup(ctx, node)
+	if err != nil {
+		return false, err
+	}
+	if in == nil {
+		return false, cloudprovider.InstanceNotFound
+	}
+	return in.State != nil && in.State.Name == types.InstanceStateNameStopped, nil
+}
+
+// InstanceMetadata returns providerID, type, zone, region and addresses.
+func (i instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	in, err := i.c.lookup(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	if in == nil {
+		return nil, cloudprovider.InstanceNotFound
+	}
+	zone := ""
+	if in.Placement != nil {
+		zone = aws.ToString(in.Placement.AvailabilityZone)
+	}
+	return &cloudprovider.InstanceMetadata{
+		ProviderID:    "aws:///" + zone + "/" + aws.ToString(in.InstanceId),
+		InstanceType:  string(in.InstanceType),
+		Zone:          zone,
+		Region:        i.c.cfg.region(),
+		NodeAddresses: i.c.addresses(in),
+	}, nil
+}
+
+// instanceID extracts the instance ID from aws:///<az>/<id>, aws:////<id> or a bare i-…
+func instanceID(providerID string) (string, error) {
+	rest := providerID
+	if r, ok := strings.CutPrefix(providerID, "aws://"); ok {
+		rest = r
+	} else if strings.Contains(providerID, "://") {
+		return "", fmt.Errorf("aws: providerID %q is not an aws:// ID", providerID)
+	}
+	id := rest[strings.LastIndex(rest, "/")+1:]
+	if !strings.HasPrefix(id, "i-") || len(id) < 3 {
+		return "", fmt.Errorf("aws: providerID %q does not end in an instance ID (i-…)", providerID)
+	}
+	return id, nil
+}
+
+// lookup finds node's instance; nil, nil means EC2 says there is none (or it is terminated).
+// With a providerID it asks by ID (batched, cached). Without one it tries, in order: the
+// private DNS name equal to the Node name (upstream's rule), the NodeNameTag tag equal to the
+// Node name, and the Node's InternalIP addresses as ENI private addresses.
+func (c *Cloud) lookup(ctx context.Context, node *v1.Node) (*types.Instance, error) {
+	if node.Spec.ProviderID != "" {
+		id, err := instanceID(node.Spec.ProviderID)
+		if err != nil {
+			return nil, err
+		}
+		got, err := c.inst.get(ctx, []string{id})
+		if err != nil {
+			return nil, err
+		}
+		return alive(got[id]), nil
+	}
+	var tries [][]types.Filter
+	tries = append(tries, []types.Filter{filter("private-dns-name", node.Name)})
+	if t := c.cfg.Global.NodeNameTag; t != "" {
+		tries = append(tries, []types.Filter{filter("tag:"+t, node.Name)})
+	}
+	var ips []string
+	for _, a := range node.Status.Addresses {
+		if a.Type == v1.NodeInternalIP {
+			ips = append(ips, a.Address)
+		}
+	}
+	if len(ips) > 0 {
+		tries = append(tries, []types.Filter{filter("network-interface.addresses.private-ip-address", ips...)})
+	}
+	for _, fs := range tries {
+		fs = append(fs, filter("vpc-id", c.vpc()...))
+		if len(c.vpc()) == 0 {
+			fs = fs[:len(fs)-1]
+		}
+		found, err := c.inst.find(ctx, fs...)
+		if err != nil {
+			return nil, err
+		}
+		// A name or address may have belonged to a terminated instance before this one.
+		found = slices.DeleteFunc(found, func(in *types.Instance) bool { return alive(in) == nil })
+		switch len(found) {
+		case 0:
+			continue
+		case 1:
+			return found[0], nil
+		default:
+			return nil, fmt.Errorf("aws: %d instances match Node %q (%s); set its providerID", len(found), node.Name, aws.ToString(fs[0].Name))
+		}
+	}
+	return nil, nil
+}
+
+func (c *Cloud) vpc() []string {
+	if c.cfg.Global.VPC == "" {
+		return nil
+	}
+	return []string{c.cfg.Global.VPC}
+}
+
+func filter(name string, values ...string) types.Filter {
+	return types.Filter{Name: aws.String(name), Values: values}
+}
+
+// alive is in unless it is nil or terminated (EC2 lists terminated instances for about an hour).
+func alive(in *types.Instance) *types.Instance {
+	if in == nil || in.State == nil || in.State.Name == types.InstanceStateNameTerminated || in.State.Name == types.InstanceStateNameShuttingDown {
+		return nil
+	}
+	return in
+}
+
+// addresses lists the private IPs of every ENI in device order (primary address first), IPv6
+// addresses when NodeIPFamilies asks, the public IP, then the DNS names.
+func (c *Cloud) addresses(in *types.Instance) []v1.NodeAddress {
+	var out []v1.NodeAddress
+	add := func(t v1.NodeAddressType, a string) {
+		if a != "" && !slices.Contains(out, v1.NodeAddress{Type: t, Address: a}) {
+			out = append(out, v1.NodeAddress{Type: t, Address: a})
+		}
+	}
+	enis := slices.Clone(in.NetworkInterfaces)
+	slices.SortFunc(enis, func(a, b types.InstanceNetworkInterface) int {
+		return cmp.Compare(deviceIndex(a), deviceIndex(b))
+	})
+	if c.cfg.wantIPv4() {
+		add(v1.NodeInternalIP, aws.ToString(in.PrivateIpAddress))
+		for _, e := range enis {
+			ips := slices.Clone(e.PrivateIpAddresses)
+			slices.SortStableFunc(ips, func(a, b types.InstancePrivateIpAddress) int {
+				return cmp.Compare(boolRank(a.Primary), boolRank(b.Primary))
+			})
+			for _, ip := range ips {
+				add(v1.NodeInternalIP, aws.ToString(ip.PrivateIpAddress))
+			}
+		}
+	}
+	if c.cfg.wantIPv6() {
+		for _, e := range enis {
+			for _, ip := range e.Ipv6Addresses {
+				add(v1.NodeInternalIP, aws.ToString(ip.Ipv6Address))
+			}
+		}
+	}
+	if c.cfg.wantIPv4() {
+		add(v1.NodeExternalIP, aws.ToString(in.PublicIpAddress))
+	}
+	add(v1.NodeInternalDNS, aws.ToString(in.PrivateDnsName))
+	add(v1.NodeHostName, aws.ToString(in.PrivateDnsName))
+	add(v1.NodeExternalDNS, aws.ToString(in.PublicDnsName))
+	return out
+}
+
+func deviceIndex(e types.InstanceNetworkInterface) int32 {
+	if e.Attachment == nil {
+		return 1 << 30
+	}
+	return aws.ToInt32(e.Attachment.DeviceIndex)
+}
+
+func boolRank(b *bool) int {
+	if aws.ToBool(b) {
+		return 0
+	}
+	return 1
+}

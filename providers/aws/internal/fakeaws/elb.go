@@ -1,0 +1,316 @@
+package fakeaws
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+)
+
+// ClassicLB is a classic Elastic Load Balancer of the fake.
+type ClassicLB struct {
+	Name, DNSName, Scheme string
+	Listeners             []Listener
+	Instances             []string
+	Subnets               []string
+	SecurityGroups        []string
+	HealthCheck           HealthCheck
+	CrossZone             bool
+	Tags                  map[string]string
+}
+
+// Listener is one front-end port of a classic ELB.
+type Listener struct {
+	Protocol, InstanceProtocol string
+	Port, InstancePort         int
+	SSLCertificateID           string
+}
+
+// HealthCheck is a classic ELB health check.
+type HealthCheck struct {
+	Target                                string
+	Interval, Timeout, Healthy, Unhealthy int
+}
+
+// ClassicLB returns a copy of the named load balancer.
+func (s *Server) ClassicLB(name string) (ClassicLB, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lb, ok := s.elbs[name]
+	if !ok {
+		return ClassicLB{}, false
+	}
+	c := *lb
+	c.Instances = slices.Clone(lb.Instances)
+	c.Tags = copyTags(lb.Tags)
+	return c, true
+}
+
+// ClassicLBNames lists the load balancers.
+func (s *Server) ClassicLBNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for n := range s.elbs {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *Server) elb(action string, f form) (string, *apiError) {
+	if action == "DescribeLoadBalancers" {
+		return s.describeELBs(f)
+	}
+	if action == "CreateLoadBalancer" {
+		return s.createELB(f)
+	}
+	name := f.get("LoadBalancerName")
+	if action == "AddTags" || action == "DescribeTags" {
+		names := f.list("LoadBalancerNames.member")
+		for _, n := range names {
+			if _, ok := s.elbs[n]; !ok {
+				return "", elbNotFound(n)
+			}
+		}
+		if action == "AddTags" {
+			for _, n := range names {
+				for k, v := range f.tags("Tags.member") {
+					s.elbs[n].Tags[k] = v
+				}
+			}
+			return "", nil
+		}
+		var x w
+		x.open("TagDescriptions")
+		for _, n := range names {
+			x.open("member")
+			x.leaf("LoadBalancerName", n)
+			x.open("Tags")
+			tags := s.elbs[n].Tags
+			keys := make([]string, 0, len(tags))
+			for k := range tags {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				x.open("member")
+				x.leaf("Key", k)
+				x.leaf("Value", tags[k])
+				x.close("member")
+			}
+			x.close("Tags")
+			x.close("member")
+		}
+		x.close("TagDescriptions")
+		return x.b.String(), nil
+	}
+	lb, ok := s.elbs[name]
+	if action == "DeleteLoadBalancer" {
+		delete(s.elbs, name) // deleting a missing load balancer succeeds, as in ELB
+		return "", nil
+	}
+	if !ok {
+		return "", elbNotFound(name)
+	}
+	switch action {
+	case "RegisterInstancesWithLoadBalancer", "DeregisterInstancesFromLoadBalancer":
+		for _, p := range f.structs("Instances.member") {
+			id := f.get(p + "InstanceId")
+			in, exists := s.instances[id]
+			if !exists || in.State == "terminated" {
+				return "", &apiError{Status: 400, Code: "InvalidInstance", Message: "invalid instance " + id}
+			}
+			i := slices.Index(lb.Instances, id)
+			if action[0] == 'R' && i < 0 {
+				lb.Instances = append(lb.Instances, id)
+			} else if action[0] == 'D' && i >= 0 {
+				lb.Instances = slices.Delete(lb.Instances, i, i+1)
+			}
+		}
+		var x w
+		x.open("Instances")
+		for _, id := range lb.Instances {
+			x.open("member")
+			x.leaf("InstanceId", id)
+			x.close("member")
+		}
+		x.close("Instances")
+		return x.b.String(), nil
+	case "ConfigureHealthCheck":
+		lb.HealthCheck = healthCheck(f, "HealthCheck.")
+		var x w
+		writeHealthCheck(&x, lb.HealthCheck)
+		return x.b.String(), nil
+	case "CreateLoadBalancerListeners":
+		ls, err := listeners(f)
+		if err != nil {
+			return "", err
+		}
+		for _, l := range ls {
+			if slices.ContainsFunc(lb.Listeners, func(o Listener) bool { return o.Port == l.Port }) {
+				return "", &apiError{Status: 400, Code: "DuplicateListener", Message: fmt.Sprintf("a listener on port %d already exists", l.Port)}
+			}
+		}
+		lb.Listeners = append(lb.Listeners, ls...)
+		return "", nil
+	case "DeleteLoadBalancerListeners":
+		for _, p := range f.list("LoadBalancerPorts.member") {
+			port, _ := strconv.Atoi(p)
+			lb.Listeners = slices.DeleteFunc(lb.Listeners, func(l Listener) bool { return l.Port == port })
+		}
+		return "", nil
+	case "ModifyLoadBalancerAttributes":
+		lb.CrossZone = f.get("LoadBalancerAttributes.CrossZoneLoadBalancing.Enabled") == "true"
+		return "<LoadBalancerName>" + name + "</LoadBalancerName>", nil
+	}
+	return "", &apiError{Status: 400, Code: "InvalidAction", Message: "the fake does not implement " + action}
+}
+
+func elbNotFound(name string) *apiError {
+	return notFound("LoadBalancerNotFound", "There is no ACTIVE Load Balancer named '%s'", name)
+}
+
+func listeners(f form) ([]Listener, *apiError) {
+	var out []Listener
+	for _, p := range f.structs("Listeners.member") {
+		port, _ := strconv.Atoi(f.get(p + "LoadBalancerPort"))
+		iport, _ := strconv.Atoi(f.get(p + "InstancePort"))
+		l := Listener{Protocol: f.get(p + "Protocol"), InstanceProtocol: f.get(p + "InstanceProtocol"), Port: port, InstancePort: iport, SSLCertificateID: f.get(p + "SSLCertificateId")}
+		if port < 1 || port > 65535 || iport < 1 || iport > 65535 {
+			return nil, &apiError{Status: 400, Code: "ValidationError", Message: "listener ports must be 1-65535"}
+		}
+		if (l.Protocol == "HTTPS" || l.Protocol == "SSL") && l.SSLCertificateID == "" {
+			return nil, &apiError{Status: 400, Code: "ValidationError", Message: "an SSL/HTTPS listener needs SSLCertificateId"}
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func healthCheck(f form, p string) HealthCheck {
+	atoi := func(k string) int { v, _ := strconv.Atoi(f.get(p + k)); return v }
+	return HealthCheck{Target: f.get(p + "Target"), Interval: atoi("Interval"), Timeout: atoi("Timeout"), Healthy: atoi("HealthyThreshold"), Unhealthy: atoi("UnhealthyThreshold")}
+}
+
+func writeHealthCheck(x *w, h HealthCheck) {
+	x.open("HealthCheck")
+	x.leaf("Target", h.Target)
+	x.leafInt("Interval", h.Interval)
+	x.leafInt("Timeout", h.Timeout)
+	x.leafInt("UnhealthyThreshold", h.Unhealthy)
+	x.leafInt("HealthyThreshold", h.Healthy)
+	x.close("HealthCheck")
+}
+
+func (s *Server) createELB(f form) (string, *apiError) {
+	name := f.get("LoadBalancerName")
+	if name == "" || len(name) > 32 {
+		return "", &apiError{Status: 400, Code: "ValidationError", Message: "LoadBalancerName must be 1-32 characters"}
+	}
+	if _, ok := s.elbs[name]; ok {
+		return "", &apiError{Status: 400, Code: "DuplicateLoadBalancerName", Message: "a load balancer named " + name + " exists"}
+	}
+	ls, err := listeners(f)
+	if err != nil {
+		return "", err
+	}
+	subnets := f.list("Subnets.member")
+	if len(subnets) == 0 {
+		return "", &apiError{Status: 400, Code: "ValidationError", Message: "at least one subnet is required in a VPC"}
+	}
+	for _, sn := range subnets {
+		if _, ok := s.subnets[sn]; !ok {
+			return "", &apiError{Status: 400, Code: "SubnetNotFound", Message: "subnet " + sn + " not found"}
+		}
+	}
+	groups := f.list("SecurityGroups.member")
+	for _, g := range groups {
+		if _, ok := s.groups[g]; !ok {
+			return "", &apiError{Status: 400, Code: "InvalidSecurityGroup", Message: "security group " + g + " not found"}
+		}
+	}
+	scheme := f.get("Scheme")
+	if scheme == "" {
+		scheme = "internet-facing"
+	}
+	s.seq++
+	dns := fmt.Sprintf("%s-%d.elb.fake.amazonaws.com", name, s.seq)
+	if scheme == "internal" {
+		dns = "internal-" + dns
+	}
+	s.elbs[name] = &ClassicLB{Name: name, DNSName: dns, Scheme: scheme, Listeners: ls, Subnets: subnets,
+		SecurityGroups: groups, Tags: f.tags("Tags.member"),
+		HealthCheck: HealthCheck{Target: "TCP:" + strconv.Itoa(firstPort(ls)), Interval: 30, Timeout: 5, Healthy: 10, Unhealthy: 2}}
+	return "<DNSName>" + dns + "</DNSName>", nil
+}
+
+func firstPort(ls []Listener) int {
+	if len(ls) == 0 {
+		return 0
+	}
+	return ls[0].InstancePort
+}
+
+func (s *Server) describeELBs(f form) (string, *apiError) {
+	names := f.list("LoadBalancerNames.member")
+	for _, n := range names {
+		if _, ok := s.elbs[n]; !ok {
+			return "", elbNotFound(n)
+		}
+	}
+	if len(names) == 0 {
+		for n := range s.elbs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+	}
+	var x w
+	x.open("LoadBalancerDescriptions")
+	for _, n := range names {
+		lb := s.elbs[n]
+		x.open("member")
+		x.leaf("LoadBalancerName", lb.Name)
+		x.leaf("DNSName", lb.DNSName)
+		x.leaf("Scheme", lb.Scheme)
+		x.leaf("VPCId", VPC)
+		x.open("ListenerDescriptions")
+		for _, l := range lb.Listeners {
+			x.open("member")
+			x.open("Listener")
+			x.leaf("Protocol", l.Protocol)
+			x.leafInt("LoadBalancerPort", l.Port)
+			x.leaf("InstanceProtocol", l.InstanceProtocol)
+			x.leafInt("InstancePort", l.InstancePort)
+			if l.SSLCertificateID != "" {
+				x.leaf("SSLCertificateId", l.SSLCertificateID)
+			}
+			x.close("Listener")
+			x.open("PolicyNames")
+			x.close("PolicyNames")
+			x.close("member")
+		}
+		x.close("ListenerDescriptions")
+		x.open("Instances")
+		for _, id := range lb.Instances {
+			x.open("member")
+			x.leaf("InstanceId", id)
+			x.close("member")
+		}
+		x.close("Instances")
+		writeHealthCheck(&x, lb.HealthCheck)
+		for _, l := range []struct {
+			name string
+			vs   []string
+		}{{"Subnets", lb.Subnets}, {"SecurityGroups", lb.SecurityGroups}} {
+			x.open(l.name)
+			for _, v := range l.vs {
+				x.leaf("member", v)
+			}
+			x.close(l.name)
+		}
+		x.close("member")
+	}
+	x.close("LoadBalancerDescriptions")
+	return x.b.String(), nil
+}

@@ -1,0 +1,280 @@
+// Package fakeaws is a wire-level fake of the EC2 and Elastic Load Balancing (classic) Query
+// APIs: an HTTP server that answers the form-encoded POSTs the real aws-sdk-go-v2 clients send
+// with XML in the shapes of the AWS API reference, so the provider is tested through the SDK it
+// ships with. It keeps state (instances, subnets, security groups, load balancers, tags), counts
+// calls per operation, and injects latency, 5xx answers, token-bucket throttling and eventual
+// consistency.
+package fakeaws
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// API versions the SDK sends; they tell the services apart on one endpoint.
+const (
+	versionEC2 = "2016-11-15"
+	versionELB = "2012-06-01"
+)
+
+// Server is the fake. Its zero value is not usable; call New.
+type Server struct {
+	mu       sync.Mutex
+	http     *http.Server
+	listener net.Listener
+	seq      int
+
+	instances map[string]*Instance
+	subnets   map[string]*Subnet
+	groups    map[string]*SecurityGroup
+	elbs      map[string]*ClassicLB
+	tags      map[string]map[string]string // EC2 resource ID -> tags
+
+	calls     map[string]int // "ec2:DescribeInstances" -> count
+	throttled map[string]int
+	writes    int
+
+	faults Faults
+	bucket *bucket
+}
+
+// Faults are what the fake does wrong on purpose.
+type Faults struct {
+	Latency time.Duration
+	// FailOps makes these operations ("DescribeInstances") answer 500 InternalError.
+	FailOps map[string]bool
+	// Visibility delays a new instance's appearance (eventual consistency).
+	Visibility time.Duration
+}
+
+// New returns a fake with one VPC (vpc-1), a public and a private subnet per zone of region,
+// tagged for load balancers and the cluster, and a node security group.
+func New(region, cluster string) *Server {
+	s := &Server{
+		instances: map[string]*Instance{}, subnets: map[string]*Subnet{}, groups: map[string]*SecurityGroup{},
+		elbs: map[string]*ClassicLB{}, tags: map[string]map[string]string{},
+		calls: map[string]int{}, throttled: map[string]int{},
+	}
+	for i, z := range []string{"a", "b", "c"} {
+		pub := s.AddSubnet(VPC, region+z, fmt.Sprintf("10.0.%d.0/24", i), map[string]string{
+			"kubernetes.io/role/elb": "1", "kubernetes.io/cluster/" + cluster: "shared"})
+		_ = pub
+		s.AddSubnet(VPC, region+z, fmt.Sprintf("10.0.%d.0/24", 100+i), map[string]string{
+			"kubernetes.io/role/internal-elb": "1", "kubernetes.io/cluster/" + cluster: "shared"})
+	}
+	s.groups[NodeGroup] = &SecurityGroup{ID: NodeGroup, Name: "nodes", VPC: VPC}
+	s.tags[NodeGroup] = map[string]string{"kubernetes.io/cluster/" + cluster: "owned"}
+	return s
+}
+
+// VPC and NodeGroup are the IDs of the fake's VPC and the node security group.
+const (
+	VPC       = "vpc-1"
+	NodeGroup = "sg-nodes"
+)
+
+// Start serves on a free loopback port and returns the endpoint URL.
+func (s *Server) Start() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	s.listener = l
+	s.http = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.http.Serve(l) }()
+	return s.URL(), nil
+}
+
+// URL is the endpoint of a started fake.
+func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
+
+// Close stops serving.
+func (s *Server) Close() {
+	if s.http != nil {
+		_ = s.http.Close()
+	}
+}
+
+// SetFaults replaces the injected faults.
+func (s *Server) SetFaults(f Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = f
+}
+
+// Throttle makes every call take a token from a bucket of burst tokens refilled at rate per
+// second (as EC2 does per account); without a token the answer is RequestLimitExceeded
+// (EC2) or Throttling (ELB). burst 0 turns throttling off.
+func (s *Server) Throttle(burst int, rate float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if burst == 0 {
+		s.bucket = nil
+		return
+	}
+	s.bucket = &bucket{burst: float64(burst), tokens: float64(burst), rate: rate, last: time.Now()}
+}
+
+type bucket struct {
+	burst, tokens, rate float64
+	last                time.Time
+}
+
+func (b *bucket) take() bool {
+	now := time.Now()
+	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// Calls returns a copy of the per-operation call counts ("ec2:DescribeInstances").
+func (s *Server) Calls() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.calls))
+	for k, v := range s.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// Throttled returns a copy of the per-operation counts of throttled answers.
+func (s *Server) Throttled() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.throttled))
+	for k, v := range s.throttled {
+		out[k] = v
+	}
+	return out
+}
+
+// Writes is the number of successful mutating calls served.
+func (s *Server) Writes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
+}
+
+// Inventory lists every load balancer, security group and rule the fake holds, sorted, so a
+// test can compare the cloud before and after.
+func (s *Server) Inventory() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for n, lb := range s.elbs {
+		out = append(out, fmt.Sprintf("elb %s instances=%d", n, len(lb.Instances)))
+	}
+	for id, g := range s.groups {
+		out = append(out, "sg "+id+" "+g.Name)
+		for _, r := range g.Rules {
+			out = append(out, "rule "+id+" "+r.String())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *Server) newID(prefix string) string {
+	s.seq++
+	return fmt.Sprintf("%s-%08x", prefix, s.seq)
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusBadRequest)
+		return
+	}
+	vals, err := url.ParseQuery(string(body))
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f := form(vals)
+	action, version := f.get("Action"), f.get("Version")
+	svc := map[string]string{versionEC2: "ec2", versionELB: "elb"}[version]
+	s.mu.Lock()
+	latency := s.faults.Latency
+	s.mu.Unlock()
+	if latency > 0 {
+		time.Sleep(latency)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	op := svc + ":" + action
+	s.calls[op]++
+	var out string
+	var aerr *apiError
+	switch {
+	case svc == "":
+		aerr = &apiError{Status: 400, Code: "InvalidAction", Message: "unknown API version " + version}
+	case s.bucket != nil && !s.bucket.take():
+		s.throttled[op]++
+		if svc == "ec2" {
+			aerr = &apiError{Status: 503, Code: "RequestLimitExceeded", Message: "Request limit exceeded."}
+		} else {
+			aerr = &apiError{Status: 400, Code: "Throttling", Message: "Rate exceeded"}
+		}
+	case s.faults.FailOps[action]:
+		aerr = &apiError{Status: 500, Code: "InternalError", Message: "injected failure"}
+	case svc == "ec2":
+		out, aerr = s.ec2(action, f)
+	default:
+		out, aerr = s.elb(action, f)
+	}
+	rw.Header().Set("Content-Type", "text/xml")
+	rid := s.newID("req")
+	if aerr != nil {
+		rw.WriteHeader(aerr.Status)
+		var x w
+		if svc == "ec2" {
+			x.open("Response")
+			x.open("Errors")
+			x.open("Error")
+			x.leaf("Code", aerr.Code)
+			x.leaf("Message", aerr.Message)
+			x.close("Error")
+			x.close("Errors")
+			x.leaf("RequestID", rid)
+			x.close("Response")
+		} else {
+			x.open("ErrorResponse")
+			x.open("Error")
+			x.leaf("Type", "Sender")
+			x.leaf("Code", aerr.Code)
+			x.leaf("Message", aerr.Message)
+			x.close("Error")
+			x.leaf("RequestId", rid)
+			x.close("ErrorResponse")
+		}
+		_, _ = io.WriteString(rw, x.b.String())
+		return
+	}
+	if isWrite(action) {
+		s.writes++
+	}
+	if svc == "ec2" {
+		fmt.Fprintf(rw, `<%sResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>%s</requestId>%s</%sResponse>`, action, rid, out, action)
+		return
+	}
+	fmt.Fprintf(rw, `<%sResponse xmlns="http://elasticloadbalancing.amazonaws.com/doc/2012-06-01/"><%sResult>%s</%sResult><ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>`,
+		action, action, out, action, rid, action)
+}
+
+func isWrite(action string) bool {
+	return !strings.HasPrefix(action, "Describe")
+}

@@ -1,0 +1,461 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
+	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
+	"github.com/aws/smithy-go"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/common/fingerprint"
+	"github.com/ccm-project/ccm/common/lbname"
+)
+
+// fingerprintTag holds fingerprint.Of(the desired configuration) on each ELB, so a restart with
+// nothing changed compares instead of writing.
+const fingerprintTag = "ccm.k8s.io/fingerprint"
+
+// loadBalancers implements cloudprovider.LoadBalancer with classic ELBs.
+type loadBalancers struct {
+	c  *Cloud
+	sn subnetCache
+}
+
+var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
+
+func newLoadBalancers(c *Cloud) *loadBalancers {
+	return &loadBalancers{c: c, sn: subnetCache{m: map[string]subnetAnswer{}}}
+}
+
+// desired is what the fingerprint covers: everything but the member instances, which are
+// compared with the ELB's own list so a node change is exactly one write.
+type desired struct {
+	Scheme         string
+	Subnets        []string
+	SecurityGroups []string
+	Listeners      []string
+	HealthCheck    string
+	HC             hcOptions
+	CrossZone      bool
+	ExtraTags      map[string]string
+	SourceRanges   []string
+	NodeGroups     []string
+	OwnGroup       bool // a security group made for this ELB (no annotation, no ElbSecurityGroup)
+
+	groupIDs []string // the groups to attach; not fingerprinted (an ID is known only after creation)
+	vpc      string
+}
+
+func (l *loadBalancers) name(svc *v1.Service) string {
+	return lbname.AWSELB.Name(l.c.cfg.ClusterID(), svc.Namespace, svc.Name)
+}
+
+// GetLoadBalancerName implements cloudprovider.LoadBalancer.
+func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+	return l.name(svc)
+}
+
+// GetLoadBalancer implements cloudprovider.LoadBalancer.
+func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	d, err := l.describe(ctx, l.name(svc))
+	if err != nil || d == nil {
+		return nil, false, err
+	}
+	return status(d), true, nil
+}
+
+func status(d *elbtypes.LoadBalancerDescription) *v1.LoadBalancerStatus {
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: aws.ToString(d.DNSName)}}}
+}
+
+// describe returns the ELB, or nil when ELB says it does not exist.
+func (l *loadBalancers) describe(ctx context.Context, name string) (*elbtypes.LoadBalancerDescription, error) {
+	out, err := l.c.api.elb.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{name}})
+	if isCode(err, "LoadBalancerNotFound") {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("aws: DescribeLoadBalancers %s: %w", name, err)
+	}
+	if len(out.LoadBalancerDescriptions) == 0 {
+		return nil, nil
+	}
+	return &out.LoadBalancerDescriptions[0], nil
+}
+
+func (l *loadBalancers) tags(ctx context.Context, name string) (map[string]string, error) {
+	out, err := l.c.api.elb.DescribeTags(ctx, &elb.DescribeTagsInput{LoadBalancerNames: []string{name}})
+	if err != nil {
+		return nil, fmt.Errorf("aws: DescribeTags %s: %w", name, err)
+	}
+	tags := map[string]string{}
+	for _, td := range out.TagDescriptions {
+		for _, t := range td.Tags {
+			tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+		}
+	}
+	return tags, nil
+}
+
+func isCode(err error, codes ...string) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && slices.Contains(codes, ae.ErrorCode())
+}
+
+// EnsureLoadBalancer implements cloudprovider.LoadBalancer.
+func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	opts, err := parseOptions(svc)
+	if err != nil {
+		return nil, err
+	}
+	name := l.name(svc)
+	members, nodeGroups, err := l.members(ctx, opts, nodes)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := l.describe(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var curTags map[string]string
+	if cur != nil {
+		if curTags, err = l.tags(ctx, name); err != nil {
+			return nil, err
+		}
+		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), curTags); !ok || ns != svc.Namespace || n != svc.Name {
+			return nil, fmt.Errorf("aws: load balancer %s exists but is not owned by this cluster for %s/%s; not touching it", name, svc.Namespace, svc.Name)
+		}
+	}
+	want, err := l.desired(ctx, svc, opts, name, nodeGroups)
+	if err != nil {
+		return nil, err
+	}
+	fp := fingerprint.Of(want)
+	if cur != nil && !fingerprint.Changed(curTags[fingerprintTag], fp) {
+		if err := l.syncMembers(ctx, name, cur, members); err != nil {
+			return nil, err
+		}
+		return status(cur), nil
+	}
+	klog.InfoS("Reconciling ELB", "service", klog.KObj(svc), "name", name, "exists", cur != nil)
+	if err := l.ensureGroupRules(ctx, svc, name, want); err != nil {
+		return nil, err
+	}
+	if cur != nil && (want.Scheme != aws.ToString(cur.Scheme) || !sameSet(want.Subnets, cur.Subnets) || !sameSet(want.groupIDs, cur.SecurityGroups)) {
+		// Scheme, subnets and groups are rarely changed: recreate rather than patch each.
+		if _, err := l.c.api.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(name)}); err != nil {
+			return nil, fmt.Errorf("aws: DeleteLoadBalancer %s: %w", name, err)
+		}
+		cur = nil
+	}
+	if cur == nil {
+		if cur, err = l.create(ctx, svc, opts, name, want); err != nil {
+			return nil, err
+		}
+	} else if err := l.update(ctx, name, cur, want); err != nil {
+		return nil, err
+	}
+	if err := l.syncMembers(ctx, name, cur, members); err != nil {
+		return nil, err
+	}
+	// The fingerprint goes last: a failure above leaves the old one, so the next try rewrites.
+	tags := map[string]string{fingerprintTag: fp}
+	for k, v := range opts.ExtraTags {
+		tags[k] = v
+	}
+	if _, err := l.c.api.elb.AddTags(ctx, &elb.AddTagsInput{LoadBalancerNames: []string{name}, Tags: elbTags(tags)}); err != nil {
+		return nil, fmt.Errorf("aws: AddTags %s: %w", name, err)
+	}
+	return status(cur), nil
+}
+
+// UpdateLoadBalancer implements cloudprovider.LoadBalancer: only members change.
+func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
+	_, err := l.EnsureLoadBalancer(ctx, clusterName, svc, nodes)
+	return err
+}
+
+func (l *loadBalancers) desired(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, nodeGroups []string) (*desired, error) {
+	d := &desired{Scheme: "internet-facing", HC: opts.HC, CrossZone: opts.CrossZone, ExtraTags: opts.ExtraTags, NodeGroups: nodeGroups}
+	if opts.Internal {
+		d.Scheme = "internal"
+	}
+	var err error
+	if d.Subnets, d.vpc, err = l.subnets(ctx, opts); err != nil {
+		return nil, err
+	}
+	d.SecurityGroups = opts.SecurityGroups
+	if len(d.SecurityGroups) == 0 && l.c.cfg.Global.ElbSecurityGroup != "" {
+		d.SecurityGroups = []string{l.c.cfg.Global.ElbSecurityGroup}
+	}
+	d.OwnGroup = len(d.SecurityGroups) == 0
+	d.SourceRanges = slices.Clone(svc.Spec.LoadBalancerSourceRanges)
+	if len(d.SourceRanges) == 0 {
+		d.SourceRanges = []string{"0.0.0.0/0"}
+	}
+	sort.Strings(d.SourceRanges)
+	for _, p := range svc.Spec.Ports {
+		proto, iproto := strings.ToUpper(opts.Backend), strings.ToUpper(opts.Backend)
+		if opts.sslPort(p) {
+			proto = map[string]string{"HTTP": "HTTPS", "HTTPS": "HTTPS", "TCP": "SSL", "SSL": "SSL"}[iproto]
+		} else if iproto == "HTTPS" || iproto == "SSL" {
+			proto, iproto = map[string]string{"HTTPS": "HTTP", "SSL": "TCP"}[iproto], map[string]string{"HTTPS": "HTTP", "SSL": "TCP"}[iproto]
+		}
+		cert := ""
+		if opts.sslPort(p) {
+			cert = opts.SSLCert
+		}
+		d.Listeners = append(d.Listeners, fmt.Sprintf("%s:%d:%s:%d:%s", proto, p.Port, iproto, p.NodePort, cert))
+	}
+	d.HealthCheck = fmt.Sprintf("TCP:%d", firstNodePort(svc))
+	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
+		d.HealthCheck = fmt.Sprintf("HTTP:%d/healthz", svc.Spec.HealthCheckNodePort)
+	}
+	return d, nil
+}
+
+func firstNodePort(svc *v1.Service) int32 {
+	if len(svc.Spec.Ports) == 0 {
+		return 0
+	}
+	return svc.Spec.Ports[0].NodePort
+}
+
+func listenerOf(s string) elbtypes.Listener {
+	f := strings.SplitN(s, ":", 5)
+	port, _ := strconv.Atoi(f[1])
+	iport, _ := strconv.Atoi(f[3])
+	l := elbtypes.Listener{Protocol: aws.String(f[0]), LoadBalancerPort: int32(port), InstanceProtocol: aws.String(f[2]), InstancePort: aws.Int32(int32(iport))}
+	if f[4] != "" {
+		l.SSLCertificateId = aws.String(f[4])
+	}
+	return l
+}
+
+func listenerKey(l elbtypes.Listener) string {
+	return fmt.Sprintf("%s:%d:%s:%d:%s", strings.ToUpper(aws.ToString(l.Protocol)), l.LoadBalancerPort,
+		strings.ToUpper(aws.ToString(l.InstanceProtocol)), aws.ToInt32(l.InstancePort), aws.ToString(l.SSLCertificateId))
+}
+
+func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, want *desired) (*elbtypes.LoadBalancerDescription, error) {
+	var ls []elbtypes.Listener
+	for _, s := range want.Listeners {
+		ls = append(ls, listenerOf(s))
+	}
+	tags := lbname.Tags(l.c.cfg.ClusterID(), svc.Namespace, svc.Name)
+	for k, v := range opts.ExtraTags {
+		tags[k] = v
+	}
+	out, err := l.c.api.elb.CreateLoadBalancer(ctx, &elb.CreateLoadBalancerInput{
+		LoadBalancerName: aws.String(name), Listeners: ls, Subnets: want.Subnets,
+		SecurityGroups: want.groupIDs, Scheme: aws.String(want.Scheme), Tags: elbTags(tags),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("aws: CreateLoadBalancer %s: %w", name, err)
+	}
+	cur := &elbtypes.LoadBalancerDescription{LoadBalancerName: aws.String(name), DNSName: out.DNSName, Scheme: aws.String(want.Scheme), Subnets: want.Subnets}
+	if err := l.configureHealthCheck(ctx, name, want); err != nil {
+		return nil, err
+	}
+	if want.CrossZone {
+		if err := l.crossZone(ctx, name, true); err != nil {
+			return nil, err
+		}
+	}
+	return cur, nil
+}
+
+func (l *loadBalancers) update(ctx context.Context, name string, cur *elbtypes.LoadBalancerDescription, want *desired) error {
+	have := map[string]bool{}
+	var stale []int32
+	for _, ld := range cur.ListenerDescriptions {
+		if ld.Listener == nil {
+			continue
+		}
+		k := listenerKey(*ld.Listener)
+		have[k] = true
+		if !slices.Contains(want.Listeners, k) {
+			stale = append(stale, ld.Listener.LoadBalancerPort)
+		}
+	}
+	if len(stale) > 0 {
+		if _, err := l.c.api.elb.DeleteLoadBalancerListeners(ctx, &elb.DeleteLoadBalancerListenersInput{LoadBalancerName: aws.String(name), LoadBalancerPorts: stale}); err != nil {
+			return fmt.Errorf("aws: DeleteLoadBalancerListeners %s: %w", name, err)
+		}
+	}
+	var add []elbtypes.Listener
+	for _, s := range want.Listeners {
+		if !have[s] {
+			add = append(add, listenerOf(s))
+		}
+	}
+	if len(add) > 0 {
+		if _, err := l.c.api.elb.CreateLoadBalancerListeners(ctx, &elb.CreateLoadBalancerListenersInput{LoadBalancerName: aws.String(name), Listeners: add}); err != nil {
+			return fmt.Errorf("aws: CreateLoadBalancerListeners %s: %w", name, err)
+		}
+	}
+	hc := cur.HealthCheck
+	if hc == nil || aws.ToString(hc.Target) != want.HealthCheck || aws.ToInt32(hc.Interval) != want.HC.Interval ||
+		aws.ToInt32(hc.Timeout) != want.HC.Timeout || aws.ToInt32(hc.HealthyThreshold) != want.HC.Healthy || aws.ToInt32(hc.UnhealthyThreshold) != want.HC.Unhealthy {
+		if err := l.configureHealthCheck(ctx, name, want); err != nil {
+			return err
+		}
+	}
+	return l.crossZone(ctx, name, want.CrossZone)
+}
+
+func (l *loadBalancers) configureHealthCheck(ctx context.Context, name string, want *desired) error {
+	_, err := l.c.api.elb.ConfigureHealthCheck(ctx, &elb.ConfigureHealthCheckInput{LoadBalancerName: aws.String(name), HealthCheck: &elbtypes.HealthCheck{
+		Target: aws.String(want.HealthCheck), Interval: aws.Int32(want.HC.Interval), Timeout: aws.Int32(want.HC.Timeout),
+		HealthyThreshold: aws.Int32(want.HC.Healthy), UnhealthyThreshold: aws.Int32(want.HC.Unhealthy)}})
+	if err != nil {
+		return fmt.Errorf("aws: ConfigureHealthCheck %s: %w", name, err)
+	}
+	return nil
+}
+
+func (l *loadBalancers) crossZone(ctx context.Context, name string, on bool) error {
+	_, err := l.c.api.elb.ModifyLoadBalancerAttributes(ctx, &elb.ModifyLoadBalancerAttributesInput{LoadBalancerName: aws.String(name),
+		LoadBalancerAttributes: &elbtypes.LoadBalancerAttributes{CrossZoneLoadBalancing: &elbtypes.CrossZoneLoadBalancing{Enabled: on}}})
+	if err != nil {
+		return fmt.Errorf("aws: ModifyLoadBalancerAttributes %s: %w", name, err)
+	}
+	return nil
+}
+
+// syncMembers registers and deregisters instances: one write per direction, none when equal.
+func (l *loadBalancers) syncMembers(ctx context.Context, name string, cur *elbtypes.LoadBalancerDescription, members []string) error {
+	var have []string
+	for _, in := range cur.Instances {
+		have = append(have, aws.ToString(in.InstanceId))
+	}
+	var add, del []elbtypes.Instance
+	for _, id := range members {
+		if !slices.Contains(have, id) {
+			add = append(add, elbtypes.Instance{InstanceId: aws.String(id)})
+		}
+	}
+	for _, id := range have {
+		if !slices.Contains(members, id) {
+			del = append(del, elbtypes.Instance{InstanceId: aws.String(id)})
+		}
+	}
+	if len(add) > 0 {
+		if _, err := l.c.api.elb.RegisterInstancesWithLoadBalancer(ctx, &elb.RegisterInstancesWithLoadBalancerInput{LoadBalancerName: aws.String(name), Instances: add}); err != nil {
+			return fmt.Errorf("aws: RegisterInstancesWithLoadBalancer %s: %w", name, err)
+		}
+	}
+	if len(del) > 0 {
+		if _, err := l.c.api.elb.DeregisterInstancesFromLoadBalancer(ctx, &elb.DeregisterInstancesFromLoadBalancerInput{LoadBalancerName: aws.String(name), Instances: del}); err != nil {
+			return fmt.Errorf("aws: DeregisterInstancesFromLoadBalancer %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// members maps the Nodes (filtered by target-node-labels) to instance IDs and returns the
+// security groups of those instances. Nodes with a providerID cost no call beyond the shared,
+// batched, cached DescribeInstances.
+func (l *loadBalancers) members(ctx context.Context, opts *lbOptions, nodes []*v1.Node) (ids, groups []string, err error) {
+	var byID []string
+	for _, n := range nodes {
+		if !opts.NodeSelector.Matches(labelsOf(n)) {
+			continue
+		}
+		if n.Spec.ProviderID == "" {
+			in, err := l.c.lookup(ctx, n)
+			if err != nil {
+				return nil, nil, err
+			}
+			if in != nil {
+				byID = append(byID, aws.ToString(in.InstanceId))
+			}
+			continue
+		}
+		id, err := instanceID(n.Spec.ProviderID)
+		if err != nil {
+			return nil, nil, err
+		}
+		byID = append(byID, id)
+	}
+	got, err := l.c.inst.get(ctx, byID)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, id := range byID {
+		in := alive(got[id])
+		if in == nil {
+			continue // gone: the node controller will remove its Node
+		}
+		ids = append(ids, id)
+		if l.c.cfg.Global.DisableSecurityGroupIngress {
+			continue
+		}
+		if g := nodeGroup(in, l.c.cfg.ClusterID()); g != "" && !slices.Contains(groups, g) {
+			groups = append(groups, g)
+		}
+	}
+	sort.Strings(ids)
+	ids = slices.Compact(ids)
+	sort.Strings(groups)
+	return ids, groups, nil
+}
+
+func labelsOf(n *v1.Node) labels.Set { return labels.Set(n.Labels) }
+
+func elbTags(m map[string]string) []elbtypes.Tag {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]elbtypes.Tag, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, elbtypes.Tag{Key: aws.String(k), Value: aws.String(m[k])})
+	}
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	sort.Strings(a)
+	sort.Strings(b)
+	return slices.Equal(a, b)
+}
+
+// EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer. It deletes only an ELB
+// tagged as owned by this cluster for this Service, then its security group and the rules
+// that point at it. A missing ELB is success (its group is still cleaned up).
+func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+	name := l.name(svc)
+	cur, err := l.describe(ctx, name)
+	if err != nil {
+		return err
+	}
+	if cur != nil {
+		tags, err := l.tags(ctx, name)
+		if err != nil {
+			return err
+		}
+		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); !ok || ns != svc.Namespace || n != svc.Name {
+			klog.InfoS("Not deleting an ELB this cluster does not own", "service", klog.KObj(svc), "name", name)
+			return nil
+		}
+		if _, err := l.c.api.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(name)}); err != nil {
+			return fmt.Errorf("aws: DeleteLoadBalancer %s: %w", name, err)
+		}
+		klog.InfoS("Deleted ELB", "service", klog.KObj(svc), "name", name)
+	}
+	return l.deleteGroup(ctx, svc, name)
+}

@@ -1,0 +1,122 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/ccm-project/ccm/common/lbname"
+)
+
+// subnetTTL: subnets change rarely; caching them keeps a resync from costing a read per Service.
+const subnetTTL = time.Minute
+
+type subnetCache struct {
+	mu sync.Mutex
+	m  map[string]subnetAnswer
+}
+
+type subnetAnswer struct {
+	ids []string
+	vpc string
+	at  time.Time
+}
+
+// subnets returns the ELB's subnets: the annotation's (IDs or Name tags), else those tagged
+// kubernetes.io/role/elb (internal-elb for internal ELBs) and kubernetes.io/cluster/<id>, one
+// per zone (the lowest ID, so the choice is stable).
+func (l *loadBalancers) subnets(ctx context.Context, opts *lbOptions) ([]string, string, error) {
+	key := fmt.Sprintf("%v|%v", opts.Internal, opts.Subnets)
+	l.sn.mu.Lock()
+	a, ok := l.sn.m[key]
+	l.sn.mu.Unlock()
+	if ok && time.Since(a.at) < subnetTTL {
+		return a.ids, a.vpc, nil
+	}
+	var filters []types.Filter
+	if v := l.c.cfg.Global.VPC; v != "" {
+		filters = append(filters, filter("vpc-id", v))
+	}
+	in := &ec2.DescribeSubnetsInput{}
+	var names []string
+	for _, s := range opts.Subnets {
+		if strings.HasPrefix(s, "subnet-") {
+			in.SubnetIds = append(in.SubnetIds, s)
+		} else {
+			names = append(names, s)
+		}
+	}
+	role := "kubernetes.io/role/elb"
+	if opts.Internal {
+		role = "kubernetes.io/role/internal-elb"
+	}
+	switch {
+	case len(opts.Subnets) == 0:
+		filters = append(filters, filter("tag-key", role))
+	case len(names) > 0 && len(in.SubnetIds) > 0:
+		return nil, "", annotationError(annSubnets, "use either subnet IDs or Name tags, not both")
+	case len(names) > 0:
+		filters = append(filters, filter("tag:Name", names...))
+	}
+	in.Filters = filters
+	out, err := l.c.api.ec2.DescribeSubnets(ctx, in)
+	if err != nil {
+		if isCode(err, "InvalidSubnetID.NotFound") {
+			return nil, "", annotationError(annSubnets, "%v", err)
+		}
+		return nil, "", fmt.Errorf("aws: DescribeSubnets: %w", err)
+	}
+	byZone := map[string]string{}
+	vpc := ""
+	for _, s := range out.Subnets {
+		if len(opts.Subnets) == 0 {
+			v := tagValue(s.Tags, lbname.ClusterTagPrefix+l.c.cfg.ClusterID())
+			if v != lbname.Owned && v != lbname.Shared {
+				continue
+			}
+		}
+		z, id := aws.ToString(s.AvailabilityZone), aws.ToString(s.SubnetId)
+		if cur, ok := byZone[z]; !ok || id < cur || len(opts.Subnets) > 0 {
+			byZone[z] = id
+		}
+		vpc = aws.ToString(s.VpcId)
+	}
+	var ids []string
+	for _, id := range byZone {
+		ids = append(ids, id)
+	}
+	if len(opts.Subnets) > 0 {
+		ids = ids[:0]
+		for _, s := range out.Subnets {
+			ids = append(ids, aws.ToString(s.SubnetId))
+		}
+		if len(ids) < len(opts.Subnets) {
+			return nil, "", annotationError(annSubnets, "found %d of the %d subnets named", len(ids), len(opts.Subnets))
+		}
+	}
+	if len(ids) == 0 {
+		return nil, "", fmt.Errorf("aws: no subnet is tagged %s and %s%s (owned or shared); tag the subnets or set the annotation %s%s",
+			role, lbname.ClusterTagPrefix, l.c.cfg.ClusterID(), annotationPrefix, annSubnets)
+	}
+	sort.Strings(ids)
+	l.sn.mu.Lock()
+	l.sn.m[key] = subnetAnswer{ids: ids, vpc: vpc, at: time.Now()}
+	l.sn.mu.Unlock()
+	return ids, vpc, nil
+}
+
+func tagValue(tags []types.Tag, key string) string {
+	for _, t := range tags {
+		if aws.ToString(t.Key) == key {
+			return aws.ToString(t.Value)
+		}
+	}
+	return ""
+}
