@@ -82,13 +82,13 @@ func (c *Cloud) conn(server string) *conn {
 // Initialize implements cloudprovider.Interface: it starts the Secret watches and the
 // session keep-alive, tied to stop. The first vCenter call logs in.
 func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
-	client, err := b.Client("vsphere-cloud-provider")
+	cfg, err := b.Config("vsphere-cloud-provider")
 	if err != nil {
 		klog.ErrorS(err, "No API client: credentials from Secrets cannot be read")
 	} else {
 		for _, cn := range c.conns {
 			if cn.vc.SecretName != "" {
-				c.secrets.watch(client, cn.vc.SecretNamespace, cn.vc.SecretName, stop)
+				c.secrets.watch(cfg, cn.vc.SecretNamespace, cn.vc.SecretName, stop)
 			}
 		}
 	}

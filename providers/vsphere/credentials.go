@@ -1,21 +1,22 @@
 package vsphere
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 )
 
 // secretCreds holds the credentials read from Kubernetes Secrets, keyed by vCenter host,
-// in upstream's format: data keys "<host>.username" and "<host>.password". A watch keeps
+// in upstream's format: data keys "<host>.username" and "<host>.password". Polling keeps
 // them current, so a rotated password is used from the next login on. Values never reach a
 // log line.
 type secretCreds struct {
@@ -42,7 +43,7 @@ func (s *secretCreds) lookup(host, ns, name string) (string, string, error) {
 	select {
 	case <-ch:
 	case <-time.After(10 * time.Second):
-		return "", "", fmt.Errorf("Secret %s not read yet (does it exist, and may the ServiceAccount get, list and watch it?)", key)
+		return "", "", fmt.Errorf("Secret %s not read yet", key)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -53,8 +54,10 @@ func (s *secretCreds) lookup(host, ns, name string) (string, string, error) {
 	return up[0], up[1], nil
 }
 
-// watch starts an informer on the one Secret ns/name, tied to stop.
-func (s *secretCreds) watch(client kubernetes.Interface, ns, name string, stop <-chan struct{}) {
+// watch reads the Secret ns/name now and every secretPoll after, until stop. It reads with a
+// plain HTTP client on purpose: client-go's request logging prints response bodies at -v=8
+// and above, which for a Secret would put the password (base64) in the log.
+func (s *secretCreds) watch(cfg *rest.Config, ns, name string, stop <-chan struct{}) {
 	key := ns + "/" + name
 	s.mu.Lock()
 	if _, ok := s.wait[key]; ok {
@@ -64,30 +67,68 @@ func (s *secretCreds) watch(client kubernetes.Interface, ns, name string, stop <
 	ch := make(chan struct{})
 	s.wait[key] = ch
 	s.mu.Unlock()
-	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		}))
-	inf := f.Core().V1().Secrets().Informer()
-	var once sync.Once
-	update := func(obj any) {
-		sec, ok := obj.(*v1.Secret)
-		if !ok {
-			return
-		}
-		s.apply(sec)
-		once.Do(func() { close(ch) })
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		klog.ErrorS(err, "No HTTP client to read the credentials Secret", "secret", key)
+		close(ch)
+		return
 	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    update,
-		UpdateFunc: func(_, n any) { update(n) },
-	})
-	go inf.Run(stop)
+	u := strings.TrimRight(cfg.Host, "/") + "/api/v1/namespaces/" + url.PathEscape(ns) + "/secrets/" + url.PathEscape(name)
 	go func() {
-		if cache.WaitForCacheSync(stop, inf.HasSynced) {
-			once.Do(func() { close(ch) }) // synced without the Secret: lookups say so
+		defer func() {
+			select {
+			case <-ch:
+			default:
+				close(ch)
+			}
+		}()
+		var lastVersion, lastErr string
+		for first := true; ; first = false {
+			sec, err := getSecret(hc, u)
+			switch {
+			case err != nil && err.Error() != lastErr:
+				lastErr = err.Error()
+				klog.ErrorS(err, "Cannot read the vCenter credentials Secret", "secret", key)
+			case err == nil && sec.ResourceVersion != lastVersion:
+				lastVersion, lastErr = sec.ResourceVersion, ""
+				s.apply(sec)
+			}
+			if first {
+				close(ch)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(secretPoll):
+			}
 		}
 	}()
+}
+
+// secretPoll is how often the credentials Secret is read again (one GET of one object).
+const secretPoll = 10 * time.Second
+
+func getSecret(hc *http.Client, u string) (*v1.Secret, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	res, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET Secret: HTTP %d (does it exist, and may the ServiceAccount get it?)", res.StatusCode)
+	}
+	var sec v1.Secret
+	if err := json.NewDecoder(res.Body).Decode(&sec); err != nil {
+		return nil, fmt.Errorf("GET Secret: cannot decode the answer")
+	}
+	return &sec, nil
 }
 
 func (s *secretCreds) apply(sec *v1.Secret) {

@@ -2,17 +2,18 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
-	"golang.org/x/sync/errgroup"
 )
 
 // vm is what the CCM needs of one VirtualMachine.
@@ -87,13 +88,18 @@ func (inv *inventory) fresh(ctx context.Context, notBefore time.Time) (*snapshot
 		return s, nil // another caller read it while we waited
 	}
 	s := &snapshot{started: time.Now(), byUUID: map[string]*vm{}, hosts: map[string]types.ManagedObjectReference{}}
+	// Every vCenter is read even when one fails, so each failure is reported with its cause.
 	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	for _, c := range inv.conns {
-		g.Go(func() error {
-			vms, hosts, err := inv.read(gctx, c)
+	var wg sync.WaitGroup
+	errs := make([]error, len(inv.conns))
+	for i, c := range inv.conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vms, hosts, err := inv.read(ctx, c)
 			if err != nil {
-				return err
+				errs[i] = err
+				return
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -104,10 +110,10 @@ func (inv *inventory) fresh(ctx context.Context, notBefore time.Time) (*snapshot
 			for k, v := range hosts {
 				s.hosts[k] = v
 			}
-			return nil
-		})
+		}()
 	}
-	if err := g.Wait(); err != nil {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	inv.mu.Lock()
@@ -116,15 +122,29 @@ func (inv *inventory) fresh(ctx context.Context, notBefore time.Time) (*snapshot
 	return s, nil
 }
 
-// read reads the VMs and hosts of every configured datacenter of one vCenter.
+// read reads the VMs and hosts of every configured datacenter of one vCenter. Our views live
+// in our session: when vCenter no longer knows one, the session state is gone (vcsim answers
+// so after a session ends; vCenter after a restart), so it logs in again and retries once.
 func (inv *inventory) read(ctx context.Context, c *conn) ([]*vm, map[string]types.ManagedObjectReference, error) {
+	vms, hosts, gen, err := inv.readOnce(ctx, c)
+	if err != nil && fault.Is(err, &types.ManagedObjectNotFound{}) {
+		inv.viewsMu.Lock()
+		delete(inv.views, c)
+		inv.viewsMu.Unlock()
+		c.expire(gen)
+		vms, hosts, _, err = inv.readOnce(ctx, c)
+	}
+	return vms, hosts, err
+}
+
+func (inv *inventory) readOnce(ctx context.Context, c *conn) ([]*vm, map[string]types.ManagedObjectReference, int, error) {
 	client, gen, err := c.get(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, gen, err
 	}
 	dv, err := inv.dcViews(ctx, c, client, gen)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, gen, err
 	}
 	var out []*vm
 	hosts := map[string]types.ManagedObjectReference{}
@@ -137,13 +157,12 @@ func (inv *inventory) read(ctx context.Context, c *conn) ([]*vm, map[string]type
 		}}}
 		res, err := pc.RetrieveProperties(ctx, req)
 		if err != nil {
-			inv.dropViews(c, gen, err)
-			return nil, nil, fmt.Errorf("vCenter %s, datacenter %s: reading VMs: %w", c.vc.Server, dc.Name, err)
+			return nil, nil, gen, fmt.Errorf("vCenter %s, datacenter %s: reading VMs: %w", c.vc.Server, dc.Name, err)
 		}
 		for _, oc := range res.Returnval {
 			obj, err := mo.ObjectContentToType(oc)
 			if err != nil {
-				return nil, nil, fmt.Errorf("vCenter %s: decoding %s: %w", c.vc.Server, oc.Obj, err)
+				return nil, nil, gen, fmt.Errorf("vCenter %s: decoding %s: %w", c.vc.Server, oc.Obj, err)
 			}
 			switch o := obj.(type) {
 			case mo.HostSystem:
@@ -158,7 +177,7 @@ func (inv *inventory) read(ctx context.Context, c *conn) ([]*vm, map[string]type
 			}
 		}
 	}
-	return out, hosts, nil
+	return out, hosts, gen, nil
 }
 
 func toVM(o mo.VirtualMachine) *vm {
@@ -216,17 +235,4 @@ func (inv *inventory) dcViews(ctx context.Context, c *conn, client *vim25.Client
 	}
 	inv.views[c] = dv
 	return dv, nil
-}
-
-// dropViews forgets the views of a session whose read failed with a fault about the view
-// itself (for example after vCenter restarted), so the next read makes new ones.
-func (inv *inventory) dropViews(c *conn, gen int, err error) {
-	if !strings.Contains(err.Error(), "ManagedObjectNotFound") {
-		return
-	}
-	inv.viewsMu.Lock()
-	defer inv.viewsMu.Unlock()
-	if dv := inv.views[c]; dv != nil && dv.gen == gen {
-		delete(inv.views, c)
-	}
 }
