@@ -297,3 +297,28 @@ func (s *Sim) ExpireSessions(ctx context.Context) (int, error) {
 	}
 	return len(ids), sm.TerminateSession(ctx, ids)
 }
+
+// TagsInCategory returns the tags of a category by name, with their descriptions (nil, nil
+// when the category does not exist).
+func (s *Sim) TagsInCategory(ctx context.Context, category string) (map[string]string, error) {
+	m := tags.NewManager(s.rest)
+	cats, err := m.GetCategories(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cats {
+		if c.Name != category {
+			continue
+		}
+		ts, err := m.GetTagsForCategory(ctx, c.ID)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]string{}
+		for _, t := range ts {
+			out[t.Name] = t.Description
+		}
+		return out, nil
+	}
+	return nil, nil
+}
