@@ -60,7 +60,9 @@ func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan 
 	}
 	bc := record.NewBroadcaster()
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	eventMu.Lock()
 	c.recorder = bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: "openstack-cloud-provider"})
+	eventMu.Unlock()
 	go func() { <-stop; bc.Shutdown() }()
 	klog.InfoS("OpenStack cloud ready", "authURL", c.cfg.Global.AuthURL, "region", c.cfg.Global.Region, "loadBalancer", c.cfg.LoadBalancer.Enabled)
 }

@@ -116,12 +116,7 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 			s.warnings = append(s.warnings, fmt.Sprintf("annotation %s is not supported by this provider and is ignored", k))
 		}
 	}
-	if len(svc.Spec.IPFamilies) > 0 {
-		s.family = svc.Spec.IPFamilies[0]
-	}
-	if len(svc.Spec.IPFamilies) > 1 {
-		s.warnings = append(s.warnings, fmt.Sprintf("dual-stack: only the %s family is served by this load balancer", s.family))
-	}
+	s.family = families(svc)[0]
 
 	method := strings.ToUpper(cfg.LBMethod)
 	if v, ok := a[annLBMethod]; ok {
@@ -179,6 +174,14 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	}
 	sort.Slice(s.listeners, func(i, j int) bool { return s.listeners[i].key() < s.listeners[j].key() })
 	return s, nil
+}
+
+// families are the Service's IP families, primary first; IPv4 when the field is unset.
+func families(svc *v1.Service) []v1.IPFamily {
+	if len(svc.Spec.IPFamilies) == 0 {
+		return []v1.IPFamily{v1.IPv4Protocol}
+	}
+	return svc.Spec.IPFamilies
 }
 
 func secs(f float64) int {

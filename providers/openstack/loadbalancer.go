@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,7 +32,7 @@ type loadBalancers struct {
 	c *Cloud
 
 	mu  sync.Mutex
-	ids map[string]string // Service key -> load balancer ID we created: list results may lag
+	ids map[string]string // load balancer name -> ID we created or found: list results may lag
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -82,13 +84,14 @@ func owned(lb *loadbalancers.LoadBalancer, clusterName string, svc *v1.Service) 
 	return lb.Description == description(clusterName, svc)
 }
 
-// find returns svc's load balancer or nil: the adopted one (load-balancer-id), the one we
-// created (by ID, as a new load balancer may be missing from lists for a while), else by name.
-func (l *loadBalancers) find(ctx context.Context, cl *clients, clusterName string, svc *v1.Service) (*loadbalancers.LoadBalancer, error) {
-	id := svc.Annotations[annLoadBalancerID]
+// find returns the load balancer named name for svc, or nil: the adopted one (existingID,
+// from load-balancer-id), the one we created (by ID, as a new load balancer may be missing
+// from lists for a while), else the one with that name that we own.
+func (l *loadBalancers) find(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, name, existingID string) (*loadbalancers.LoadBalancer, error) {
+	id := existingID
 	if id == "" {
 		l.mu.Lock()
-		id = l.ids[svcKey(svc)]
+		id = l.ids[name]
 		l.mu.Unlock()
 	}
 	if id != "" {
@@ -99,12 +102,11 @@ func (l *loadBalancers) find(ctx context.Context, cl *clients, clusterName strin
 		if !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 			return nil, fmt.Errorf("getting load balancer %s: %w", id, err)
 		}
-		if svc.Annotations[annLoadBalancerID] != "" {
+		if existingID != "" {
 			return nil, fmt.Errorf("annotation %s: load balancer %s does not exist", annLoadBalancerID, id)
 		}
-		l.forget(svc)
+		l.forget(name)
 	}
-	name := l.GetLoadBalancerName(ctx, clusterName, svc)
 	pages, err := loadbalancers.List(cl.lb, loadbalancers.ListOpts{Name: name}).AllPages(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing load balancers named %s: %w", name, err)
@@ -115,7 +117,7 @@ func (l *loadBalancers) find(ctx context.Context, cl *clients, clusterName strin
 	}
 	for i := range all {
 		if all[i].Name == name && owned(&all[i], clusterName, svc) {
-			l.remember(svc, all[i].ID)
+			l.remember(name, all[i].ID)
 			return &all[i], nil
 		}
 	}
@@ -125,35 +127,82 @@ func (l *loadBalancers) find(ctx context.Context, cl *clients, clusterName strin
 	return nil, nil
 }
 
-func (l *loadBalancers) remember(svc *v1.Service, id string) {
+func (l *loadBalancers) remember(name, id string) {
 	l.mu.Lock()
-	l.ids[svcKey(svc)] = id
+	l.ids[name] = id
 	l.mu.Unlock()
 }
 
-func (l *loadBalancers) forget(svc *v1.Service) {
+func (l *loadBalancers) forget(name string) {
 	l.mu.Lock()
-	delete(l.ids, svcKey(svc))
+	delete(l.ids, name)
 	l.mu.Unlock()
 }
 
-// GetLoadBalancer implements cloudprovider.LoadBalancer.
+// familyName names the load balancer of one IP family: the first family of the Service keeps
+// the upstream name, the second (dual-stack) gets the family as a suffix. "_" cannot occur in
+// a Service name, so this never collides with another Service's load balancer.
+func (l *loadBalancers) familyName(clusterName string, svc *v1.Service, family v1.IPFamily) string {
+	if family == families(svc)[0] {
+		return lbname.Octavia.Name(clusterName, svc.Namespace, svc.Name)
+	}
+	return lbname.Octavia.Name(clusterName, svc.Namespace, svc.Name+"_"+strings.ToLower(string(family)))
+}
+
+// familySpecs is one spec per IP family of the Service, each with its VIP and member subnet
+// of that family.
+func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, base *lbSpec) ([]*lbSpec, error) {
+	var out []*lbSpec
+	for i, f := range families(svc) {
+		s := *base
+		s.family, s.name = f, l.familyName(clusterName, svc, f)
+		if i > 0 {
+			s.existingID = "" // load-balancer-id names the first family's load balancer
+		}
+		if f == v1.IPv6Protocol {
+			s.fixedFIP = "" // IPv6 VIPs are routed, not NATed: no floating IP
+		}
+		var err error
+		if s.subnetID, err = familySubnet(ctx, cl, base.subnetID, base.networkID, f); err != nil {
+			return nil, err
+		}
+		if base.memberSubnetID != "" {
+			if s.memberSubnetID, err = familySubnet(ctx, cl, base.memberSubnetID, "", f); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, &s)
+	}
+	return out, nil
+}
+
+// GetLoadBalancer implements cloudprovider.LoadBalancer: it exists if the first family's does.
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	cl, err := l.c.sess.get(ctx)
 	if err != nil {
 		return nil, false, err
 	}
-	lb, err := l.find(ctx, cl, clusterName, svc)
-	if err != nil || lb == nil {
-		return nil, false, err
+	var addrs []string
+	for i, f := range families(svc) {
+		lb, err := l.find(ctx, cl, clusterName, svc, l.familyName(clusterName, svc, f), svc.Annotations[annLoadBalancerID])
+		if err != nil {
+			return nil, false, err
+		}
+		if lb == nil {
+			if i == 0 {
+				return nil, false, nil
+			}
+			continue
+		}
+		addr := lb.VipAddress
+		if fip, err := l.portFIP(ctx, cl, lb.VipPortID); err != nil {
+			return nil, true, err
+		} else if fip != nil {
+			addr = fip.FloatingIP
+		}
+		addrs = append(addrs, addr)
 	}
-	addr := lb.VipAddress
-	if fip, err := l.portFIP(ctx, cl, lb.VipPortID); err != nil {
-		return nil, true, err
-	} else if fip != nil {
-		addr = fip.FloatingIP
-	}
-	return status(addr, svc), true, nil
+	return status(addrs, svc), true, nil
 }
 
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer.
@@ -174,34 +223,87 @@ func (l *loadBalancers) retry(msg string) error {
 	return api.NewRetryError(msg, l.c.cfg.LoadBalancer.PendingRetry.Duration)
 }
 
+// sync reconciles one load balancer per IP family. Families provision in parallel: a pending
+// one does not stop the other from being created in the same pass.
 func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
-	name := l.GetLoadBalancerName(ctx, clusterName, svc)
-	spec, err := l.spec(name, svc)
+	base, err := l.spec(l.GetLoadBalancerName(ctx, clusterName, svc), svc)
 	if err != nil {
 		l.c.event(svc, v1.EventTypeWarning, "InvalidLoadBalancerConfig", err.Error())
 		return nil, err
 	}
-	for _, w := range spec.warnings {
+	for _, w := range base.warnings {
 		l.c.event(svc, v1.EventTypeWarning, "UnsupportedAnnotation", w)
 	}
 	cl, err := l.c.sess.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	lb, err := l.find(ctx, cl, clusterName, svc)
+	specs, err := l.familySpecs(ctx, cl, clusterName, svc, base)
 	if err != nil {
+		l.c.event(svc, v1.EventTypeWarning, "InvalidLoadBalancerConfig", err.Error())
 		return nil, err
+	}
+	var addrs, pending []string
+	for _, spec := range specs {
+		addr, err := l.syncOne(ctx, cl, clusterName, svc, nodes, spec, mustExist)
+		var retry *api.RetryError
+		switch {
+		case errors.As(err, &retry):
+			pending = append(pending, err.Error())
+		case err != nil:
+			return nil, err
+		default:
+			addrs = append(addrs, addr)
+		}
+	}
+	if err := l.dropFamilies(ctx, cl, clusterName, svc); err != nil {
+		return nil, err
+	}
+	if len(pending) > 0 {
+		return nil, l.retry(strings.Join(pending, "; "))
+	}
+	return status(addrs, svc), nil
+}
+
+// dropFamilies deletes the load balancer of a family the Service had (its status holds an
+// address of it) and no longer asks for: dual-stack turned off.
+func (l *loadBalancers) dropFamilies(ctx context.Context, cl *clients, clusterName string, svc *v1.Service) error {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		a, err := netip.ParseAddr(in.IP)
+		if err != nil {
+			continue
+		}
+		f := v1.IPv4Protocol
+		if a.Is6() {
+			f = v1.IPv6Protocol
+		}
+		if slices.Contains(families(svc), f) {
+			continue
+		}
+		if err := l.deleteOne(ctx, cl, clusterName, svc, l.familyName(clusterName, svc, f), false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncOne reconciles the load balancer of one family and returns its address.
+func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, nodes []*v1.Node, spec *lbSpec, mustExist bool) (string, error) {
+	name := spec.name
+	lb, err := l.find(ctx, cl, clusterName, svc, name, spec.existingID)
+	if err != nil {
+		return "", err
 	}
 	if lb == nil {
 		if mustExist {
-			return nil, fmt.Errorf("load balancer %s does not exist yet", name)
+			return "", fmt.Errorf("load balancer %s does not exist yet", name)
 		}
 		members, err := l.members(ctx, nodes, spec)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		if lb, err = l.create(ctx, cl, clusterName, svc, spec, members); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
 	switch st := lb.ProvisioningStatus; {
@@ -210,29 +312,24 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 		// A failed provisioning does not heal: replace it. The retry creates a new one.
 		l.c.event(svc, v1.EventTypeWarning, "LoadBalancerError", fmt.Sprintf("load balancer %s (%s) is in ERROR; deleting it to create it again", name, lb.ID))
 		if err := loadbalancers.Delete(ctx, cl.lb, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return nil, fmt.Errorf("deleting load balancer %s in ERROR: %w", lb.ID, err)
+			return "", fmt.Errorf("deleting load balancer %s in ERROR: %w", lb.ID, err)
 		}
-		l.forget(svc)
-		return nil, l.retry(fmt.Sprintf("load balancer %s was in ERROR and is being recreated", name))
+		l.forget(name)
+		return "", l.retry(fmt.Sprintf("load balancer %s was in ERROR and is being recreated", name))
 	default:
-		return nil, l.retry(fmt.Sprintf("load balancer %s is %s", name, st))
+		return "", l.retry(fmt.Sprintf("load balancer %s is %s", name, st))
 	}
 	members, err := l.members(ctx, nodes, spec)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if err := l.syncListeners(ctx, cl, lb.ID, spec, members); err != nil {
-		return nil, err
+		return "", err
 	}
-	addr := lb.VipAddress
-	if !spec.internal {
-		fip, err := l.ensureFIP(ctx, cl, clusterName, svc, spec, lb)
-		if err != nil {
-			return nil, err
-		}
-		addr = fip
+	if spec.internal || spec.family == v1.IPv6Protocol {
+		return lb.VipAddress, nil
 	}
-	return status(addr, svc), nil
+	return l.ensureFIP(ctx, cl, clusterName, svc, spec, lb)
 }
 
 // create makes the load balancer with its listeners, pools, members and monitors in one call
@@ -245,9 +342,6 @@ func (l *loadBalancers) create(ctx context.Context, cl *clients, clusterName str
 		Name: spec.name, Description: description(clusterName, svc), Provider: spec.provider,
 		VipSubnetID: spec.subnetID, Tags: ownerTags(clusterName, svc),
 	}
-	if spec.subnetID == "" {
-		opts.VipNetworkID = spec.networkID
-	}
 	for _, ls := range spec.listeners {
 		opts.Listeners = append(opts.Listeners, listenerCreateOpts(spec, ls, members))
 	}
@@ -255,7 +349,7 @@ func (l *loadBalancers) create(ctx context.Context, cl *clients, clusterName str
 	if err != nil {
 		return nil, fmt.Errorf("creating load balancer %s: %w", spec.name, err)
 	}
-	l.remember(svc, lb.ID)
+	l.remember(spec.name, lb.ID)
 	klog.InfoS("Created load balancer", "service", klog.KObj(svc), "name", spec.name, "id", lb.ID, "status", lb.ProvisioningStatus)
 	// One look right away, no waiting: fast providers (OVN) may be ACTIVE already.
 	if now, err := loadbalancers.Get(ctx, cl.lb, lb.ID).Extract(); err == nil {
@@ -297,29 +391,58 @@ func (l *loadBalancers) conflict(err error, what string) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer. It deletes the floating IP
-// only if we created it and keep-floatingip is not set, then the load balancer with its
-// children, and returns nil only once Octavia no longer has it.
+// EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer: the load balancers of both
+// families. It returns nil only once Octavia no longer has them.
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) (err error) {
 	defer observe("delete", time.Now(), &err)
 	cl, err := l.c.sess.get(ctx)
 	if err != nil {
 		return err
 	}
-	lb, err := l.find(ctx, cl, clusterName, svc)
+	keep := false
+	if v, ok := svc.Annotations[annKeepFloatingIP]; ok {
+		keep = strings.EqualFold(strings.TrimSpace(v), "true")
+	}
+	names := []string{l.GetLoadBalancerName(ctx, clusterName, svc)}
+	for _, f := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
+		if f != families(svc)[0] {
+			names = append(names, l.familyName(clusterName, svc, f))
+		}
+	}
+	var pending []string
+	for _, name := range names {
+		err := l.deleteOne(ctx, cl, clusterName, svc, name, keep)
+		var retry *api.RetryError
+		switch {
+		case errors.As(err, &retry):
+			pending = append(pending, err.Error())
+		case err != nil:
+			return err
+		}
+	}
+	if len(pending) > 0 {
+		return l.retry(strings.Join(pending, "; "))
+	}
+	return nil
+}
+
+// deleteOne deletes the floating IP only if we created it and keep is false, then the load
+// balancer with its children.
+func (l *loadBalancers) deleteOne(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, name string, keep bool) error {
+	existing := ""
+	if name == l.GetLoadBalancerName(ctx, clusterName, svc) {
+		existing = svc.Annotations[annLoadBalancerID]
+	}
+	lb, err := l.find(ctx, cl, clusterName, svc, name, existing)
 	if err != nil || lb == nil {
 		return err
 	}
-	if svc.Annotations[annLoadBalancerID] != "" && !owned(lb, clusterName, svc) {
+	if existing != "" && !owned(lb, clusterName, svc) {
 		klog.InfoS("Not deleting an adopted load balancer", "service", klog.KObj(svc), "id", lb.ID)
 		return nil
 	}
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
 		return l.retry(fmt.Sprintf("load balancer %s is %s", lb.Name, lb.ProvisioningStatus))
-	}
-	keep := false
-	if v, ok := svc.Annotations[annKeepFloatingIP]; ok {
-		keep = strings.EqualFold(strings.TrimSpace(v), "true")
 	}
 	if err := l.releaseFIP(ctx, cl, clusterName, svc, lb.VipPortID, keep); err != nil {
 		return err
@@ -330,8 +453,8 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	}
 	_, err = loadbalancers.Get(ctx, cl.lb, lb.ID).Extract()
 	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-		l.forget(svc)
-		klog.InfoS("Deleted load balancer", "service", klog.KObj(svc), "id", lb.ID)
+		l.forget(name)
+		klog.InfoS("Deleted load balancer", "service", klog.KObj(svc), "name", name, "id", lb.ID)
 		return nil
 	}
 	if err != nil {
@@ -340,13 +463,17 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	return l.retry(fmt.Sprintf("load balancer %s is being deleted", lb.Name))
 }
 
-func status(addr string, svc *v1.Service) *v1.LoadBalancerStatus {
+func status(addrs []string, svc *v1.Service) *v1.LoadBalancerStatus {
 	vip := v1.LoadBalancerIPModeVIP
 	var ports []v1.PortStatus
 	for _, p := range svc.Spec.Ports {
 		ports = append(ports, v1.PortStatus{Port: p.Port, Protocol: p.Protocol})
 	}
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: addr, IPMode: &vip, Ports: ports}}}
+	st := &v1.LoadBalancerStatus{}
+	for _, a := range addrs {
+		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: a, IPMode: &vip, Ports: ports})
+	}
+	return st
 }
 
 func observe(op string, start time.Time, err *error) {

@@ -279,13 +279,12 @@ func TestInternalUsesVIP(t *testing.T) {
 func TestAnnotationWarnings(t *testing.T) {
 	c, _ := New(strings.NewReader("[Global]\nauth-url = https://k/v3\nusername = u\npassword = p\ntenant-id = t\n[LoadBalancer]\nsubnet-id = s\n"))
 	svc := lbService("w", map[string]string{annLBMethod: "FASTEST", annKeepFloatingIP: "maybe", annPrefix + "flavor-id": "x", annProxyProtocol: "v3"})
-	svc.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
 	spec, err := c.lb.spec("n", svc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := strings.Join(spec.warnings, "\n")
-	for _, want := range []string{annLBMethod, annKeepFloatingIP, annPrefix + "flavor-id", annProxyProtocol, "dual-stack"} {
+	for _, want := range []string{annLBMethod, annKeepFloatingIP, annPrefix + "flavor-id", annProxyProtocol} {
 		if !strings.Contains(all, want) {
 			t.Errorf("warnings lack %s:\n%s", want, all)
 		}
@@ -306,5 +305,68 @@ func TestClassChoosesNetworks(t *testing.T) {
 	st := ensureUntilReady(t, lbOf(t, c), svc, lbNodes("10.0.0.5"))
 	if !strings.HasPrefix(st.Ingress[0].IP, "172.24.4.") {
 		t.Errorf("ingress %v", st.Ingress)
+	}
+}
+
+// A dual-stack Service gets one load balancer per family: IPv4 behind a floating IP, IPv6 on
+// its routed VIP, each with the nodes' addresses of its family. Turning dual-stack off drops
+// the second one; deleting the Service deletes both.
+func TestDualStackOneLoadBalancerPerFamily(t *testing.T) {
+	f := newFake(t, fake.Options{ProvisionDelay: 300 * time.Millisecond})
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	svc := lbService("dual", nil)
+	svc.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+	nodes := lbNodes("10.0.0.5", "10.0.0.6")
+	for i, n := range nodes {
+		n.Status.Addresses = append(n.Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "fd00::" + string(rune('5'+i))})
+	}
+	start := time.Now()
+	st := ensureUntilReady(t, lb, svc, nodes)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("two families took %v with a 300ms provisioning delay", d)
+	}
+	if len(st.Ingress) != 2 || !strings.HasPrefix(st.Ingress[0].IP, "172.24.4.") || !strings.HasPrefix(st.Ingress[1].IP, "fd00::") {
+		t.Fatalf("ingress = %v, want a floating IPv4 then an IPv6 VIP", st.Ingress)
+	}
+	v6 := fakeLB(t, f, "dual_ipv6")
+	if !slices.Equal(v6.Listeners[0].Members, []string{"fd00::5:30080", "fd00::6:30080"}) {
+		t.Errorf("IPv6 members = %v", v6.Listeners[0].Members)
+	}
+	if v4 := fakeLB(t, f, "dual"); !slices.Equal(v4.Listeners[0].Members, []string{"10.0.0.5:30080", "10.0.0.6:30080"}) {
+		t.Errorf("IPv4 members = %v", v4.Listeners[0].Members)
+	}
+	if n := len(f.FloatingIPs()); n != 1 {
+		t.Errorf("%d floating IPs, want 1 (IPv4 only)", n)
+	}
+	if _, exists, err := lb.GetLoadBalancer(context.Background(), cluster, svc); err != nil || !exists {
+		t.Errorf("GetLoadBalancer = %v, %v", exists, err)
+	}
+
+	single := svc.DeepCopy()
+	single.Spec.IPFamilies = single.Spec.IPFamilies[:1]
+	single.Status.LoadBalancer = *st
+	if st := ensureUntilReady(t, lb, single, nodes); len(st.Ingress) != 1 {
+		t.Errorf("single-stack ingress = %v", st.Ingress)
+	}
+	for _, l := range f.LoadBalancers() {
+		if strings.HasSuffix(l.Name, "_ipv6") && l.Status != "PENDING_DELETE" {
+			t.Errorf("IPv6 load balancer %s still %s after dual-stack was turned off", l.Name, l.Status)
+		}
+	}
+
+	ensureUntilReady(t, lb, svc, nodes)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := lb.EnsureLoadBalancerDeleted(context.Background(), cluster, svc)
+		if err == nil {
+			break
+		}
+		if !isRetry(err) || time.Now().After(deadline) {
+			t.Fatalf("delete: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := len(f.LoadBalancers()); n != 0 {
+		t.Errorf("%d load balancers left after delete", n)
 	}
 }

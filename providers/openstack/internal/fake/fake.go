@@ -88,6 +88,7 @@ func New(o Options) *Cloud {
 		lbs: map[string]*loadBalancer{}, lis: map[string]*listener{}, pools: map[string]*pool{}, monitors: map[string]*monitor{}}
 	c.networks[PrivateNetworkID] = &network{ID: PrivateNetworkID, Name: "private"}
 	c.subnets[PrivateSubnetID] = &subnet{ID: PrivateSubnetID, NetworkID: PrivateNetworkID, CIDR: "10.0.0.0/16", IPVersion: 4}
+	c.subnets[PrivateSubnetV6ID] = &subnet{ID: PrivateSubnetV6ID, NetworkID: PrivateNetworkID, CIDR: "fd00::/64", IPVersion: 6}
 	c.networks[PublicNetworkID] = &network{ID: PublicNetworkID, Name: "public", External: true}
 	c.subnets[PublicSubnetID] = &subnet{ID: PublicSubnetID, NetworkID: PublicNetworkID, CIDR: "172.24.4.0/24", IPVersion: 4}
 	c.flavors["flavor-small"] = "m1.small"
@@ -98,8 +99,10 @@ func New(o Options) *Cloud {
 const (
 	PrivateNetworkID = "net-private"
 	PrivateSubnetID  = "subnet-private"
-	PublicNetworkID  = "net-public"
-	PublicSubnetID   = "subnet-public"
+	// PrivateSubnetV6ID is the IPv6 subnet (fd00::/64) of the private network.
+	PrivateSubnetV6ID = "subnet-private-v6"
+	PublicNetworkID   = "net-public"
+	PublicSubnetID    = "subnet-public"
 )
 
 // Start serves on a free port of 127.0.0.1 and returns the Keystone v3 URL (auth-url).

@@ -57,6 +57,8 @@ func (c *Cloud) AddFloatingIP(address string) string {
 func (c *Cloud) neutronRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /network/v2.0/ports", c.op("neutron.ListPorts", c.listPorts))
 	m.HandleFunc("GET /network/v2.0/networks", c.op("neutron.ListNetworks", c.listNetworks))
+	m.HandleFunc("GET /network/v2.0/subnets", c.op("neutron.ListSubnets", c.listSubnets))
+	m.HandleFunc("GET /network/v2.0/subnets/{id}", c.op("neutron.GetSubnet", c.getSubnet))
 	m.HandleFunc("GET /network/v2.0/floatingips", c.op("neutron.ListFloatingIPs", c.listFIPs))
 	m.HandleFunc("POST /network/v2.0/floatingips", c.op("neutron.CreateFloatingIP", c.createFIP))
 	m.HandleFunc("PUT /network/v2.0/floatingips/{id}", c.op("neutron.UpdateFloatingIP", c.updateFIP))
@@ -99,6 +101,34 @@ func (c *Cloud) listNetworks(w http.ResponseWriter, r *http.Request) {
 		out = append(out, map[string]any{"id": n.ID, "name": n.Name, "router:external": n.External, "subnets": subnets, "status": "ACTIVE"})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"networks": out})
+}
+
+func subnetJSON(s *subnet) map[string]any {
+	return map[string]any{"id": s.ID, "network_id": s.NetworkID, "cidr": s.CIDR, "ip_version": s.IPVersion, "name": s.ID}
+}
+
+func (c *Cloud) listSubnets(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	out := []any{}
+	for _, s := range c.subnets {
+		if v := q.Get("network_id"); v != "" && v != s.NetworkID {
+			continue
+		}
+		if v := q.Get("ip_version"); v != "" && v != fmt.Sprint(s.IPVersion) {
+			continue
+		}
+		out = append(out, subnetJSON(s))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"subnets": out})
+}
+
+func (c *Cloud) getSubnet(w http.ResponseWriter, r *http.Request) {
+	s := c.subnets[r.PathValue("id")]
+	if s == nil {
+		writeErr(w, http.StatusNotFound, "Subnet could not be found.")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"subnet": subnetJSON(s)})
 }
 
 func fipJSON(f *floatingIP) map[string]any {

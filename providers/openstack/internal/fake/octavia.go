@@ -324,8 +324,8 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 	in := b.LB
 	sub := c.subnets[in.VipSubnetID]
 	if sub == nil && in.VipNetworkID != "" {
-		for _, s := range c.subnets {
-			if s.NetworkID == in.VipNetworkID && s.IPVersion == 4 {
+		for _, s := range c.subnets { // Octavia prefers an IPv4 subnet of the network
+			if s.NetworkID == in.VipNetworkID && (sub == nil || s.IPVersion == 4) {
 				sub = s
 			}
 		}
@@ -347,7 +347,9 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 	}
 	c.vipSeq++
 	vip := in.VipAddress
-	if vip == "" {
+	if vip == "" && sub.IPVersion == 6 {
+		vip = fmt.Sprintf("fd00::2:%x", c.vipSeq)
+	} else if vip == "" {
 		vip = fmt.Sprintf("10.0.%d.%d", 200+c.vipSeq/250, c.vipSeq%250+1)
 	}
 	now := time.Now()
