@@ -68,7 +68,10 @@ type monitorSpec struct {
 
 func (l listenerSpec) key() string { return fmt.Sprintf("%s/%d", l.Protocol, l.Port) }
 
-func (l listenerSpec) description() string { return "ccm:" + fingerprint.Of(l) }
+// descPrefix starts the description of every listener this provider writes.
+const descPrefix = "ccm:"
+
+func (l listenerSpec) description() string { return descPrefix + fingerprint.Of(l) }
 
 // parseBool reads a boolean annotation; a bad value is a warning and the default stands.
 func parseBool(svc *v1.Service, key string, def bool, warn *[]string) bool {

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
@@ -111,6 +112,16 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 			kept[key] = h.DefaultPoolID
 			continue
 		}
+		if ls, ok := want[key]; ok && !strings.HasPrefix(h.Description, descPrefix) && h.DefaultPoolID != "" {
+			adopted, err := l.adopt(ctx, cl, lbID, h, ls)
+			if err != nil {
+				return err
+			}
+			if adopted {
+				kept[key] = h.DefaultPoolID
+				continue
+			}
+		}
 		if h.DefaultPoolID != "" {
 			if err := pools.Delete(ctx, cl.lb, h.DefaultPoolID).ExtractErr(); err != nil {
 				return l.conflict(err, "deleting pool of listener "+key)
@@ -143,6 +154,25 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 		}
 	}
 	return nil
+}
+
+// adopt takes over a listener made by another controller (the upstream CCM, before a
+// migration) when its pool already has the wanted protocol and algorithm: it only gets our
+// description, so traffic is not interrupted. Its health monitor is left as it is.
+func (l *loadBalancers) adopt(ctx context.Context, cl *clients, lbID string, h listeners.Listener, ls listenerSpec) (bool, error) {
+	p, err := pools.Get(ctx, cl.lb, h.DefaultPoolID).Extract()
+	if err != nil {
+		return false, fmt.Errorf("getting pool %s: %w", h.DefaultPoolID, err)
+	}
+	if p.Protocol != ls.PoolProtocol || p.LBMethod != ls.Method {
+		return false, nil
+	}
+	desc := ls.description()
+	if _, err := listeners.Update(ctx, cl.lb, h.ID, listeners.UpdateOpts{Description: &desc}).Extract(); err != nil {
+		return false, l.conflict(err, "adopting listener "+ls.key())
+	}
+	klog.InfoS("Adopted listener", "listener", h.ID, "port", ls.key())
+	return true, l.waitActive(ctx, cl, lbID)
 }
 
 type memberKey struct {

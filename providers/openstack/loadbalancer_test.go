@@ -370,3 +370,23 @@ func TestDualStackOneLoadBalancerPerFamily(t *testing.T) {
 		t.Errorf("%d load balancers left after delete", n)
 	}
 }
+
+// Listeners made by the upstream CCM (same port and pool settings, no fingerprint of ours) are
+// adopted with one description update, not deleted and recreated.
+func TestMigratedListenersAdopted(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	svc := lbService("legacy", nil)
+	ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+	f.ForgetListenerDescriptions("kube_service_" + cluster + "_default_legacy")
+	ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+	c := f.Calls()
+	if c["octavia.UpdateListener"] != 1 || c["octavia.DeleteListener"] != 0 || c["octavia.CreateListener"] != 0 {
+		t.Errorf("update/delete/create listener = %d/%d/%d, want 1/0/0", c["octavia.UpdateListener"], c["octavia.DeleteListener"], c["octavia.CreateListener"])
+	}
+	writes := f.Writes()
+	ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+	if w := f.Writes() - writes; w != 0 {
+		t.Errorf("after adoption, Ensure made %d writes", w)
+	}
+}

@@ -95,6 +95,23 @@ func (c *Cloud) SetLoadBalancerError(name string) bool {
 	return false
 }
 
+// ForgetListenerDescriptions blanks the descriptions of the listeners of the load balancer
+// named name, as on a load balancer made by another controller (the upstream CCM).
+func (c *Cloud) ForgetListenerDescriptions(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, lb := range c.lbs {
+		if lb.Name != name {
+			continue
+		}
+		for _, l := range c.lis {
+			if l.LBID == lb.ID {
+				l.Description = ""
+			}
+		}
+	}
+}
+
 // ErrorNextCreates makes the next n new load balancers end in ERROR instead of ACTIVE.
 func (c *Cloud) ErrorNextCreates(n int) {
 	c.mu.Lock()
@@ -177,6 +194,8 @@ func (c *Cloud) octaviaRoutes(m *http.ServeMux) {
 	m.HandleFunc("DELETE "+lbBase+"loadbalancers/{id}", c.op("octavia.DeleteLoadBalancer", c.deleteLB))
 	m.HandleFunc("GET "+lbBase+"listeners", c.op("octavia.ListListeners", c.listListeners))
 	m.HandleFunc("POST "+lbBase+"listeners", c.op("octavia.CreateListener", c.createListener))
+	m.HandleFunc("PUT "+lbBase+"listeners/{id}", c.op("octavia.UpdateListener", c.updateListener))
+	m.HandleFunc("GET "+lbBase+"pools/{id}", c.op("octavia.GetPool", c.getPool))
 	m.HandleFunc("DELETE "+lbBase+"listeners/{id}", c.op("octavia.DeleteListener", c.deleteListener))
 	m.HandleFunc("GET "+lbBase+"pools", c.op("octavia.ListPools", c.listPools))
 	m.HandleFunc("DELETE "+lbBase+"pools/{id}", c.op("octavia.DeletePool", c.deletePool))
@@ -508,6 +527,58 @@ func (c *Cloud) deleteListener(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+func (c *Cloud) updateListener(w http.ResponseWriter, r *http.Request) {
+	l := c.lis[r.PathValue("id")]
+	if l == nil {
+		writeErr(w, http.StatusNotFound, "Listener not found.")
+		return
+	}
+	lb := c.activeLB(w, l.LBID)
+	if lb == nil {
+		return
+	}
+	var b struct {
+		L struct {
+			Name, Description *string
+		} `json:"listener"`
+	}
+	if err := decode(r, &b); err != nil {
+		writeErr(w, http.StatusBadRequest, "malformed request")
+		return
+	}
+	if b.L.Name != nil {
+		l.Name = *b.L.Name
+	}
+	if b.L.Description != nil {
+		l.Description = *b.L.Description
+	}
+	c.busy(lb)
+	writeJSON(w, http.StatusOK, map[string]any{"listener": map[string]any{"id": l.ID, "description": l.Description,
+		"protocol": l.Protocol, "protocol_port": l.Port, "default_pool_id": l.PoolID}})
+}
+
+func (c *Cloud) poolJSON(p *pool) map[string]any {
+	ms := []any{} // Octavia lists member IDs only
+	for _, m := range p.Members {
+		ms = append(ms, map[string]any{"id": m.ID})
+	}
+	ls := []any{}
+	if p.ListenerID != "" {
+		ls = append(ls, map[string]any{"id": p.ListenerID})
+	}
+	return map[string]any{"id": p.ID, "name": p.Name, "protocol": p.Protocol, "lb_algorithm": p.Method,
+		"healthmonitor_id": p.MonitorID, "members": ms, "listeners": ls, "loadbalancers": []any{map[string]any{"id": p.LBID}}}
+}
+
+func (c *Cloud) getPool(w http.ResponseWriter, r *http.Request) {
+	p := c.pools[r.PathValue("id")]
+	if p == nil {
+		writeErr(w, http.StatusNotFound, "Pool not found.")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"pool": c.poolJSON(p)})
+}
+
 func (c *Cloud) listPools(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("loadbalancer_id")
 	out := []any{}
@@ -515,16 +586,7 @@ func (c *Cloud) listPools(w http.ResponseWriter, r *http.Request) {
 		if id != "" && p.LBID != id {
 			continue
 		}
-		ms := []any{} // Octavia lists member IDs only
-		for _, m := range p.Members {
-			ms = append(ms, map[string]any{"id": m.ID})
-		}
-		ls := []any{}
-		if p.ListenerID != "" {
-			ls = append(ls, map[string]any{"id": p.ListenerID})
-		}
-		out = append(out, map[string]any{"id": p.ID, "name": p.Name, "protocol": p.Protocol, "lb_algorithm": p.Method,
-			"healthmonitor_id": p.MonitorID, "members": ms, "listeners": ls, "loadbalancers": []any{map[string]any{"id": p.LBID}}})
+		out = append(out, c.poolJSON(p))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"pools": out})
 }
