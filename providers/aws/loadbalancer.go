@@ -75,8 +75,10 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.S
 	return status(d), true, nil
 }
 
+// status is the ELB's DNS name, lower-cased: ELB keeps the case of the load balancer name in
+// it (hashed names carry an upper-case marker) and Kubernetes accepts only lower-case hostnames.
 func status(d *elbtypes.LoadBalancerDescription) *v1.LoadBalancerStatus {
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: aws.ToString(d.DNSName)}}}
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: strings.ToLower(aws.ToString(d.DNSName))}}}
 }
 
 // describe returns the ELB, or nil when ELB says it does not exist.

@@ -118,7 +118,8 @@ func (s *Server) elb(action string, f form) (string, *apiError) {
 		for _, p := range f.structs("Instances.member") {
 			id := f.get(p + "InstanceId")
 			in, exists := s.instances[id]
-			if !exists || in.State == "terminated" {
+			_ = in
+			if action[0] == 'R' && (!exists || in.State == "terminated") {
 				return "", &apiError{Status: 400, Code: "InvalidInstance", Message: "invalid instance " + id}
 			}
 			i := slices.Index(lb.Instances, id)
