@@ -40,7 +40,7 @@ cidr = 192.0.2.0/28
 	yml := `global:
   user: admin
   password: "p;#w"
-  port: "8443"
+  port: 8443
   insecureFlag: true
   datacenters: [DC0, DC1]
   ipFamily: [ipv6, ipv4]
@@ -142,5 +142,25 @@ func TestSecretCredentialsNeedNoPasswordInFile(t *testing.T) {
 	}
 	if _, _, err := s.lookup("other", "kube-system", "creds"); err == nil || !strings.Contains(err.Error(), "other.username") {
 		t.Errorf("lookup of a host without keys: %v", err)
+	}
+}
+
+// A changed password in the Secret drops the session, so the next call logs in with it; an
+// unchanged Secret (a resync) does not.
+func TestSecretChangeResetsTheSession(t *testing.T) {
+	var reset []string
+	s := newSecretCreds(func(h string) { reset = append(reset, h) })
+	sec := func(pw string) *v1.Secret {
+		return &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "kube-system"},
+			Data: map[string][]byte{"vc.username": []byte("u"), "vc.password": []byte(pw)}}
+	}
+	s.apply(sec("one"))
+	s.apply(sec("one"))
+	if len(reset) != 0 {
+		t.Fatalf("sessions reset without a change: %v", reset)
+	}
+	s.apply(sec("two"))
+	if len(reset) != 1 || reset[0] != "vc" {
+		t.Fatalf("resets after a password change: %v, want [vc]", reset)
 	}
 }

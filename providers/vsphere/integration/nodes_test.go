@@ -271,3 +271,16 @@ port = %d
 		t.Errorf("it-bad: %v, providerID %q; want kept and not initialised", err, n.Spec.ProviderID)
 	}
 }
+
+// A misspelled key stops the ccm at start with the key and line, before it touches anything.
+func TestMisspelledKeyStopsTheCCM(t *testing.T) {
+	ccm := startCCM(t, "ccm-typo", strings.Replace(config(), "insecure-flag = 1", "insecure-flg = 1", 1))
+	select {
+	case <-ccm.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the ccm kept running with a misspelled key")
+	}
+	if log := ccm.Log(); !strings.Contains(log, "line 4: [Global] insecure-flg: unknown key") {
+		t.Errorf("the log does not name the key and line; last lines:\n%s", ccm.Tail(10))
+	}
+}
