@@ -42,10 +42,11 @@ type cached struct {
 }
 
 type batch struct {
-	ids  []string
-	done chan struct{}
-	res  map[string]*types.Instance
-	err  error
+	ids     []string
+	flushed bool // a full batch is flushed at once and again by its timer: only once counts
+	done    chan struct{}
+	res     map[string]*types.Instance
+	err     error
 }
 
 func newInstanceCache(api ec2API, ttl time.Duration) *instanceCache {
@@ -106,6 +107,11 @@ func (c *instanceCache) flush(b *batch) {
 	if c.cur == b {
 		c.cur = nil
 	}
+	if b.flushed {
+		c.mu.Unlock()
+		return
+	}
+	b.flushed = true
 	ids := slices.Clone(b.ids)
 	c.mu.Unlock()
 	if len(ids) == 0 {
