@@ -54,14 +54,18 @@ func main() {
 	memServices := flag.Int("memory-services", 10000, "LoadBalancer Services in the API server for the memory scenario")
 	flag.Parse()
 	r, err := run(*nodes, *services, strings.Fields(*extra))
-	if err == nil && *memNodes > 0 {
-		r.Memory, err = runMemory(*memNodes, *memServices)
-	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 	report(r, *out)
+	if *memNodes > 0 {
+		if r.Memory, err = runMemory(*memNodes, *memServices); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: memory:", err)
+			os.Exit(1)
+		}
+		report(r, *out)
+	}
 }
 
 func run(nNodes, nServices int, extra []string) (*result, error) {
