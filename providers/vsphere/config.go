@@ -133,6 +133,14 @@ func (c *Config) Validate() config.Problems {
 			checkPort("VirtualCenter", host, s.Port)
 		}
 		checkFamilies(&ps, "VirtualCenter", host, s.IPFamily)
+		if (s.SecretName == "") != (s.SecretNamespace == "") && g.SecretName == "" {
+			ps.AddSub("VirtualCenter", host, "secret-name", "secret-name and secret-namespace go together")
+		}
+		if s.CAFile != "" {
+			if _, err := os.Stat(s.CAFile); err != nil {
+				ps.AddSub("VirtualCenter", host, "ca-file", "cannot read: %v", err)
+			}
+		}
 	}
 	checkFamilies(&ps, "Global", "", g.IPFamily)
 	if (g.SecretName == "") != (g.SecretNamespace == "") {
