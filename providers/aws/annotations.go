@@ -36,6 +36,7 @@ var supported = []string{annType, annInternal, annSubnets, annSecurityGroup, ann
 
 // lbOptions is what a Service's annotations and spec ask of its load balancer.
 type lbOptions struct {
+	NLB            bool
 	Internal       bool
 	Subnets        []string // IDs or Name tags
 	SecurityGroups []string
@@ -72,9 +73,10 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 		var err error
 		switch suffix {
 		case annType:
-			if v == "nlb" || v == "external" {
-				err = annotationError(suffix, "%q is not supported yet: only classic ELB (no annotation) is", v)
-			} else if v != "" && v != "classic" {
+			o.NLB = v == "nlb"
+			if v == "external" {
+				err = annotationError(suffix, "%q (the AWS Load Balancer Controller's) is not this provider's to serve", v)
+			} else if v != "" && v != "classic" && v != "nlb" {
 				err = annotationError(suffix, "%q is not a load balancer type", v)
 			}
 		case annInternal:
@@ -128,6 +130,19 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 	}
 	if o.HC.Timeout >= o.HC.Interval {
 		return nil, annotationError(annHCTimeout, "must be less than the interval (%ds)", o.HC.Interval)
+	}
+	if o.NLB {
+		for _, a := range []string{annSecurityGroup, annBackend, annCrossZone} {
+			if _, set := svc.Annotations[annotationPrefix+a]; set {
+				return nil, annotationError(a, "is not supported with type nlb")
+			}
+		}
+		for _, p := range svc.Spec.Ports {
+			if p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP {
+				return nil, fmt.Errorf("port %q: protocol %s is not supported by an NLB (TCP or UDP)", p.Name, p.Protocol)
+			}
+		}
+		return o, nil
 	}
 	for _, p := range svc.Spec.Ports {
 		if p.Protocol != v1.ProtocolTCP {

@@ -16,13 +16,19 @@ func svcWith(ann map[string]string) *v1.Service {
 
 func TestAnnotationsRejectedNameTheAnnotation(t *testing.T) {
 	for ann, val := range map[string]string{
-		"type": "nlb", "proxy-protocol": "*", "connection-idle-timeout": "60", "internal": "maybe",
+		"type": "alb", "proxy-protocol": "*", "connection-idle-timeout": "60", "internal": "maybe",
 		"backend-protocol": "udp", "healthcheck-interval": "1", "security-groups": "default",
 		"ssl-ports": "443", "additional-resource-tags": "kubernetes.io/x=y", "target-node-labels": "a in (",
 	} {
 		_, err := parseOptions(svcWith(map[string]string{annotationPrefix + ann: val}))
 		if err == nil || !strings.Contains(err.Error(), annotationPrefix+ann) {
 			t.Errorf("%s=%q: error %v does not name the annotation", ann, val, err)
+		}
+	}
+	for ann, val := range map[string]string{"security-groups": "sg-1", "backend-protocol": "http", "cross-zone-load-balancing-enabled": "true"} {
+		_, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + ann: val}))
+		if err == nil || !strings.Contains(err.Error(), annotationPrefix+ann) {
+			t.Errorf("nlb with %s: error %v does not name the annotation", ann, err)
 		}
 	}
 	udp := svcWith(nil)

@@ -10,14 +10,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go/middleware"
 )
 
 // clients are the SDK clients the provider uses, built once and shared by every call.
 type clients struct {
-	ec2 *ec2.Client
-	elb *elb.Client
+	ec2   *ec2.Client
+	elb   *elb.Client
+	elbv2 *elbv2.Client
 }
 
 // newClients builds the SDK clients: region and endpoints from the config, credentials from
@@ -57,6 +59,19 @@ func newClients(ctx context.Context, cfg *Config) (*clients, error) {
 		}),
 		elb: elb.NewFromConfig(base, func(o *elb.Options) {
 			u := cfg.endpoint("elasticloadbalancing")
+			if u == "" {
+				u = cfg.endpoint("elb")
+			}
+			if u != "" {
+				o.BaseEndpoint = aws.String(u)
+			}
+		}),
+		elbv2: elbv2.NewFromConfig(base, func(o *elbv2.Options) {
+			// ELB and ELBv2 share one endpoint in AWS, so one override serves both.
+			u := cfg.endpoint("elasticloadbalancingv2")
+			if u == "" {
+				u = cfg.endpoint("elasticloadbalancing")
+			}
 			if u == "" {
 				u = cfg.endpoint("elb")
 			}

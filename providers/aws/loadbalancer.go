@@ -68,6 +68,13 @@ func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1
 
 // GetLoadBalancer implements cloudprovider.LoadBalancer.
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	if svc.Annotations[annotationPrefix+annType] == "nlb" {
+		lb, err := l.describeNLB(ctx, l.name(svc))
+		if err != nil || lb == nil {
+			return nil, false, err
+		}
+		return nlbStatus(lb), true, nil
+	}
 	d, err := l.describe(ctx, l.name(svc))
 	if err != nil || d == nil {
 		return nil, false, err
@@ -121,6 +128,9 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 	if err != nil {
 		return nil, err
 	}
+	if opts.NLB {
+		return l.ensureNLB(ctx, svc, opts, nodes)
+	}
 	name := l.name(svc)
 	members, nodeGroups, err := l.members(ctx, opts, nodes)
 	if err != nil {
@@ -162,6 +172,10 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 		cur = nil
 	}
 	if cur == nil {
+		// Creating: this may be a type change, so the Service's NLB goes first.
+		if err := l.deleteNLB(ctx, svc); err != nil {
+			return nil, err
+		}
 		if cur, err = l.create(ctx, svc, opts, name, want); err != nil {
 			return nil, err
 		}
@@ -440,6 +454,14 @@ func sameSet(a, b []string) bool {
 // tagged as owned by this cluster for this Service, then its security group and the rules
 // that point at it. A missing ELB is success (its group is still cleaned up).
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+	if err := l.deleteNLB(ctx, svc); err != nil {
+		return err
+	}
+	return l.deleteClassic(ctx, svc)
+}
+
+// deleteClassic deletes svc's classic ELB and security group, if owned.
+func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) error {
 	name := l.name(svc)
 	cur, err := l.describe(ctx, name)
 	if err != nil {

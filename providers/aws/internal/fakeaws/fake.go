@@ -1,5 +1,5 @@
-// Package fakeaws is a wire-level fake of the EC2 and Elastic Load Balancing (classic) Query
-// APIs: an HTTP server that answers the form-encoded POSTs the real aws-sdk-go-v2 clients send
+// Package fakeaws is a wire-level fake of the EC2, Elastic Load Balancing (classic) and ELBv2
+// (network load balancers) Query APIs: an HTTP server that answers the form-encoded POSTs the real aws-sdk-go-v2 clients send
 // with XML in the shapes of the AWS API reference, so the provider is tested through the SDK it
 // ships with. It keeps state (instances, subnets, security groups, load balancers, tags), counts
 // calls per operation, and injects latency, 5xx answers, token-bucket throttling and eventual
@@ -35,6 +35,10 @@ type Server struct {
 	subnets   map[string]*Subnet
 	groups    map[string]*SecurityGroup
 	elbs      map[string]*ClassicLB
+	nlbs      map[string]*NLB // by ARN
+	tgs       map[string]*TargetGroup
+	listeners map[string]*NLBListener
+	nlbDelay  time.Duration
 	tags      map[string]map[string]string // EC2 resource ID -> tags
 
 	calls     map[string]int // "ec2:DescribeInstances" -> count
@@ -60,6 +64,7 @@ func New(region, cluster string) *Server {
 	s := &Server{
 		instances: map[string]*Instance{}, subnets: map[string]*Subnet{}, groups: map[string]*SecurityGroup{},
 		elbs: map[string]*ClassicLB{}, tags: map[string]map[string]string{},
+		nlbs: map[string]*NLB{}, tgs: map[string]*TargetGroup{}, listeners: map[string]*NLBListener{},
 		calls: map[string]int{}, throttled: map[string]int{},
 	}
 	for i, z := range []string{"a", "b", "c"} {
@@ -175,6 +180,16 @@ func (s *Server) Inventory() []string {
 	var out []string
 	for n, lb := range s.elbs {
 		out = append(out, fmt.Sprintf("elb %s instances=%d", n, len(lb.Instances)))
+		_ = lb
+	}
+	for _, lb := range s.nlbs {
+		out = append(out, "nlb "+lb.Name)
+	}
+	for _, tg := range s.tgs {
+		out = append(out, fmt.Sprintf("tg %s targets=%d", tg.Name, len(tg.Targets)))
+	}
+	for _, l := range s.listeners {
+		out = append(out, fmt.Sprintf("listener %d -> %s", l.Port, s.tgs[l.TargetGroup].Name))
 	}
 	for id, g := range s.groups {
 		out = append(out, "sg "+id+" "+g.Name)
@@ -205,7 +220,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	f := form(vals)
 	action, version := f.get("Action"), f.get("Version")
-	svc := map[string]string{versionEC2: "ec2", versionELB: "elb"}[version]
+	svc := map[string]string{versionEC2: "ec2", versionELB: "elb", versionELBv2: "elbv2"}[version]
 	s.mu.Lock()
 	latency := s.faults.Latency
 	s.mu.Unlock()
@@ -233,6 +248,8 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		aerr = &apiError{Status: 500, Code: "InternalError", Message: "injected failure"}
 	case svc == "ec2":
 		out, aerr = s.ec2(action, f)
+	case svc == "elbv2":
+		out, aerr = s.elbv2(action, f)
 	default:
 		out, aerr = s.elb(action, f)
 	}

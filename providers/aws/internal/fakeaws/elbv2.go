@@ -1,0 +1,430 @@
+package fakeaws
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+)
+
+const versionELBv2 = "2015-12-01"
+
+// NLB is a network load balancer of the fake. It is "provisioning" until its ready time.
+type NLB struct {
+	ARN, Name, DNSName, Scheme string
+	Subnets                    []string
+	Tags                       map[string]string
+	readyAt                    time.Time
+}
+
+// TargetGroup is an ELBv2 target group (instance targets).
+type TargetGroup struct {
+	ARN, Name, Protocol, VPC string
+	Port                     int
+	HealthProtocol           string
+	HealthPort, HealthPath   string
+	Targets                  []string // instance IDs (on Port)
+	Tags                     map[string]string
+}
+
+// NLBListener forwards a port to one target group.
+type NLBListener struct {
+	ARN, LB, Protocol, TargetGroup, Cert string
+	Port                                 int
+}
+
+// SetNLBProvisioning sets how long a new NLB stays "provisioning".
+func (s *Server) SetNLBProvisioning(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nlbDelay = d
+}
+
+// NLBByName returns a copy of the named NLB with its listeners and target groups.
+func (s *Server) NLBByName(name string) (NLB, []NLBListener, []TargetGroup, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, lb := range s.nlbs {
+		if lb.Name == name {
+			var ls []NLBListener
+			var tgs []TargetGroup
+			for _, l := range s.listeners {
+				if l.LB == lb.ARN {
+					ls = append(ls, *l)
+					tg := *s.tgs[l.TargetGroup]
+					tg.Targets = slices.Clone(tg.Targets)
+					tgs = append(tgs, tg)
+				}
+			}
+			c := *lb
+			c.Tags = copyTags(lb.Tags)
+			return c, ls, tgs, true
+		}
+	}
+	return NLB{}, nil, nil, false
+}
+
+func (s *Server) arn(kind, name string) string {
+	s.seq++
+	return fmt.Sprintf("arn:aws:elasticloadbalancing:us-east-1:111122223333:%s/%s/%08x", kind, name, s.seq)
+}
+
+func (s *Server) elbv2(action string, f form) (string, *apiError) {
+	switch action {
+	case "CreateLoadBalancer":
+		name := f.get("Name")
+		if name == "" || len(name) > 32 {
+			return "", &apiError{Status: 400, Code: "ValidationError", Message: "Name must be 1-32 characters"}
+		}
+		if f.get("Type") != "network" {
+			return "", &apiError{Status: 400, Code: "ValidationError", Message: "the fake serves only Type=network"}
+		}
+		for _, lb := range s.nlbs {
+			if lb.Name == name {
+				return "", &apiError{Status: 400, Code: "DuplicateLoadBalancerName", Message: "A load balancer with the same name '" + name + "' exists"}
+			}
+		}
+		subnets := f.list("Subnets.member")
+		for _, sn := range subnets {
+			if _, ok := s.subnets[sn]; !ok {
+				return "", &apiError{Status: 400, Code: "SubnetNotFound", Message: "subnet " + sn + " not found"}
+			}
+		}
+		if len(subnets) == 0 {
+			return "", &apiError{Status: 400, Code: "ValidationError", Message: "at least one subnet is required"}
+		}
+		scheme := f.get("Scheme")
+		if scheme == "" {
+			scheme = "internet-facing"
+		}
+		lb := &NLB{ARN: s.arn("loadbalancer/net", name), Name: name, Scheme: scheme, Subnets: subnets,
+			Tags: f.tags("Tags.member"), readyAt: time.Now().Add(s.nlbDelay)}
+		lb.DNSName = fmt.Sprintf("%s-%d.elb.us-east-1.amazonaws.com", name, s.seq)
+		s.nlbs[lb.ARN] = lb
+		var x w
+		x.open("LoadBalancers")
+		s.writeNLB(&x, lb)
+		x.close("LoadBalancers")
+		return x.b.String(), nil
+	case "DescribeLoadBalancers":
+		var found []*NLB
+		names, arns := f.list("Names.member"), f.list("LoadBalancerArns.member")
+		for _, n := range names {
+			i := slices.IndexFunc(s.sortedNLBs(), func(lb *NLB) bool { return lb.Name == n })
+			if i < 0 {
+				return "", notFound("LoadBalancerNotFound", "Load balancers '[%s]' not found", n)
+			}
+			found = append(found, s.sortedNLBs()[i])
+		}
+		for _, a := range arns {
+			lb, ok := s.nlbs[a]
+			if !ok {
+				return "", notFound("LoadBalancerNotFound", "One or more load balancers not found")
+			}
+			found = append(found, lb)
+		}
+		if len(names) == 0 && len(arns) == 0 {
+			found = s.sortedNLBs()
+		}
+		var x w
+		x.open("LoadBalancers")
+		for _, lb := range found {
+			s.writeNLB(&x, lb)
+		}
+		x.close("LoadBalancers")
+		return x.b.String(), nil
+	case "DeleteLoadBalancer":
+		arn := f.get("LoadBalancerArn")
+		delete(s.nlbs, arn)
+		for a, l := range s.listeners {
+			if l.LB == arn {
+				delete(s.listeners, a)
+			}
+		}
+		return "", nil
+	case "CreateTargetGroup":
+		name := f.get("Name")
+		if name == "" || len(name) > 32 {
+			return "", &apiError{Status: 400, Code: "ValidationError", Message: "target group Name must be 1-32 characters"}
+		}
+		for _, tg := range s.tgs {
+			if tg.Name == name {
+				return "", &apiError{Status: 400, Code: "DuplicateTargetGroupName", Message: "A target group with the same name '" + name + "' exists"}
+			}
+		}
+		port, _ := strconv.Atoi(f.get("Port"))
+		tg := &TargetGroup{ARN: s.arn("targetgroup", name), Name: name, Protocol: f.get("Protocol"), Port: port, VPC: f.get("VpcId"),
+			HealthProtocol: f.get("HealthCheckProtocol"), HealthPort: f.get("HealthCheckPort"), HealthPath: f.get("HealthCheckPath"), Tags: f.tags("Tags.member")}
+		s.tgs[tg.ARN] = tg
+		var x w
+		x.open("TargetGroups")
+		s.writeTG(&x, tg)
+		x.close("TargetGroups")
+		return x.b.String(), nil
+	case "DescribeTargetGroups":
+		var found []*TargetGroup
+		if lbArn := f.get("LoadBalancerArn"); lbArn != "" {
+			if _, ok := s.nlbs[lbArn]; !ok {
+				return "", notFound("LoadBalancerNotFound", "One or more load balancers not found")
+			}
+			for _, l := range s.listeners {
+				if l.LB == lbArn && !slices.Contains(found, s.tgs[l.TargetGroup]) {
+					found = append(found, s.tgs[l.TargetGroup])
+				}
+			}
+		}
+		for _, n := range f.list("Names.member") {
+			i := slices.IndexFunc(s.sortedTGs(), func(tg *TargetGroup) bool { return tg.Name == n })
+			if i < 0 {
+				return "", notFound("TargetGroupNotFound", "One or more target groups not found")
+			}
+			found = append(found, s.sortedTGs()[i])
+		}
+		sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
+		var x w
+		x.open("TargetGroups")
+		for _, tg := range found {
+			s.writeTG(&x, tg)
+		}
+		x.close("TargetGroups")
+		return x.b.String(), nil
+	case "ModifyTargetGroup":
+		tg, ok := s.tgs[f.get("TargetGroupArn")]
+		if !ok {
+			return "", notFound("TargetGroupNotFound", "One or more target groups not found")
+		}
+		tg.HealthProtocol, tg.HealthPort, tg.HealthPath = f.get("HealthCheckProtocol"), f.get("HealthCheckPort"), f.get("HealthCheckPath")
+		var x w
+		x.open("TargetGroups")
+		s.writeTG(&x, tg)
+		x.close("TargetGroups")
+		return x.b.String(), nil
+	case "DeleteTargetGroup":
+		arn := f.get("TargetGroupArn")
+		for _, l := range s.listeners {
+			if l.TargetGroup == arn {
+				return "", &apiError{Status: 400, Code: "ResourceInUse", Message: "Target group is currently in use by a listener or a rule"}
+			}
+		}
+		delete(s.tgs, arn)
+		return "", nil
+	case "RegisterTargets", "DeregisterTargets":
+		tg, ok := s.tgs[f.get("TargetGroupArn")]
+		if !ok {
+			return "", notFound("TargetGroupNotFound", "One or more target groups not found")
+		}
+		for _, p := range f.structs("Targets.member") {
+			id := f.get(p + "Id")
+			i := slices.Index(tg.Targets, id)
+			if action == "RegisterTargets" {
+				if in, ok := s.instances[id]; !ok || in.State == "terminated" {
+					return "", &apiError{Status: 400, Code: "InvalidTarget", Message: "The following targets are not in a running state: " + id}
+				}
+				if i < 0 {
+					tg.Targets = append(tg.Targets, id)
+				}
+			} else if i >= 0 {
+				tg.Targets = slices.Delete(tg.Targets, i, i+1)
+			}
+		}
+		return "", nil
+	case "DescribeTargetHealth":
+		tg, ok := s.tgs[f.get("TargetGroupArn")]
+		if !ok {
+			return "", notFound("TargetGroupNotFound", "One or more target groups not found")
+		}
+		var x w
+		x.open("TargetHealthDescriptions")
+		for _, id := range tg.Targets {
+			x.open("member")
+			x.open("Target")
+			x.leaf("Id", id)
+			x.leafInt("Port", tg.Port)
+			x.close("Target")
+			x.open("TargetHealth")
+			x.leaf("State", "healthy")
+			x.close("TargetHealth")
+			x.close("member")
+		}
+		x.close("TargetHealthDescriptions")
+		return x.b.String(), nil
+	case "CreateListener":
+		lbArn := f.get("LoadBalancerArn")
+		if _, ok := s.nlbs[lbArn]; !ok {
+			return "", notFound("LoadBalancerNotFound", "One or more load balancers not found")
+		}
+		port, _ := strconv.Atoi(f.get("Port"))
+		for _, l := range s.listeners {
+			if l.LB == lbArn && l.Port == port {
+				return "", &apiError{Status: 400, Code: "DuplicateListener", Message: "A listener already exists on this port for this load balancer"}
+			}
+		}
+		tgArn := f.get("DefaultActions.member.1.TargetGroupArn")
+		if _, ok := s.tgs[tgArn]; !ok || f.get("DefaultActions.member.1.Type") != "forward" {
+			return "", notFound("TargetGroupNotFound", "a forward action to an existing target group is required")
+		}
+		l := &NLBListener{ARN: s.arn("listener/net", strconv.Itoa(port)), LB: lbArn, Protocol: f.get("Protocol"), Port: port, TargetGroup: tgArn, Cert: f.get("Certificates.member.1.CertificateArn")}
+		s.listeners[l.ARN] = l
+		var x w
+		x.open("Listeners")
+		writeListener(&x, l)
+		x.close("Listeners")
+		return x.b.String(), nil
+	case "DescribeListeners":
+		lbArn := f.get("LoadBalancerArn")
+		if _, ok := s.nlbs[lbArn]; !ok {
+			return "", notFound("LoadBalancerNotFound", "One or more load balancers not found")
+		}
+		var ls []*NLBListener
+		for _, l := range s.listeners {
+			if l.LB == lbArn {
+				ls = append(ls, l)
+			}
+		}
+		sort.Slice(ls, func(i, j int) bool { return ls[i].Port < ls[j].Port })
+		var x w
+		x.open("Listeners")
+		for _, l := range ls {
+			writeListener(&x, l)
+		}
+		x.close("Listeners")
+		return x.b.String(), nil
+	case "DeleteListener":
+		if _, ok := s.listeners[f.get("ListenerArn")]; !ok {
+			return "", notFound("ListenerNotFound", "One or more listeners not found")
+		}
+		delete(s.listeners, f.get("ListenerArn"))
+		return "", nil
+	case "AddTags", "DescribeTags":
+		var x w
+		x.open("TagDescriptions")
+		for _, a := range f.list("ResourceArns.member") {
+			var tags map[string]string
+			if lb, ok := s.nlbs[a]; ok {
+				tags = lb.Tags
+			} else if tg, ok := s.tgs[a]; ok {
+				tags = tg.Tags
+			} else {
+				return "", notFound("LoadBalancerNotFound", "resource %s not found", a)
+			}
+			if action == "AddTags" {
+				for k, v := range f.tags("Tags.member") {
+					tags[k] = v
+				}
+				continue
+			}
+			x.open("member")
+			x.leaf("ResourceArn", a)
+			x.open("Tags")
+			keys := make([]string, 0, len(tags))
+			for k := range tags {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				x.open("member")
+				x.leaf("Key", k)
+				x.leaf("Value", tags[k])
+				x.close("member")
+			}
+			x.close("Tags")
+			x.close("member")
+		}
+		x.close("TagDescriptions")
+		if action == "AddTags" {
+			return "", nil
+		}
+		return x.b.String(), nil
+	}
+	return "", &apiError{Status: 400, Code: "InvalidAction", Message: "the fake does not implement " + action}
+}
+
+func (s *Server) sortedNLBs() []*NLB {
+	var out []*NLB
+	for _, lb := range s.nlbs {
+		out = append(out, lb)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (s *Server) sortedTGs() []*TargetGroup {
+	var out []*TargetGroup
+	for _, tg := range s.tgs {
+		out = append(out, tg)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (s *Server) writeNLB(x *w, lb *NLB) {
+	x.open("member")
+	x.leaf("LoadBalancerArn", lb.ARN)
+	x.leaf("LoadBalancerName", lb.Name)
+	x.leaf("DNSName", lb.DNSName)
+	x.leaf("Scheme", lb.Scheme)
+	x.leaf("Type", "network")
+	x.leaf("VpcId", VPC)
+	x.open("State")
+	if time.Now().Before(lb.readyAt) {
+		x.leaf("Code", "provisioning")
+	} else {
+		x.leaf("Code", "active")
+	}
+	x.close("State")
+	x.open("AvailabilityZones")
+	for _, sn := range lb.Subnets {
+		x.open("member")
+		x.leaf("SubnetId", sn)
+		x.leaf("ZoneName", s.subnets[sn].Zone)
+		x.close("member")
+	}
+	x.close("AvailabilityZones")
+	x.close("member")
+}
+
+func (s *Server) writeTG(x *w, tg *TargetGroup) {
+	x.open("member")
+	x.leaf("TargetGroupArn", tg.ARN)
+	x.leaf("TargetGroupName", tg.Name)
+	x.leaf("Protocol", tg.Protocol)
+	x.leafInt("Port", tg.Port)
+	x.leaf("VpcId", tg.VPC)
+	x.leaf("TargetType", "instance")
+	x.leaf("HealthCheckProtocol", tg.HealthProtocol)
+	x.leaf("HealthCheckPort", tg.HealthPort)
+	if tg.HealthPath != "" {
+		x.leaf("HealthCheckPath", tg.HealthPath)
+	}
+	x.open("LoadBalancerArns")
+	for _, l := range s.listeners {
+		if l.TargetGroup == tg.ARN {
+			x.leaf("member", l.LB)
+		}
+	}
+	x.close("LoadBalancerArns")
+	x.close("member")
+}
+
+func writeListener(x *w, l *NLBListener) {
+	x.open("member")
+	x.leaf("ListenerArn", l.ARN)
+	x.leaf("LoadBalancerArn", l.LB)
+	x.leafInt("Port", l.Port)
+	x.leaf("Protocol", l.Protocol)
+	x.open("DefaultActions")
+	x.open("member")
+	x.leaf("Type", "forward")
+	x.leaf("TargetGroupArn", l.TargetGroup)
+	x.close("member")
+	x.close("DefaultActions")
+	if l.Cert != "" {
+		x.open("Certificates")
+		x.open("member")
+		x.leaf("CertificateArn", l.Cert)
+		x.close("member")
+		x.close("Certificates")
+	}
+	x.close("member")
+}

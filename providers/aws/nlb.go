@@ -1,0 +1,415 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/common/fingerprint"
+	"github.com/ccm-project/ccm/common/lbname"
+)
+
+// nlbPoll is how soon a Service whose NLB is still provisioning is looked at again: the
+// worker is released meanwhile, so many new NLBs provision in parallel.
+const nlbPoll = 5 * time.Second
+
+// Target group names: at most 32 characters, scoped to the cluster, one per Service port.
+var tgNames = lbname.Scheme{Prefix: "k8s-tg-", Sep: "-", MaxLen: 32, Allowed: func(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+}}
+
+// nlbDesired is what an NLB's fingerprint covers (members excepted, as for classic ELBs).
+type nlbDesired struct {
+	Scheme    string
+	Subnets   []string
+	Ports     []nlbPort
+	Health    string // protocol:port:path
+	HC        hcOptions
+	ExtraTags map[string]string
+	vpc       string
+}
+
+type nlbPort struct {
+	Protocol string
+	Port     int32
+	NodePort int32
+	Cert     string
+	TG       string // target group name
+}
+
+func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *lbOptions) (*nlbDesired, error) {
+	d := &nlbDesired{Scheme: "internet-facing", HC: opts.HC, ExtraTags: opts.ExtraTags, Health: "TCP:traffic-port:"}
+	if opts.Internal {
+		d.Scheme = "internal"
+	}
+	var err error
+	if d.Subnets, d.vpc, err = l.subnets(ctx, opts); err != nil {
+		return nil, err
+	}
+	for _, p := range svc.Spec.Ports {
+		np := nlbPort{Protocol: string(p.Protocol), Port: p.Port, NodePort: p.NodePort}
+		if opts.sslPort(p) && p.Protocol == v1.ProtocolTCP {
+			np.Protocol, np.Cert = "TLS", opts.SSLCert
+		}
+		backend := np.Protocol
+		if backend == "TLS" {
+			backend = "TCP"
+		}
+		np.TG = tgNames.Name(l.c.cfg.ClusterID(), svc.Namespace+"/"+svc.Name, fmt.Sprintf("%s%d", strings.ToLower(backend), p.NodePort))
+		d.Ports = append(d.Ports, np)
+	}
+	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
+		d.Health = fmt.Sprintf("HTTP:%d:/healthz", svc.Spec.HealthCheckNodePort)
+	}
+	return d, nil
+}
+
+func (l *loadBalancers) describeNLB(ctx context.Context, name string) (*v2types.LoadBalancer, error) {
+	out, err := l.c.api.elbv2.DescribeLoadBalancers(ctx, &elbv2.DescribeLoadBalancersInput{Names: []string{name}})
+	if isCode(err, "LoadBalancerNotFound") {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("aws: DescribeLoadBalancers (v2) %s: %w", name, err)
+	}
+	if len(out.LoadBalancers) == 0 {
+		return nil, nil
+	}
+	return &out.LoadBalancers[0], nil
+}
+
+func (l *loadBalancers) tagsV2(ctx context.Context, arn string) (map[string]string, error) {
+	out, err := l.c.api.elbv2.DescribeTags(ctx, &elbv2.DescribeTagsInput{ResourceArns: []string{arn}})
+	if err != nil {
+		return nil, fmt.Errorf("aws: DescribeTags (v2): %w", err)
+	}
+	tags := map[string]string{}
+	for _, td := range out.TagDescriptions {
+		for _, t := range td.Tags {
+			tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+		}
+	}
+	return tags, nil
+}
+
+func v2Tags(m map[string]string) []v2types.Tag {
+	var out []v2types.Tag
+	for _, t := range elbTags(m) {
+		out = append(out, v2types.Tag{Key: t.Key, Value: t.Value})
+	}
+	return out
+}
+
+func nlbStatus(lb *v2types.LoadBalancer) *v1.LoadBalancerStatus {
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: strings.ToLower(aws.ToString(lb.DNSName))}}}
+}
+
+// ensureNLB is EnsureLoadBalancer for type nlb.
+func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	name := l.name(svc)
+	members, _, err := l.members(ctx, opts, nodes)
+	if err != nil {
+		return nil, err
+	}
+	want, err := l.nlbDesired(ctx, svc, opts)
+	if err != nil {
+		return nil, err
+	}
+	fp := fingerprint.Of(want)
+	cur, err := l.describeNLB(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	changed := true
+	if cur == nil {
+		// Creating: this may be a type change, so the Service's classic ELB goes first.
+		if err := l.deleteClassic(ctx, svc); err != nil {
+			return nil, err
+		}
+		tags := lbname.Tags(l.c.cfg.ClusterID(), svc.Namespace, svc.Name)
+		for k, v := range opts.ExtraTags {
+			tags[k] = v
+		}
+		out, err := l.c.api.elbv2.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{Name: aws.String(name), Type: v2types.LoadBalancerTypeEnumNetwork,
+			Scheme: v2types.LoadBalancerSchemeEnum(want.Scheme), Subnets: want.Subnets, Tags: v2Tags(tags)})
+		if err != nil {
+			return nil, fmt.Errorf("aws: CreateLoadBalancer (v2) %s: %w", name, err)
+		}
+		cur = &out.LoadBalancers[0]
+		klog.InfoS("Created NLB", "service", klog.KObj(svc), "name", name)
+	} else {
+		tags, err := l.tagsV2(ctx, aws.ToString(cur.LoadBalancerArn))
+		if err != nil {
+			return nil, err
+		}
+		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); !ok || ns != svc.Namespace || n != svc.Name {
+			return nil, fmt.Errorf("aws: NLB %s exists but is not owned by this cluster for %s/%s; not touching it", name, svc.Namespace, svc.Name)
+		}
+		if string(cur.Scheme) != want.Scheme {
+			return nil, annotationError(annInternal, "changing the scheme of an existing NLB needs the Service recreated")
+		}
+		changed = fingerprint.Changed(tags[fingerprintTag], fp)
+	}
+	arn := aws.ToString(cur.LoadBalancerArn)
+	tgs, err := l.attachedTGs(ctx, arn)
+	if err != nil {
+		return nil, err
+	}
+	if changed {
+		if tgs, err = l.reconcileNLB(ctx, svc, arn, want, tgs); err != nil {
+			return nil, err
+		}
+	}
+	for _, tg := range tgs {
+		if err := l.syncTargets(ctx, aws.ToString(tg.TargetGroupArn), members); err != nil {
+			return nil, err
+		}
+	}
+	if changed {
+		tags := map[string]string{fingerprintTag: fp}
+		for k, v := range opts.ExtraTags {
+			tags[k] = v
+		}
+		if _, err := l.c.api.elbv2.AddTags(ctx, &elbv2.AddTagsInput{ResourceArns: []string{arn}, Tags: v2Tags(tags)}); err != nil {
+			return nil, fmt.Errorf("aws: AddTags (v2) %s: %w", name, err)
+		}
+	}
+	if cur.State == nil || cur.State.Code != v2types.LoadBalancerStateEnumActive {
+		return nil, api.NewRetryError(fmt.Sprintf("NLB %s is provisioning", name), nlbPoll)
+	}
+	return nlbStatus(cur), nil
+}
+
+func (l *loadBalancers) attachedTGs(ctx context.Context, arn string) ([]v2types.TargetGroup, error) {
+	out, err := l.c.api.elbv2.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{LoadBalancerArn: aws.String(arn)})
+	if err != nil {
+		return nil, fmt.Errorf("aws: DescribeTargetGroups: %w", err)
+	}
+	return out.TargetGroups, nil
+}
+
+// reconcileNLB makes the target groups and listeners match want and removes stale ones.
+// It returns the target groups now attached.
+func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn string, want *nlbDesired, attached []v2types.TargetGroup) ([]v2types.TargetGroup, error) {
+	byName := map[string]v2types.TargetGroup{}
+	for _, tg := range attached {
+		byName[aws.ToString(tg.TargetGroupName)] = tg
+	}
+	hcProto, hcPort, hcPath := splitHealth(want.Health)
+	var result []v2types.TargetGroup
+	for _, p := range want.Ports {
+		tg, ok := byName[p.TG]
+		if !ok {
+			// Not attached: maybe made by an earlier, interrupted try.
+			out, err := l.c.api.elbv2.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{Names: []string{p.TG}})
+			switch {
+			case err == nil && len(out.TargetGroups) > 0:
+				tg = out.TargetGroups[0]
+			case err == nil || isCode(err, "TargetGroupNotFound"):
+				backend := p.Protocol
+				if backend == "TLS" {
+					backend = "TCP"
+				}
+				in := &elbv2.CreateTargetGroupInput{Name: aws.String(p.TG), Protocol: v2types.ProtocolEnum(backend), Port: aws.Int32(p.NodePort),
+					VpcId: aws.String(want.vpc), TargetType: v2types.TargetTypeEnumInstance,
+					HealthCheckProtocol: v2types.ProtocolEnum(hcProto), HealthCheckPort: aws.String(hcPort),
+					HealthyThresholdCount: aws.Int32(want.HC.Healthy), UnhealthyThresholdCount: aws.Int32(want.HC.Unhealthy),
+					HealthCheckIntervalSeconds: aws.Int32(want.HC.Interval), HealthCheckTimeoutSeconds: aws.Int32(want.HC.Timeout),
+					Tags: v2Tags(lbname.Tags(l.c.cfg.ClusterID(), svc.Namespace, svc.Name))}
+				if hcPath != "" {
+					in.HealthCheckPath = aws.String(hcPath)
+				}
+				created, err := l.c.api.elbv2.CreateTargetGroup(ctx, in)
+				if err != nil {
+					return nil, fmt.Errorf("aws: CreateTargetGroup %s: %w", p.TG, err)
+				}
+				tg = created.TargetGroups[0]
+			default:
+				return nil, fmt.Errorf("aws: DescribeTargetGroups %s: %w", p.TG, err)
+			}
+		} else if string(tg.HealthCheckProtocol) != hcProto || aws.ToString(tg.HealthCheckPort) != hcPort || aws.ToString(tg.HealthCheckPath) != hcPath {
+			in := &elbv2.ModifyTargetGroupInput{TargetGroupArn: tg.TargetGroupArn, HealthCheckProtocol: v2types.ProtocolEnum(hcProto), HealthCheckPort: aws.String(hcPort)}
+			if hcPath != "" {
+				in.HealthCheckPath = aws.String(hcPath)
+			}
+			if _, err := l.c.api.elbv2.ModifyTargetGroup(ctx, in); err != nil {
+				return nil, fmt.Errorf("aws: ModifyTargetGroup %s: %w", p.TG, err)
+			}
+		}
+		result = append(result, tg)
+	}
+	// Listeners: keep those that already forward the right port to the right group.
+	out, err := l.c.api.elbv2.DescribeListeners(ctx, &elbv2.DescribeListenersInput{LoadBalancerArn: aws.String(arn)})
+	if err != nil {
+		return nil, fmt.Errorf("aws: DescribeListeners: %w", err)
+	}
+	keep := map[int32]bool{}
+	for _, ls := range out.Listeners {
+		i := slices.IndexFunc(want.Ports, func(p nlbPort) bool { return p.Port == aws.ToInt32(ls.Port) })
+		if i >= 0 && listenerMatches(ls, want.Ports[i], result[i]) {
+			keep[want.Ports[i].Port] = true
+			continue
+		}
+		if _, err := l.c.api.elbv2.DeleteListener(ctx, &elbv2.DeleteListenerInput{ListenerArn: ls.ListenerArn}); err != nil {
+			return nil, fmt.Errorf("aws: DeleteListener: %w", err)
+		}
+	}
+	for i, p := range want.Ports {
+		if keep[p.Port] {
+			continue
+		}
+		in := &elbv2.CreateListenerInput{LoadBalancerArn: aws.String(arn), Port: aws.Int32(p.Port), Protocol: v2types.ProtocolEnum(p.Protocol),
+			DefaultActions: []v2types.Action{{Type: v2types.ActionTypeEnumForward, TargetGroupArn: result[i].TargetGroupArn}}}
+		if p.Cert != "" {
+			in.Certificates = []v2types.Certificate{{CertificateArn: aws.String(p.Cert)}}
+		}
+		if _, err := l.c.api.elbv2.CreateListener(ctx, in); err != nil {
+			return nil, fmt.Errorf("aws: CreateListener %d: %w", p.Port, err)
+		}
+	}
+	// Groups no listener uses any more (a port or nodePort changed) are deleted if ours.
+	for _, tg := range attached {
+		if !slices.ContainsFunc(result, func(r v2types.TargetGroup) bool {
+			return aws.ToString(r.TargetGroupArn) == aws.ToString(tg.TargetGroupArn)
+		}) {
+			if err := l.deleteTG(ctx, svc, tg); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return result, nil
+}
+
+func listenerMatches(ls v2types.Listener, p nlbPort, tg v2types.TargetGroup) bool {
+	if string(ls.Protocol) != p.Protocol || len(ls.DefaultActions) != 1 || aws.ToString(ls.DefaultActions[0].TargetGroupArn) != aws.ToString(tg.TargetGroupArn) {
+		return false
+	}
+	cert := ""
+	if len(ls.Certificates) > 0 {
+		cert = aws.ToString(ls.Certificates[0].CertificateArn)
+	}
+	return cert == p.Cert
+}
+
+func splitHealth(h string) (proto, port, path string) {
+	f := strings.SplitN(h, ":", 3)
+	return f[0], f[1], f[2]
+}
+
+// syncTargets registers and deregisters instances of one target group.
+func (l *loadBalancers) syncTargets(ctx context.Context, tgArn string, members []string) error {
+	out, err := l.c.api.elbv2.DescribeTargetHealth(ctx, &elbv2.DescribeTargetHealthInput{TargetGroupArn: aws.String(tgArn)})
+	if err != nil {
+		return fmt.Errorf("aws: DescribeTargetHealth: %w", err)
+	}
+	var have []string
+	for _, d := range out.TargetHealthDescriptions {
+		if d.Target != nil {
+			have = append(have, aws.ToString(d.Target.Id))
+		}
+	}
+	var add, del []v2types.TargetDescription
+	for _, id := range members {
+		if !slices.Contains(have, id) {
+			add = append(add, v2types.TargetDescription{Id: aws.String(id)})
+		}
+	}
+	for _, id := range have {
+		if !slices.Contains(members, id) {
+			del = append(del, v2types.TargetDescription{Id: aws.String(id)})
+		}
+	}
+	if len(add) > 0 {
+		if _, err := l.c.api.elbv2.RegisterTargets(ctx, &elbv2.RegisterTargetsInput{TargetGroupArn: aws.String(tgArn), Targets: add}); err != nil {
+			return fmt.Errorf("aws: RegisterTargets: %w", err)
+		}
+	}
+	if len(del) > 0 {
+		if _, err := l.c.api.elbv2.DeregisterTargets(ctx, &elbv2.DeregisterTargetsInput{TargetGroupArn: aws.String(tgArn), Targets: del}); err != nil {
+			return fmt.Errorf("aws: DeregisterTargets: %w", err)
+		}
+	}
+	return nil
+}
+
+func (l *loadBalancers) deleteTG(ctx context.Context, svc *v1.Service, tg v2types.TargetGroup) error {
+	tags, err := l.tagsV2(ctx, aws.ToString(tg.TargetGroupArn))
+	if err != nil {
+		return err
+	}
+	if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); !ok || ns != svc.Namespace || n != svc.Name {
+		return nil
+	}
+	_, err = l.c.api.elbv2.DeleteTargetGroup(ctx, &elbv2.DeleteTargetGroupInput{TargetGroupArn: tg.TargetGroupArn})
+	if isCode(err, "ResourceInUse") {
+		return api.NewRetryError(fmt.Sprintf("target group %s is still in use; retrying", aws.ToString(tg.TargetGroupName)), nlbPoll)
+	}
+	if err != nil && !isCode(err, "TargetGroupNotFound") {
+		return fmt.Errorf("aws: DeleteTargetGroup: %w", err)
+	}
+	return nil
+}
+
+// deleteNLB deletes svc's NLB and its target groups if this cluster owns them. Groups left by
+// an interrupted delete are found again by their names.
+func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) error {
+	name := l.name(svc)
+	cur, err := l.describeNLB(ctx, name)
+	if err != nil {
+		return err
+	}
+	var tgs []v2types.TargetGroup
+	if cur != nil {
+		arn := aws.ToString(cur.LoadBalancerArn)
+		tags, err := l.tagsV2(ctx, arn)
+		if err != nil {
+			return err
+		}
+		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); !ok || ns != svc.Namespace || n != svc.Name {
+			klog.InfoS("Not deleting an NLB this cluster does not own", "service", klog.KObj(svc), "name", name)
+			return nil
+		}
+		if tgs, err = l.attachedTGs(ctx, arn); err != nil {
+			return err
+		}
+		if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: cur.LoadBalancerArn}); err != nil {
+			return fmt.Errorf("aws: DeleteLoadBalancer (v2) %s: %w", name, err)
+		}
+		klog.InfoS("Deleted NLB", "service", klog.KObj(svc), "name", name)
+	} else if svc.Annotations[annotationPrefix+annType] == "nlb" {
+		var names []string
+		for _, p := range svc.Spec.Ports {
+			for _, proto := range []string{"tcp", "udp"} {
+				names = append(names, tgNames.Name(l.c.cfg.ClusterID(), svc.Namespace+"/"+svc.Name, proto+strconv.Itoa(int(p.NodePort))))
+			}
+		}
+		sort.Strings(names)
+		for _, n := range slices.Compact(names) {
+			out, err := l.c.api.elbv2.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{Names: []string{n}})
+			if isCode(err, "TargetGroupNotFound") {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("aws: DescribeTargetGroups: %w", err)
+			}
+			tgs = append(tgs, out.TargetGroups...)
+		}
+	}
+	for _, tg := range tgs {
+		if err := l.deleteTG(ctx, svc, tg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
