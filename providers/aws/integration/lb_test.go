@@ -84,7 +84,7 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 func TestUnsupportedAnnotationWarns(t *testing.T) {
 	const ns = "default"
 	svc := testenv.LoadBalancerService(ns, "it-nlb", 81)
-	svc.Annotations = map[string]string{"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}
+	svc.Annotations = map[string]string{"service.beta.kubernetes.io/aws-load-balancer-proxy-protocol": "*"}
 	if _, err := env.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +95,61 @@ func TestUnsupportedAnnotationWarns(t *testing.T) {
 			return false, err
 		}
 		return slices.ContainsFunc(evs.Items, func(e v1.Event) bool {
-			return e.Type == v1.EventTypeWarning && strings.Contains(e.Message, "service.beta.kubernetes.io/aws-load-balancer-type")
+			return e.Type == v1.EventTypeWarning && strings.Contains(e.Message, "service.beta.kubernetes.io/aws-load-balancer-proxy-protocol")
 		}), nil
 	})
 	if _, ok := fake.ClassicLB(lbname.AWSELB.Name(cluster, ns, "it-nlb")); ok {
 		t.Error("an ELB was created for a Service with an unsupported annotation")
+	}
+}
+
+// Switching a Service from a classic ELB to an NLB and deleting it leaves the cloud exactly as
+// it was: no ELB, security group, rule, target group or listener left behind.
+func TestTypeChangeELBToNLBLeaksNothing(t *testing.T) {
+	name := "ip-10-0-5-51.ec2.internal"
+	id := machine(name, "10.0.5.51", "us-east-1a")
+	newNode(t, name, "")
+	initialised(t, name)
+	before := fake.Inventory()
+
+	const ns = "default"
+	svcs := env.Client.CoreV1().Services(ns)
+	if _, err := svcs.Create(ctx, testenv.LoadBalancerService(ns, "it-switch", 8080), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lbName := lbname.AWSELB.Name(cluster, ns, "it-switch")
+	eventually(t, 60*time.Second, "classic ELB", func() (bool, error) {
+		_, ok := fake.ClassicLB(lbName)
+		return ok, nil
+	})
+	s, err := svcs.Get(ctx, "it-switch", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Annotations = map[string]string{"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}
+	if _, err := svcs.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the NLB's DNS name in the status and the ELB gone", func() (bool, error) {
+		nlb, _, tgs, ok := fake.NLBByName(lbName)
+		if !ok || len(tgs) != 1 || !slices.Contains(tgs[0].Targets, id) {
+			return false, nil
+		}
+		s, err := svcs.Get(ctx, "it-switch", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		_, classic := fake.ClassicLB(lbName)
+		return !classic && len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].Hostname == strings.ToLower(nlb.DNSName), nil
+	})
+	if err := svcs.Delete(ctx, "it-switch", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "Service gone (finalizer removed)", func() (bool, error) {
+		_, err := svcs.Get(ctx, "it-switch", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if after := fake.Inventory(); !slices.Equal(after, before) {
+		t.Errorf("the cloud after the type change and delete differs from before:\nbefore %v\nafter  %v", before, after)
 	}
 }

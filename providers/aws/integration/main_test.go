@@ -55,6 +55,7 @@ func run(m *testing.M) int {
 		fmt.Print(out)
 	}
 	fake = fakeaws.New("us-east-1", cluster)
+	fake.SetNLBProvisioning(2 * time.Second) // NLBs take minutes in AWS: the ccm must poll, not block
 	url, err := fake.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
