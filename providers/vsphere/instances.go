@@ -27,13 +27,13 @@ var _ cloudprovider.InstancesV2 = instances{}
 // datacenter does not hold the VM. Any failed read is an error (the node deletion guard
 // then holds the deletion back).
 func (i instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
-	v, err := i.find(ctx, node)
+	v, err := i.find(ctx, node, i.stateTTL())
 	return v != nil, err
 }
 
 // InstanceShutdown is true for a powered-off VM.
 func (i instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
-	v, err := i.find(ctx, node)
+	v, err := i.find(ctx, node, i.stateTTL())
 	if err != nil {
 		return false, err
 	}
@@ -45,7 +45,7 @@ func (i instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, e
 
 // InstanceMetadata returns the providerID, addresses, instance type, zone and region.
 func (i instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-	v, err := i.find(ctx, node)
+	v, err := i.find(ctx, node, i.c.cfg.Global.CacheTTL.Duration)
 	if err != nil {
 		return nil, err
 	}
@@ -65,12 +65,21 @@ func (i instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudp
 	return md, nil
 }
 
+// stateTTL bounds the age of the snapshot that answers InstanceExists and InstanceShutdown.
+// The node lifecycle controller asks them only for NotReady Nodes, so a tighter bound costs
+// little and a powered-off or deleted VM is seen within seconds, not within cache-ttl.
+func (i instances) stateTTL() time.Duration {
+	return min(i.c.cfg.Global.CacheTTL.Duration, stateMaxAge)
+}
+
+const stateMaxAge = 5 * time.Second
+
 // find looks the Node's VM up: by providerID, then SystemUUID, then DNS name, then IP. It
-// answers from the snapshot when it holds the VM and is younger than cache-ttl; otherwise
-// it reads the inventory again. nil, nil means authoritatively not found.
-func (i instances) find(ctx context.Context, node *v1.Node) (*vm, error) {
+// answers from the snapshot when it holds the VM and is younger than ttl; otherwise it reads
+// the inventory again. nil, nil means authoritatively not found.
+func (i instances) find(ctx context.Context, node *v1.Node, ttl time.Duration) (*vm, error) {
 	asked := time.Now()
-	snap, err := i.c.inv.fresh(ctx, asked.Add(-i.c.cfg.Global.CacheTTL.Duration))
+	snap, err := i.c.inv.fresh(ctx, asked.Add(-ttl))
 	if err != nil {
 		return nil, err
 	}

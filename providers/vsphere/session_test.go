@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -192,8 +193,10 @@ func TestFaultsAreErrorsNotGone(t *testing.T) {
 	if err := s.PowerOff(context.Background(), b.Ref); err != nil {
 		t.Fatal(err)
 	}
+	// The snapshot is younger than cache-ttl but older than the bound for state questions:
+	// the power state is read again.
 	c.inv.mu.Lock()
-	c.inv.snap.started = c.inv.snap.started.Add(-c.cfg.Global.CacheTTL.Duration)
+	c.inv.snap.started = time.Now().Add(-stateMaxAge - time.Second)
 	c.inv.mu.Unlock()
 	if down, err := inst.InstanceShutdown(context.Background(), nodeFor(b)); !down || err != nil {
 		t.Errorf("powered-off VM: shutdown = %v, %v", down, err)
