@@ -28,8 +28,9 @@ const fingerprintTag = "ccm.k8s.io/fingerprint"
 
 // loadBalancers implements cloudprovider.LoadBalancer with classic ELBs.
 type loadBalancers struct {
-	c  *Cloud
-	sn subnetCache
+	c    *Cloud
+	sn   subnetCache
+	snap elbSnapshot
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -136,6 +137,18 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 	if err != nil {
 		return nil, err
 	}
+	want, err := l.desired(ctx, svc, opts, name, nodeGroups)
+	if err != nil {
+		return nil, err
+	}
+	fp := fingerprint.Of(want)
+	// Nothing to do according to a recent listing: no further read, no write.
+	if d, tags := l.snap.get(ctx, l.c.api.elb, name); d != nil && !fingerprint.Changed(tags[fingerprintTag], fp) && sameSet(instanceIDs(d), members) {
+		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); ok && ns == svc.Namespace && n == svc.Name {
+			return status(d), nil
+		}
+	}
+	defer l.snap.forget(name)
 	cur, err := l.describe(ctx, name)
 	if err != nil {
 		return nil, err
@@ -149,11 +162,6 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 			return nil, fmt.Errorf("aws: load balancer %s exists but is not owned by this cluster for %s/%s; not touching it", name, svc.Namespace, svc.Name)
 		}
 	}
-	want, err := l.desired(ctx, svc, opts, name, nodeGroups)
-	if err != nil {
-		return nil, err
-	}
-	fp := fingerprint.Of(want)
 	if cur != nil && !fingerprint.Changed(curTags[fingerprintTag], fp) {
 		if err := l.syncMembers(ctx, name, cur, members); err != nil {
 			return nil, err
@@ -352,10 +360,7 @@ func (l *loadBalancers) crossZone(ctx context.Context, name string, on bool) err
 
 // syncMembers registers and deregisters instances: one write per direction, none when equal.
 func (l *loadBalancers) syncMembers(ctx context.Context, name string, cur *elbtypes.LoadBalancerDescription, members []string) error {
-	var have []string
-	for _, in := range cur.Instances {
-		have = append(have, aws.ToString(in.InstanceId))
-	}
+	have := instanceIDs(cur)
 	var add, del []elbtypes.Instance
 	for _, id := range members {
 		if !slices.Contains(have, id) {
@@ -428,6 +433,14 @@ func (l *loadBalancers) members(ctx context.Context, opts *lbOptions, nodes []*v
 	return ids, groups, nil
 }
 
+func instanceIDs(d *elbtypes.LoadBalancerDescription) []string {
+	var out []string
+	for _, in := range d.Instances {
+		out = append(out, aws.ToString(in.InstanceId))
+	}
+	return out
+}
+
 func labelsOf(n *v1.Node) labels.Set { return labels.Set(n.Labels) }
 
 func elbTags(m map[string]string) []elbtypes.Tag {
@@ -463,6 +476,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 // deleteClassic deletes svc's classic ELB and security group, if owned.
 func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) error {
 	name := l.name(svc)
+	defer l.snap.forget(name)
 	cur, err := l.describe(ctx, name)
 	if err != nil {
 		return err
