@@ -62,8 +62,12 @@ func (c *Cloud) Initialize(_ cloudprovider.ControllerClientBuilder, _ <-chan str
 		klog.ErrorS(err, "AWS clients not ready; every cloud call will fail until the config is fixed")
 		return
 	}
+	table := c.cfg.Global.RouteTableID
+	if table == "" {
+		table = "tagged kubernetes.io/cluster/" + c.cfg.ClusterID()
+	}
 	klog.InfoS("AWS cloud ready", "region", c.cfg.region(), "cluster", c.cfg.ClusterID(),
-		"ec2Endpoint", c.cfg.endpoint("ec2"), "routes", "disabled: this provider does not program VPC route tables; use the VPC CNI or run with --configure-cloud-routes=false")
+		"ec2Endpoint", c.cfg.endpoint("ec2"), "routeTable", table+" (used only with --configure-cloud-routes and --cluster-cidr)")
 }
 
 func (c *Cloud) init() error {
@@ -105,9 +109,14 @@ func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
 // Clusters implements cloudprovider.Interface.
 func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
 
-// Routes implements cloudprovider.Interface. Not implemented yet: the route controller does
-// not start (the library logs that routes are unsupported) and nothing is written.
-func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
+// Routes implements cloudprovider.Interface. The library starts the route controller only
+// with --configure-cloud-routes and a --cluster-cidr; otherwise routes stay untouched.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
+	if c.init() != nil {
+		return nil, false
+	}
+	return routes{c}, true
+}
 
 // ProviderName implements cloudprovider.Interface.
 func (c *Cloud) ProviderName() string { return ProviderName }

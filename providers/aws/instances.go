@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 )
 
@@ -203,3 +204,5 @@ func boolRank(b *bool) int {
 	}
 	return 1
 }
+
+func metaName(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }

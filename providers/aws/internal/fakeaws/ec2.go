@@ -117,6 +117,9 @@ func copyTags(t map[string]string) map[string]string {
 }
 
 func (s *Server) ec2(action string, f form) (string, *apiError) {
+	if out, err, ok := s.routeOps(action, f); ok {
+		return out, err
+	}
 	switch action {
 	case "DescribeInstances":
 		return s.describeInstances(f)

@@ -39,6 +39,7 @@ type Server struct {
 	tgs       map[string]*TargetGroup
 	listeners map[string]*NLBListener
 	nlbDelay  time.Duration
+	tables    map[string]*RouteTable
 	tags      map[string]map[string]string // EC2 resource ID -> tags
 
 	calls     map[string]int // "ec2:DescribeInstances" -> count
@@ -65,7 +66,7 @@ func New(region, cluster string) *Server {
 		instances: map[string]*Instance{}, subnets: map[string]*Subnet{}, groups: map[string]*SecurityGroup{},
 		elbs: map[string]*ClassicLB{}, tags: map[string]map[string]string{},
 		nlbs: map[string]*NLB{}, tgs: map[string]*TargetGroup{}, listeners: map[string]*NLBListener{},
-		calls: map[string]int{}, throttled: map[string]int{},
+		calls: map[string]int{}, throttled: map[string]int{}, tables: map[string]*RouteTable{},
 	}
 	for i, z := range []string{"a", "b", "c"} {
 		pub := s.AddSubnet(VPC, region+z, fmt.Sprintf("10.0.%d.0/24", i), map[string]string{
@@ -74,6 +75,7 @@ func New(region, cluster string) *Server {
 		s.AddSubnet(VPC, region+z, fmt.Sprintf("10.0.%d.0/24", 100+i), map[string]string{
 			"kubernetes.io/role/internal-elb": "1", "kubernetes.io/cluster/" + cluster: "shared"})
 	}
+	s.AddRouteTable(MainRouteTable, map[string]string{"kubernetes.io/cluster/" + cluster: "owned"})
 	s.groups[NodeGroup] = &SecurityGroup{ID: NodeGroup, Name: "nodes", VPC: VPC}
 	s.tags[NodeGroup] = map[string]string{"kubernetes.io/cluster/" + cluster: "owned"}
 	return s
