@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/lbname"
+	"github.com/ccm-project/ccm/common/metrics"
 )
 
 // fingerprintTag holds fingerprint.Of(the desired configuration) on each ELB, so a restart with
@@ -125,6 +127,22 @@ func isCode(err error, codes ...string) bool {
 
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	start := time.Now()
+	st, err := l.ensure(ctx, svc, nodes)
+	metrics.ObserveReconcile(ProviderName, "loadbalancer", "ensure", start, err)
+	return st, err
+}
+
+// UpdateLoadBalancer implements cloudprovider.LoadBalancer: the same reconcile, which changes
+// only members when only the nodes changed.
+func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
+	start := time.Now()
+	_, err := l.ensure(ctx, svc, nodes)
+	metrics.ObserveReconcile(ProviderName, "loadbalancer", "update", start, err)
+	return err
+}
+
+func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	opts, err := parseOptions(svc)
 	if err != nil {
 		return nil, err
@@ -202,12 +220,6 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 		return nil, fmt.Errorf("aws: AddTags %s: %w", name, err)
 	}
 	return status(cur), nil
-}
-
-// UpdateLoadBalancer implements cloudprovider.LoadBalancer: only members change.
-func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
-	_, err := l.EnsureLoadBalancer(ctx, clusterName, svc, nodes)
-	return err
 }
 
 func (l *loadBalancers) desired(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, nodeGroups []string) (*desired, error) {
@@ -467,10 +479,13 @@ func sameSet(a, b []string) bool {
 // tagged as owned by this cluster for this Service, then its security group and the rules
 // that point at it. A missing ELB is success (its group is still cleaned up).
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
-	if err := l.deleteNLB(ctx, svc); err != nil {
-		return err
+	start := time.Now()
+	err := l.deleteNLB(ctx, svc)
+	if err == nil {
+		err = l.deleteClassic(ctx, svc)
 	}
-	return l.deleteClassic(ctx, svc)
+	metrics.ObserveReconcile(ProviderName, "loadbalancer", "delete", start, err)
+	return err
 }
 
 // deleteClassic deletes svc's classic ELB and security group, if owned.

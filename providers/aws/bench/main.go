@@ -120,7 +120,15 @@ func run(ctx context.Context, nNodes, nSvcs, burst int, rate float64) error {
 		if err != nil {
 			return err
 		}
-		return waitCalls(ctx, fake, "elb:DescribeLoadBalancers", nSvcs)
+		// Done when the restarted ccm has ensured every Service once.
+		token, err := env.MetricsReaderToken(ctx)
+		if err != nil {
+			return err
+		}
+		return poll(ctx, "every Service ensured after the restart", func() (bool, error) {
+			n, err := ccm.Metric(token, `ccm_reconcile_total{kind="loadbalancer",operation="ensure"`)
+			return n >= float64(nSvcs), err
+		})
 	}); err != nil {
 		return err
 	}
@@ -209,11 +217,6 @@ func createServices(ctx context.Context, env *testenv.Env, prefix string, n int)
 		}
 		return done >= n, nil
 	})
-}
-
-func waitCalls(ctx context.Context, f *fakeaws.Server, op string, n int) error {
-	base := f.Calls()[op]
-	return poll(ctx, fmt.Sprintf("%d %s calls", n, op), func() (bool, error) { return f.Calls()[op]-base >= n, nil })
 }
 
 func waitMembers(ctx context.Context, f *fakeaws.Server, n int) error {
