@@ -16,7 +16,7 @@ import (
 )
 
 // A Service gets a classic ELB with its own security group and a rule on the node group;
-// a new Node joins it; deleting the Service leaves the cloud as it was before.
+// a new Node joins it and leaves again; deleting the Service leaves the cloud as it was before.
 func TestLoadBalancerLifecycle(t *testing.T) {
 	names := []string{"ip-10-0-4-41.ec2.internal", "ip-10-0-4-42.ec2.internal", "ip-10-0-4-43.ec2.internal"}
 	ids := []string{machine(names[0], "10.0.4.41", "us-east-1a"), machine(names[1], "10.0.4.42", "us-east-1b")}
@@ -66,6 +66,15 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	eventually(t, 60*time.Second, "third instance registered", func() (bool, error) {
 		lb, _ := fake.ClassicLB(lbName)
 		return len(lb.Instances) == 3, nil
+	})
+
+	// The third Node goes: its instance is deregistered.
+	if err := env.Client.CoreV1().Nodes().Delete(ctx, names[2], metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "third instance deregistered", func() (bool, error) {
+		lb, _ := fake.ClassicLB(lbName)
+		return len(lb.Instances) == 2 && !slices.Contains(lb.Instances, ids[2]), nil
 	})
 
 	if err := env.Client.CoreV1().Services(ns).Delete(ctx, "it-elb", metav1.DeleteOptions{}); err != nil {
