@@ -91,7 +91,8 @@ SigningRegion = us-east-1
 	}
 	// One ccm for the package, at the highest verbosity, so the log check below sees everything.
 	ccm, err = env.StartCCM(ctx, testenv.CCMOptions{Binary: filepath.Join(binDir, "ccm-aws"), Provider: "aws", CloudConfig: conf,
-		Args: []string{"--v=10", "--node-deletion-confirmation=3s"}})
+		Args: []string{"--v=10", "--node-deletion-confirmation=3s",
+			"--configure-cloud-routes=true", "--cluster-cidr=100.64.0.0/16", "--route-reconciliation-period=1s"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting ccm-aws:", err)
 		return 1
