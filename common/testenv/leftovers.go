@@ -5,17 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
-// Leftovers lists running processes whose executable is one of paths (Linux /proc), so a test
-// run can prove it left no etcd, kube-apiserver or ccm behind.
-func Leftovers(paths ...string) []string {
-	want := map[string]bool{}
-	for _, p := range paths {
-		if abs, err := filepath.Abs(p); err == nil {
-			want[abs] = true
-		}
-	}
+// LeftoversOf lists running processes whose command line names dir: every process an Env
+// starts (etcd, kube-apiserver, ccm, simulators) gets a path in the Env's folder, so after
+// Stop this proves the run left nothing behind, while other runs on the same machine (with
+// their own folders) do not count.
+func LeftoversOf(dir string) []string {
 	entries, _ := os.ReadDir("/proc")
 	var out []string
 	for _, e := range entries {
@@ -23,15 +20,13 @@ func Leftovers(paths ...string) []string {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err == nil && want[exe] {
-			out = append(out, fmt.Sprintf("pid %d (%s)", pid, exe))
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmd), dir) {
+			continue
+		}
+		if args := strings.Split(string(cmd), "\x00"); len(args) > 0 {
+			out = append(out, fmt.Sprintf("pid %d (%s)", pid, args[0]))
 		}
 	}
 	return out
-}
-
-// Binaries returns the paths of the control-plane binaries this Env runs.
-func (e *Env) Binaries() []string {
-	return []string{filepath.Join(e.Bin, "etcd"), filepath.Join(e.Bin, "kube-apiserver")}
 }

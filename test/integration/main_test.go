@@ -50,8 +50,9 @@ func run(m *testing.M) int {
 	}
 	fmt.Print(out)
 	code := m.Run()
+	dir := env.Dir
 	env.Stop()
-	if left := testenv.Leftovers(append(env.Binaries(), os.Getenv("CCM_BINARY"))...); len(left) > 0 {
+	if left := testenv.LeftoversOf(dir); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: processes left behind: %v\n", left)
 		return 1
 	}
