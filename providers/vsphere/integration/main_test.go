@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -74,32 +72,10 @@ func run(m *testing.M) int {
 	code := m.Run()
 	envDir := env.Dir
 	env.Stop()
-	if left := leftovers(envDir); len(left) > 0 {
+	if left := testenv.LeftoversOf(envDir); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: processes left behind: %v\n", left)
 		return 1
 	}
 	fmt.Println("no etcd, kube-apiserver or ccm process of this run left behind")
 	return code
-}
-
-// leftovers lists the processes still running whose command line names dir, the folder of
-// this run's control plane and ccm processes: other runs on a shared machine do not count.
-func leftovers(dir string) []string {
-	procs, _ := os.ReadDir("/proc")
-	var out []string
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		cmd, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(cmd), dir) {
-			continue
-		}
-		args := strings.Fields(strings.ReplaceAll(string(cmd), "\x00", " "))
-		if len(args) > 0 {
-			out = append(out, fmt.Sprintf("pid %d (%s)", pid, args[0]))
-		}
-	}
-	return out
 }
