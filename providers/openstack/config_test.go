@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -62,5 +63,21 @@ func TestProviderID(t *testing.T) {
 		if _, err := serverID(bad); err == nil {
 			t.Errorf("serverID(%q) accepted", bad)
 		}
+	}
+}
+
+// The overlay's example cloud.conf is what `ccm check-config` is run on in CI; it must stay valid.
+func TestDeployExampleConfig(t *testing.T) {
+	f, err := os.Open("../../deploy/openstack/cloud.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := New(f)
+	if err != nil {
+		t.Fatalf("deploy/openstack/cloud.conf: %v", err)
+	}
+	if c.cfg.LoadBalancerClass["internal"] == nil || c.cfg.LoadBalancer.SubnetID == "" {
+		t.Errorf("example lost its [LoadBalancer] or class: %+v", c.cfg.LoadBalancer)
 	}
 }

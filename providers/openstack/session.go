@@ -127,11 +127,8 @@ func (s *session) transport() (http.RoundTripper, error) {
 func operation(r *http.Request) string {
 	var parts []string
 	for _, p := range strings.Split(strings.Trim(r.URL.Path, "/"), "/") {
-		if p == "" || strings.ContainsAny(p, "0123456789") && !strings.HasPrefix(p, "v") {
-			continue // IDs and versions say nothing about the operation
-		}
-		if strings.HasPrefix(p, "v") && strings.ContainsAny(p, "0123456789") {
-			continue
+		if p == "" || strings.ContainsAny(p, "0123456789") {
+			continue // IDs (UUIDs) and versions (v2.0) say nothing about the operation
 		}
 		parts = append(parts, p)
 	}

@@ -11,7 +11,11 @@ import (
 
 // subnetCache maps "subnetID|networkID|family" to the subnet to use: subnets do not change
 // family or network, so each is resolved once per process.
-var subnetCache sync.Map
+var (
+	subnetCache sync.Map
+	// subnetMu makes concurrent first look-ups of one subnet wait for one call.
+	subnetMu sync.Mutex
+)
 
 func ipVersion(f v1.IPFamily) int {
 	if f == v1.IPv6Protocol {
@@ -25,6 +29,11 @@ func ipVersion(f v1.IPFamily) int {
 // on networkID). This is how one cloud.conf serves both families of a dual-stack Service.
 func familySubnet(ctx context.Context, cl *clients, subnetID, networkID string, family v1.IPFamily) (string, error) {
 	key := subnetID + "|" + networkID + "|" + string(family)
+	if v, ok := subnetCache.Load(key); ok {
+		return v.(string), nil
+	}
+	subnetMu.Lock()
+	defer subnetMu.Unlock()
 	if v, ok := subnetCache.Load(key); ok {
 		return v.(string), nil
 	}

@@ -3,6 +3,7 @@ package integration
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,21 @@ func TestNodeInitialisation(t *testing.T) {
 		if got := n.Labels[label]; got != want {
 			t.Errorf("label %s = %q, want %q", label, got, want)
 		}
+	}
+	// Every OpenStack call is counted on /metrics.
+	tok, err := env.MetricsReaderToken(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := ccm.Metric(tok, `ccm_cloud_api_requests_total{operation="GET compute/servers/detail",provider="openstack"`); err != nil || v < 1 {
+		_, body, _ := ccm.Get("/metrics", tok)
+		var lines []string
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, "ccm_cloud_api_requests_total") {
+				lines = append(lines, l)
+			}
+		}
+		t.Errorf("ccm_cloud_api_requests_total for GET compute/servers/detail = %v, %v; have:\n%s", v, err, strings.Join(lines, "\n"))
 	}
 	want := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.1.11"}, {Type: v1.NodeExternalIP, Address: "172.24.4.211"}, {Type: v1.NodeHostName, Address: "os-node-a"}}
 	if !slices.Equal(n.Status.Addresses, want) {
