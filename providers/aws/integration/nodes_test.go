@@ -87,3 +87,21 @@ func TestSecretNotLogged(t *testing.T) {
 		t.Fatal("the AWS secret access key appears in the ccm log")
 	}
 }
+
+// EC2 is eventually consistent: a new instance may be invisible for a while. Its Node is
+// initialised once EC2 lists it, and nothing is deleted meanwhile.
+func TestNewInstanceNotYetVisible(t *testing.T) {
+	name := "ip-10-0-7-71.ec2.internal"
+	fake.SetFaults(fakeaws.Faults{Visibility: 4 * time.Second})
+	start := time.Now()
+	id := machine(name, "10.0.7.71", "us-east-1c")
+	fake.SetFaults(fakeaws.Faults{})
+	newNode(t, name, "")
+	n := initialised(t, name)
+	if time.Since(start) < 4*time.Second {
+		t.Errorf("initialised after %v, before EC2 listed the instance", time.Since(start))
+	}
+	if want := "aws:///us-east-1c/" + id; n.Spec.ProviderID != want {
+		t.Errorf("providerID %q, want %q", n.Spec.ProviderID, want)
+	}
+}
