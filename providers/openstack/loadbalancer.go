@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -30,6 +31,9 @@ import (
 // balancer is PENDING_UPDATE), bounded by updateWait.
 type loadBalancers struct {
 	c *Cloud
+
+	// bare is set once Octavia refused a populated create: later ones skip the attempt.
+	bare atomic.Bool
 
 	mu  sync.Mutex
 	ids map[string]string // load balancer name -> ID we created or found: list results may lag
@@ -342,10 +346,21 @@ func (l *loadBalancers) create(ctx context.Context, cl *clients, clusterName str
 		Name: spec.name, Description: description(clusterName, svc), Provider: spec.provider,
 		VipSubnetID: spec.subnetID, Tags: ownerTags(clusterName, svc),
 	}
-	for _, ls := range spec.listeners {
-		opts.Listeners = append(opts.Listeners, listenerCreateOpts(spec, ls, members))
+	if !l.bare.Load() {
+		for _, ls := range spec.listeners {
+			opts.Listeners = append(opts.Listeners, listenerCreateOpts(spec, ls, members))
+		}
 	}
 	lb, err := loadbalancers.Create(ctx, cl.lb, opts).Extract()
+	if gophercloud.ResponseCodeIs(err, http.StatusBadRequest) && len(opts.Listeners) > 0 {
+		// The Octavia provider cannot create it populated: create it bare; once it is ACTIVE,
+		// syncListeners adds the listeners one by one.
+		klog.InfoS("Fully populated create refused; creating the load balancer bare", "name", spec.name, "err", err)
+		opts.Listeners = nil
+		if lb, err = loadbalancers.Create(ctx, cl.lb, opts).Extract(); err == nil {
+			l.bare.Store(true)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("creating load balancer %s: %w", spec.name, err)
 	}

@@ -390,3 +390,25 @@ func TestMigratedListenersAdopted(t *testing.T) {
 		t.Errorf("after adoption, Ensure made %d writes", w)
 	}
 }
+
+// A provider that cannot create populated load balancers gets a bare one, then the listeners
+// one by one once it is ACTIVE.
+func TestSerialCreateFallback(t *testing.T) {
+	f := newFake(t, fake.Options{NoFullyPopulated: true, ProvisionDelay: 100 * time.Millisecond, UpdateDelay: 20 * time.Millisecond})
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	svc := lbService("serial", nil, v1.ServicePort{Name: "a", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP},
+		v1.ServicePort{Name: "b", Port: 53, NodePort: 30053, Protocol: v1.ProtocolUDP})
+	ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+	c := f.Calls()
+	if c["octavia.CreateLoadBalancer"] != 2 || c["octavia.CreateListener"] != 2 {
+		t.Errorf("creates: load balancer %d (want 2: refused, bare), listeners %d (want 2)", c["octavia.CreateLoadBalancer"], c["octavia.CreateListener"])
+	}
+	if got := fakeLB(t, f, "serial"); len(got.Listeners) != 2 || len(got.Listeners[0].Members) != 1 {
+		t.Errorf("listeners = %+v", got.Listeners)
+	}
+	// The next one does not try the refused call again.
+	ensureUntilReady(t, lb, lbService("serial-2", nil), lbNodes("10.0.0.5"))
+	if n := f.Calls()["octavia.CreateLoadBalancer"]; n != 3 {
+		t.Errorf("load balancer creates after a second Service = %d, want 3", n)
+	}
+}

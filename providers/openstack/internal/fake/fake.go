@@ -25,6 +25,9 @@ type Options struct {
 	UpdateDelay time.Duration
 	// ListLag hides a new load balancer from list calls for this long (eventual consistency).
 	ListLag time.Duration
+	// NoFullyPopulated makes load balancer creates with listeners fail with 400, as providers
+	// without single-call creation do.
+	NoFullyPopulated bool
 }
 
 // Fault is an injected failure: Status is answered (with a JSON error body) Count times, or

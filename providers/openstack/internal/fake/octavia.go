@@ -357,6 +357,10 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, fmt.Sprintf("Provider '%s' is not enabled.", in.Provider))
 		return
 	}
+	if c.opts.NoFullyPopulated && len(in.Listeners) > 0 {
+		writeErr(w, http.StatusBadRequest, fmt.Sprintf("Provider '%s' does not support a requested action: fully populated load balancer creation", in.Provider))
+		return
+	}
 	taken := map[string]bool{}
 	for _, l := range in.Listeners {
 		if msg := checkListener(l, taken); msg != "" {
