@@ -92,7 +92,10 @@ func listenerCreateOpts(spec *lbSpec, ls listenerSpec, ms []member) listeners.Cr
 // (the fingerprint of its spec) differs is replaced, a missing one is created with its pool
 // and members in one call, and a kept one gets its members replaced in one batch call if
 // they differ. Nothing is written when nothing changed.
-func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID string, spec *lbSpec, ms []member) error {
+//
+// On an adopted load balancer (load-balancer-id) onlyOurs leaves alone the listeners we did
+// not write, on other ports.
+func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID string, spec *lbSpec, ms []member, onlyOurs bool) error {
 	pages, err := listeners.List(cl.lb, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
 	if err != nil {
 		return fmt.Errorf("listing listeners of %s: %w", lbID, err)
@@ -121,6 +124,9 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 				kept[key] = h.DefaultPoolID
 				continue
 			}
+		}
+		if _, wanted := want[key]; onlyOurs && !wanted && !strings.HasPrefix(h.Description, descPrefix) {
+			continue
 		}
 		if h.DefaultPoolID != "" {
 			if err := pools.Delete(ctx, cl.lb, h.DefaultPoolID).ExtractErr(); err != nil {

@@ -188,7 +188,11 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 	}
 	var addrs []string
 	for i, f := range families(svc) {
-		lb, err := l.find(ctx, cl, clusterName, svc, l.familyName(clusterName, svc, f), svc.Annotations[annLoadBalancerID])
+		existing := svc.Annotations[annLoadBalancerID]
+		if i > 0 {
+			existing = "" // it names the first family's load balancer
+		}
+		lb, err := l.find(ctx, cl, clusterName, svc, l.familyName(clusterName, svc, f), existing)
 		if err != nil {
 			return nil, false, err
 		}
@@ -327,7 +331,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, clusterName st
 	if err != nil {
 		return "", err
 	}
-	if err := l.syncListeners(ctx, cl, lb.ID, spec, members); err != nil {
+	if err := l.syncListeners(ctx, cl, lb.ID, spec, members, spec.existingID != ""); err != nil {
 		return "", err
 	}
 	if spec.internal || spec.family == v1.IPv6Protocol {
@@ -453,8 +457,12 @@ func (l *loadBalancers) deleteOne(ctx context.Context, cl *clients, clusterName 
 		return err
 	}
 	if existing != "" && !owned(lb, clusterName, svc) {
-		klog.InfoS("Not deleting an adopted load balancer", "service", klog.KObj(svc), "id", lb.ID)
-		return nil
+		// Not ours to delete: take back only what we added to it.
+		klog.InfoS("Keeping an adopted load balancer; removing our listeners", "service", klog.KObj(svc), "id", lb.ID)
+		if err := l.releaseFIP(ctx, cl, clusterName, svc, lb.VipPortID, keep); err != nil {
+			return err
+		}
+		return l.syncListeners(ctx, cl, lb.ID, &lbSpec{name: lb.Name}, nil, true)
 	}
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
 		return l.retry(fmt.Sprintf("load balancer %s is %s", lb.Name, lb.ProvisioningStatus))

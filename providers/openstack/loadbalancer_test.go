@@ -412,3 +412,24 @@ func TestSerialCreateFallback(t *testing.T) {
 		t.Errorf("load balancer creates after a second Service = %d, want 3", n)
 	}
 }
+
+// load-balancer-id: our listener goes onto the user's load balancer, theirs are left alone, and
+// deleting the Service removes only what we added.
+func TestAdoptedLoadBalancer(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	id := f.AddLoadBalancer("users-lb")
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	svc := lbService("adopt", map[string]string{annLoadBalancerID: id, annInternal: "true"})
+	st := ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+	got := f.LoadBalancers()
+	if len(got) != 1 || got[0].ID != id || len(got[0].Listeners) != 1 || st.Ingress[0].IP != got[0].VipAddress {
+		t.Fatalf("load balancers %+v, status %v", got, st.Ingress)
+	}
+	if err := lb.EnsureLoadBalancerDeleted(context.Background(), cluster, svc); err != nil {
+		t.Fatal(err)
+	}
+	got = f.LoadBalancers()
+	if len(got) != 1 || len(got[0].Listeners) != 0 {
+		t.Errorf("after delete: %+v, want the user's load balancer without our listener", got)
+	}
+}

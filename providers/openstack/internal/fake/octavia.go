@@ -112,6 +112,22 @@ func (c *Cloud) ForgetListenerDescriptions(name string) {
 	}
 }
 
+// AddLoadBalancer creates an ACTIVE load balancer without listeners on the private subnet,
+// as a user would outside Kubernetes, and returns its ID.
+func (c *Cloud) AddLoadBalancer(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.vipSeq++
+	lb := &loadBalancer{ID: c.nextID("lb"), Name: name, Status: "ACTIVE", VipAddress: fmt.Sprintf("10.0.250.%d", c.vipSeq%250+1),
+		VipSubnetID: PrivateSubnetID, VipNetworkID: PrivateNetworkID, Provider: "amphora", created: time.Now()}
+	vp := &port{ID: c.nextID("port"), NetworkID: PrivateNetworkID, DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia",
+		FixedIPs: []fixedIP{{SubnetID: PrivateSubnetID, IPAddress: lb.VipAddress}}}
+	c.ports[vp.ID] = vp
+	lb.VipPortID = vp.ID
+	c.lbs[lb.ID] = lb
+	return lb.ID
+}
+
 // ErrorNextCreates makes the next n new load balancers end in ERROR instead of ACTIVE.
 func (c *Cloud) ErrorNextCreates(n int) {
 	c.mu.Lock()
