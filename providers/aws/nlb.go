@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	v1 "k8s.io/api/core/v1"
@@ -37,7 +38,12 @@ type nlbDesired struct {
 	Health    string // protocol:port:path
 	HC        hcOptions
 	ExtraTags map[string]string
-	vpc       string
+	// An NLB has no security group: clients reach the nodes directly, so the node groups admit
+	// SourceRanges on the Service's nodePorts.
+	NodeGroups   []string
+	SourceRanges []string
+	HCNodePort   int32
+	vpc          string
 }
 
 type nlbPort struct {
@@ -71,7 +77,13 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 	}
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
 		d.Health = fmt.Sprintf("HTTP:%d:/healthz", svc.Spec.HealthCheckNodePort)
+		d.HCNodePort = svc.Spec.HealthCheckNodePort
 	}
+	d.SourceRanges = slices.Clone(svc.Spec.LoadBalancerSourceRanges)
+	if len(d.SourceRanges) == 0 {
+		d.SourceRanges = []string{"0.0.0.0/0"}
+	}
+	sort.Strings(d.SourceRanges)
 	return d, nil
 }
 
@@ -118,7 +130,7 @@ func nlbStatus(lb *v2types.LoadBalancer) *v1.LoadBalancerStatus {
 // ensureNLB is EnsureLoadBalancer for type nlb.
 func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	name := l.name(svc)
-	members, _, err := l.members(ctx, opts, nodes)
+	members, nodeGroups, err := l.members(ctx, opts, nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -126,12 +138,14 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	if err != nil {
 		return nil, err
 	}
+	want.NodeGroups = nodeGroups
 	fp := fingerprint.Of(want)
 	cur, err := l.describeNLB(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	changed := true
+	var prevPorts []string // nodePorts opened by an earlier reconcile, from the NLB's tag
 	if cur == nil {
 		// Creating: this may be a type change, so the Service's classic ELB goes first.
 		if err := l.deleteClassic(ctx, svc); err != nil {
@@ -160,6 +174,7 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 			return nil, annotationError(annInternal, "changing the scheme of an existing NLB needs the Service recreated")
 		}
 		changed = fingerprint.Changed(tags[fingerprintTag], fp)
+		prevPorts = strings.Fields(tags[nodePortsTag])
 	}
 	arn := aws.ToString(cur.LoadBalancerArn)
 	tgs, err := l.attachedTGs(ctx, arn)
@@ -170,6 +185,9 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		if tgs, err = l.reconcileNLB(ctx, svc, arn, want, tgs); err != nil {
 			return nil, err
 		}
+		if err := l.nodeRulesNLB(ctx, svc, want.NodeGroups, prevPorts, want); err != nil {
+			return nil, err
+		}
 	}
 	for _, tg := range tgs {
 		if err := l.syncTargets(ctx, aws.ToString(tg.TargetGroupArn), members); err != nil {
@@ -177,7 +195,7 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		}
 	}
 	if changed {
-		tags := map[string]string{fingerprintTag: fp}
+		tags := map[string]string{fingerprintTag: fp, nodeGroupsTag: strings.Join(want.NodeGroups, " "), nodePortsTag: strings.Join(want.nodePorts(), " ")}
 		for k, v := range opts.ExtraTags {
 			tags[k] = v
 		}
@@ -383,6 +401,11 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) error {
 		if tgs, err = l.attachedTGs(ctx, arn); err != nil {
 			return err
 		}
+		if groups := strings.Fields(tags[nodeGroupsTag]); len(groups) > 0 {
+			if err := l.nodeRulesNLB(ctx, svc, groups, strings.Fields(tags[nodePortsTag]), nil); err != nil {
+				return err
+			}
+		}
 		if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: cur.LoadBalancerArn}); err != nil {
 			return fmt.Errorf("aws: DeleteLoadBalancer (v2) %s: %w", name, err)
 		}
@@ -408,6 +431,74 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) error {
 	}
 	for _, tg := range tgs {
 		if err := l.deleteTG(ctx, svc, tg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeGroupsTag and nodePortsTag list (space-separated) the node security groups an NLB's
+// rules were added to and the nodePorts they open, so that a later reconcile or a delete
+// (which gets no Nodes, and maybe other ports) removes exactly those rules.
+const (
+	nodeGroupsTag = "ccm.k8s.io/node-groups"
+	nodePortsTag  = "ccm.k8s.io/node-ports"
+)
+
+func (d *nlbDesired) nodePorts() []string {
+	var out []string
+	for _, p := range d.Ports {
+		out = append(out, strconv.Itoa(int(p.NodePort)))
+	}
+	if d.HCNodePort != 0 {
+		out = append(out, strconv.Itoa(int(d.HCNodePort)))
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// nodeRulesNLB makes the node groups admit want's source ranges on its nodePorts (and health
+// check nodePort), or, with want nil, removes the rules. The rules it manages are those on
+// prevPorts (opened earlier) and on want's ports: nodePorts are unique in a cluster, so such a
+// rule belongs to this Service.
+func (l *loadBalancers) nodeRulesNLB(ctx context.Context, _ *v1.Service, groups, prevPorts []string, want *nlbDesired) error {
+	if l.c.cfg.Global.DisableSecurityGroupIngress || len(groups) == 0 {
+		return nil
+	}
+	ports := map[int32]bool{}
+	for _, p := range prevPorts {
+		if n, err := strconv.Atoi(p); err == nil {
+			ports[int32(n)] = true
+		}
+	}
+	var need []rule
+	if want != nil {
+		for _, p := range want.Ports {
+			proto := "tcp"
+			if p.Protocol == "UDP" {
+				proto = "udp"
+			}
+			for _, cidr := range want.SourceRanges {
+				need = append(need, rule{proto: proto, from: p.NodePort, to: p.NodePort, cidr: cidr})
+			}
+		}
+		if want.HCNodePort != 0 {
+			for _, cidr := range want.SourceRanges {
+				need = append(need, rule{proto: "tcp", from: want.HCNodePort, to: want.HCNodePort, cidr: cidr})
+			}
+		}
+		for _, r := range need {
+			ports[r.from] = true
+		}
+	}
+	out, err := l.c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: groups})
+	if err != nil {
+		return fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
+	}
+	for i := range out.SecurityGroups {
+		g := &out.SecurityGroups[i]
+		mine := func(r rule) bool { return r.cidr != "" && r.from == r.to && ports[r.from] }
+		if err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), need, mine); err != nil {
 			return err
 		}
 	}

@@ -70,6 +70,13 @@ func TestNLBLifecycleAndTypeChange(t *testing.T) {
 		}
 	}
 
+	g, _ := h.fake.Group(fakeaws.NodeGroup)
+	for _, r := range []fakeaws.Rule{{Protocol: "tcp", From: 30080, To: 30080, CIDR: "0.0.0.0/0"}, {Protocol: "udp", From: 30053, To: 30053, CIDR: "0.0.0.0/0"}} {
+		if !slices.Contains(g.Rules, r) {
+			t.Errorf("node group rules %v lack %v", g.Rules, r)
+		}
+	}
+
 	// A restart with nothing changed writes nothing.
 	w := h.fake.Writes()
 	lb2, _ := h.cloud(t, "").LoadBalancer()
@@ -117,8 +124,11 @@ func TestNLBDeleteFindsLeftoverTargetGroups(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
-	// Simulate the crash: the NLB alone is deleted.
+	// Simulate a crash of deleteNLB after its first steps (node rules revoked, NLB deleted).
 	nlb, _, _, _ := h.fake.NLBByName(c.lb.name(svc))
+	if err := c.lb.nodeRulesNLB(ctx, svc, []string{fakeaws.NodeGroup}, []string{"30080", "30053"}, nil); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.api.elbv2.DeleteLoadBalancer(ctx, deleteNLBInput(nlb.ARN)); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +138,6 @@ func TestNLBDeleteFindsLeftoverTargetGroups(t *testing.T) {
 	if after := h.fake.Inventory(); !slices.Equal(after, before) {
 		t.Errorf("leftovers:\nbefore %v\nafter  %v", before, after)
 	}
-	_ = fakeaws.VPC
 }
 
 func deleteNLBInput(arn string) *elbv2.DeleteLoadBalancerInput {
