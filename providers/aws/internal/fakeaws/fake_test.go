@@ -1,0 +1,153 @@
+package fakeaws
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
+	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
+	"github.com/aws/smithy-go"
+)
+
+// The fake is checked through the real SDK: the answers must deserialize into the SDK's types
+// and its errors must carry the codes the real APIs use.
+func clients(t *testing.T) (*Server, *ec2.Client, *elb.Client) {
+	t.Helper()
+	s := New("us-east-1", "c1")
+	url, err := s.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", ""),
+		Retryer: func() aws.Retryer { return aws.NopRetryer{} }}
+	return s, ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = aws.String(url) }),
+		elb.NewFromConfig(cfg, func(o *elb.Options) { o.BaseEndpoint = aws.String(url) })
+}
+
+func code(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func TestInstancesThroughSDK(t *testing.T) {
+	s, e, _ := clients(t)
+	ctx := context.Background()
+	id := s.AddInstance(Instance{Type: "m5.large", Zone: "us-east-1a", PrivateDNS: "ip-1", PublicIP: "203.0.113.1",
+		Tags: map[string]string{"Name": "one"}, ENIs: []ENI{{Device: 0, PrivateIPs: []string{"10.0.0.1", "10.0.0.2"}}, {Device: 1, PrivateIPs: []string{"10.1.0.1"}}}})
+	s.AddInstance(Instance{Type: "m5.large", Zone: "us-east-1b", PrivateDNS: "ip-2"})
+
+	out, err := e.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: aws.String("tag:Name"), Values: []string{"one"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Reservations) != 1 {
+		t.Fatalf("tag filter matched %d reservations, want 1", len(out.Reservations))
+	}
+	in := out.Reservations[0].Instances[0]
+	if aws.ToString(in.InstanceId) != id || in.State.Name != ec2types.InstanceStateNameRunning || aws.ToString(in.Placement.AvailabilityZone) != "us-east-1a" ||
+		aws.ToString(in.PrivateIpAddress) != "10.0.0.1" || aws.ToString(in.PublicIpAddress) != "203.0.113.1" || len(in.NetworkInterfaces) != 2 {
+		t.Errorf("instance %+v", in)
+	}
+	if _, err := e.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id, "i-missing"}}); code(err) != "InvalidInstanceID.NotFound" {
+		t.Errorf("unknown InstanceId: code %q, want InvalidInstanceID.NotFound", code(err))
+	}
+	if _, err := e.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: aws.String("no-such-filter"), Values: []string{"x"}}}}); code(err) != "InvalidParameterValue" {
+		t.Errorf("unknown filter: code %q", code(err))
+	}
+
+	// Eventual consistency, 500s and throttling.
+	s.SetFaults(Faults{Visibility: time.Hour})
+	late := s.AddInstance(Instance{Type: "t3.small", Zone: "us-east-1a"})
+	s.SetFaults(Faults{FailOps: map[string]bool{"DescribeSubnets": true}})
+	if _, err := e.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{late}}); code(err) != "InvalidInstanceID.NotFound" {
+		t.Errorf("invisible instance: code %q", code(err))
+	}
+	if _, err := e.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}); code(err) != "InternalError" {
+		t.Errorf("injected failure: code %q", code(err))
+	}
+	s.SetFaults(Faults{})
+	s.Throttle(1, 0.001)
+	_, _ = e.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{})
+	if _, err := e.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{}); code(err) != "RequestLimitExceeded" || !retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err).Bool() {
+		t.Errorf("throttled: code %q; the SDK must see a throttle", code(err))
+	}
+	if s.Throttled()["ec2:DescribeSubnets"] != 1 || s.Calls()["ec2:DescribeSubnets"] != 3 {
+		t.Errorf("counters: calls %v throttled %v", s.Calls(), s.Throttled())
+	}
+}
+
+func TestSecurityGroupsAndELBThroughSDK(t *testing.T) {
+	s, e, l := clients(t)
+	ctx := context.Background()
+	sg, err := e.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String("lb"), Description: aws.String("d"), VpcId: aws.String(VPC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String("lb"), Description: aws.String("d"), VpcId: aws.String(VPC)}); code(err) != "InvalidGroup.Duplicate" {
+		t.Errorf("duplicate group: %q", code(err))
+	}
+	perm := []ec2types.IpPermission{{IpProtocol: aws.String("-1"), UserIdGroupPairs: []ec2types.UserIdGroupPair{{GroupId: sg.GroupId}}}}
+	if _, err := e.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(NodeGroup), IpPermissions: perm}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: sg.GroupId}); code(err) != "DependencyViolation" {
+		t.Errorf("deleting a referenced group: %q, want DependencyViolation", code(err))
+	}
+	refs, err := e.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{{Name: aws.String("ip-permission.group-id"), Values: []string{aws.ToString(sg.GroupId)}}}})
+	if err != nil || len(refs.SecurityGroups) != 1 || aws.ToString(refs.SecurityGroups[0].GroupId) != NodeGroup {
+		t.Fatalf("groups referring to %s: %v %v", aws.ToString(sg.GroupId), refs, err)
+	}
+	subnets, err := e.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: aws.String("tag-key"), Values: []string{"kubernetes.io/role/elb"}}}})
+	if err != nil || len(subnets.Subnets) != 3 {
+		t.Fatalf("public subnets: %v %v", subnets, err)
+	}
+
+	if _, err := l.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{"nope"}}); code(err) != "LoadBalancerNotFound" {
+		t.Errorf("missing ELB: %q", code(err))
+	}
+	created, err := l.CreateLoadBalancer(ctx, &elb.CreateLoadBalancerInput{LoadBalancerName: aws.String("lb1"), Subnets: []string{aws.ToString(subnets.Subnets[0].SubnetId)},
+		SecurityGroups: []string{aws.ToString(sg.GroupId)}, Listeners: []elbtypes.Listener{{Protocol: aws.String("TCP"), LoadBalancerPort: 80, InstanceProtocol: aws.String("TCP"), InstancePort: aws.Int32(30080)}},
+		Tags: []elbtypes.Tag{{Key: aws.String("k"), Value: aws.String("v")}}})
+	if err != nil || aws.ToString(created.DNSName) == "" {
+		t.Fatalf("CreateLoadBalancer: %v %v", created, err)
+	}
+	id := s.AddInstance(Instance{Type: "m5.large", Zone: "us-east-1a"})
+	if _, err := l.RegisterInstancesWithLoadBalancer(ctx, &elb.RegisterInstancesWithLoadBalancerInput{LoadBalancerName: aws.String("lb1"), Instances: []elbtypes.Instance{{InstanceId: aws.String(id)}}}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := l.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{"lb1"}})
+	if err != nil || len(d.LoadBalancerDescriptions) != 1 {
+		t.Fatal(err)
+	}
+	lb := d.LoadBalancerDescriptions[0]
+	if len(lb.Instances) != 1 || len(lb.ListenerDescriptions) != 1 || aws.ToInt32(lb.ListenerDescriptions[0].Listener.InstancePort) != 30080 || len(lb.SecurityGroups) != 1 {
+		t.Errorf("ELB %+v", lb)
+	}
+	tags, err := l.DescribeTags(ctx, &elb.DescribeTagsInput{LoadBalancerNames: []string{"lb1"}})
+	if err != nil || len(tags.TagDescriptions) != 1 || aws.ToString(tags.TagDescriptions[0].Tags[0].Value) != "v" {
+		t.Errorf("tags %v %v", tags, err)
+	}
+	if _, err := e.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: aws.String(NodeGroup), IpPermissions: perm}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: sg.GroupId}); code(err) != "DependencyViolation" {
+		t.Errorf("deleting a group an ELB uses: %q, want DependencyViolation", code(err))
+	}
+	if _, err := l.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String("lb1")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: sg.GroupId}); err != nil {
+		t.Errorf("deleting an unused group: %v", err)
+	}
+}
