@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +33,7 @@ const password = "s3cr3t-Pa55w0rd;#x"
 
 func TestMain(m *testing.M) {
 	code := run(m)
-	if left := leftovers(envDir); len(left) > 0 {
+	if left := testenv.LeftoversOf(envDir); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: processes left behind: %v\n", left)
 		code = 1
 	} else if envDir != "" {
@@ -46,26 +45,6 @@ func TestMain(m *testing.M) {
 // envDir is the control plane's folder; every process this run starts names it in its
 // arguments, which tells them apart from other runs' on a shared machine.
 var envDir string
-
-// leftovers lists running processes whose command line mentions dir.
-func leftovers(dir string) []string {
-	if dir == "" {
-		return nil
-	}
-	entries, _ := os.ReadDir("/proc")
-	var out []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmd), dir) {
-			out = append(out, fmt.Sprintf("pid %d (%s)", pid, strings.ReplaceAll(string(cmd), "\x00", " ")[:min(80, len(cmd))]))
-		}
-	}
-	return out
-}
 
 func run(m *testing.M) int {
 	bin := os.Getenv("CCM_BIN_DIR")
