@@ -66,6 +66,18 @@ func (s *Server) elb(action string, f form) (string, *apiError) {
 		return s.createELB(f)
 	}
 	name := f.get("LoadBalancerName")
+	if action == "RemoveTags" {
+		for _, n := range f.list("LoadBalancerNames.member") {
+			lb, ok := s.elbs[n]
+			if !ok {
+				return "", elbNotFound(n)
+			}
+			for _, p := range f.structs("Tags.member") {
+				delete(lb.Tags, f.get(p+"Key"))
+			}
+		}
+		return "", nil
+	}
 	if action == "AddTags" || action == "DescribeTags" {
 		names := f.list("LoadBalancerNames.member")
 		for _, n := range names {

@@ -1,0 +1,133 @@
+package aws
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
+	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
+)
+
+// A classic ELB as the annotations and spec ask: internal subnets, TLS on one port, a Local
+// health check, source ranges on its group, only labelled nodes; a removed node is
+// deregistered with one write; delete leaves nothing.
+func TestClassicELBFromAnnotations(t *testing.T) {
+	h := newHarness(t, "classic")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	var nodes []*v1.Node
+	for i, n := range []string{"cl-a", "cl-b", "cl-c"} {
+		_, md := h.machine(n)
+		pool := "web"
+		if i == 2 {
+			pool = "db"
+		}
+		nodes = append(nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"pool": pool}}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}})
+	}
+	before := h.fake.Inventory()
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop", Annotations: map[string]string{
+		annotationPrefix + "internal":           "true",
+		annotationPrefix + "ssl-cert":           "arn:aws:acm:us-east-1:1:certificate/x",
+		annotationPrefix + "ssl-ports":          "443",
+		annotationPrefix + "target-node-labels": "pool=web",
+	}}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal, HealthCheckNodePort: 32000,
+		LoadBalancerSourceRanges: []string{"192.0.2.0/24"},
+		Ports:                    []v1.ServicePort{{Name: "https", Port: 443, NodePort: 30443, Protocol: v1.ProtocolTCP}, {Name: "http", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
+	st, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := h.fake.ClassicLB(c.lb.name(svc))
+	if !ok {
+		t.Fatal("no ELB")
+	}
+	if e.Scheme != "internal" || !strings.HasPrefix(st.Ingress[0].Hostname, "internal-") || st.Ingress[0].Hostname != strings.ToLower(st.Ingress[0].Hostname) {
+		t.Errorf("scheme %s, hostname %s", e.Scheme, st.Ingress[0].Hostname)
+	}
+	if len(e.Subnets) != 3 {
+		t.Errorf("subnets %v, want one internal-elb subnet per zone", e.Subnets)
+	}
+	wantListeners := []fakeaws.Listener{{Protocol: "SSL", InstanceProtocol: "TCP", Port: 443, InstancePort: 30443, SSLCertificateID: "arn:aws:acm:us-east-1:1:certificate/x"},
+		{Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}
+	if !slices.Equal(e.Listeners, wantListeners) {
+		t.Errorf("listeners %v, want %v", e.Listeners, wantListeners)
+	}
+	if e.HealthCheck.Target != "HTTP:32000/healthz" {
+		t.Errorf("health check %v", e.HealthCheck)
+	}
+	if len(e.Instances) != 2 {
+		t.Errorf("instances %v, want the two pool=web nodes", e.Instances)
+	}
+	g, _ := h.fake.Group(e.SecurityGroups[0])
+	if len(g.Rules) != 2 || g.Rules[0].CIDR != "192.0.2.0/24" {
+		t.Errorf("ELB group rules %v, want ports 443 and 80 from 192.0.2.0/24", g.Rules)
+	}
+
+	// A node leaves: exactly one write (the deregistration).
+	w := h.fake.Writes()
+	if err := lb.UpdateLoadBalancer(ctx, "x", svc, nodes[1:]); err != nil {
+		t.Fatal(err)
+	}
+	e, _ = h.fake.ClassicLB(c.lb.name(svc))
+	if d := h.fake.Writes() - w; d != 1 || len(e.Instances) != 1 {
+		t.Errorf("node removed: %d writes, instances %v; want 1 write, 1 instance", d, e.Instances)
+	}
+
+	// A port change is a reconcile of listeners and the group's rules, not a new ELB.
+	svc.Spec.Ports = svc.Spec.Ports[:1]
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	e2, _ := h.fake.ClassicLB(c.lb.name(svc))
+	g, _ = h.fake.Group(e2.SecurityGroups[0])
+	if e2.DNSName != e.DNSName || len(e2.Listeners) != 1 || len(g.Rules) != 1 {
+		t.Errorf("after the port change: DNS %s (was %s), listeners %v, rules %v", e2.DNSName, e.DNSName, e2.Listeners, g.Rules)
+	}
+
+	if err := lb.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
+		t.Fatal(err)
+	}
+	if after := h.fake.Inventory(); !slices.Equal(after, before) {
+		t.Errorf("leftovers:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// A load balancer with the Service's name that this cluster does not own is never touched.
+func TestForeignELBIsNotTouched(t *testing.T) {
+	h := newHarness(t, "mine")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
+		Ports: []v1.ServicePort{{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Make it foreign: without the cluster's ownership tag, as another tool's ELB would be.
+	name := c.lb.name(svc)
+	if _, err := c.api.elb.RemoveTags(ctx, removeOwner(name, "mine")); err != nil {
+		t.Fatal(err)
+	}
+	w := h.fake.Writes()
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nil); err == nil || !strings.Contains(err.Error(), "not owned") {
+		t.Errorf("Ensure on a foreign ELB: %v, want a 'not owned' error", err)
+	}
+	if err := lb.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.fake.ClassicLB(name); !ok || h.fake.Writes() != w {
+		t.Errorf("the foreign ELB was changed or deleted (exists %v, writes +%d)", ok, h.fake.Writes()-w)
+	}
+}
+
+func removeOwner(name, cluster string) *elb.RemoveTagsInput {
+	return &elb.RemoveTagsInput{LoadBalancerNames: []string{name}, Tags: []elbtypes.TagKeyOnly{{Key: aws.String("kubernetes.io/cluster/" + cluster)}}}
+}
