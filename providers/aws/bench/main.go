@@ -25,12 +25,19 @@ import (
 
 const cluster = "bench"
 
+var (
+	lbType       string
+	provisioning time.Duration
+)
+
 func main() {
 	nodes := flag.Int("nodes", 200, "Nodes (one EC2 instance each)")
 	services := flag.Int("services", 100, "LoadBalancer Services")
 	burst := flag.Int("burst", 100, "throttling token bucket size for the last phase")
 	rate := flag.Float64("rate", 20, "throttling refill per second for the last phase")
 	timeout := flag.Duration("timeout", 8*time.Minute, "give up after")
+	flag.StringVar(&lbType, "type", "classic", "load balancer type: classic or nlb")
+	flag.DurationVar(&provisioning, "nlb-provisioning", 10*time.Second, "how long a new NLB stays provisioning (with --type=nlb)")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -65,6 +72,7 @@ func run(ctx context.Context, nNodes, nSvcs, burst int, rate float64) error {
 		return err
 	}
 	fake := fakeaws.New("us-east-1", cluster)
+	fake.SetNLBProvisioning(provisioning)
 	url, err := fake.Start()
 	if err != nil {
 		return err
@@ -148,6 +156,11 @@ func run(ctx context.Context, nNodes, nSvcs, burst int, rate float64) error {
 		return err
 	}
 	ccm.Stop(10 * time.Second)
+	fmt.Printf("\n%d Nodes, %d Services of type %s", nNodes, nSvcs, lbType)
+	if lbType == "nlb" {
+		fmt.Printf(" (an NLB is provisioning for %v)", provisioning)
+	}
+	fmt.Println(":")
 	print(phases)
 	return nil
 }
@@ -200,6 +213,9 @@ func waitNodes(ctx context.Context, env *testenv.Env, names []string) error {
 func createServices(ctx context.Context, env *testenv.Env, prefix string, n int) error {
 	for i := 0; i < n; i++ {
 		s := testenv.LoadBalancerService("default", fmt.Sprintf("%s-%d", prefix, i), 80)
+		if lbType == "nlb" {
+			s.Annotations = map[string]string{"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}
+		}
 		if _, err := env.Client.CoreV1().Services("default").Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			return err
 		}
@@ -220,7 +236,11 @@ func createServices(ctx context.Context, env *testenv.Env, prefix string, n int)
 }
 
 func waitMembers(ctx context.Context, f *fakeaws.Server, n int) error {
-	return poll(ctx, "every ELB with the new instance", func() (bool, error) {
+	return poll(ctx, "every load balancer with the new instance", func() (bool, error) {
+		if lbType == "nlb" {
+			m, _ := f.MinTargets()
+			return m >= n, nil
+		}
 		for _, name := range f.ClassicLBNames() {
 			if lb, _ := f.ClassicLB(name); len(lb.Instances) < n {
 				return false, nil

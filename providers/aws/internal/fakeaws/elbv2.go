@@ -65,6 +65,22 @@ func (s *Server) NLBByName(name string) (NLB, []NLBListener, []TargetGroup, bool
 	return NLB{}, nil, nil, false
 }
 
+// MinTargets is the smallest number of targets in any target group attached to an NLB, and
+// the number of such groups.
+func (s *Server) MinTargets() (minimum, groups int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	minimum = -1
+	for _, l := range s.listeners {
+		n := len(s.tgs[l.TargetGroup].Targets)
+		if minimum < 0 || n < minimum {
+			minimum = n
+		}
+		groups++
+	}
+	return minimum, groups
+}
+
 func (s *Server) arn(kind, name string) string {
 	s.seq++
 	return fmt.Sprintf("arn:aws:elasticloadbalancing:us-east-1:111122223333:%s/%s/%08x", kind, name, s.seq)
