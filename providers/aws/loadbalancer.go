@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -268,135 +267,6 @@ func firstNodePort(svc *v1.Service) int32 {
 	return svc.Spec.Ports[0].NodePort
 }
 
-func listenerOf(s string) elbtypes.Listener {
-	f := strings.SplitN(s, ":", 5)
-	port, _ := strconv.Atoi(f[1])
-	iport, _ := strconv.Atoi(f[3])
-	l := elbtypes.Listener{Protocol: aws.String(f[0]), LoadBalancerPort: int32(port), InstanceProtocol: aws.String(f[2]), InstancePort: aws.Int32(int32(iport))}
-	if f[4] != "" {
-		l.SSLCertificateId = aws.String(f[4])
-	}
-	return l
-}
-
-func listenerKey(l elbtypes.Listener) string {
-	return fmt.Sprintf("%s:%d:%s:%d:%s", strings.ToUpper(aws.ToString(l.Protocol)), l.LoadBalancerPort,
-		strings.ToUpper(aws.ToString(l.InstanceProtocol)), aws.ToInt32(l.InstancePort), aws.ToString(l.SSLCertificateId))
-}
-
-func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, want *desired) (*elbtypes.LoadBalancerDescription, error) {
-	var ls []elbtypes.Listener
-	for _, s := range want.Listeners {
-		ls = append(ls, listenerOf(s))
-	}
-	tags := lbname.Tags(l.c.cfg.ClusterID(), svc.Namespace, svc.Name)
-	for k, v := range opts.ExtraTags {
-		tags[k] = v
-	}
-	out, err := l.c.api.elb.CreateLoadBalancer(ctx, &elb.CreateLoadBalancerInput{
-		LoadBalancerName: aws.String(name), Listeners: ls, Subnets: want.Subnets,
-		SecurityGroups: want.groupIDs, Scheme: aws.String(want.Scheme), Tags: elbTags(tags),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("aws: CreateLoadBalancer %s: %w", name, err)
-	}
-	cur := &elbtypes.LoadBalancerDescription{LoadBalancerName: aws.String(name), DNSName: out.DNSName, Scheme: aws.String(want.Scheme), Subnets: want.Subnets}
-	if err := l.configureHealthCheck(ctx, name, want); err != nil {
-		return nil, err
-	}
-	if want.CrossZone {
-		if err := l.crossZone(ctx, name, true); err != nil {
-			return nil, err
-		}
-	}
-	return cur, nil
-}
-
-func (l *loadBalancers) update(ctx context.Context, name string, cur *elbtypes.LoadBalancerDescription, want *desired) error {
-	have := map[string]bool{}
-	var stale []int32
-	for _, ld := range cur.ListenerDescriptions {
-		if ld.Listener == nil {
-			continue
-		}
-		k := listenerKey(*ld.Listener)
-		have[k] = true
-		if !slices.Contains(want.Listeners, k) {
-			stale = append(stale, ld.Listener.LoadBalancerPort)
-		}
-	}
-	if len(stale) > 0 {
-		if _, err := l.c.api.elb.DeleteLoadBalancerListeners(ctx, &elb.DeleteLoadBalancerListenersInput{LoadBalancerName: aws.String(name), LoadBalancerPorts: stale}); err != nil {
-			return fmt.Errorf("aws: DeleteLoadBalancerListeners %s: %w", name, err)
-		}
-	}
-	var add []elbtypes.Listener
-	for _, s := range want.Listeners {
-		if !have[s] {
-			add = append(add, listenerOf(s))
-		}
-	}
-	if len(add) > 0 {
-		if _, err := l.c.api.elb.CreateLoadBalancerListeners(ctx, &elb.CreateLoadBalancerListenersInput{LoadBalancerName: aws.String(name), Listeners: add}); err != nil {
-			return fmt.Errorf("aws: CreateLoadBalancerListeners %s: %w", name, err)
-		}
-	}
-	hc := cur.HealthCheck
-	if hc == nil || aws.ToString(hc.Target) != want.HealthCheck || aws.ToInt32(hc.Interval) != want.HC.Interval ||
-		aws.ToInt32(hc.Timeout) != want.HC.Timeout || aws.ToInt32(hc.HealthyThreshold) != want.HC.Healthy || aws.ToInt32(hc.UnhealthyThreshold) != want.HC.Unhealthy {
-		if err := l.configureHealthCheck(ctx, name, want); err != nil {
-			return err
-		}
-	}
-	return l.crossZone(ctx, name, want.CrossZone)
-}
-
-func (l *loadBalancers) configureHealthCheck(ctx context.Context, name string, want *desired) error {
-	_, err := l.c.api.elb.ConfigureHealthCheck(ctx, &elb.ConfigureHealthCheckInput{LoadBalancerName: aws.String(name), HealthCheck: &elbtypes.HealthCheck{
-		Target: aws.String(want.HealthCheck), Interval: aws.Int32(want.HC.Interval), Timeout: aws.Int32(want.HC.Timeout),
-		HealthyThreshold: aws.Int32(want.HC.Healthy), UnhealthyThreshold: aws.Int32(want.HC.Unhealthy)}})
-	if err != nil {
-		return fmt.Errorf("aws: ConfigureHealthCheck %s: %w", name, err)
-	}
-	return nil
-}
-
-func (l *loadBalancers) crossZone(ctx context.Context, name string, on bool) error {
-	_, err := l.c.api.elb.ModifyLoadBalancerAttributes(ctx, &elb.ModifyLoadBalancerAttributesInput{LoadBalancerName: aws.String(name),
-		LoadBalancerAttributes: &elbtypes.LoadBalancerAttributes{CrossZoneLoadBalancing: &elbtypes.CrossZoneLoadBalancing{Enabled: on}}})
-	if err != nil {
-		return fmt.Errorf("aws: ModifyLoadBalancerAttributes %s: %w", name, err)
-	}
-	return nil
-}
-
-// syncMembers registers and deregisters instances: one write per direction, none when equal.
-func (l *loadBalancers) syncMembers(ctx context.Context, name string, cur *elbtypes.LoadBalancerDescription, members []string) error {
-	have := instanceIDs(cur)
-	var add, del []elbtypes.Instance
-	for _, id := range members {
-		if !slices.Contains(have, id) {
-			add = append(add, elbtypes.Instance{InstanceId: aws.String(id)})
-		}
-	}
-	for _, id := range have {
-		if !slices.Contains(members, id) {
-			del = append(del, elbtypes.Instance{InstanceId: aws.String(id)})
-		}
-	}
-	if len(add) > 0 {
-		if _, err := l.c.api.elb.RegisterInstancesWithLoadBalancer(ctx, &elb.RegisterInstancesWithLoadBalancerInput{LoadBalancerName: aws.String(name), Instances: add}); err != nil {
-			return fmt.Errorf("aws: RegisterInstancesWithLoadBalancer %s: %w", name, err)
-		}
-	}
-	if len(del) > 0 {
-		if _, err := l.c.api.elb.DeregisterInstancesFromLoadBalancer(ctx, &elb.DeregisterInstancesFromLoadBalancerInput{LoadBalancerName: aws.String(name), Instances: del}); err != nil {
-			return fmt.Errorf("aws: DeregisterInstancesFromLoadBalancer %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
 // members maps the Nodes (filtered by target-node-labels) to instance IDs and returns the
 // security groups of those instances. Nodes with a providerID cost no call beyond the shared,
 // batched, cached DescribeInstances.
@@ -445,28 +315,7 @@ func (l *loadBalancers) members(ctx context.Context, opts *lbOptions, nodes []*v
 	return ids, groups, nil
 }
 
-func instanceIDs(d *elbtypes.LoadBalancerDescription) []string {
-	var out []string
-	for _, in := range d.Instances {
-		out = append(out, aws.ToString(in.InstanceId))
-	}
-	return out
-}
-
 func labelsOf(n *v1.Node) labels.Set { return labels.Set(n.Labels) }
-
-func elbTags(m map[string]string) []elbtypes.Tag {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]elbtypes.Tag, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, elbtypes.Tag{Key: aws.String(k), Value: aws.String(m[k])})
-	}
-	return out
-}
 
 func sameSet(a, b []string) bool {
 	a, b = slices.Clone(a), slices.Clone(b)
