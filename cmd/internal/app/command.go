@@ -106,6 +106,12 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		if *deletionWindow < 0 {
 			return fmt.Errorf("--node-deletion-confirmation must not be negative, got %v", *deletionWindow)
 		}
+		// The library would fail on this only after winning the leader election, with a
+		// message about CIDR parsing; say what to change before anything starts.
+		if _, ok := c.Routes(); ok && opts.KubeCloudShared.ConfigureCloudRoutes && opts.KubeCloudShared.ClusterCIDR == "" {
+			return fmt.Errorf("provider %q manages routes and --configure-cloud-routes is on (the default), but --cluster-cidr is empty: "+
+				"set --cluster-cidr to the Pods' CIDR, or --configure-cloud-routes=false if the network (e.g. a CNI) routes Pods itself", name)
+		}
 		cloud = nodeguard.Wrap(c, *deletionWindow)
 		klog.InfoS("Starting ccm", "version", version.Get().GitVersion, "provider", name,
 			"cloudConfig", path, "compiledIn", provider.Names())

@@ -66,6 +66,21 @@ func TestCommandRejectsUnknownProvider(t *testing.T) {
 	}
 }
 
+// apptest (the library's fake cloud) offers routes: without --cluster-cidr the command must
+// stop before starting with a message naming both flags.
+func TestRoutesNeedClusterCIDR(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "c.conf")
+	os.WriteFile(conf, []byte("[Global]\nregion = r\n"), 0o600)
+	cmd := NewCommand(make(chan struct{}))
+	cmd.SetArgs([]string{"--cloud-provider=apptest", "--cloud-config=" + conf})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "--cluster-cidr") || !strings.Contains(err.Error(), "--configure-cloud-routes=false") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestHelpNamesProviders(t *testing.T) {
 	cmd := NewCommand(make(chan struct{}))
 	if !strings.Contains(cmd.Long, "apptest") {
