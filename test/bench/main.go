@@ -52,6 +52,7 @@ func main() {
 	extra := flag.String("ccm-args", "", "more ccm flags, space-separated (e.g. --kube-api-qps=20 to compare with the library defaults)")
 	memNodes := flag.Int("memory-nodes", 5000, "Nodes in the API server for the memory scenario (0 skips it)")
 	memServices := flag.Int("memory-services", 10000, "LoadBalancer Services in the API server for the memory scenario")
+	heap := flag.String("memory-heap-profile", "", "write the ccm's heap profile at the end of the memory scenario to this file")
 	flag.Parse()
 	r, err := run(*nodes, *services, strings.Fields(*extra))
 	if err != nil {
@@ -60,7 +61,7 @@ func main() {
 	}
 	report(r, *out)
 	if *memNodes > 0 {
-		if r.Memory, err = runMemory(*memNodes, *memServices); err != nil {
+		if r.Memory, err = runMemory(*memNodes, *memServices, *heap); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: memory:", err)
 			os.Exit(1)
 		}

@@ -27,7 +27,7 @@ type memoryResult struct {
 // nServices LoadBalancer Services, waits until the ccm has initialised and addressed them all,
 // and reads the ccm's peak resident set (VmHWM) from /proc. Services skip NodePorts: the
 // NodePort range holds fewer than 10,000 ports, and the ccm's work does not depend on them.
-func runMemory(nNodes, nServices int) (*memoryResult, error) {
+func runMemory(nNodes, nServices int, heapProfile string) (*memoryResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	root, err := testenv.RepoRoot()
@@ -105,6 +105,15 @@ func runMemory(nNodes, nServices int) (*memoryResult, error) {
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("memory scenario did not settle: %w", ctx.Err())
+	}
+	if heapProfile != "" { // go tool pprof -top <file>
+		code, body, err := ccm.Get("/debug/pprof/heap", env.AdminToken)
+		if err != nil || code != 200 {
+			return nil, fmt.Errorf("heap profile: HTTP %d: %v", code, err)
+		}
+		if err := os.WriteFile(heapProfile, []byte(body), 0o644); err != nil {
+			return nil, err
+		}
 	}
 	if r.PeakRSSMiB, err = procStatusMiB(ccm.Pid(), "VmHWM"); err != nil {
 		return nil, err
