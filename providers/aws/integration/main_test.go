@@ -108,5 +108,12 @@ SigningRegion = us-east-1
 		}
 		fmt.Fprintln(os.Stderr, "ccm log, lines about aws:\n"+strings.Join(lines[max(0, len(lines)-40):], "\n"))
 	}
+	dir := env.Dir
+	env.Stop()
+	if left := testenv.LeftoversOf(dir); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: processes of this run left behind: %v\n", left)
+		return 1
+	}
+	fmt.Println("no etcd, kube-apiserver or ccm process of this run left behind")
 	return code
 }
