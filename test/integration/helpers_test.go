@@ -37,22 +37,7 @@ func startCCM(t *testing.T, name, cloudConfig string, args ...string) *testenv.C
 	return c
 }
 
-// eventually polls cond every 200ms until it returns true or timeout passes; cond's last error
-// explains a failure.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		last = err
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v waiting for %s (last: %v)", timeout, what, last)
-}
+var eventually = testenv.Eventually
 
 // newNode registers a Ready Node as a kubelet with --cloud-provider=external would (with the
 // uninitialized taint) and deletes it after the test.

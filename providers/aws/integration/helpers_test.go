@@ -15,20 +15,7 @@ import (
 
 var ctx = context.Background()
 
-func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var last error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		last = err
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v waiting for %s (last error: %v)", d, what, last)
-}
+var eventually = testenv.Eventually
 
 func node(name string) (*v1.Node, error) {
 	return env.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})

@@ -15,20 +15,7 @@ import (
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		last = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v waiting for %s (last: %v)", timeout, what, last)
-}
+var eventually = testenv.Eventually
 
 // machine creates a server in the fake and registers its Node as kubelet would; both go
 // away after the test.

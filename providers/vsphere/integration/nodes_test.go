@@ -65,20 +65,7 @@ func startCCM(t *testing.T, name, cloudConfig string, args ...string) *testenv.C
 	return c
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		last = err
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v waiting for %s (last: %v)", timeout, what, last)
-}
+var eventually = testenv.Eventually
 
 func node(name string) (*v1.Node, error) {
 	return env.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
