@@ -121,7 +121,7 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, have Record) ([]netip.Addr
 	if len(pools) == 0 {
 		return nil, fmt.Errorf("no address pool serves namespace %q: add a [Pool] with namespace = %s, or one without namespaces", svc.Namespace, svc.Namespace)
 	}
-	sharingKey, ports := svc.Annotations[AnnotationSharedIP], portsOf(svc)
+	sharingKey, ports := svc.Annotations[AnnotationSharedIP], ippool.Ports(svc)
 	ok := func(a netip.Addr, v6 bool) bool {
 		return a.Is6() == v6 && slices.ContainsFunc(pools, func(p *ippool.Pool) bool { return p.Contains(a) }) && l.usable(a, k, sharingKey, ports)
 	}
@@ -137,12 +137,12 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, have Record) ([]netip.Addr
 		}
 		// Keep the current address; after a restart, re-adopt the one in the Service's status;
 		// with a sharing key, join a Service that shares it.
-		candidates := addrs(have.IPs)
-		candidates = append(candidates, statusIPs(svc)...)
+		candidates := ippool.ParseAddrs(have.IPs)
+		candidates = append(candidates, ippool.StatusAddrs(svc)...)
 		if sharingKey != "" {
 			for _, r := range l.records {
 				if r.SharingKey == sharingKey {
-					candidates = append(candidates, addrs(r.IPs)...)
+					candidates = append(candidates, ippool.ParseAddrs(r.IPs)...)
 				}
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ccm-project/ccm/common/ippool"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -64,7 +65,7 @@ func TestSharedIP(t *testing.T) {
 	if err := lb.EnsureLoadBalancerDeleted(ctx, "c", svcWith("a", share, 80)); err != nil {
 		t.Fatal(err)
 	}
-	if got := lb.owner[addrs(ips(b))[0]]; len(got) != 1 || got[0] != "ns/b" {
+	if got := lb.owner[ippool.ParseAddrs(ips(b))[0]]; len(got) != 1 || got[0] != "ns/b" {
 		t.Errorf("holders after delete: %v", got)
 	}
 }

@@ -81,7 +81,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 	if !ok {
 		return nil, false, nil
 	}
-	return status(rec, svc), true, nil
+	return ippool.Status(rec.IPs, svc), true, nil
 }
 
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer. It writes only when the desired
@@ -101,15 +101,15 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		l.mu.Unlock()
 		return nil, err
 	}
-	want := l.record(clusterName, svc, ips, nodeNames(nodes))
+	want := l.record(clusterName, svc, ips, ippool.NodeNames(nodes))
 	if exists && !fingerprint.Changed(have.Fingerprint, want.Fingerprint) {
 		l.mu.Unlock()
-		return status(have, svc), nil
+		return ippool.Status(have.IPs, svc), nil
 	}
 	if err := l.put(ctx, k, want); err != nil {
 		return nil, err
 	}
-	return status(want, svc), nil
+	return ippool.Status(want.IPs, svc), nil
 }
 
 // UpdateLoadBalancer implements cloudprovider.LoadBalancer: only the backends change.
@@ -126,7 +126,7 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 		l.mu.Unlock()
 		return fmt.Errorf("load balancer for %s does not exist yet", k)
 	}
-	want := l.record(clusterName, svc, addrs(have.IPs), nodeNames(nodes))
+	want := l.record(clusterName, svc, ippool.ParseAddrs(have.IPs), ippool.NodeNames(nodes))
 	if !fingerprint.Changed(have.Fingerprint, want.Fingerprint) {
 		l.mu.Unlock()
 		return nil
@@ -166,7 +166,7 @@ func (l *loadBalancers) record(clusterName string, svc *v1.Service, ips []netip.
 	for _, ip := range ips {
 		r.IPs = append(r.IPs, ip.String())
 	}
-	r.Ports, r.SharingKey = portsOf(svc), svc.Annotations[AnnotationSharedIP]
+	r.Ports, r.SharingKey = ippool.Ports(svc), svc.Annotations[AnnotationSharedIP]
 	r.Fingerprint = fingerprint.Of(desiredState{Name: r.Name, IPs: r.IPs, Ports: r.Ports, Nodes: nodes, SharingKey: r.SharingKey})
 	return r
 }
@@ -178,7 +178,7 @@ func (l *loadBalancers) record(clusterName string, svc *v1.Service, ips []netip.
 // it); if the write fails, the previous record and addresses come back.
 func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
 	old, hadOld := l.records[k]
-	oldIPs, newIPs := l.owner.of(k), addrs(r.IPs) // held now: recorded, or adopted from status
+	oldIPs, newIPs := l.owner.of(k), ippool.ParseAddrs(r.IPs) // held now: recorded, or adopted from status
 	for _, ip := range newIPs {
 		l.owner.claim(ip, k)
 	}
@@ -224,7 +224,7 @@ func (l *loadBalancers) load(ctx context.Context) error {
 	}
 	for k, r := range records {
 		l.records[k] = r
-		for _, ip := range addrs(r.IPs) {
+		for _, ip := range ippool.ParseAddrs(r.IPs) {
 			l.owner.claim(ip, k)
 		}
 	}
@@ -238,7 +238,7 @@ func (l *loadBalancers) load(ctx context.Context) error {
 			if svc.Spec.Type != v1.ServiceTypeLoadBalancer {
 				continue
 			}
-			for _, a := range statusIPs(svc) {
+			for _, a := range ippool.StatusAddrs(svc) {
 				if len(l.owner[a]) == 0 {
 					l.owner.claim(a, key(svc))
 				}
@@ -266,56 +266,4 @@ func (l *loadBalancers) updatePoolMetrics() {
 
 func observe(op string, start time.Time, err *error) {
 	metrics.ObserveReconcile(ProviderName, "loadbalancer", op, start, *err)
-}
-
-func statusIPs(svc *v1.Service) []netip.Addr {
-	var out []netip.Addr
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if a, err := netip.ParseAddr(in.IP); err == nil {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-func portsOf(svc *v1.Service) []string {
-	var out []string
-	for _, p := range svc.Spec.Ports {
-		out = append(out, fmt.Sprintf("%s/%d", p.Protocol, p.Port))
-	}
-	sort.Strings(out)
-	return out
-}
-
-func nodeNames(nodes []*v1.Node) []string {
-	out := make([]string, 0, len(nodes))
-	for _, n := range nodes {
-		out = append(out, n.Name)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func addrs(ips []string) []netip.Addr {
-	out := make([]netip.Addr, 0, len(ips))
-	for _, s := range ips {
-		if a, err := netip.ParseAddr(s); err == nil {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-// status is the Service status of r: the addresses with ipMode VIP and the Service's ports.
-func status(r Record, svc *v1.Service) *v1.LoadBalancerStatus {
-	st := &v1.LoadBalancerStatus{}
-	vip := v1.LoadBalancerIPModeVIP
-	var ports []v1.PortStatus
-	for _, p := range svc.Spec.Ports {
-		ports = append(ports, v1.PortStatus{Port: p.Port, Protocol: p.Protocol})
-	}
-	for _, ip := range r.IPs {
-		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: ip, IPMode: &vip, Ports: ports})
-	}
-	return st
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"sort"
 	"sync"
 	"time"
 
@@ -65,7 +64,7 @@ func (l *loadBalancers) load(ctx context.Context) error {
 	}
 	for name, r := range recs {
 		l.records[name] = r
-		for _, a := range addrs(r.IPs) {
+		for _, a := range ippool.ParseAddrs(r.IPs) {
 			l.used[a] = name
 		}
 	}
@@ -89,7 +88,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 	if !ok {
 		return nil, false, nil
 	}
-	return status(r.IPs, svc), true, nil
+	return ippool.Status(r.IPs, svc), true, nil
 }
 
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer: it writes the record only when
@@ -111,7 +110,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	if err != nil {
 		return nil, err
 	}
-	return status(r.IPs, svc), nil
+	return ippool.Status(r.IPs, svc), nil
 }
 
 // UpdateLoadBalancer implements cloudprovider.LoadBalancer: only the members change.
@@ -127,7 +126,7 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	if !exists {
 		return fmt.Errorf("load balancer for %s/%s does not exist yet", svc.Namespace, svc.Name)
 	}
-	_, err = l.write(ctx, clusterName, name, svc, addrs(have.IPs), nodes, have, true)
+	_, err = l.write(ctx, clusterName, name, svc, ippool.ParseAddrs(have.IPs), nodes, have, true)
 	return err
 }
 
@@ -136,7 +135,7 @@ func (l *loadBalancers) write(ctx context.Context, cluster, name string, svc *v1
 	for _, a := range ips {
 		want.IPs = append(want.IPs, a.String())
 	}
-	want.Fingerprint = fingerprint.Of(lbDesired{Name: name, IPs: want.IPs, Ports: portsOf(svc), Nodes: nodeNames(nodes)})
+	want.Fingerprint = fingerprint.Of(lbDesired{Name: name, IPs: want.IPs, Ports: ippool.Ports(svc), Nodes: ippool.NodeNames(nodes)})
 	if exists && !fingerprint.Changed(have.Fingerprint, want.Fingerprint) {
 		return have, nil
 	}
@@ -145,7 +144,7 @@ func (l *loadBalancers) write(ctx context.Context, cluster, name string, svc *v1
 		return lbRecord{}, err
 	}
 	l.writes++
-	for _, a := range addrs(have.IPs) {
+	for _, a := range ippool.ParseAddrs(have.IPs) {
 		delete(l.used, a)
 	}
 	for _, a := range ips {
@@ -177,7 +176,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		return err
 	}
 	l.writes++
-	for _, a := range addrs(r.IPs) {
+	for _, a := range ippool.ParseAddrs(r.IPs) {
 		delete(l.used, a)
 	}
 	delete(l.records, name)
@@ -216,7 +215,7 @@ func (l *loadBalancers) addressesFor(name string, svc *v1.Service, have lbRecord
 	for i, fam := range families {
 		v6 := fam == v1.IPv6Protocol
 		var got netip.Addr
-		for _, a := range append(append(requested, addrs(have.IPs)...), statusIPs(svc)...) {
+		for _, a := range append(append(requested, ippool.ParseAddrs(have.IPs)...), ippool.StatusAddrs(svc)...) {
 			if usable(a, v6) {
 				got = a
 				break
@@ -263,52 +262,4 @@ func slicesAny[T any](s []T, f func(T) bool) bool {
 		}
 	}
 	return false
-}
-
-func statusIPs(svc *v1.Service) []netip.Addr {
-	var out []netip.Addr
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if a, err := netip.ParseAddr(in.IP); err == nil {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-func addrs(ips []string) []netip.Addr {
-	var out []netip.Addr
-	for _, s := range ips {
-		if a, err := netip.ParseAddr(s); err == nil {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-func portsOf(svc *v1.Service) []string {
-	var out []string
-	for _, p := range svc.Spec.Ports {
-		out = append(out, fmt.Sprintf("%s/%d", p.Protocol, p.Port))
-	}
-	sort.Strings(out)
-	return out
-}
-
-func nodeNames(nodes []*v1.Node) []string {
-	out := make([]string, 0, len(nodes))
-	for _, n := range nodes {
-		out = append(out, n.Name)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// status is the Service status for ips, with ipMode VIP.
-func status(ips []string, svc *v1.Service) *v1.LoadBalancerStatus {
-	st := &v1.LoadBalancerStatus{}
-	vip := v1.LoadBalancerIPModeVIP
-	for _, ip := range ips {
-		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: ip, IPMode: &vip})
-	}
-	return st
 }
