@@ -29,10 +29,11 @@ const (
 	annHCUnhealthy   = "healthcheck-unhealthy-threshold"
 	annHCTimeout     = "healthcheck-timeout"
 	annHCInterval    = "healthcheck-interval"
+	annProxyProtocol = "proxy-protocol"
 )
 
 var supported = []string{annType, annInternal, annSubnets, annSecurityGroup, annSSLCert, annSSLPorts,
-	annBackend, annCrossZone, annExtraTags, annNodeLabels, annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval}
+	annBackend, annCrossZone, annExtraTags, annNodeLabels, annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval, annProxyProtocol}
 
 // lbOptions is what a Service's annotations and spec ask of its load balancer.
 type lbOptions struct {
@@ -47,6 +48,7 @@ type lbOptions struct {
 	ExtraTags      map[string]string
 	NodeSelector   labels.Selector
 	HC             hcOptions
+	ProxyProtocol  bool // PROXY protocol v1 on every backend port of a classic ELB
 }
 
 type hcOptions struct{ Healthy, Unhealthy, Timeout, Interval int32 }
@@ -120,6 +122,12 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 			}
 		case annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval:
 			err = parseHC(o, suffix, v)
+		case annProxyProtocol:
+			// Upstream's only value: "*" is every backend (instance) port of the ELB.
+			o.ProxyProtocol = v == "*"
+			if !o.ProxyProtocol {
+				err = annotationError(suffix, "must be \"*\" (PROXY protocol v1 on every backend port), not %q", v)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -132,7 +140,7 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 		return nil, annotationError(annHCTimeout, "must be less than the interval (%ds)", o.HC.Interval)
 	}
 	if o.NLB {
-		for _, a := range []string{annSecurityGroup, annBackend, annCrossZone} {
+		for _, a := range []string{annSecurityGroup, annBackend, annCrossZone, annProxyProtocol} {
 			if _, set := svc.Annotations[annotationPrefix+a]; set {
 				return nil, annotationError(a, "is not supported with type nlb")
 			}

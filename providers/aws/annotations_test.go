@@ -16,7 +16,7 @@ func svcWith(ann map[string]string) *v1.Service {
 
 func TestAnnotationsRejectedNameTheAnnotation(t *testing.T) {
 	for ann, val := range map[string]string{
-		"type": "alb", "proxy-protocol": "*", "connection-idle-timeout": "60", "internal": "maybe",
+		"type": "alb", "proxy-protocol": "v2", "connection-idle-timeout": "60", "internal": "maybe",
 		"backend-protocol": "udp", "healthcheck-interval": "1", "security-groups": "default",
 		"ssl-ports": "443", "additional-resource-tags": "kubernetes.io/x=y", "target-node-labels": "a in (",
 	} {
@@ -25,7 +25,7 @@ func TestAnnotationsRejectedNameTheAnnotation(t *testing.T) {
 			t.Errorf("%s=%q: error %v does not name the annotation", ann, val, err)
 		}
 	}
-	for ann, val := range map[string]string{"security-groups": "sg-1", "backend-protocol": "http", "cross-zone-load-balancing-enabled": "true"} {
+	for ann, val := range map[string]string{"security-groups": "sg-1", "backend-protocol": "http", "cross-zone-load-balancing-enabled": "true", "proxy-protocol": "*"} {
 		_, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + ann: val}))
 		if err == nil || !strings.Contains(err.Error(), annotationPrefix+ann) {
 			t.Errorf("nlb with %s: error %v does not name the annotation", ann, err)
@@ -47,12 +47,13 @@ func TestAnnotationsParsed(t *testing.T) {
 		annotationPrefix + "additional-resource-tags": "team=a, cost=b",
 		annotationPrefix + "target-node-labels":       "pool=web",
 		annotationPrefix + "healthcheck-interval":     "20",
+		annotationPrefix + "proxy-protocol":           "*",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc := svcWith(nil)
-	if !o.Internal || !o.sslPort(svc.Spec.Ports[0]) || o.sslPort(svc.Spec.Ports[1]) || o.ExtraTags["cost"] != "b" || o.HC.Interval != 20 {
+	if !o.Internal || !o.sslPort(svc.Spec.Ports[0]) || o.sslPort(svc.Spec.Ports[1]) || o.ExtraTags["cost"] != "b" || o.HC.Interval != 20 || !o.ProxyProtocol {
 		t.Errorf("options %+v", o)
 	}
 	if !o.NodeSelector.Matches(labels.Set{"pool": "web"}) || o.NodeSelector.Matches(labels.Set{"pool": "db"}) {

@@ -59,6 +59,9 @@ func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *lbOpt
 			return nil, err
 		}
 	}
+	if err := l.syncProxyProtocol(ctx, name, cur, want); err != nil {
+		return nil, err
+	}
 	return cur, nil
 }
 
@@ -98,7 +101,73 @@ func (l *loadBalancers) update(ctx context.Context, name string, cur *elbtypes.L
 			return err
 		}
 	}
+	if err := l.syncProxyProtocol(ctx, name, cur, want); err != nil {
+		return err
+	}
 	return l.crossZone(ctx, name, want.CrossZone)
+}
+
+// proxyPolicyName is the ELB policy (type ProxyProtocolPolicyType) this provider creates once
+// per ELB for the proxy-protocol annotation; upstream's name, so ELBs it made keep working.
+const proxyPolicyName = "k8s-proxyprotocol-enabled"
+
+// syncProxyProtocol puts the PROXY protocol policy on every backend (instance) port of the
+// listeners when wanted, and takes it off every port that has it when not. cur is what
+// DescribeLoadBalancers returned (its Policies and BackendServerDescriptions): a port already
+// as wanted costs no write.
+func (l *loadBalancers) syncProxyProtocol(ctx context.Context, name string, cur *elbtypes.LoadBalancerDescription, want *desired) error {
+	backends := map[int32][]string{}
+	for _, b := range cur.BackendServerDescriptions {
+		backends[aws.ToInt32(b.InstancePort)] = b.PolicyNames
+	}
+	set := func(port int32, policies []string) error {
+		_, err := l.c.api.elb.SetLoadBalancerPoliciesForBackendServer(ctx, &elb.SetLoadBalancerPoliciesForBackendServerInput{
+			LoadBalancerName: aws.String(name), InstancePort: aws.Int32(port), PolicyNames: policies})
+		if err != nil {
+			return fmt.Errorf("aws: SetLoadBalancerPoliciesForBackendServer %s port %d: %w", name, port, err)
+		}
+		return nil
+	}
+	if !want.ProxyProtocol {
+		var ports []int32
+		for p, names := range backends {
+			if slices.Contains(names, proxyPolicyName) {
+				ports = append(ports, p)
+			}
+		}
+		slices.Sort(ports)
+		for _, p := range ports {
+			// The ELB's other policies on the port stay; an empty list removes them all.
+			keep := slices.DeleteFunc(append([]string{}, backends[p]...), func(n string) bool { return n == proxyPolicyName })
+			if err := set(p, keep); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if cur.Policies == nil || !slices.Contains(cur.Policies.OtherPolicies, proxyPolicyName) {
+		_, err := l.c.api.elb.CreateLoadBalancerPolicy(ctx, &elb.CreateLoadBalancerPolicyInput{
+			LoadBalancerName: aws.String(name), PolicyName: aws.String(proxyPolicyName), PolicyTypeName: aws.String("ProxyProtocolPolicyType"),
+			PolicyAttributes: []elbtypes.PolicyAttribute{{AttributeName: aws.String("ProxyProtocol"), AttributeValue: aws.String("true")}}})
+		if err != nil && !isCode(err, "DuplicatePolicyName") {
+			return fmt.Errorf("aws: CreateLoadBalancerPolicy %s: %w", name, err)
+		}
+	}
+	var ports []int32
+	for _, s := range want.Listeners {
+		if p := aws.ToInt32(listenerOf(s).InstancePort); !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	slices.Sort(ports)
+	for _, p := range ports {
+		if !slices.Contains(backends[p], proxyPolicyName) {
+			if err := set(p, append(slices.Clone(backends[p]), proxyPolicyName)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (l *loadBalancers) configureHealthCheck(ctx context.Context, name string, want *desired) error {

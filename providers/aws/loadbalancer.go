@@ -54,6 +54,8 @@ type desired struct {
 	SourceRanges   []string
 	NodeGroups     []string
 	OwnGroup       bool // a security group made for this ELB (no annotation, no ElbSecurityGroup)
+	// ProxyProtocol is omitted when off so the fingerprints of ELBs made before it existed hold.
+	ProxyProtocol bool `json:",omitempty"`
 
 	groupIDs []string // the groups to attach; not fingerprinted (an ID is known only after creation)
 	vpc      string
@@ -222,7 +224,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 }
 
 func (l *loadBalancers) desired(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, nodeGroups []string) (*desired, error) {
-	d := &desired{Scheme: "internet-facing", HC: opts.HC, CrossZone: opts.CrossZone, ExtraTags: opts.ExtraTags, NodeGroups: nodeGroups}
+	d := &desired{Scheme: "internet-facing", HC: opts.HC, CrossZone: opts.CrossZone, ExtraTags: opts.ExtraTags, NodeGroups: nodeGroups, ProxyProtocol: opts.ProxyProtocol}
 	if opts.Internal {
 		d.Scheme = "internal"
 	}

@@ -131,3 +131,99 @@ func TestForeignELBIsNotTouched(t *testing.T) {
 func removeOwner(name, cluster string) *elb.RemoveTagsInput {
 	return &elb.RemoveTagsInput{LoadBalancerNames: []string{name}, Tags: []elbtypes.TagKeyOnly{{Key: aws.String("kubernetes.io/cluster/" + cluster)}}}
 }
+
+// proxy-protocol "*" on a classic ELB: one ProxyProtocolPolicyType policy (ProxyProtocol=true)
+// on every backend port; a restart and a repeat cost no write; removing the annotation takes
+// the policy off every port; a bad value is refused naming the annotation and changes nothing.
+func TestClassicELBProxyProtocol(t *testing.T) {
+	h := newHarness(t, "proxy")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	_, md := h.machine("pp-a")
+	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "pp-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}}}
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pp", Annotations: map[string]string{annotationPrefix + "proxy-protocol": "*"}},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
+			Ports: []v1.ServicePort{{Name: "a", Port: 443, NodePort: 30443, Protocol: v1.ProtocolTCP}, {Name: "b", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
+	name := c.lb.name(svc)
+	calls := func(op string) int { return h.fake.Calls()["elb:"+op] }
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := h.fake.ClassicLB(name)
+	p, ok := e.Policies[proxyPolicyName]
+	if !ok || p.Type != "ProxyProtocolPolicyType" || p.Attributes["ProxyProtocol"] != "true" {
+		t.Fatalf("policies %+v, want %s of type ProxyProtocolPolicyType with ProxyProtocol=true", e.Policies, proxyPolicyName)
+	}
+	for _, port := range []int{30443, 30080} {
+		if !slices.Equal(e.BackendPolicies[port], []string{proxyPolicyName}) {
+			t.Errorf("backend port %d policies %v, want [%s]", port, e.BackendPolicies[port], proxyPolicyName)
+		}
+	}
+	// The policy as ELB's own API describes it, through the SDK.
+	dp, err := c.api.elb.DescribeLoadBalancerPolicies(ctx, &elb.DescribeLoadBalancerPoliciesInput{LoadBalancerName: aws.String(name)})
+	if err != nil || len(dp.PolicyDescriptions) != 1 || aws.ToString(dp.PolicyDescriptions[0].PolicyTypeName) != "ProxyProtocolPolicyType" ||
+		len(dp.PolicyDescriptions[0].PolicyAttributeDescriptions) != 1 || aws.ToString(dp.PolicyDescriptions[0].PolicyAttributeDescriptions[0].AttributeValue) != "true" {
+		t.Errorf("DescribeLoadBalancerPolicies: %+v, %v", dp, err)
+	}
+	if n := calls("CreateLoadBalancerPolicy"); n != 1 {
+		t.Errorf("CreateLoadBalancerPolicy called %d times, want 1", n)
+	}
+
+	// Same cloud again, then a restart (a new Cloud): no write at all.
+	w := h.fake.Writes()
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	c2 := h.cloud(t, "")
+	lb2, _ := c2.LoadBalancer()
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.fake.Writes() - w; d != 0 {
+		t.Errorf("unchanged proxy-protocol: %d writes, want 0", d)
+	}
+
+	// A new port while enabled: the policy goes on it too, with one Set call, no new policy.
+	svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "c", Port: 8080, NodePort: 30808, Protocol: v1.ProtocolTCP})
+	set := calls("SetLoadBalancerPoliciesForBackendServer")
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	e, _ = h.fake.ClassicLB(name)
+	if !slices.Equal(e.BackendPolicies[30808], []string{proxyPolicyName}) || calls("SetLoadBalancerPoliciesForBackendServer")-set != 1 || calls("CreateLoadBalancerPolicy") != 1 {
+		t.Errorf("new port: backend policies %v, Set calls +%d, Create calls %d; want the policy on 30808, +1, 1",
+			e.BackendPolicies, calls("SetLoadBalancerPoliciesForBackendServer")-set, calls("CreateLoadBalancerPolicy"))
+	}
+
+	// A bad value: refused naming the annotation, nothing changed.
+	svc.Annotations[annotationPrefix+"proxy-protocol"] = "v2"
+	w = h.fake.Writes()
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+"proxy-protocol") {
+		t.Errorf("proxy-protocol=v2: error %v, want one naming the annotation", err)
+	}
+	if e2, _ := h.fake.ClassicLB(name); h.fake.Writes() != w || len(e2.BackendPolicies) != 3 || e2.DNSName != e.DNSName {
+		t.Errorf("bad value changed the cloud: writes +%d, backend policies %v", h.fake.Writes()-w, e2.BackendPolicies)
+	}
+
+	// Annotation removed: the policy comes off every port, one Set call per port, same ELB.
+	delete(svc.Annotations, annotationPrefix+"proxy-protocol")
+	set = calls("SetLoadBalancerPoliciesForBackendServer")
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	e2, _ := h.fake.ClassicLB(name)
+	if len(e2.BackendPolicies) != 0 || calls("SetLoadBalancerPoliciesForBackendServer")-set != 3 || e2.DNSName != e.DNSName {
+		t.Errorf("disabled: backend policies %v, Set calls +%d; want none, +3", e2.BackendPolicies, calls("SetLoadBalancerPoliciesForBackendServer")-set)
+	}
+	// And disabled stays at zero writes after a restart.
+	w = h.fake.Writes()
+	c3 := h.cloud(t, "")
+	lb3, _ := c3.LoadBalancer()
+	if _, err := lb3.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.fake.Writes() - w; d != 0 {
+		t.Errorf("disabled, restart: %d writes, want 0", d)
+	}
+}

@@ -89,11 +89,11 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	}
 }
 
-// An unsupported annotation is refused with a Warning event that names it; nothing is created.
+// An invalid annotation value is refused with a Warning event that names it; nothing is created.
 func TestUnsupportedAnnotationWarns(t *testing.T) {
 	const ns = "default"
 	svc := testenv.LoadBalancerService(ns, "it-nlb", 81)
-	svc.Annotations = map[string]string{"service.beta.kubernetes.io/aws-load-balancer-proxy-protocol": "*"}
+	svc.Annotations = map[string]string{"service.beta.kubernetes.io/aws-load-balancer-proxy-protocol": "v2"}
 	if _, err := env.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

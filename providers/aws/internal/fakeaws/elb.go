@@ -17,7 +17,18 @@ type ClassicLB struct {
 	HealthCheck           HealthCheck
 	CrossZone             bool
 	Tags                  map[string]string
+	Policies              map[string]Policy // by name (CreateLoadBalancerPolicy)
+	BackendPolicies       map[int][]string  // instance port -> policy names (SetLoadBalancerPoliciesForBackendServer)
 }
+
+// Policy is a classic ELB policy: its type and attributes.
+type Policy struct {
+	Type       string
+	Attributes map[string]string
+}
+
+// policyTypes are the policy types the fake knows (a subset of DescribeLoadBalancerPolicyTypes).
+var policyTypes = []string{"ProxyProtocolPolicyType", "SSLNegotiationPolicyType", "BackendServerAuthenticationPolicyType", "PublicKeyPolicyType"}
 
 // Listener is one front-end port of a classic ELB.
 type Listener struct {
@@ -43,6 +54,14 @@ func (s *Server) ClassicLB(name string) (ClassicLB, bool) {
 	c := *lb
 	c.Instances = slices.Clone(lb.Instances)
 	c.Tags = copyTags(lb.Tags)
+	c.Policies = map[string]Policy{}
+	for n, p := range lb.Policies {
+		c.Policies[n] = Policy{Type: p.Type, Attributes: copyTags(p.Attributes)}
+	}
+	c.BackendPolicies = map[int][]string{}
+	for port, ns := range lb.BackendPolicies {
+		c.BackendPolicies[port] = slices.Clone(ns)
+	}
 	return c, true
 }
 
@@ -173,6 +192,86 @@ func (s *Server) elb(action string, f form) (string, *apiError) {
 			lb.Listeners = slices.DeleteFunc(lb.Listeners, func(l Listener) bool { return l.Port == port })
 		}
 		return "", nil
+	case "CreateLoadBalancerPolicy":
+		pn, pt := f.get("PolicyName"), f.get("PolicyTypeName")
+		if pn == "" || pt == "" {
+			return "", &apiError{Status: 400, Code: "ValidationError", Message: "PolicyName and PolicyTypeName are required"}
+		}
+		if !slices.Contains(policyTypes, pt) {
+			return "", &apiError{Status: 400, Code: "PolicyTypeNotFound", Message: "policy type " + pt + " not found"}
+		}
+		if _, dup := lb.Policies[pn]; dup {
+			return "", &apiError{Status: 400, Code: "DuplicatePolicyName", Message: "a policy named " + pn + " exists"}
+		}
+		attrs := map[string]string{}
+		for _, p := range f.structs("PolicyAttributes.member") {
+			attrs[f.get(p+"AttributeName")] = f.get(p + "AttributeValue")
+		}
+		if pt == "ProxyProtocolPolicyType" && attrs["ProxyProtocol"] != "true" && attrs["ProxyProtocol"] != "false" {
+			return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "ProxyProtocolPolicyType needs the attribute ProxyProtocol (true or false)"}
+		}
+		if lb.Policies == nil {
+			lb.Policies = map[string]Policy{}
+		}
+		lb.Policies[pn] = Policy{Type: pt, Attributes: attrs}
+		return "", nil
+	case "SetLoadBalancerPoliciesForBackendServer":
+		port, err := strconv.Atoi(f.get("InstancePort"))
+		if err != nil || port < 1 || port > 65535 {
+			return "", &apiError{Status: 400, Code: "ValidationError", Message: "InstancePort must be 1-65535"}
+		}
+		names := f.list("PolicyNames.member")
+		for _, n := range names {
+			if _, ok := lb.Policies[n]; !ok {
+				return "", &apiError{Status: 400, Code: "PolicyNotFound", Message: "There is no policy named '" + n + "'"}
+			}
+		}
+		if lb.BackendPolicies == nil {
+			lb.BackendPolicies = map[int][]string{}
+		}
+		if len(names) == 0 {
+			delete(lb.BackendPolicies, port)
+		} else {
+			lb.BackendPolicies[port] = names
+		}
+		return "", nil
+	case "DescribeLoadBalancerPolicies":
+		names := f.list("PolicyNames.member")
+		for _, n := range names {
+			if _, ok := lb.Policies[n]; !ok {
+				return "", &apiError{Status: 400, Code: "PolicyNotFound", Message: "There is no policy named '" + n + "'"}
+			}
+		}
+		if len(names) == 0 {
+			for n := range lb.Policies {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+		}
+		var x w
+		x.open("PolicyDescriptions")
+		for _, n := range names {
+			p := lb.Policies[n]
+			x.open("member")
+			x.leaf("PolicyName", n)
+			x.leaf("PolicyTypeName", p.Type)
+			x.open("PolicyAttributeDescriptions")
+			keys := make([]string, 0, len(p.Attributes))
+			for k := range p.Attributes {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				x.open("member")
+				x.leaf("AttributeName", k)
+				x.leaf("AttributeValue", p.Attributes[k])
+				x.close("member")
+			}
+			x.close("PolicyAttributeDescriptions")
+			x.close("member")
+		}
+		x.close("PolicyDescriptions")
+		return x.b.String(), nil
 	case "ModifyLoadBalancerAttributes":
 		lb.CrossZone = f.get("LoadBalancerAttributes.CrossZoneLoadBalancing.Enabled") == "true"
 		return "<LoadBalancerName>" + name + "</LoadBalancerName>", nil
@@ -312,6 +411,39 @@ func (s *Server) describeELBs(f form) (string, *apiError) {
 		}
 		x.close("Instances")
 		writeHealthCheck(&x, lb.HealthCheck)
+		x.open("BackendServerDescriptions")
+		ports := make([]int, 0, len(lb.BackendPolicies))
+		for p := range lb.BackendPolicies {
+			ports = append(ports, p)
+		}
+		sort.Ints(ports)
+		for _, p := range ports {
+			x.open("member")
+			x.leafInt("InstancePort", p)
+			x.open("PolicyNames")
+			for _, n := range lb.BackendPolicies[p] {
+				x.leaf("member", n)
+			}
+			x.close("PolicyNames")
+			x.close("member")
+		}
+		x.close("BackendServerDescriptions")
+		x.open("Policies")
+		x.open("AppCookieStickinessPolicies")
+		x.close("AppCookieStickinessPolicies")
+		x.open("LBCookieStickinessPolicies")
+		x.close("LBCookieStickinessPolicies")
+		x.open("OtherPolicies")
+		pnames := make([]string, 0, len(lb.Policies))
+		for n := range lb.Policies {
+			pnames = append(pnames, n)
+		}
+		sort.Strings(pnames)
+		for _, n := range pnames {
+			x.leaf("member", n)
+		}
+		x.close("OtherPolicies")
+		x.close("Policies")
 		for _, l := range []struct {
 			name string
 			vs   []string
