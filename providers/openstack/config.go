@@ -125,8 +125,5 @@ func (c *Config) Validate() config.Problems {
 	if lb.PendingRetry.Duration < 100*time.Millisecond {
 		ps.Add("LoadBalancer", "pending-retry", "must be at least 100ms")
 	}
-	if lb.ManageSecurityGroups {
-		ps.Add("LoadBalancer", "manage-security-groups", "is not supported by this provider yet; manage node security groups outside Kubernetes and set it to false")
-	}
 	return ps
 }

@@ -18,7 +18,7 @@ func TestConfigProblems(t *testing.T) {
 		{"secret without id", "[Global]\nauth-url = https://k/v3\napplication-credential-name = n\napplication-credential-secret = s\n", []string{"needs username or user-id"}},
 		{"typo", "[Global]\nauth-url = https://k/v3\nusername = u\npassword = p\ntenant-id = t\n[LoadBalancer]\nfloating-network = x\n", []string{"line 7: [LoadBalancer] floating-network: unknown key"}},
 		{"lb values", "[Global]\nauth-url = https://k/v3\nusername = u\npassword = p\ntenant-id = t\n[LoadBalancer]\nlb-method = RANDOM\nmonitor-delay = 2s\nmonitor-timeout = 5s\nmanage-security-groups = true\n",
-			[]string{"lb-method: must be", "monitor-timeout: must not exceed", "manage-security-groups: is not supported"}},
+			[]string{"lb-method: must be", "monitor-timeout: must not exceed"}},
 		{"bad url", "[Global]\nauth-url = keystone\nusername = u\npassword = p\ntenant-id = t\n", []string{"auth-url: must be an http(s) URL"}},
 		{"class", "[Global]\nauth-url = https://k/v3\nusername = u\npassword = p\ntenant-id = t\n[LoadBalancerClass \"ext\"]\nfloating-network-id = n\nbogus = 1\n", []string{"[LoadBalancerClass \"ext\"] bogus: unknown key"}},
 	} {

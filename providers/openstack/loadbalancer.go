@@ -267,6 +267,12 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 	if err := l.dropFamilies(ctx, cl, clusterName, svc); err != nil {
 		return nil, err
 	}
+	if l.c.cfg.LoadBalancer.ManageSecurityGroups {
+		if err := l.syncSecurityGroup(ctx, cl, clusterName, svc, nodes, specs); err != nil {
+			l.c.event(svc, v1.EventTypeWarning, "SecurityGroupSyncFailed", err.Error())
+			return nil, err
+		}
+	}
 	if len(pending) > 0 {
 		return nil, l.retry(strings.Join(pending, "; "))
 	}
@@ -426,6 +432,11 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	for _, f := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
 		if f != families(svc)[0] {
 			names = append(names, l.familyName(clusterName, svc, f))
+		}
+	}
+	if l.c.cfg.LoadBalancer.ManageSecurityGroups {
+		if err := l.deleteSecurityGroup(ctx, cl, clusterName, svc); err != nil {
+			return err
 		}
 	}
 	var pending []string

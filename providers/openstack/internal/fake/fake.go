@@ -61,6 +61,8 @@ type Cloud struct {
 	lis      map[string]*listener
 	pools    map[string]*pool
 	monitors map[string]*monitor
+	sgs      map[string]*secGroup
+	sgRules  map[string]*sgRule
 	// errorNext makes the next N created load balancers end in ERROR instead of ACTIVE.
 	errorNext int
 	vipSeq    int
@@ -88,7 +90,8 @@ func New(o Options) *Cloud {
 	c := &Cloud{opts: o, tokens: map[string]bool{}, calls: map[string]int{}, faults: map[string]*Fault{},
 		servers: map[string]*server{}, flavors: map[string]string{}, ports: map[string]*port{},
 		networks: map[string]*network{}, subnets: map[string]*subnet{}, fips: map[string]*floatingIP{},
-		lbs: map[string]*loadBalancer{}, lis: map[string]*listener{}, pools: map[string]*pool{}, monitors: map[string]*monitor{}}
+		lbs: map[string]*loadBalancer{}, lis: map[string]*listener{}, pools: map[string]*pool{}, monitors: map[string]*monitor{},
+		sgs: map[string]*secGroup{}, sgRules: map[string]*sgRule{}}
 	c.networks[PrivateNetworkID] = &network{ID: PrivateNetworkID, Name: "private"}
 	c.subnets[PrivateSubnetID] = &subnet{ID: PrivateSubnetID, NetworkID: PrivateNetworkID, CIDR: "10.0.0.0/16", IPVersion: 4}
 	c.subnets[PrivateSubnetV6ID] = &subnet{ID: PrivateSubnetV6ID, NetworkID: PrivateNetworkID, CIDR: "fd00::/64", IPVersion: 6}

@@ -3,6 +3,8 @@ package fake
 import (
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 )
 
 type network struct {
@@ -23,6 +25,7 @@ type fixedIP struct {
 type port struct {
 	ID, NetworkID, DeviceID, DeviceOwner string
 	FixedIPs                             []fixedIP
+	SecurityGroups                       []string
 }
 
 type floatingIP struct {
@@ -56,6 +59,8 @@ func (c *Cloud) AddFloatingIP(address string) string {
 
 func (c *Cloud) neutronRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /network/v2.0/ports", c.op("neutron.ListPorts", c.listPorts))
+	m.HandleFunc("PUT /network/v2.0/ports/{id}", c.op("neutron.UpdatePort", c.updatePort))
+	c.securityGroupRoutes(m)
 	m.HandleFunc("GET /network/v2.0/networks", c.op("neutron.ListNetworks", c.listNetworks))
 	m.HandleFunc("GET /network/v2.0/subnets", c.op("neutron.ListSubnets", c.listSubnets))
 	m.HandleFunc("GET /network/v2.0/subnets/{id}", c.op("neutron.GetSubnet", c.getSubnet))
@@ -75,14 +80,72 @@ func (c *Cloud) listPorts(w http.ResponseWriter, r *http.Request) {
 		if v := q.Get("id"); v != "" && v != p.ID {
 			continue
 		}
-		ips := p.FixedIPs
-		if ips == nil {
-			ips = []fixedIP{}
+		if !portMatches(p, q["fixed_ips"], q["security_groups"]) {
+			continue
 		}
-		out = append(out, map[string]any{"id": p.ID, "network_id": p.NetworkID, "device_id": p.DeviceID,
-			"device_owner": p.DeviceOwner, "fixed_ips": ips, "status": "ACTIVE", "admin_state_up": true})
+		out = append(out, portJSON(p))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"ports": out})
+}
+
+// portMatches applies Neutron's fixed_ips=ip_address=X / subnet_id=Y and security_groups=ID
+// filters (every one given must match).
+func portMatches(p *port, fixed, sgs []string) bool {
+	for _, f := range fixed {
+		k, v, _ := strings.Cut(f, "=")
+		if !slices.ContainsFunc(p.FixedIPs, func(ip fixedIP) bool {
+			return (k == "ip_address" && ip.IPAddress == v) || (k == "subnet_id" && ip.SubnetID == v)
+		}) {
+			return false
+		}
+	}
+	for _, g := range sgs {
+		if !slices.Contains(p.SecurityGroups, g) {
+			return false
+		}
+	}
+	return true
+}
+
+func portJSON(p *port) map[string]any {
+	ips := p.FixedIPs
+	if ips == nil {
+		ips = []fixedIP{}
+	}
+	sgs := p.SecurityGroups
+	if sgs == nil {
+		sgs = []string{}
+	}
+	return map[string]any{"id": p.ID, "network_id": p.NetworkID, "device_id": p.DeviceID,
+		"device_owner": p.DeviceOwner, "fixed_ips": ips, "security_groups": sgs, "status": "ACTIVE", "admin_state_up": true}
+}
+
+// updatePort is PUT /ports/{id}; only security_groups is supported (the provider's use).
+func (c *Cloud) updatePort(w http.ResponseWriter, r *http.Request) {
+	p := c.ports[r.PathValue("id")]
+	if p == nil {
+		writeErr(w, http.StatusNotFound, fmt.Sprintf("Port %s could not be found.", r.PathValue("id")))
+		return
+	}
+	var b struct {
+		Port struct {
+			SecurityGroups *[]string `json:"security_groups"`
+		} `json:"port"`
+	}
+	if err := decode(r, &b); err != nil {
+		writeErr(w, http.StatusBadRequest, "malformed request")
+		return
+	}
+	if b.Port.SecurityGroups != nil {
+		for _, g := range *b.Port.SecurityGroups {
+			if c.sgs[g] == nil {
+				writeErr(w, http.StatusNotFound, fmt.Sprintf("Security group %s does not exist", g))
+				return
+			}
+		}
+		p.SecurityGroups = slices.Clone(*b.Port.SecurityGroups)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"port": portJSON(p)})
 }
 
 func (c *Cloud) listNetworks(w http.ResponseWriter, r *http.Request) {
