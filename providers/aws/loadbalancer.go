@@ -29,9 +29,10 @@ const fingerprintTag = "ccm.k8s.io/fingerprint"
 
 // loadBalancers implements cloudprovider.LoadBalancer with classic ELBs.
 type loadBalancers struct {
-	c    *Cloud
-	sn   subnetCache
-	snap elbSnapshot
+	c     *Cloud
+	sn    subnetCache
+	snap  elbSnapshot
+	nsnap nlbSnapshot
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)

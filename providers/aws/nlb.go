@@ -139,11 +139,22 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	}
 	want.NodeGroups = nodeGroups
 	fp := fingerprint.Of(want)
+	membersFP := fingerprint.Of(strings.Join(members, " "))
+	// Nothing to do according to a recent listing: an active NLB owned for this Service whose
+	// fingerprint and members tags match. No further read, no write.
+	if lb, tags := l.nsnap.get(ctx, l.c.api.elbv2, name); lb != nil && lb.State != nil && lb.State.Code == v2types.LoadBalancerStateEnumActive &&
+		string(lb.Scheme) == want.Scheme && !fingerprint.Changed(tags[fingerprintTag], fp) && tags[membersTag] == membersFP {
+		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); ok && ns == svc.Namespace && n == svc.Name {
+			return nlbStatus(lb), nil
+		}
+	}
+	defer l.nsnap.forget(name)
 	cur, err := l.describeNLB(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	changed := true
+	var curTags map[string]string
 	var prevPorts []string // nodePorts opened by an earlier reconcile, from the NLB's tag
 	if cur == nil {
 		// Creating: this may be a type change, so the Service's classic ELB goes first.
@@ -166,6 +177,7 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		if err != nil {
 			return nil, err
 		}
+		curTags = tags
 		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); !ok || ns != svc.Namespace || n != svc.Name {
 			return nil, fmt.Errorf("aws: NLB %s exists but is not owned by this cluster for %s/%s; not touching it", name, svc.Namespace, svc.Name)
 		}
@@ -193,11 +205,17 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 			return nil, err
 		}
 	}
+	// The tags go last: a failure above leaves the old ones, so the next try reads and rewrites.
+	var tags map[string]string
 	if changed {
-		tags := map[string]string{fingerprintTag: fp, nodeGroupsTag: strings.Join(want.NodeGroups, " "), nodePortsTag: strings.Join(want.nodePorts(), " ")}
+		tags = map[string]string{fingerprintTag: fp, nodeGroupsTag: strings.Join(want.NodeGroups, " "), nodePortsTag: strings.Join(want.nodePorts(), " "), membersTag: membersFP}
 		for k, v := range opts.ExtraTags {
 			tags[k] = v
 		}
+	} else if curTags[membersTag] != membersFP {
+		tags = map[string]string{membersTag: membersFP}
+	}
+	if tags != nil {
 		if _, err := l.c.api.elbv2.AddTags(ctx, &elbv2.AddTagsInput{ResourceArns: []string{arn}, Tags: v2Tags(tags)}); err != nil {
 			return nil, fmt.Errorf("aws: AddTags (v2) %s: %w", name, err)
 		}

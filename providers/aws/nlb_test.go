@@ -3,7 +3,9 @@ package aws
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +27,8 @@ func lbService(name string, ann map[string]string) *v1.Service {
 }
 
 // The NLB path: provisioning releases the worker with a RetryError, then the status is the
-// DNS name; a restart writes nothing; a node change is one write per target group; ELB→NLB
+// DNS name; a restart writes nothing; a node change is one write per target group and one
+// for the members tag; ELB→NLB
 // and back, then delete, leave the cloud as it was.
 func TestNLBLifecycleAndTypeChange(t *testing.T) {
 	h := newHarness(t, "nlb")
@@ -91,8 +94,8 @@ func TestNLBLifecycleAndTypeChange(t *testing.T) {
 	if err := lb2.UpdateLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
-	if d := h.fake.Writes() - w; d != 2 {
-		t.Errorf("node added: %d writes, want 2 (one per target group)", d)
+	if d := h.fake.Writes() - w; d != 3 {
+		t.Errorf("node added: %d writes, want 3 (one per target group, then the members tag)", d)
 	}
 
 	// Back to classic (TCP only), then delete: nothing left.
@@ -142,4 +145,92 @@ func TestNLBDeleteFindsLeftoverTargetGroups(t *testing.T) {
 
 func deleteNLBInput(arn string) *elbv2.DeleteLoadBalancerInput {
 	return &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: aws.String(arn)}
+}
+
+// A restart with nothing changed reads each NLB at most once, and in fact not at all: a
+// listing (one paged DescribeLoadBalancers, one DescribeTags per 20 NLBs) and the fingerprint
+// and members tags prove nothing changed. A node change after it is still seen (targets are
+// read and written), and the restart after that is again listing-only.
+func TestNLBRestartReadsListingOnly(t *testing.T) {
+	h := newHarness(t, "nlbreads")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	var nodes []*v1.Node
+	for _, n := range []string{"r-a", "r-b", "r-c"} {
+		_, md := h.machine(n)
+		nodes = append(nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}})
+	}
+	const n = 25 // more than one DescribeTags batch of 20
+	var svcs []*v1.Service
+	for i := 0; i < n; i++ {
+		svc := lbService(fmt.Sprintf("s%d", i), map[string]string{annotationPrefix + "type": "nlb"})
+		if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes[:2]); err != nil {
+			t.Fatal(err)
+		}
+		svcs = append(svcs, svc)
+	}
+	reads := func() (int, map[string]int) {
+		total, m := 0, map[string]int{}
+		for op, k := range h.fake.Calls() {
+			if _, action, _ := strings.Cut(op, ":"); strings.HasPrefix(action, "Describe") {
+				total += k
+				m[op] = k
+			}
+		}
+		return total, m
+	}
+	restart := func(nodes []*v1.Node) (int, map[string]int, int) {
+		t.Helper()
+		r0, before := reads()
+		w := h.fake.Writes()
+		lb2, _ := h.cloud(t, "").LoadBalancer()
+		for _, svc := range svcs {
+			if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r1, after := reads()
+		for op := range after {
+			after[op] -= before[op]
+		}
+		return r1 - r0, after, h.fake.Writes() - w
+	}
+	total, ops, writes := restart(nodes[:2])
+	if writes != 0 || total > n || ops["elbv2:DescribeLoadBalancers"] != 1 || ops["elbv2:DescribeTags"] != 2 ||
+		ops["elbv2:DescribeTargetGroups"] != 0 || ops["elbv2:DescribeTargetHealth"] != 0 || ops["elbv2:DescribeListeners"] != 0 {
+		t.Errorf("restart of %d NLBs: %d reads %v, %d writes; want 0 writes, 1 listing + 2 tag batches, no per-NLB read", n, total, ops, writes)
+	}
+	t.Logf("restart, nothing changed, %d NLBs: %d reads %v", n, total, ops)
+
+	// A node joins: every NLB's two target groups get it, and the members tag follows.
+	total, ops, writes = restart(nodes)
+	_, _, tgs, _ := h.fake.NLBByName(c.lb.name(svcs[0]))
+	if writes != 3*n || ops["elbv2:DescribeTargetHealth"] != 2*n || len(tgs) != 2 || len(tgs[0].Targets) != 3 || len(tgs[1].Targets) != 3 {
+		t.Errorf("node added: %d writes (want %d), %v, target groups %v", writes, 3*n, ops, tgs)
+	}
+	total, ops, writes = restart(nodes)
+	if writes != 0 || ops["elbv2:DescribeTargetHealth"] != 0 || ops["elbv2:DescribeLoadBalancers"] != 1 || total > n {
+		t.Errorf("restart after the node change: %d reads %v, %d writes; want listing only, 0 writes", total, ops, writes)
+	}
+
+	// The listing pages as ELBv2 does.
+	var names []string
+	in := &elbv2.DescribeLoadBalancersInput{PageSize: aws.Int32(10)}
+	for pages := 0; ; pages++ {
+		out, err := c.api.elbv2.DescribeLoadBalancers(ctx, in)
+		if err != nil || pages > n {
+			t.Fatalf("paging: %v after %d pages", err, pages)
+		}
+		for _, l := range out.LoadBalancers {
+			names = append(names, aws.ToString(l.LoadBalancerName))
+		}
+		if aws.ToString(out.NextMarker) == "" {
+			break
+		}
+		in.Marker = out.NextMarker
+	}
+	if len(names) != n || len(slices.Compact(slices.Sorted(slices.Values(names)))) != n {
+		t.Errorf("paged listing: %d names, want %d distinct", len(names), n)
+	}
 }

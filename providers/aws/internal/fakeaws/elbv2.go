@@ -140,8 +140,27 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 			}
 			found = append(found, lb)
 		}
+		next := ""
 		if len(names) == 0 && len(arns) == 0 {
+			// Paged as in ELBv2: PageSize 1-400 (default 400), Marker is the opaque NextMarker.
 			found = s.sortedNLBs()
+			size := 400
+			if v := f.get("PageSize"); v != "" {
+				if size, _ = strconv.Atoi(v); size < 1 || size > 400 {
+					return "", &apiError{Status: 400, Code: "ValidationError", Message: "PageSize must be 1-400"}
+				}
+			}
+			start := 0
+			if m := f.get("Marker"); m != "" {
+				var err error
+				if start, err = strconv.Atoi(m); err != nil || start < 0 || start > len(found) {
+					return "", &apiError{Status: 400, Code: "ValidationError", Message: "invalid Marker"}
+				}
+			}
+			found = found[start:]
+			if len(found) > size {
+				found, next = found[:size], strconv.Itoa(start+size)
+			}
 		}
 		var x w
 		x.open("LoadBalancers")
@@ -149,6 +168,9 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 			s.writeNLB(&x, lb)
 		}
 		x.close("LoadBalancers")
+		if next != "" {
+			x.leaf("NextMarker", next)
+		}
 		return x.b.String(), nil
 	case "DeleteLoadBalancer":
 		arn := f.get("LoadBalancerArn")
@@ -313,6 +335,9 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 		delete(s.listeners, f.get("ListenerArn"))
 		return "", nil
 	case "AddTags", "DescribeTags":
+		if n := len(f.list("ResourceArns.member")); n > 20 {
+			return "", &apiError{Status: 400, Code: "ValidationError", Message: fmt.Sprintf("ResourceArns: %d members, at most 20", n)}
+		}
 		var x w
 		x.open("TagDescriptions")
 		for _, a := range f.list("ResourceArns.member") {
