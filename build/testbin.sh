@@ -35,4 +35,4 @@ build kube-apiserver apiserver k8s.io/kubernetes/cmd/kube-apiserver "-s -w $kver
 build kubectl apiserver k8s.io/kubernetes/cmd/kubectl "-s -w $kver"
 echo "$stamp" > "$out/.stamp"
 "$out/kube-apiserver" --version
-"$out/etcd" --version | head -1
+"$out/etcd" --version | sed -n 1p  # sed reads it all: head could end etcd with SIGPIPE (exit 141 under pipefail)
