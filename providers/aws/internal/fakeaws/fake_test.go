@@ -151,3 +151,55 @@ func TestSecurityGroupsAndELBThroughSDK(t *testing.T) {
 		t.Errorf("deleting an unused group: %v", err)
 	}
 }
+
+// Classic ELB policies through the SDK: the ELB API's error codes, and the policy shows in
+// DescribeLoadBalancers (Policies.OtherPolicies, BackendServerDescriptions).
+func TestELBPoliciesThroughSDK(t *testing.T) {
+	s, _, l := clients(t)
+	ctx := context.Background()
+	sn := s.AddSubnet(VPC, "us-east-1a", "10.9.0.0/24", nil)
+	if _, err := l.CreateLoadBalancer(ctx, &elb.CreateLoadBalancerInput{LoadBalancerName: aws.String("pol"), Subnets: []string{sn},
+		Listeners: []elbtypes.Listener{{Protocol: aws.String("TCP"), LoadBalancerPort: 80, InstanceProtocol: aws.String("TCP"), InstancePort: aws.Int32(30080)}}}); err != nil {
+		t.Fatal(err)
+	}
+	set := func(names ...string) error {
+		_, err := l.SetLoadBalancerPoliciesForBackendServer(ctx, &elb.SetLoadBalancerPoliciesForBackendServerInput{
+			LoadBalancerName: aws.String("pol"), InstancePort: aws.Int32(30080), PolicyNames: append([]string{}, names...)})
+		return err
+	}
+	if err := set("pp"); code(err) != "PolicyNotFound" {
+		t.Errorf("unknown policy: %v, want PolicyNotFound", err)
+	}
+	create := func(typ string) error {
+		_, err := l.CreateLoadBalancerPolicy(ctx, &elb.CreateLoadBalancerPolicyInput{LoadBalancerName: aws.String("pol"), PolicyName: aws.String("pp"),
+			PolicyTypeName: aws.String(typ), PolicyAttributes: []elbtypes.PolicyAttribute{{AttributeName: aws.String("ProxyProtocol"), AttributeValue: aws.String("true")}}})
+		return err
+	}
+	if err := create("NoSuchType"); code(err) != "PolicyTypeNotFound" {
+		t.Errorf("unknown type: %v, want PolicyTypeNotFound", err)
+	}
+	if err := create("ProxyProtocolPolicyType"); err != nil {
+		t.Fatal(err)
+	}
+	if err := create("ProxyProtocolPolicyType"); code(err) != "DuplicatePolicyName" {
+		t.Errorf("second create: %v, want DuplicatePolicyName", err)
+	}
+	if err := set("pp"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := l.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{"pol"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := out.LoadBalancerDescriptions[0]
+	if d.Policies == nil || len(d.Policies.OtherPolicies) != 1 || d.Policies.OtherPolicies[0] != "pp" || len(d.BackendServerDescriptions) != 1 ||
+		aws.ToInt32(d.BackendServerDescriptions[0].InstancePort) != 30080 || len(d.BackendServerDescriptions[0].PolicyNames) != 1 {
+		t.Errorf("described policies %+v, backends %+v", d.Policies, d.BackendServerDescriptions)
+	}
+	if err := set(); err != nil {
+		t.Fatal(err)
+	}
+	if lb, _ := s.ClassicLB("pol"); len(lb.BackendPolicies) != 0 || len(lb.Policies) != 1 {
+		t.Errorf("after an empty list: backends %v, policies %v; want no backend policy, the policy kept", lb.BackendPolicies, lb.Policies)
+	}
+}
