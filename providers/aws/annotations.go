@@ -48,7 +48,7 @@ type lbOptions struct {
 	ExtraTags      map[string]string
 	NodeSelector   labels.Selector
 	HC             hcOptions
-	ProxyProtocol  bool // PROXY protocol v1 on every backend port of a classic ELB
+	ProxyProtocol  bool // PROXY protocol towards the nodes: v1 on a classic ELB, v2 on an NLB
 }
 
 type hcOptions struct{ Healthy, Unhealthy, Timeout, Interval int32 }
@@ -123,10 +123,10 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 		case annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval:
 			err = parseHC(o, suffix, v)
 		case annProxyProtocol:
-			// Upstream's only value: "*" is every backend (instance) port of the ELB.
+			// Upstream's only value: "*" is every backend port (every target group of an NLB).
 			o.ProxyProtocol = v == "*"
 			if !o.ProxyProtocol {
-				err = annotationError(suffix, "must be \"*\" (PROXY protocol v1 on every backend port), not %q", v)
+				err = annotationError(suffix, "must be \"*\" (PROXY protocol on every backend port), not %q", v)
 			}
 		}
 		if err != nil {
@@ -140,7 +140,7 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 		return nil, annotationError(annHCTimeout, "must be less than the interval (%ds)", o.HC.Interval)
 	}
 	if o.NLB {
-		for _, a := range []string{annSecurityGroup, annBackend, annCrossZone, annProxyProtocol} {
+		for _, a := range []string{annSecurityGroup, annBackend, annCrossZone} {
 			if _, set := svc.Annotations[annotationPrefix+a]; set {
 				return nil, annotationError(a, "is not supported with type nlb")
 			}

@@ -25,7 +25,7 @@ func TestAnnotationsRejectedNameTheAnnotation(t *testing.T) {
 			t.Errorf("%s=%q: error %v does not name the annotation", ann, val, err)
 		}
 	}
-	for ann, val := range map[string]string{"security-groups": "sg-1", "backend-protocol": "http", "cross-zone-load-balancing-enabled": "true", "proxy-protocol": "*"} {
+	for ann, val := range map[string]string{"security-groups": "sg-1", "backend-protocol": "http", "cross-zone-load-balancing-enabled": "true"} {
 		_, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + ann: val}))
 		if err == nil || !strings.Contains(err.Error(), annotationPrefix+ann) {
 			t.Errorf("nlb with %s: error %v does not name the annotation", ann, err)

@@ -42,7 +42,9 @@ type nlbDesired struct {
 	NodeGroups   []string
 	SourceRanges []string
 	HCNodePort   int32
-	vpc          string
+	// ProxyProtocol is omitted when off so the fingerprints of NLBs made before it existed hold.
+	ProxyProtocol bool `json:",omitempty"`
+	vpc           string
 }
 
 type nlbPort struct {
@@ -54,7 +56,7 @@ type nlbPort struct {
 }
 
 func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *lbOptions) (*nlbDesired, error) {
-	d := &nlbDesired{Scheme: "internet-facing", HC: opts.HC, ExtraTags: opts.ExtraTags, Health: "TCP:traffic-port:"}
+	d := &nlbDesired{Scheme: "internet-facing", HC: opts.HC, ExtraTags: opts.ExtraTags, Health: "TCP:traffic-port:", ProxyProtocol: opts.ProxyProtocol}
 	if opts.Internal {
 		d.Scheme = "internal"
 	}
@@ -270,6 +272,13 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 					return nil, fmt.Errorf("aws: CreateTargetGroup %s: %w", p.TG, err)
 				}
 				tg = created.TargetGroups[0]
+				if want.ProxyProtocol { // a new group has proxy_protocol_v2.enabled false
+					if err := l.setProxyV2(ctx, tg, true); err != nil {
+						return nil, err
+					}
+				}
+				result = append(result, tg)
+				continue
 			default:
 				return nil, fmt.Errorf("aws: DescribeTargetGroups %s: %w", p.TG, err)
 			}
@@ -280,6 +289,19 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 			}
 			if _, err := l.c.api.elbv2.ModifyTargetGroup(ctx, in); err != nil {
 				return nil, fmt.Errorf("aws: ModifyTargetGroup %s: %w", p.TG, err)
+			}
+		}
+		// Only here, with the fingerprint changed: read the attribute, write if it differs.
+		attrs, err := l.c.api.elbv2.DescribeTargetGroupAttributes(ctx, &elbv2.DescribeTargetGroupAttributesInput{TargetGroupArn: tg.TargetGroupArn})
+		if err != nil {
+			return nil, fmt.Errorf("aws: DescribeTargetGroupAttributes %s: %w", p.TG, err)
+		}
+		on := slices.ContainsFunc(attrs.Attributes, func(a v2types.TargetGroupAttribute) bool {
+			return aws.ToString(a.Key) == proxyV2Attr && aws.ToString(a.Value) == "true"
+		})
+		if on != want.ProxyProtocol {
+			if err := l.setProxyV2(ctx, tg, want.ProxyProtocol); err != nil {
+				return nil, err
 			}
 		}
 		result = append(result, tg)
@@ -324,6 +346,18 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 		}
 	}
 	return result, nil
+}
+
+// proxyV2Attr is the target group attribute for the proxy-protocol annotation on an NLB.
+const proxyV2Attr = "proxy_protocol_v2.enabled"
+
+func (l *loadBalancers) setProxyV2(ctx context.Context, tg v2types.TargetGroup, on bool) error {
+	_, err := l.c.api.elbv2.ModifyTargetGroupAttributes(ctx, &elbv2.ModifyTargetGroupAttributesInput{TargetGroupArn: tg.TargetGroupArn,
+		Attributes: []v2types.TargetGroupAttribute{{Key: aws.String(proxyV2Attr), Value: aws.String(strconv.FormatBool(on))}}})
+	if err != nil {
+		return fmt.Errorf("aws: ModifyTargetGroupAttributes %s: %w", aws.ToString(tg.TargetGroupName), err)
+	}
+	return nil
 }
 
 func listenerMatches(ls v2types.Listener, p nlbPort, tg v2types.TargetGroup) bool {

@@ -234,3 +234,52 @@ func TestNLBRestartReadsListingOnly(t *testing.T) {
 		t.Errorf("paged listing: %d names, want %d distinct", len(names), n)
 	}
 }
+
+// proxy-protocol "*" on an NLB: proxy_protocol_v2.enabled on every target group; a restart
+// writes nothing; removing the annotation turns it off; a bad value changes nothing.
+func TestNLBProxyProtocolV2(t *testing.T) {
+	h := newHarness(t, "nlbpp")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	_, md := h.machine("pp-a")
+	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "pp-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}}}
+	svc := lbService("pp", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "proxy-protocol": "*"})
+	proxyOn := func() []bool {
+		_, _, tgs, _ := h.fake.NLBByName(c.lb.name(svc))
+		var out []bool
+		for _, tg := range tgs {
+			out = append(out, tg.ProxyProtocolV2)
+		}
+		return out
+	}
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if got := proxyOn(); !slices.Equal(got, []bool{true, true}) {
+		t.Fatalf("proxy_protocol_v2.enabled per target group %v, want both true", got)
+	}
+	w := h.fake.Writes()
+	lb2, _ := h.cloud(t, "").LoadBalancer()
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.fake.Writes() - w; d != 0 {
+		t.Errorf("restart with proxy-protocol: %d writes, want 0", d)
+	}
+	svc.Annotations[annotationPrefix+"proxy-protocol"] = "v2"
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+"proxy-protocol") {
+		t.Errorf("proxy-protocol=v2: %v, want an error naming the annotation", err)
+	}
+	if d := h.fake.Writes() - w; d != 0 || !slices.Equal(proxyOn(), []bool{true, true}) {
+		t.Errorf("bad value: %d writes, proxy %v; want nothing changed", d, proxyOn())
+	}
+	delete(svc.Annotations, annotationPrefix+"proxy-protocol")
+	before := h.fake.Calls()["elbv2:ModifyTargetGroupAttributes"]
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if got := proxyOn(); !slices.Equal(got, []bool{false, false}) || h.fake.Calls()["elbv2:ModifyTargetGroupAttributes"]-before != 2 {
+		t.Errorf("disabled: proxy %v, ModifyTargetGroupAttributes +%d; want both false, +2", got, h.fake.Calls()["elbv2:ModifyTargetGroupAttributes"]-before)
+	}
+}

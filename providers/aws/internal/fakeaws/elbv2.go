@@ -26,6 +26,7 @@ type TargetGroup struct {
 	HealthPort, HealthPath   string
 	Targets                  []string // instance IDs (on Port)
 	Tags                     map[string]string
+	ProxyProtocolV2          bool // attribute proxy_protocol_v2.enabled
 }
 
 // NLBListener forwards a port to one target group.
@@ -237,6 +238,37 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 		x.open("TargetGroups")
 		s.writeTG(&x, tg)
 		x.close("TargetGroups")
+		return x.b.String(), nil
+	case "ModifyTargetGroupAttributes", "DescribeTargetGroupAttributes":
+		tg, ok := s.tgs[f.get("TargetGroupArn")]
+		if !ok {
+			return "", notFound("TargetGroupNotFound", "One or more target groups not found")
+		}
+		if action[0] == 'M' {
+			attrs := f.structs("Attributes.member")
+			if len(attrs) == 0 {
+				return "", &apiError{Status: 400, Code: "ValidationError", Message: "Attributes is required"}
+			}
+			for _, p := range attrs {
+				k, v := f.get(p+"Key"), f.get(p+"Value")
+				if k != "proxy_protocol_v2.enabled" {
+					return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "the fake does not implement the target group attribute " + k}
+				}
+				if v != "true" && v != "false" {
+					return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "proxy_protocol_v2.enabled must be true or false"}
+				}
+				tg.ProxyProtocolV2 = v == "true"
+			}
+		}
+		var x w
+		x.open("Attributes")
+		for _, kv := range [][2]string{{"deregistration_delay.timeout_seconds", "300"}, {"proxy_protocol_v2.enabled", strconv.FormatBool(tg.ProxyProtocolV2)}} {
+			x.open("member")
+			x.leaf("Key", kv[0])
+			x.leaf("Value", kv[1])
+			x.close("member")
+		}
+		x.close("Attributes")
 		return x.b.String(), nil
 	case "DeleteTargetGroup":
 		arn := f.get("TargetGroupArn")
