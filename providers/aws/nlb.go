@@ -434,6 +434,7 @@ func (l *loadBalancers) deleteTG(ctx context.Context, svc *v1.Service, tg v2type
 // an interrupted delete are found again by their names.
 func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) error {
 	name := l.name(svc)
+	defer l.nsnap.forget(name)
 	cur, err := l.describeNLB(ctx, name)
 	if err != nil {
 		return err

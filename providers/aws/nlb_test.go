@@ -283,3 +283,31 @@ func TestNLBProxyProtocolV2(t *testing.T) {
 		t.Errorf("disabled: proxy %v, ModifyTargetGroupAttributes +%d; want both false, +2", got, h.fake.Calls()["elbv2:ModifyTargetGroupAttributes"]-before)
 	}
 }
+
+// A deleted NLB is not answered from the listing: deleting and recreating the Service within
+// the listing's lifetime makes a new NLB.
+func TestNLBListingForgetsDeleted(t *testing.T) {
+	h := newHarness(t, "nlbforget")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	_, md := h.machine("f-a")
+	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "f-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}}}
+	svc := lbService("f", map[string]string{annotationPrefix + "type": "nlb"})
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	lb2, _ := h.cloud(t, "").LoadBalancer()
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil { // fills lb2's listing
+		t.Fatal(err)
+	}
+	if err := lb2.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, tgs, ok := h.fake.NLBByName(c.lb.name(svc)); !ok || len(tgs) != 2 {
+		t.Errorf("after delete and ensure: NLB exists %v, target groups %d; want a new NLB", ok, len(tgs))
+	}
+}
