@@ -163,7 +163,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	}
 	fp := fingerprint.Of(want)
 	// Nothing to do according to a recent listing: no further read, no write.
-	if d, tags := l.snap.get(ctx, l.c.api.elb, name); d != nil && !fingerprint.Changed(tags[fingerprintTag], fp) && sameSet(instanceIDs(d), members) {
+	if d, tags := l.snap.get(ctx, name, l.listELBs); d != nil && !fingerprint.Changed(tags[fingerprintTag], fp) && sameSet(instanceIDs(d), members) {
 		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); ok && ns == svc.Namespace && n == svc.Name {
 			return status(d), nil
 		}

@@ -144,7 +144,7 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	membersFP := fingerprint.Of(strings.Join(members, " "))
 	// Nothing to do according to a recent listing: an active NLB owned for this Service whose
 	// fingerprint and members tags match. No further read, no write.
-	if lb, tags := l.nsnap.get(ctx, l.c.api.elbv2, name); lb != nil && lb.State != nil && lb.State.Code == v2types.LoadBalancerStateEnumActive &&
+	if lb, tags := l.nsnap.get(ctx, name, l.listNLBs); lb != nil && lb.State != nil && lb.State.Code == v2types.LoadBalancerStateEnumActive &&
 		string(lb.Scheme) == want.Scheme && !fingerprint.Changed(tags[fingerprintTag], fp) && tags[membersTag] == membersFP {
 		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); ok && ns == svc.Namespace && n == svc.Name {
 			return nlbStatus(lb), nil

@@ -20,39 +20,56 @@ import (
 // to skip work: any write re-reads the ELB first, so a stale snapshot never causes a wrong write.
 const snapshotTTL = 30 * time.Second
 
-// elbSnapshot is a listing of this cluster's classic ELBs with their tags. After a restart the
-// service controller ensures every Service; with the listing, 100 unchanged ELBs cost one
-// paged DescribeLoadBalancers and one DescribeTags per 20 ELBs instead of two reads each.
-type elbSnapshot struct {
+// snapshot is a short-lived listing of this cluster's load balancers of one kind with their
+// tags. After a restart the service controller ensures every Service; with the listing, 100
+// unchanged load balancers cost one paged Describe and one DescribeTags per 20 instead of
+// reads per load balancer. elbSnapshot lists classic ELBs, nlbSnapshot NLBs.
+type snapshot[T any] struct {
 	mu   sync.Mutex
 	at   time.Time
-	lbs  map[string]*elbtypes.LoadBalancerDescription
+	lbs  map[string]*T
 	tags map[string]map[string]string
 }
 
-// get returns name's ELB and tags from a listing at most snapshotTTL old (refreshed if
-// needed), or nil when the listing does not have it or cannot be read.
-func (s *elbSnapshot) get(ctx context.Context, api *elb.Client, name string) (*elbtypes.LoadBalancerDescription, map[string]string) {
+type (
+	elbSnapshot = snapshot[elbtypes.LoadBalancerDescription]
+	nlbSnapshot = snapshot[v2types.LoadBalancer]
+)
+
+// get returns name's load balancer and tags from a listing at most snapshotTTL old (made
+// with list when older), or nil when the listing does not have it or cannot be read.
+func (s *snapshot[T]) get(ctx context.Context, name string, list func(context.Context) (map[string]*T, map[string]map[string]string, error)) (*T, map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if time.Since(s.at) > snapshotTTL {
-		if err := s.refresh(ctx, api); err != nil {
-			klog.V(2).InfoS("Listing ELBs failed; reading each one instead", "err", err)
+		lbs, tags, err := list(ctx)
+		if err != nil {
+			klog.V(2).InfoS("Listing load balancers failed; reading each one instead", "err", err)
 			s.at = time.Time{}
 			return nil, nil
 		}
+		s.lbs, s.tags, s.at = lbs, tags, time.Now()
 	}
 	return s.lbs[name], s.tags[name]
 }
 
-func (s *elbSnapshot) refresh(ctx context.Context, api *elb.Client) error {
+// forget drops name after a write, so the next look goes to the cloud.
+func (s *snapshot[T]) forget(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.lbs, name)
+	delete(s.tags, name)
+}
+
+// listELBs lists the cluster's classic ELBs (by name prefix) and their tags.
+func (l *loadBalancers) listELBs(ctx context.Context) (map[string]*elbtypes.LoadBalancerDescription, map[string]map[string]string, error) {
 	lbs := map[string]*elbtypes.LoadBalancerDescription{}
 	var names []string
 	in := &elb.DescribeLoadBalancersInput{PageSize: aws.Int32(400)}
 	for {
-		out, err := api.DescribeLoadBalancers(ctx, in)
+		out, err := l.c.api.elb.DescribeLoadBalancers(ctx, in)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		for i := range out.LoadBalancerDescriptions {
 			d := &out.LoadBalancerDescriptions[i]
@@ -70,9 +87,9 @@ func (s *elbSnapshot) refresh(ctx context.Context, api *elb.Client) error {
 	for len(names) > 0 {
 		chunk := names[:min(20, len(names))] // DescribeTags takes at most 20 names
 		names = names[len(chunk):]
-		out, err := api.DescribeTags(ctx, &elb.DescribeTagsInput{LoadBalancerNames: chunk})
+		out, err := l.c.api.elb.DescribeTags(ctx, &elb.DescribeTagsInput{LoadBalancerNames: chunk})
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		for _, td := range out.TagDescriptions {
 			m := map[string]string{}
@@ -82,52 +99,19 @@ func (s *elbSnapshot) refresh(ctx context.Context, api *elb.Client) error {
 			tags[aws.ToString(td.LoadBalancerName)] = m
 		}
 	}
-	s.lbs, s.tags, s.at = lbs, tags, time.Now()
-	return nil
+	return lbs, tags, nil
 }
 
-// forget drops name after a write, so the next look goes to the cloud.
-func (s *elbSnapshot) forget(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.lbs, name)
-	delete(s.tags, name)
-}
-
-// nlbSnapshot is elbSnapshot for NLBs: one paged DescribeLoadBalancers (v2) and one
-// DescribeTags per 20 ARNs list this cluster's NLBs with their tags. With the fingerprint and
-// members tags an NLB carries, a restart with nothing changed reads nothing per NLB.
-type nlbSnapshot struct {
-	mu   sync.Mutex
-	at   time.Time
-	lbs  map[string]*v2types.LoadBalancer
-	tags map[string]map[string]string
-}
-
-// get returns name's NLB and tags from a listing at most snapshotTTL old (refreshed if
-// needed), or nil when the listing does not have it or cannot be read.
-func (s *nlbSnapshot) get(ctx context.Context, api *elbv2.Client, name string) (*v2types.LoadBalancer, map[string]string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if time.Since(s.at) > snapshotTTL {
-		if err := s.refresh(ctx, api); err != nil {
-			klog.V(2).InfoS("Listing NLBs failed; reading each one instead", "err", err)
-			s.at = time.Time{}
-			return nil, nil
-		}
-	}
-	return s.lbs[name], s.tags[name]
-}
-
-func (s *nlbSnapshot) refresh(ctx context.Context, api *elbv2.Client) error {
+// listNLBs lists the cluster's NLBs (by type and name prefix) and their tags.
+func (l *loadBalancers) listNLBs(ctx context.Context) (map[string]*v2types.LoadBalancer, map[string]map[string]string, error) {
 	lbs := map[string]*v2types.LoadBalancer{}
 	byARN := map[string]string{}
 	var arns []string
 	in := &elbv2.DescribeLoadBalancersInput{PageSize: aws.Int32(400)}
 	for {
-		out, err := api.DescribeLoadBalancers(ctx, in)
+		out, err := l.c.api.elbv2.DescribeLoadBalancers(ctx, in)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		for i := range out.LoadBalancers {
 			lb := &out.LoadBalancers[i]
@@ -146,9 +130,9 @@ func (s *nlbSnapshot) refresh(ctx context.Context, api *elbv2.Client) error {
 	for len(arns) > 0 {
 		chunk := arns[:min(20, len(arns))] // DescribeTags takes at most 20 ARNs
 		arns = arns[len(chunk):]
-		out, err := api.DescribeTags(ctx, &elbv2.DescribeTagsInput{ResourceArns: chunk})
+		out, err := l.c.api.elbv2.DescribeTags(ctx, &elbv2.DescribeTagsInput{ResourceArns: chunk})
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		for _, td := range out.TagDescriptions {
 			m := map[string]string{}
@@ -158,14 +142,5 @@ func (s *nlbSnapshot) refresh(ctx context.Context, api *elbv2.Client) error {
 			tags[byARN[aws.ToString(td.ResourceArn)]] = m
 		}
 	}
-	s.lbs, s.tags, s.at = lbs, tags, time.Now()
-	return nil
-}
-
-// forget drops name after a write, so the next look goes to the cloud.
-func (s *nlbSnapshot) forget(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.lbs, name)
-	delete(s.tags, name)
+	return lbs, tags, nil
 }
