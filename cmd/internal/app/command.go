@@ -67,11 +67,14 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 	}
 
 	var cloud cloudprovider.Interface
+	// The library calls initCloud with the completed config just before it runs: the one
+	// place to adjust what it built (informers, leader election) without forking it.
 	initCloud := func(c *ccmconfig.CompletedConfig) cloudprovider.Interface {
 		if !cloud.HasClusterID() && !c.ComponentConfig.KubeCloudShared.AllowUntaggedCloud {
 			fmt.Fprintln(os.Stderr, "error: the cloud provider has no cluster ID and --allow-untagged-cloud is false")
 			os.Exit(1)
 		}
+		slimInformers(c)
 		return cloud
 	}
 
