@@ -45,7 +45,10 @@ type Server struct {
 	calls     map[string]int // "ec2:DescribeInstances" -> count
 	throttled map[string]int
 	writes    int
+	failed    int      // answered with an injected error (outage, FailOps)
+	issued    []string // secret keys and session tokens handed out by AssumeRole
 
+	outage bool
 	faults Faults
 	bucket *bucket
 }
@@ -239,6 +242,13 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	switch {
 	case svc == "":
 		aerr = &apiError{Status: 400, Code: "InvalidAction", Message: "unknown API version " + version}
+	case s.outage:
+		s.failed++
+		code := "ServiceUnavailable"
+		if svc == "ec2" {
+			code = "Unavailable"
+		}
+		aerr = &apiError{Status: 503, Code: code, Message: "injected outage"}
 	case s.bucket != nil && !s.bucket.take():
 		s.throttled[op]++
 		if svc == "ec2" {
@@ -247,6 +257,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			aerr = &apiError{Status: 400, Code: "Throttling", Message: "Rate exceeded"}
 		}
 	case s.faults.FailOps[action]:
+		s.failed++
 		aerr = &apiError{Status: 500, Code: "InternalError", Message: "injected failure"}
 	case svc == "ec2":
 		out, aerr = s.ec2(action, f)
