@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ccm-project/ccm/common/simcontrol"
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
@@ -21,14 +22,15 @@ func main() {
 	cloudConfig := flag.String("cloud-config", "", "where to write the cloud.conf for ccm")
 	provision := flag.Duration("provision-delay", 2*time.Second, "how long a new load balancer stays PENDING_CREATE")
 	update := flag.Duration("update-delay", 200*time.Millisecond, "how long a load balancer stays PENDING_UPDATE after a change")
+	control := flag.String("control-file", "", "when set, serve the fault harness's control protocol (common/simcontrol) and write its URL here")
 	flag.Parse()
-	if err := run(*nodes, *cloudConfig, *provision, *update); err != nil {
+	if err := run(*nodes, *cloudConfig, *control, *provision, *update); err != nil {
 		fmt.Fprintln(os.Stderr, "openstack-sim:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nodes, path string, provision, update time.Duration) error {
+func run(nodes, path, controlFile string, provision, update time.Duration) error {
 	if path == "" {
 		return fmt.Errorf("--cloud-config is required")
 	}
@@ -43,6 +45,15 @@ func run(nodes, path string, provision, update time.Duration) error {
 		return err
 	}
 	defer f.Close()
+	if controlFile != "" {
+		// Written before the cloud-config, so a harness that waits for the cloud-config finds both.
+		url, stop, err := simcontrol.Serve(fake.Control(f), controlFile)
+		if err != nil {
+			return fmt.Errorf("--control-file: %w", err)
+		}
+		defer stop()
+		fmt.Printf("control at %s\n", url)
+	}
 	if err := writeAtomic(path, Config(f)); err != nil {
 		return err
 	}

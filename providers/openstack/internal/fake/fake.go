@@ -67,6 +67,11 @@ type Cloud struct {
 	errorNext int
 	vipSeq    int
 	fipSeq    int
+	// The harness's controls (control.go).
+	outage            bool
+	bucket            *bucket
+	failed, throttled int
+	allTokens         []string // every token issued, expired or not
 }
 
 // New returns a Cloud with one tenant network and subnet ("private", 10.0.0.0/16) and one
@@ -248,6 +253,9 @@ func (c *Cloud) op(name string, fn opFunc) http.HandlerFunc {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.calls[name]++
+		if c.refused(w) {
+			return
+		}
 		if name != "keystone.CreateToken" {
 			if !c.tokens[r.Header.Get("X-Auth-Token")] {
 				writeErr(w, http.StatusUnauthorized, "The request you have made requires authentication.")

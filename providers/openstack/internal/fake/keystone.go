@@ -54,6 +54,7 @@ func (c *Cloud) createToken(w http.ResponseWriter, r *http.Request) {
 	_, _ = rand.Read(b)
 	tok := "gAAAA" + hex.EncodeToString(b)
 	c.tokens[tok] = true
+	c.allTokens = append(c.allTokens, tok)
 	c.issued++
 	endpoint := func(typ, name, path string) map[string]any {
 		return map[string]any{"type": typ, "name": name, "id": name, "endpoints": []map[string]any{
