@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -44,41 +45,36 @@ func newClients(ctx context.Context, cfg *Config) (*clients, error) {
 		return nil, fmt.Errorf("aws: loading SDK configuration: %w", err)
 	}
 	if cfg.Global.RoleARN != "" {
-		stsClient := sts.NewFromConfig(base, func(o *sts.Options) {
-			if u := cfg.endpoint("sts"); u != "" {
-				o.BaseEndpoint = aws.String(u)
-			}
-		})
-		base.Credentials = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(stsClient, cfg.Global.RoleARN))
+		// The base credentials sign only AssumeRole; every other call is signed with the
+		// role's temporary credentials, refreshed by the cache before they expire.
+		stsClient := sts.NewFromConfig(base, func(o *sts.Options) { applyOverride(&o.BaseEndpoint, &o.APIOptions, cfg.override("sts")) })
+		base.Credentials = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(stsClient, cfg.Global.RoleARN,
+			func(o *stscreds.AssumeRoleOptions) { o.RoleSessionName = "ccm-aws" }))
 	}
+	// ELB and ELBv2 share one endpoint in AWS, so one override serves both.
 	c := &clients{
-		ec2: ec2.NewFromConfig(base, func(o *ec2.Options) {
-			if u := cfg.endpoint("ec2"); u != "" {
-				o.BaseEndpoint = aws.String(u)
-			}
-		}),
+		ec2: ec2.NewFromConfig(base, func(o *ec2.Options) { applyOverride(&o.BaseEndpoint, &o.APIOptions, cfg.override("ec2")) }),
 		elb: elb.NewFromConfig(base, func(o *elb.Options) {
-			u := cfg.endpoint("elasticloadbalancing")
-			if u == "" {
-				u = cfg.endpoint("elb")
-			}
-			if u != "" {
-				o.BaseEndpoint = aws.String(u)
-			}
+			applyOverride(&o.BaseEndpoint, &o.APIOptions, cfg.override("elasticloadbalancing", "elb"))
 		}),
 		elbv2: elbv2.NewFromConfig(base, func(o *elbv2.Options) {
-			// ELB and ELBv2 share one endpoint in AWS, so one override serves both.
-			u := cfg.endpoint("elasticloadbalancingv2")
-			if u == "" {
-				u = cfg.endpoint("elasticloadbalancing")
-			}
-			if u == "" {
-				u = cfg.endpoint("elb")
-			}
-			if u != "" {
-				o.BaseEndpoint = aws.String(u)
-			}
+			applyOverride(&o.BaseEndpoint, &o.APIOptions, cfg.override("elasticloadbalancingv2", "elasticloadbalancing", "elb"))
 		}),
 	}
 	return c, nil
+}
+
+// applyOverride points a client at a [ServiceOverride]'s URL and signing scope.
+func applyOverride(endpoint **string, apiOptions *[]func(*middleware.Stack) error, o *ServiceOverride) {
+	if o == nil {
+		return
+	}
+	if o.URL != "" {
+		*endpoint = aws.String(o.URL)
+	}
+	if f := signingOverride(o); f != nil {
+		// Clip: the slice comes from the shared aws.Config; appending in place could let one
+		// client overwrite another's option.
+		*apiOptions = append(slices.Clip(*apiOptions), f)
+	}
 }

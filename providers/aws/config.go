@@ -62,12 +62,23 @@ func (c *Config) ClusterID() string {
 
 // endpoint returns the overridden URL for service ("ec2", "elasticloadbalancing"), if any.
 func (c *Config) endpoint(service string) string {
-	for _, o := range c.ServiceOverride {
-		if strings.EqualFold(o.Service, service) {
-			return o.URL
-		}
+	if o := c.override(service); o != nil {
+		return o.URL
 	}
 	return ""
+}
+
+// override returns the [ServiceOverride] section for the first of services that has one
+// (ELB and ELBv2 share an endpoint, so one section may serve both).
+func (c *Config) override(services ...string) *ServiceOverride {
+	for _, svc := range services {
+		for _, o := range c.ServiceOverride {
+			if strings.EqualFold(o.Service, svc) {
+				return o
+			}
+		}
+	}
+	return nil
 }
 
 // Validate implements config.Validator.

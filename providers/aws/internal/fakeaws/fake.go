@@ -42,11 +42,14 @@ type Server struct {
 	tables    map[string]*RouteTable
 	tags      map[string]map[string]string // EC2 resource ID -> tags
 
-	calls     map[string]int // "ec2:DescribeInstances" -> count
-	throttled map[string]int
-	writes    int
-	failed    int      // answered with an injected error (outage, FailOps)
-	issued    []string // secret keys and session tokens handed out by AssumeRole
+	calls      map[string]int // "ec2:DescribeInstances" -> count
+	throttled  map[string]int
+	writes     int
+	failed     int                // answered with an injected error (outage, FailOps)
+	issued     []string           // secret keys and session tokens handed out by AssumeRole
+	sessions   map[string]session // access key ID -> temporary credentials from AssumeRole
+	sessionTTL time.Duration
+	sigs       map[Signature]int
 
 	outage bool
 	faults Faults
@@ -70,6 +73,7 @@ func New(region, cluster string) *Server {
 		elbs: map[string]*ClassicLB{}, tags: map[string]map[string]string{},
 		nlbs: map[string]*NLB{}, tgs: map[string]*TargetGroup{}, listeners: map[string]*NLBListener{},
 		calls: map[string]int{}, throttled: map[string]int{}, tables: map[string]*RouteTable{},
+		sessions: map[string]session{}, sigs: map[Signature]int{},
 	}
 	for i, z := range []string{"a", "b", "c"} {
 		pub := s.AddSubnet(VPC, region+z, fmt.Sprintf("10.0.%d.0/24", i), map[string]string{
@@ -225,7 +229,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	f := form(vals)
 	action, version := f.get("Action"), f.get("Version")
-	svc := map[string]string{versionEC2: "ec2", versionELB: "elb", versionELBv2: "elbv2"}[version]
+	svc := map[string]string{versionEC2: "ec2", versionELB: "elb", versionELBv2: "elbv2", versionSTS: "sts"}[version]
 	s.mu.Lock()
 	latency := s.faults.Latency
 	s.mu.Unlock()
@@ -237,11 +241,16 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	op := svc + ":" + action
 	s.calls[op]++
+	sig := signature(op, r)
+	s.sigs[sig]++
+	authErr := s.authenticate(r, sig)
 	var out string
 	var aerr *apiError
 	switch {
 	case svc == "":
 		aerr = &apiError{Status: 400, Code: "InvalidAction", Message: "unknown API version " + version}
+	case authErr != nil:
+		aerr = authErr
 	case s.outage:
 		s.failed++
 		code := "ServiceUnavailable"
@@ -263,6 +272,8 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		out, aerr = s.ec2(action, f)
 	case svc == "elbv2":
 		out, aerr = s.elbv2(action, f)
+	case svc == "sts":
+		out, aerr = s.sts(action, f)
 	default:
 		out, aerr = s.elb(action, f)
 	}
@@ -294,15 +305,19 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(rw, x.b.String())
 		return
 	}
-	if isWrite(action) {
+	if svc != "sts" && isWrite(action) { // AssumeRole changes nothing in the inventory
 		s.writes++
 	}
 	if svc == "ec2" {
 		fmt.Fprintf(rw, `<%sResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>%s</requestId>%s</%sResponse>`, action, rid, out, action)
 		return
 	}
-	fmt.Fprintf(rw, `<%sResponse xmlns="http://elasticloadbalancing.amazonaws.com/doc/2012-06-01/"><%sResult>%s</%sResult><ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>`,
-		action, action, out, action, rid, action)
+	ns := "http://elasticloadbalancing.amazonaws.com/doc/" + version + "/"
+	if svc == "sts" {
+		ns = "https://sts.amazonaws.com/doc/" + version + "/"
+	}
+	fmt.Fprintf(rw, `<%sResponse xmlns="%s"><%sResult>%s</%sResult><ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></%sResponse>`,
+		action, ns, action, out, action, rid, action)
 }
 
 func isWrite(action string) bool {
