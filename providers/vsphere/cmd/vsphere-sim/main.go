@@ -14,20 +14,22 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ccm-project/ccm/common/simcontrol"
 	"github.com/ccm-project/ccm/providers/vsphere/internal/sim"
 )
 
 func main() {
 	nodes := flag.String("nodes", "", "comma-separated node names; one VM each")
 	cfgPath := flag.String("cloud-config", "", "where to write the ccm's vsphere.conf")
+	control := flag.String("control-file", "", "when set, serve the fault harness's control protocol (common/simcontrol) and write its URL here")
 	flag.Parse()
-	if err := run(strings.Split(*nodes, ","), *cfgPath); err != nil {
+	if err := run(strings.Split(*nodes, ","), *cfgPath, *control); err != nil {
 		fmt.Fprintln(os.Stderr, "vsphere-sim:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nodes []string, cfgPath string) error {
+func run(nodes []string, cfgPath, controlFile string) error {
 	if cfgPath == "" {
 		return fmt.Errorf("--cloud-config is required")
 	}
@@ -48,6 +50,15 @@ func run(nodes []string, cfgPath string) error {
 			return err
 		}
 		fmt.Printf("VM %s uuid %s ip 10.0.0.%d\n", n, vm.UUID, i+11)
+	}
+	if controlFile != "" {
+		// Written before the cloud-config, so a harness that waits for the cloud-config finds both.
+		url, stopControl, err := simcontrol.Serve(s, controlFile)
+		if err != nil {
+			return fmt.Errorf("--control-file: %w", err)
+		}
+		defer stopControl()
+		fmt.Printf("control at %s\n", url)
 	}
 	cfg := fmt.Sprintf(`# Written by vsphere-sim for the demo.
 [Global]

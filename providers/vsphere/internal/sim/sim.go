@@ -44,8 +44,9 @@ type Sim struct {
 	admin  *vim25.Client
 	rest   *rest.Client
 
-	mu  sync.Mutex
-	seq int
+	mu   sync.Mutex
+	seq  int
+	gate *gate
 }
 
 // NIC is one guest network adapter as VMware Tools reports it.
@@ -77,9 +78,13 @@ func Start(ctx context.Context, o Options) (*Sim, error) {
 	m.Service.RegisterEndpoints = true
 	m.Service.Listen = &url.URL{Host: "127.0.0.1:0", User: url.UserPassword(o.User, o.Password)}
 	s := &Sim{Model: m, Server: m.Service.NewServer(), Opts: o}
+	// NewServer starts serving; the gate goes in before the first request is made.
+	s.gate = &gate{next: s.Server.Config.Handler, calls: map[string]int{}}
+	s.Server.Config.Handler = s.gate
 	u := *s.Server.URL
 	u.User = url.UserPassword(o.User, o.Password)
 	sc := soap.NewClient(&u, true)
+	sc.Client.Transport = adminTransport{sc.Client.Transport}
 	c, err := vim25.NewClient(ctx, sc)
 	if err != nil {
 		s.Close()
@@ -91,6 +96,7 @@ func Start(ctx context.Context, o Options) (*Sim, error) {
 	}
 	s.admin = c
 	s.rest = rest.NewClient(c)
+	s.rest.Client.Client.Transport = adminTransport{s.rest.Client.Client.Transport}
 	if err := s.rest.Login(ctx, u.User); err != nil {
 		s.Close()
 		return nil, err
