@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,6 +58,51 @@ func TestLeaderElectionFailover(t *testing.T) {
 	newNode(t, "it-le-2")
 	eventually(t, 30*time.Second, "it-le-2 initialised by the new leader", func() (bool, error) {
 		n, err := node("it-le-2")
+		return err == nil && n.Spec.ProviderID != "", err
+	})
+}
+
+// A graceful stop (SIGTERM) releases the Lease, so the standby leads well before the lease
+// duration (4s here) would have let it: the library alone keeps the Lease until it expires.
+func TestLeaderGracefulHandover(t *testing.T) {
+	cfg := "[Instance \"it-lh-1\"]\ninternal-ip = 10.4.1.1\n"
+	a := startCCM(t, "ccm-lh-a", cfg)
+	eventually(t, 30*time.Second, "replica a leads", func() (bool, error) {
+		return strings.Contains(a.Log(), acquired), nil
+	})
+	b := startCCM(t, "ccm-lh-b", cfg)
+	eventually(t, 30*time.Second, "replica b waits for the lease", func() (bool, error) {
+		return strings.Contains(b.Log(), "Attempting to acquire leader lease"), nil
+	})
+	holderA, _ := leaseHolder()
+
+	if err := a.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	select {
+	case <-a.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatalf("replica a did not exit after SIGTERM:\n%s", a.Tail(20))
+	}
+	if !strings.Contains(a.Log(), "Leader election ended on stop") {
+		t.Errorf("replica a did not end its election on stop:\n%s", a.Tail(20))
+	}
+	eventually(t, 30*time.Second, "replica b takes over", func() (bool, error) {
+		return strings.Contains(b.Log(), acquired), nil
+	})
+	handover := time.Since(stopped)
+	t.Logf("replica b leads %v after SIGTERM to the leader (lease duration 4s, retry period 500ms)", handover.Round(100*time.Millisecond))
+	if h, _ := leaseHolder(); h == holderA || h == "" {
+		t.Errorf("lease holder is %q after the handover", h)
+	}
+	// b polls every 500ms; an unreleased Lease would keep it out for the lease duration.
+	if handover >= 4*time.Second {
+		t.Errorf("handover took %v: the Lease was not released on stop", handover)
+	}
+	newNode(t, "it-lh-1")
+	eventually(t, 30*time.Second, "it-lh-1 initialised by the new leader", func() (bool, error) {
+		n, err := node("it-lh-1")
 		return err == nil && n.Spec.ProviderID != "", err
 	})
 }

@@ -16,8 +16,10 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/version"
 	"k8s.io/component-base/version/verflag"
+	"k8s.io/controller-manager/pkg/leadermigration"
 	"k8s.io/klog/v2"
 
+	"github.com/ccm-project/ccm/cmd/internal/leader"
 	"github.com/ccm-project/ccm/common/nodeguard"
 	"github.com/ccm-project/ccm/common/provider"
 )
@@ -67,6 +69,7 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 	}
 
 	var cloud cloudprovider.Interface
+	var election *leader.Election // ours, when leader election is on (see package leader)
 	// The library calls initCloud with the completed config just before it runs: the one
 	// place to adjust what it built (informers, leader election) without forking it.
 	initCloud := func(c *ccmconfig.CompletedConfig) cloudprovider.Interface {
@@ -75,7 +78,17 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 			os.Exit(1)
 		}
 		slimInformers(c)
-		return cloud
+		if !c.ComponentConfig.Generic.LeaderElection.LeaderElect || leadermigration.Enabled(&c.ComponentConfig.Generic) {
+			return cloud
+		}
+		tracked := leader.Track(cloud)
+		el, err := leader.Start(c, stop, tracked.Drain)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "error:", err)
+			os.Exit(1)
+		}
+		election = el
+		return leader.Gate(tracked, el.Leading())
 	}
 
 	var extra cliflag.NamedFlagSets
@@ -120,6 +133,15 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		klog.InfoS("Starting ccm", "version", version.Get().GitVersion, "provider", name,
 			"cloudConfig", path, "compiledIn", provider.Names())
 		return nil
+	}
+	// A graceful stop ends with the Lease released, so the standby takes over at once.
+	run := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		err := run(cmd, args)
+		if election != nil {
+			election.WaitReleased(opts.Generic.LeaderElection.RenewDeadline.Duration + 5*time.Second)
+		}
+		return err
 	}
 	cmd.AddCommand(newCheckConfigCommand(), newProvidersCommand())
 	return cmd
