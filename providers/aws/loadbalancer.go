@@ -29,10 +29,12 @@ const fingerprintTag = "ccm.k8s.io/fingerprint"
 
 // loadBalancers implements cloudprovider.LoadBalancer with classic ELBs.
 type loadBalancers struct {
-	c     *Cloud
-	sn    subnetCache
-	snap  elbSnapshot
-	nsnap nlbSnapshot
+	c       *Cloud
+	sn      subnetCache
+	snap    elbSnapshot
+	nsnap   nlbSnapshot
+	tsnap   tgSnapshot
+	targets nlbMembers
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)

@@ -141,12 +141,15 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	}
 	want.NodeGroups = nodeGroups
 	fp := fingerprint.Of(want)
-	membersFP := fingerprint.Of(strings.Join(members, " "))
-	// Nothing to do according to a recent listing: an active NLB owned for this Service whose
-	// fingerprint and members tags match. No further read, no write.
+	// The NLB is as wanted according to a recent listing (active, owned for this Service, its
+	// fingerprint matching): only the members may differ, which costs no read when they are
+	// remembered and one write per target group when they changed (see nlbmembers.go).
 	if lb, tags := l.nsnap.get(ctx, name, l.listNLBs); lb != nil && lb.State != nil && lb.State.Code == v2types.LoadBalancerStateEnumActive &&
-		string(lb.Scheme) == want.Scheme && !fingerprint.Changed(tags[fingerprintTag], fp) && tags[membersTag] == membersFP {
+		string(lb.Scheme) == want.Scheme && !fingerprint.Changed(tags[fingerprintTag], fp) {
 		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); ok && ns == svc.Namespace && n == svc.Name {
+			if err := l.syncNLBMembers(ctx, name, aws.ToString(lb.LoadBalancerArn), members); err != nil {
+				return nil, err
+			}
 			return nlbStatus(lb), nil
 		}
 	}
@@ -156,7 +159,6 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		return nil, err
 	}
 	changed := true
-	var curTags map[string]string
 	var prevPorts []string // nodePorts opened by an earlier reconcile, from the NLB's tag
 	if cur == nil {
 		// Creating: this may be a type change, so the Service's classic ELB goes first.
@@ -179,7 +181,6 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		if err != nil {
 			return nil, err
 		}
-		curTags = tags
 		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); !ok || ns != svc.Namespace || n != svc.Name {
 			return nil, fmt.Errorf("aws: NLB %s exists but is not owned by this cluster for %s/%s; not touching it", name, svc.Namespace, svc.Name)
 		}
@@ -190,11 +191,13 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		prevPorts = strings.Fields(tags[nodePortsTag])
 	}
 	arn := aws.ToString(cur.LoadBalancerArn)
+	defer l.tsnap.forget(arn)
 	tgs, err := l.attachedTGs(ctx, arn)
 	if err != nil {
 		return nil, err
 	}
 	if changed {
+		l.targets.forget(name) // the target groups may change
 		if tgs, err = l.reconcileNLB(ctx, svc, arn, want, tgs); err != nil {
 			return nil, err
 		}
@@ -202,22 +205,19 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 			return nil, err
 		}
 	}
+	var tgArns []string
 	for _, tg := range tgs {
-		if err := l.syncTargets(ctx, aws.ToString(tg.TargetGroupArn), members); err != nil {
-			return nil, err
-		}
+		tgArns = append(tgArns, aws.ToString(tg.TargetGroupArn))
+	}
+	if err := l.setTargets(ctx, name, tgArns, members); err != nil {
+		return nil, err
 	}
 	// The tags go last: a failure above leaves the old ones, so the next try reads and rewrites.
-	var tags map[string]string
 	if changed {
-		tags = map[string]string{fingerprintTag: fp, nodeGroupsTag: strings.Join(want.NodeGroups, " "), nodePortsTag: strings.Join(want.nodePorts(), " "), membersTag: membersFP}
+		tags := map[string]string{fingerprintTag: fp, nodeGroupsTag: strings.Join(want.NodeGroups, " "), nodePortsTag: strings.Join(want.nodePorts(), " ")}
 		for k, v := range opts.ExtraTags {
 			tags[k] = v
 		}
-	} else if curTags[membersTag] != membersFP {
-		tags = map[string]string{membersTag: membersFP}
-	}
-	if tags != nil {
 		if _, err := l.c.api.elbv2.AddTags(ctx, &elbv2.AddTagsInput{ResourceArns: []string{arn}, Tags: v2Tags(tags)}); err != nil {
 			return nil, fmt.Errorf("aws: AddTags (v2) %s: %w", name, err)
 		}
@@ -376,42 +376,6 @@ func splitHealth(h string) (proto, port, path string) {
 	return f[0], f[1], f[2]
 }
 
-// syncTargets registers and deregisters instances of one target group.
-func (l *loadBalancers) syncTargets(ctx context.Context, tgArn string, members []string) error {
-	out, err := l.c.api.elbv2.DescribeTargetHealth(ctx, &elbv2.DescribeTargetHealthInput{TargetGroupArn: aws.String(tgArn)})
-	if err != nil {
-		return fmt.Errorf("aws: DescribeTargetHealth: %w", err)
-	}
-	var have []string
-	for _, d := range out.TargetHealthDescriptions {
-		if d.Target != nil {
-			have = append(have, aws.ToString(d.Target.Id))
-		}
-	}
-	var add, del []v2types.TargetDescription
-	for _, id := range members {
-		if !slices.Contains(have, id) {
-			add = append(add, v2types.TargetDescription{Id: aws.String(id)})
-		}
-	}
-	for _, id := range have {
-		if !slices.Contains(members, id) {
-			del = append(del, v2types.TargetDescription{Id: aws.String(id)})
-		}
-	}
-	if len(add) > 0 {
-		if _, err := l.c.api.elbv2.RegisterTargets(ctx, &elbv2.RegisterTargetsInput{TargetGroupArn: aws.String(tgArn), Targets: add}); err != nil {
-			return fmt.Errorf("aws: RegisterTargets: %w", err)
-		}
-	}
-	if len(del) > 0 {
-		if _, err := l.c.api.elbv2.DeregisterTargets(ctx, &elbv2.DeregisterTargetsInput{TargetGroupArn: aws.String(tgArn), Targets: del}); err != nil {
-			return fmt.Errorf("aws: DeregisterTargets: %w", err)
-		}
-	}
-	return nil
-}
-
 func (l *loadBalancers) deleteTG(ctx context.Context, svc *v1.Service, tg v2types.TargetGroup) error {
 	tags, err := l.tagsV2(ctx, aws.ToString(tg.TargetGroupArn))
 	if err != nil {
@@ -435,6 +399,7 @@ func (l *loadBalancers) deleteTG(ctx context.Context, svc *v1.Service, tg v2type
 func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) error {
 	name := l.name(svc)
 	defer l.nsnap.forget(name)
+	l.targets.forget(name)
 	cur, err := l.describeNLB(ctx, name)
 	if err != nil {
 		return err
@@ -442,6 +407,7 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) error {
 	var tgs []v2types.TargetGroup
 	if cur != nil {
 		arn := aws.ToString(cur.LoadBalancerArn)
+		defer l.tsnap.forget(arn)
 		tags, err := l.tagsV2(ctx, arn)
 		if err != nil {
 			return err

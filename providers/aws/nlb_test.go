@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,9 +28,8 @@ func lbService(name string, ann map[string]string) *v1.Service {
 }
 
 // The NLB path: provisioning releases the worker with a RetryError, then the status is the
-// DNS name; a restart writes nothing; a node change is one write per target group and one
-// for the members tag; ELB→NLB
-// and back, then delete, leave the cloud as it was.
+// DNS name; a restart writes nothing; a node change is one write per target group and
+// nothing else; ELB→NLB and back, then delete, leave the cloud as it was.
 func TestNLBLifecycleAndTypeChange(t *testing.T) {
 	h := newHarness(t, "nlb")
 	ctx := context.Background()
@@ -94,8 +94,8 @@ func TestNLBLifecycleAndTypeChange(t *testing.T) {
 	if err := lb2.UpdateLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
-	if d := h.fake.Writes() - w; d != 3 {
-		t.Errorf("node added: %d writes, want 3 (one per target group, then the members tag)", d)
+	if d := h.fake.Writes() - w; d != 2 {
+		t.Errorf("node added: %d writes, want 2 (one per target group)", d)
 	}
 
 	// Back to classic (TCP only), then delete: nothing left.
@@ -147,10 +147,12 @@ func deleteNLBInput(arn string) *elbv2.DeleteLoadBalancerInput {
 	return &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: aws.String(arn)}
 }
 
-// A restart with nothing changed reads each NLB at most once, and in fact not at all: a
-// listing (one paged DescribeLoadBalancers, one DescribeTags per 20 NLBs) and the fingerprint
-// and members tags prove nothing changed. A node change after it is still seen (targets are
-// read and written), and the restart after that is again listing-only.
+// A restart with nothing changed writes nothing and reads each target group's targets once,
+// besides a listing (one paged DescribeLoadBalancers, one DescribeTags per 20 NLBs, one paged
+// DescribeTargetGroups): no per-NLB Describe of the NLB, its groups or listeners. After that
+// the running ccm remembers the targets: a resync reads nothing, and a node joining is one
+// RegisterTargets per target group with no read. A node that left while the ccm was down is
+// found by the next restart.
 func TestNLBRestartReadsListingOnly(t *testing.T) {
 	h := newHarness(t, "nlbreads")
 	ctx := context.Background()
@@ -180,13 +182,18 @@ func TestNLBRestartReadsListingOnly(t *testing.T) {
 		}
 		return total, m
 	}
-	restart := func(nodes []*v1.Node) (int, map[string]int, int) {
+	var running cloudprovider.LoadBalancer
+	// ensure ensures every Service with nodes, in a new ccm process when fresh, and returns
+	// the reads made (total and by operation) and the writes.
+	ensure := func(fresh bool, nodes []*v1.Node) (int, map[string]int, int) {
 		t.Helper()
 		r0, before := reads()
 		w := h.fake.Writes()
-		lb2, _ := h.cloud(t, "").LoadBalancer()
+		if fresh {
+			running, _ = h.cloud(t, "").LoadBalancer()
+		}
 		for _, svc := range svcs {
-			if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+			if _, err := running.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -196,22 +203,33 @@ func TestNLBRestartReadsListingOnly(t *testing.T) {
 		}
 		return r1 - r0, after, h.fake.Writes() - w
 	}
-	total, ops, writes := restart(nodes[:2])
-	if writes != 0 || total > n || ops["elbv2:DescribeLoadBalancers"] != 1 || ops["elbv2:DescribeTags"] != 2 ||
-		ops["elbv2:DescribeTargetGroups"] != 0 || ops["elbv2:DescribeTargetHealth"] != 0 || ops["elbv2:DescribeListeners"] != 0 {
-		t.Errorf("restart of %d NLBs: %d reads %v, %d writes; want 0 writes, 1 listing + 2 tag batches, no per-NLB read", n, total, ops, writes)
+	listingOnly := func(ops map[string]int) bool {
+		return ops["elbv2:DescribeLoadBalancers"] == 1 && ops["elbv2:DescribeTags"] == 2 && ops["elbv2:DescribeTargetGroups"] == 1 && ops["elbv2:DescribeListeners"] == 0
 	}
-	t.Logf("restart, nothing changed, %d NLBs: %d reads %v", n, total, ops)
+	total, ops, writes := ensure(true, nodes[:2])
+	if writes != 0 || !listingOnly(ops) || ops["elbv2:DescribeTargetHealth"] != 2*n {
+		t.Errorf("restart of %d NLBs: %d reads %v, %d writes; want 0 writes, the listing and one DescribeTargetHealth per target group", n, total, ops, writes)
+	}
+	t.Logf("restart, nothing changed, %d NLBs (2 target groups each): %d reads %v", n, total, ops)
+	if total, ops, writes = ensure(false, nodes[:2]); total != 0 || writes != 0 {
+		t.Errorf("resync in the running ccm: %d reads %v, %d writes; want none", total, ops, writes)
+	}
 
-	// A node joins: every NLB's two target groups get it, and the members tag follows.
-	total, ops, writes = restart(nodes)
+	// A node joins: every NLB's two target groups get it, one write each, no ELB read (the new
+	// instance is looked up once for all Services).
+	total, ops, writes = ensure(false, nodes)
 	_, _, tgs, _ := h.fake.NLBByName(c.lb.name(svcs[0]))
-	if writes != 3*n || ops["elbv2:DescribeTargetHealth"] != 2*n || len(tgs) != 2 || len(tgs[0].Targets) != 3 || len(tgs[1].Targets) != 3 {
-		t.Errorf("node added: %d writes (want %d), %v, target groups %v", writes, 3*n, ops, tgs)
+	if writes != 2*n || total != ops["ec2:DescribeInstances"] || total > 1 || len(tgs) != 2 || len(tgs[0].Targets) != 3 || len(tgs[1].Targets) != 3 {
+		t.Errorf("node added: %d writes (want %d), %d reads %v (want one DescribeInstances), target groups %v", writes, 2*n, total, ops, tgs)
 	}
-	total, ops, writes = restart(nodes)
-	if writes != 0 || ops["elbv2:DescribeTargetHealth"] != 0 || ops["elbv2:DescribeLoadBalancers"] != 1 || total > n {
-		t.Errorf("restart after the node change: %d reads %v, %d writes; want listing only, 0 writes", total, ops, writes)
+	// A node leaves while the ccm is down: the restart reads the targets and deregisters it.
+	total, ops, writes = ensure(true, nodes[1:])
+	_, _, tgs, _ = h.fake.NLBByName(c.lb.name(svcs[0]))
+	if writes != 2*n || !listingOnly(ops) || ops["elbv2:DescribeTargetHealth"] != 2*n || len(tgs[0].Targets) != 2 {
+		t.Errorf("restart after a node left: %d writes (want %d), %d reads %v, targets %v", writes, 2*n, total, ops, tgs[0].Targets)
+	}
+	if total, ops, writes = ensure(true, nodes[1:]); writes != 0 || !listingOnly(ops) || ops["elbv2:DescribeTargetHealth"] != 2*n {
+		t.Errorf("restart after that: %d reads %v, %d writes; want the listing, one read per target group, 0 writes", total, ops, writes)
 	}
 
 	// The listing pages as ELBv2 does.

@@ -20,9 +20,6 @@ import (
 const (
 	nodeGroupsTag = "ccm.k8s.io/node-groups"
 	nodePortsTag  = "ccm.k8s.io/node-ports"
-	// membersTag is fingerprint.Of the instance IDs last registered in every target group of
-	// the NLB, so a restart proves "no member changed" without reading each group's targets.
-	membersTag = "ccm.k8s.io/members"
 )
 
 func (d *nlbDesired) nodePorts() []string {

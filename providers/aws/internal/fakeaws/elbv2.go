@@ -143,24 +143,9 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 		}
 		next := ""
 		if len(names) == 0 && len(arns) == 0 {
-			// Paged as in ELBv2: PageSize 1-400 (default 400), Marker is the opaque NextMarker.
-			found = s.sortedNLBs()
-			size := 400
-			if v := f.get("PageSize"); v != "" {
-				if size, _ = strconv.Atoi(v); size < 1 || size > 400 {
-					return "", &apiError{Status: 400, Code: "ValidationError", Message: "PageSize must be 1-400"}
-				}
-			}
-			start := 0
-			if m := f.get("Marker"); m != "" {
-				var err error
-				if start, err = strconv.Atoi(m); err != nil || start < 0 || start > len(found) {
-					return "", &apiError{Status: 400, Code: "ValidationError", Message: "invalid Marker"}
-				}
-			}
-			found = found[start:]
-			if len(found) > size {
-				found, next = found[:size], strconv.Itoa(start+size)
+			var aerr *apiError
+			if found, next, aerr = page(f, s.sortedNLBs()); aerr != nil {
+				return "", aerr
 			}
 		}
 		var x w
@@ -221,12 +206,22 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 			found = append(found, s.sortedTGs()[i])
 		}
 		sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
+		next := ""
+		if f.get("LoadBalancerArn") == "" && len(f.list("Names.member")) == 0 {
+			var aerr *apiError
+			if found, next, aerr = page(f, s.sortedTGs()); aerr != nil {
+				return "", aerr
+			}
+		}
 		var x w
 		x.open("TargetGroups")
 		for _, tg := range found {
 			s.writeTG(&x, tg)
 		}
 		x.close("TargetGroups")
+		if next != "" {
+			x.leaf("NextMarker", next)
+		}
 		return x.b.String(), nil
 	case "ModifyTargetGroup":
 		tg, ok := s.tgs[f.get("TargetGroupArn")]
@@ -413,6 +408,29 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 	return "", &apiError{Status: 400, Code: "InvalidAction", Message: "the fake does not implement " + action}
 }
 
+// page cuts all to the page a Describe without names asks for, as ELBv2 does: PageSize 1-400
+// (default 400), Marker is the opaque NextMarker of the page before.
+func page[T any](f form, all []T) (found []T, next string, aerr *apiError) {
+	size := 400
+	if v := f.get("PageSize"); v != "" {
+		if size, _ = strconv.Atoi(v); size < 1 || size > 400 {
+			return nil, "", &apiError{Status: 400, Code: "ValidationError", Message: "PageSize must be 1-400"}
+		}
+	}
+	start := 0
+	if m := f.get("Marker"); m != "" {
+		var err error
+		if start, err = strconv.Atoi(m); err != nil || start < 0 || start > len(all) {
+			return nil, "", &apiError{Status: 400, Code: "ValidationError", Message: "invalid Marker"}
+		}
+	}
+	found = all[start:]
+	if len(found) > size {
+		found, next = found[:size], strconv.Itoa(start+size)
+	}
+	return found, next, nil
+}
+
 func (s *Server) sortedNLBs() []*NLB {
 	var out []*NLB
 	for _, lb := range s.nlbs {
@@ -471,10 +489,15 @@ func (s *Server) writeTG(x *w, tg *TargetGroup) {
 		x.leaf("HealthCheckPath", tg.HealthPath)
 	}
 	x.open("LoadBalancerArns")
+	var lbs []string
 	for _, l := range s.listeners {
-		if l.TargetGroup == tg.ARN {
-			x.leaf("member", l.LB)
+		if l.TargetGroup == tg.ARN && !slices.Contains(lbs, l.LB) {
+			lbs = append(lbs, l.LB)
 		}
+	}
+	sort.Strings(lbs)
+	for _, lb := range lbs {
+		x.leaf("member", lb)
 	}
 	x.close("LoadBalancerArns")
 	x.close("member")
