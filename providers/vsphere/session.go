@@ -92,6 +92,7 @@ func (c *conn) connectLocked(ctx context.Context) error {
 		}
 	}
 	sc.UserAgent = "ccm-vsphere"
+	sc.Client.Transport = &throttleRetry{next: sc.Client.Transport, count: countSOAPThrottled} // throttle.go
 	var rt soap.RoundTripper = &counter{next: sc}
 	if c.vc.Tries > 1 {
 		rt = vim25.Retry(rt, vim25.TemporaryNetworkError(c.vc.Tries-1))
@@ -99,7 +100,7 @@ func (c *conn) connectLocked(ctx context.Context) error {
 	// NewClient needs the soap.Client itself (vAPI clients are made from it) and reads the
 	// ServiceContent through it: that one call is counted here.
 	start := time.Now()
-	raw, err := vim25.NewClient(ctx, sc)
+	raw, err := vim25.NewClient(context.WithValue(ctx, opKey{}, "RetrieveServiceContent"), sc)
 	metrics.ObserveCloudCall(ProviderName, "vim25", "RetrieveServiceContent", start, metrics.Classify(err, nil))
 	if err != nil {
 		return connectError(c.vc, err)
@@ -180,8 +181,9 @@ type counter struct{ next soap.RoundTripper }
 
 func (c *counter) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
 	start := time.Now()
-	err := c.next.RoundTrip(ctx, req, res)
-	metrics.ObserveCloudCall(ProviderName, "vim25", methodName(req), start, metrics.Classify(err, nil))
+	op := methodName(req)
+	err := c.next.RoundTrip(context.WithValue(ctx, opKey{}, op), req, res)
+	metrics.ObserveCloudCall(ProviderName, "vim25", op, start, metrics.Classify(err, nil))
 	return err
 }
 
@@ -209,7 +211,8 @@ func (c *conn) restClient(ctx context.Context) (*rest.Client, error) {
 		return c.rest, nil
 	}
 	rc := rest.NewClient(client)
-	rc.Client.Client.Transport = &metrics.Transport{Provider: ProviderName, Service: "vapi", Operation: restOperation, Next: rc.Client.Client.Transport}
+	// Every attempt is counted (metrics.Transport), so the retry goes above it.
+	rc.Client.Client.Transport = &throttleRetry{next: &metrics.Transport{Provider: ProviderName, Service: "vapi", Operation: restOperation, Next: rc.Client.Client.Transport}}
 	user, pass, err := c.creds()
 	if err != nil {
 		return nil, err
