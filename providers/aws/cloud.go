@@ -37,6 +37,7 @@ type Cloud struct {
 	initErr error
 	api     *clients
 	inst    *instanceCache
+	dns     *dnsBatcher
 	lb      *loadBalancers
 }
 
@@ -79,6 +80,7 @@ func (c *Cloud) init() error {
 		}
 		c.api = api
 		c.inst = newInstanceCache(api.ec2, c.cfg.Global.InstanceCacheTTL.Duration)
+		c.dns = &dnsBatcher{inst: c.inst, vpc: c.vpc()}
 		c.lb = newLoadBalancers(c)
 	})
 	return c.initErr

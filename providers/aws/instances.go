@@ -94,8 +94,15 @@ func (c *Cloud) lookup(ctx context.Context, node *v1.Node) (*types.Instance, err
 		}
 		return alive(got[id]), nil
 	}
+	// The private DNS name first, batched with other Nodes' look-ups.
+	byName, err := c.dns.find(ctx, node.Name)
+	if err != nil {
+		return nil, err
+	}
+	if in, err := only(node, "private-dns-name", byName); in != nil || err != nil {
+		return in, err
+	}
 	var tries [][]types.Filter
-	tries = append(tries, []types.Filter{filter("private-dns-name", node.Name)})
 	if t := c.cfg.Global.NodeNameTag; t != "" {
 		tries = append(tries, []types.Filter{filter("tag:"+t, node.Name)})
 	}
@@ -117,18 +124,25 @@ func (c *Cloud) lookup(ctx context.Context, node *v1.Node) (*types.Instance, err
 		if err != nil {
 			return nil, err
 		}
-		// A name or address may have belonged to a terminated instance before this one.
-		found = slices.DeleteFunc(found, func(in *types.Instance) bool { return alive(in) == nil })
-		switch len(found) {
-		case 0:
-			continue
-		case 1:
-			return found[0], nil
-		default:
-			return nil, fmt.Errorf("aws: %d instances match Node %q (%s); set its providerID", len(found), node.Name, aws.ToString(fs[0].Name))
+		if in, err := only(node, aws.ToString(fs[0].Name), found); in != nil || err != nil {
+			return in, err
 		}
 	}
 	return nil, nil
+}
+
+// only is the one live instance of found; nil when there is none, an error when there are
+// several. A name or address may have belonged to a terminated instance before this one.
+func only(node *v1.Node, by string, found []*types.Instance) (*types.Instance, error) {
+	found = slices.DeleteFunc(slices.Clone(found), func(in *types.Instance) bool { return alive(in) == nil })
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
+	default:
+		return nil, fmt.Errorf("aws: %d instances match Node %q (%s); set its providerID", len(found), node.Name, by)
+	}
 }
 
 func (c *Cloud) vpc() []string {

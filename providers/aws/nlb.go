@@ -148,6 +148,9 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		string(lb.Scheme) == want.Scheme && !fingerprint.Changed(tags[fingerprintTag], fp) {
 		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); ok && ns == svc.Namespace && n == svc.Name {
 			if err := l.syncNLBMembers(ctx, name, aws.ToString(lb.LoadBalancerArn), members); err != nil {
+				// Maybe the listing is out of date: the next try reads the NLB in full.
+				l.nsnap.forget(name)
+				l.tsnap.forget(aws.ToString(lb.LoadBalancerArn))
 				return nil, err
 			}
 			return nlbStatus(lb), nil
