@@ -75,14 +75,15 @@ BENCH_ARGS ?=
 bench-dummy: testbin build-dummy
 	CCM_BINARY=$(CURDIR)/bin/ccm-dummy CCM_TESTBIN=$(CURDIR)/bin/testbin go run ./test/bench $(BENCH_ARGS)
 
-# Every provider's figures: the dummy's, then providers/NAME/bench against each simulator.
-# Tables also land in bin/bench/.
+# Every provider's figures: the dummy's, then providers/NAME/bench against each simulator, then
+# bin/bench/summary.md merged from every bin/bench/NAME.json (schema: common/benchreport).
 BENCH_PROVIDERS := $(filter $(PROVIDERS),$(patsubst providers/%/bench,%,$(wildcard providers/*/bench)))
 bench: bench-dummy $(addprefix build-,$(BENCH_PROVIDERS))
 	@for p in $(BENCH_PROVIDERS); do \
 		echo "==> bench: $$p"; \
 		CCM_BIN_DIR=$(CURDIR)/bin CCM_BINARY=$(CURDIR)/bin/ccm-$$p CCM_TESTBIN=$(CURDIR)/bin/testbin go run ./providers/$$p/bench || exit 1; \
 	done
+	go run ./test/bench --merge=$(CURDIR)/bin/bench
 
 # Per-vendor images without a container engine (go-containerregistry): bin/images/ccm-NAME
 # (OCI layout) and bin/images/ccm-NAME.tar (docker load). The Dockerfile builds the same for

@@ -1,8 +1,10 @@
-// Command bench measures the ccm (dummy provider) on the local control plane and prints the
-// figures: time for N Nodes registered at once to be initialised, time for M LoadBalancer
-// Services created at once to get an address, API server writes per Service, cloud calls per
-// Node, and cloud writes on a restart with nothing changed. `make bench-dummy` runs it; the
-// results also go to bin/bench/dummy.{md,json}.
+// Command bench measures the ccm (dummy provider) on the local control plane: N Nodes
+// registered at once (time to initialised, cloud calls per Node), one Node added to 200
+// LoadBalancer Services (writes, time until every LB has it), M LoadBalancer Services created
+// at once (time to an address, API writes per Service), a restart with nothing changed (cloud
+// writes and reads), and the ccm's peak memory with many objects in the API server.
+// `make bench-dummy` runs it; the results go to bin/bench/dummy.{md,json,svg} in the schema of
+// common/benchreport, and --merge writes bin/bench/summary.md from every provider's JSON.
 package main
 
 import (
@@ -12,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -22,54 +23,113 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ccm-project/ccm/common/benchreport"
 	"github.com/ccm-project/ccm/common/testenv"
 )
 
 type result struct {
-	Nodes                 int           `json:"nodes"`
-	NodesAllInitialisedS  float64       `json:"nodes_all_initialised_s"`
-	NodeP50S              float64       `json:"node_p50_s"`
-	NodeP99S              float64       `json:"node_p99_s"`
-	CloudCallsPerNode     float64       `json:"cloud_calls_per_node"`
-	Services              int           `json:"services"`
-	ServicesAllAddressedS float64       `json:"services_all_addressed_s"`
-	ServiceP50S           float64       `json:"service_p50_s"`
-	ServiceP99S           float64       `json:"service_p99_s"`
-	APIWritesPerService   float64       `json:"api_writes_per_service"`
-	MaxAPIWritesOneSvc    int           `json:"max_api_writes_one_service"`
-	CloudWritesCreate     float64       `json:"cloud_writes_for_create"`
-	RestartCloudWrites    float64       `json:"restart_cloud_writes"`
-	NodeAddedCloudWrites  float64       `json:"node_added_cloud_writes"`
-	NodeAddedAllUpdatedS  float64       `json:"node_added_all_lbs_updated_s"`
-	NodeAddedLBsUpdated   int           `json:"node_added_lbs_updated"`
-	Memory                *memoryResult `json:"memory,omitempty"`
+	Nodes                int
+	NodeTimes            []float64 // seconds from registration to initialised, per Node
+	CloudCallsPerNode    float64
+	NodeAddedLBs         int
+	NodeAddedLBsUpdated  int
+	NodeAddedCloudWrites float64
+	NodeAddedAllUpdatedS float64
+	Services             int
+	ServiceTimes         []float64 // seconds from creation to an address, per Service
+	APIWritesPerService  float64
+	MaxAPIWritesOneSvc   int
+	CloudWritesCreate    float64
+	RestartLBs           int
+	RestartCloudWrites   float64
+	RestartCloudReads    float64
+	Memory               *memoryResult
 }
 
 func main() {
-	nodes := flag.Int("nodes", 100, "Nodes registered at once")
-	services := flag.Int("services", 1000, "LoadBalancer Services created at once")
-	out := flag.String("out", "bin/bench", "folder for dummy.md and dummy.json")
+	nodes := flag.Int("nodes", 100, "N: Nodes registered at once")
+	services := flag.Int("services", 1000, "M: LoadBalancer Services created at once")
+	nodeAdded := flag.Int("node-added-services", 200, "LoadBalancer Services that exist when one Node is added")
+	out := flag.String("out", "bin/bench", "folder for dummy.{md,json,svg}")
 	extra := flag.String("ccm-args", "", "more ccm flags, space-separated (e.g. --kube-api-qps=20 to compare with the library defaults)")
-	memNodes := flag.Int("memory-nodes", 5000, "Nodes in the API server for the memory scenario (0 skips it)")
-	memServices := flag.Int("memory-services", 10000, "LoadBalancer Services in the API server for the memory scenario")
+	memNodes := flag.Int("memory-nodes", 1000, "Nodes in the API server for the memory scenario (0 skips it; the target is for 5000)")
+	memServices := flag.Int("memory-services", 2000, "Services in the API server for the memory scenario (the target is for 10000)")
+	memLB := flag.Int("memory-lb-services", -1, "how many of the memory scenario's Services are of type LoadBalancer, the rest ClusterIP (-1: all)")
 	heap := flag.String("memory-heap-profile", "", "write the ccm's heap profile at the end of the memory scenario to this file")
+	memOnly := flag.Bool("memory-only", false, "run only the memory scenario (and print its figures as JSON)")
+	merge := flag.String("merge", "", "only merge every provider's report in this folder (*.json) into summary.md there")
 	flag.Parse()
-	r, err := run(*nodes, *services, strings.Fields(*extra))
+	if *merge != "" {
+		if err := writeSummary(*merge); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: merge:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *memOnly {
+		m, err := runMemory(*memNodes, *memServices, *memLB, strings.Fields(*extra), *heap)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: memory:", err)
+			os.Exit(1)
+		}
+		b, _ := json.MarshalIndent(m, "", "  ")
+		fmt.Println(string(b))
+		return
+	}
+	command := "make bench-dummy BENCH_ARGS=\"" + strings.Join(os.Args[1:], " ") + "\""
+	r, err := run(*nodes, *services, *nodeAdded, strings.Fields(*extra))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	report(r, *out)
+	if err := report(r, command, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
 	if *memNodes > 0 {
-		if r.Memory, err = runMemory(*memNodes, *memServices, *heap); err != nil {
+		if r.Memory, err = runMemory(*memNodes, *memServices, *memLB, strings.Fields(*extra), *heap); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: memory:", err)
 			os.Exit(1)
 		}
-		report(r, *out)
+		if err := report(r, command, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
 	}
 }
 
-func run(nNodes, nServices int, extra []string) (*result, error) {
+// writeSummary merges the reports in dir. A file that is not a valid report (a stale one in an
+// older format, say) is named and skipped rather than failing the whole bench at its end.
+func writeSummary(dir string) error {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return err
+	}
+	var rs []*benchreport.Report
+	for _, p := range paths {
+		r, err := benchreport.Read(p)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: merge: skipping %v\n", err)
+			continue
+		}
+		rs = append(rs, r)
+	}
+	if len(rs) == 0 {
+		return fmt.Errorf("no valid reports (*.json) in %s", dir)
+	}
+	p := filepath.Join(dir, "summary.md")
+	if err := os.WriteFile(p, []byte(benchreport.Summary(rs)), 0o644); err != nil {
+		return err
+	}
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = r.Provider
+	}
+	fmt.Printf("bench: %s merges %s\n", p, strings.Join(names, ", "))
+	return nil
+}
+
+func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	root, err := testenv.RepoRoot()
@@ -93,7 +153,7 @@ func run(nNodes, nServices int, extra []string) (*result, error) {
 	var cfg strings.Builder
 	cfg.WriteString("[Global]\nregion = bench\n\n[Pool \"bench\"]\ncidr = 10.128.0.0/16\n\n")
 	for i := range nNodes + 1 { // one more for the node-added scenario
-		fmt.Fprintf(&cfg, "[Instance \"bench-node-%04d\"]\ninternal-ip = 10.0.%d.%d\nzone = zone-%d\n\n", i, i/250, i%250+1, i%3)
+		fmt.Fprintf(&cfg, "[Instance \"bench-node-%04d\"]\ninternal-ip = 10.%d.%d.%d\nzone = zone-%d\n\n", i, i/62500, i/250%250, i%250+1, i%3)
 	}
 	cfgPath := filepath.Join(env.Dir, "bench.conf")
 	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
@@ -117,11 +177,27 @@ func run(nNodes, nServices int, extra []string) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &result{Nodes: nNodes, Services: nServices}
+	r := &result{Nodes: nNodes, Services: nServices, NodeAddedLBs: nNodeAdded}
+	writesNow := func(c *testenv.CCM) (writes, all float64) {
+		up, _ := c.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Update",provider="dummy"`)
+		cr, _ := c.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Create",provider="dummy"`)
+		all, _ = c.Metric(metricsToken, `ccm_cloud_api_requests_total{`)
+		return up + cr, all
+	}
+	createServices := func(ns, prefix string, n int) error {
+		if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		return parallel(n, func(i int) error {
+			_, err := env.Client.CoreV1().Services(ns).Create(ctx, testenv.LoadBalancerService(ns, fmt.Sprintf("%s-%05d", prefix, i), 80), metav1.CreateOptions{})
+			return err
+		})
+	}
+	addressed := func(obj any) bool { return len(obj.(*v1.Service).Status.LoadBalancer.Ingress) > 0 }
 
-	// Nodes.
+	// N Nodes at once.
 	fmt.Printf("bench: registering %d Nodes at once\n", nNodes)
-	nodeDone, err := watchUntil(ctx, env, "nodes", nNodes, func(obj any) bool {
+	nodeDone, err := watchUntil(ctx, env, "nodes", "", nNodes, func(obj any) bool {
 		n := obj.(*v1.Node)
 		return n.Spec.ProviderID != "" && !hasTaint(n, testenv.UninitializedTaint)
 	})
@@ -135,33 +211,44 @@ func run(nNodes, nServices int, extra []string) (*result, error) {
 		return nil, err
 	}
 	nodeTimes, _ := nodeDone()
-	r.NodesAllInitialisedS, r.NodeP50S, r.NodeP99S = stats(nodeTimes, start)
+	r.NodeTimes = since(nodeTimes, start)
 	calls, err := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{`)
 	if err != nil {
 		return nil, err
 	}
 	r.CloudCallsPerNode = calls / float64(nNodes)
 
-	// Services.
-	fmt.Printf("bench: creating %d LoadBalancer Services at once\n", nServices)
-	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}); err != nil {
-		return nil, err
+	// One Node added to nNodeAdded LB Services: every LB's member set changes, so one cloud
+	// write per LB is the floor. It runs before the M Services exist, so that it has exactly
+	// nNodeAdded LBs.
+	if nNodeAdded > 0 {
+		fmt.Printf("bench: adding one Node to %d LoadBalancer Services\n", nNodeAdded)
+		naDone, err := watchUntil(ctx, env, "services", "bench-na", nNodeAdded, addressed)
+		if err != nil {
+			return nil, err
+		}
+		if err := createServices("bench-na", "na", nNodeAdded); err != nil {
+			return nil, err
+		}
+		naDone()
+		if err := nodeAddedScenario(ctx, env, r, func() float64 { w, _ := writesNow(ccm); return w }); err != nil {
+			return nil, err
+		}
 	}
-	svcDone, err := watchUntil(ctx, env, "services", nServices, func(obj any) bool {
-		return len(obj.(*v1.Service).Status.LoadBalancer.Ingress) > 0
-	})
+
+	// M Services at once.
+	fmt.Printf("bench: creating %d LoadBalancer Services at once\n", nServices)
+	svcDone, err := watchUntil(ctx, env, "services", "bench", nServices, addressed)
 	if err != nil {
 		return nil, err
 	}
+	before, _ := writesNow(ccm)
 	start = time.Now()
-	if err := parallel(nServices, func(i int) error {
-		_, err := env.Client.CoreV1().Services("bench").Create(ctx, testenv.LoadBalancerService("bench", fmt.Sprintf("svc-%05d", i), 80), metav1.CreateOptions{})
-		return err
-	}); err != nil {
+	if err := createServices("bench", "svc", nServices); err != nil {
 		return nil, err
 	}
 	svcTimes, writes := svcDone()
-	r.ServicesAllAddressedS, r.ServiceP50S, r.ServiceP99S = stats(svcTimes, start)
+	r.ServiceTimes = since(svcTimes, start)
 	time.Sleep(2 * time.Second) // late writes (there should be none) would show in the count
 	total := 0
 	for _, w := range writes() {
@@ -169,20 +256,37 @@ func run(nNodes, nServices int, extra []string) (*result, error) {
 		r.MaxAPIWritesOneSvc = max(r.MaxAPIWritesOneSvc, w)
 	}
 	r.APIWritesPerService = float64(total) / float64(nServices)
+	after, _ := writesNow(ccm)
+	r.CloudWritesCreate = after - before
 
-	up1, _ := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Update",provider="dummy"`)
-	cr1, _ := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Create",provider="dummy"`)
-	r.CloudWritesCreate = up1 + cr1
-
-	// One Node added: every LB's member set changes, so one cloud write per LB is the floor.
-	fmt.Printf("bench: adding one Node to %d LoadBalancer Services\n", nServices)
-	writesNow := func() float64 {
-		up, _ := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Update",provider="dummy"`)
-		cr, _ := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Create",provider="dummy"`)
-		return up + cr
+	// Restart with nothing changed.
+	fmt.Println("bench: restarting the ccm with nothing changed")
+	r.RestartLBs = nServices + nNodeAdded
+	ccm.Stop(10 * time.Second)
+	ccm2, err := startCCM("ccm-bench-2")
+	if err != nil {
+		return nil, err
 	}
-	// The dummy keeps one record per LB (with a fingerprint of its desired state, nodes
-	// included) in ConfigMaps: an LB is updated when its fingerprint changes.
+	for {
+		n, err := ccm2.Metric(metricsToken, `ccm_reconcile_total{kind="loadbalancer",operation="ensure"`)
+		if err == nil && n >= float64(r.RestartLBs) {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("restarted ccm did not ensure every Service: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // a late write would show
+	w, all := writesNow(ccm2)
+	r.RestartCloudWrites, r.RestartCloudReads = w, all-w
+	return r, nil
+}
+
+// nodeAddedScenario registers one more Node and waits until every LB record has changed.
+// The dummy keeps one record per LB (with a fingerprint of its desired state, nodes included)
+// in ConfigMaps: an LB is updated when its fingerprint changes.
+func nodeAddedScenario(ctx context.Context, env *testenv.Env, r *result, writesNow func() float64) error {
 	fingerprints := func() (map[string]string, error) {
 		cms, err := env.Client.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -204,17 +308,20 @@ func run(nNodes, nServices int, extra []string) (*result, error) {
 	}
 	old, err := fingerprints()
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if len(old) != r.NodeAddedLBs {
+		return fmt.Errorf("node added: %d LB records before, want %d", len(old), r.NodeAddedLBs)
 	}
 	before := writesNow()
-	start = time.Now()
-	if err := testenv.RegisterNode(ctx, env.Client, fmt.Sprintf("bench-node-%04d", nNodes)); err != nil {
-		return nil, err
+	start := time.Now()
+	if err := testenv.RegisterNode(ctx, env.Client, fmt.Sprintf("bench-node-%04d", r.Nodes)); err != nil {
+		return err
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		now, err := fingerprints()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		changed := 0
 		for k, fp := range old {
@@ -231,28 +338,7 @@ func run(nNodes, nServices int, extra []string) (*result, error) {
 	r.NodeAddedAllUpdatedS = time.Since(start).Seconds()
 	time.Sleep(3 * time.Second) // more writes than LBs would show here
 	r.NodeAddedCloudWrites = writesNow() - before
-
-	// Restart with nothing changed.
-	fmt.Println("bench: restarting the ccm with nothing changed")
-	ccm.Stop(10 * time.Second)
-	ccm2, err := startCCM("ccm-bench-2")
-	if err != nil {
-		return nil, err
-	}
-	for {
-		n, err := ccm2.Metric(metricsToken, `ccm_reconcile_total{kind="loadbalancer",operation="ensure"`)
-		if err == nil && n >= float64(nServices) {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("restarted ccm did not ensure every Service: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	up, _ := ccm2.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Update",provider="dummy"`)
-	cr, _ := ccm2.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Create",provider="dummy"`)
-	r.RestartCloudWrites = up + cr
-	return r, nil
+	return nil
 }
 
 func hasTaint(n *v1.Node, key string) bool {
@@ -267,7 +353,7 @@ func hasTaint(n *v1.Node, key string) bool {
 // watchUntil follows resource with an informer (which re-lists if the API server closes a
 // watch) and records, per object, when done(obj) first held and how many updates it had by
 // then (each is one API write by the ccm). The returned func waits until want objects are done.
-func watchUntil(ctx context.Context, env *testenv.Env, resource string, want int, done func(any) bool) (func() (map[string]time.Time, func() map[string]int), error) {
+func watchUntil(ctx context.Context, env *testenv.Env, resource, namespace string, want int, done func(any) bool) (func() (map[string]time.Time, func() map[string]int), error) {
 	var mu sync.Mutex
 	at := map[string]time.Time{}
 	updates := map[string]int{}
@@ -289,7 +375,7 @@ func watchUntil(ctx context.Context, env *testenv.Env, resource string, want int
 			}
 		}
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(map[string]string{"nodes": "", "services": "bench"}[resource]))
+	factory := informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(namespace))
 	var inf cache.SharedIndexInformer
 	if resource == "nodes" {
 		inf = factory.Core().V1().Nodes().Informer()
@@ -318,7 +404,7 @@ func watchUntil(ctx context.Context, env *testenv.Env, resource string, want int
 				break wait
 			case <-tick.C:
 				mu.Lock()
-				fmt.Printf("bench: %s: %d of %d done\n", resource, len(at), want)
+				fmt.Printf("bench: %s %s: %d of %d done\n", namespace, resource, len(at), want)
 				mu.Unlock()
 			}
 		}
@@ -363,53 +449,85 @@ func parallel(n int, f func(i int) error) error {
 	return nil
 }
 
-// stats returns seconds from start to the last, median and 99th percentile completion.
-func stats(at map[string]time.Time, start time.Time) (all, p50, p99 float64) {
-	var d []float64
+// since returns each completion time as seconds after start.
+func since(at map[string]time.Time, start time.Time) []float64 {
+	d := make([]float64, 0, len(at))
 	for _, t := range at {
 		d = append(d, t.Sub(start).Seconds())
 	}
-	if len(d) == 0 {
-		return 0, 0, 0
-	}
-	sort.Float64s(d)
-	pick := func(q float64) float64 { return d[min(len(d)-1, int(q*float64(len(d))))] }
-	return d[len(d)-1], pick(0.50), pick(0.99)
+	return d
 }
 
-func report(r *result, out string) {
-	rows := [][3]string{
-		{"Nodes registered at once", fmt.Sprint(r.Nodes), ""},
-		{"all Nodes initialised", fmt.Sprintf("%.2f s", r.NodesAllInitialisedS), "target < 5 s for 100"},
-		{"Node initialised p50 / p99", fmt.Sprintf("%.2f / %.2f s", r.NodeP50S, r.NodeP99S), ""},
-		{"cloud calls per Node", fmt.Sprintf("%.1f", r.CloudCallsPerNode), ""},
-		{"Services created at once", fmt.Sprint(r.Services), ""},
-		{"all Services have an address", fmt.Sprintf("%.2f s", r.ServicesAllAddressedS), "target < 20 s for 1,000"},
-		{"Service address p50 / p99", fmt.Sprintf("%.2f / %.2f s", r.ServiceP50S, r.ServiceP99S), ""},
-		{"API writes per Service (mean / max)", fmt.Sprintf("%.2f / %d", r.APIWritesPerService, r.MaxAPIWritesOneSvc), "target <= 2 (finalizer + status)"},
-		{"cloud (store) writes to create them all", fmt.Sprintf("%.0f", r.CloudWritesCreate), "batched per shard"},
-		{"one Node added: LBs updated / store writes", fmt.Sprintf("%d of %d / %.0f", r.NodeAddedLBsUpdated, r.Services, r.NodeAddedCloudWrites), "target: all, at most 1 write per LB"},
-		{"time until every LB has the new Node", fmt.Sprintf("%.2f s", r.NodeAddedAllUpdatedS), ""},
-		{"cloud writes on restart, nothing changed", fmt.Sprintf("%.0f", r.RestartCloudWrites), "target 0"},
+func maxOf(s []float64) float64 {
+	m := 0.0
+	for _, v := range s {
+		m = max(m, v)
 	}
+	return m
+}
+
+// report prints the table and writes it, with the latency samples, under out.
+func report(r *result, command, out string) error {
+	rep := benchreport.New("dummy")
+	rep.Command = command
+	p := benchreport.Percentile
+	nodes := fmt.Sprintf("%d Nodes at once", r.Nodes)
+	svcs := fmt.Sprintf("%d LB Services at once", r.Services)
+	rep.Add(benchreport.Row{Key: benchreport.KeyNodeInitNodes, Scenario: nodes, Measure: "Nodes initialised", Value: float64(len(r.NodeTimes)),
+		Target: fmt.Sprint(r.Nodes), Met: benchreport.Met(len(r.NodeTimes) == r.Nodes)}).
+		Add(benchreport.Row{Key: benchreport.KeyNodeInitP50, Scenario: nodes, Measure: "time to initialised p50", Value: p(r.NodeTimes, 0.5), Unit: "s"}).
+		Add(benchreport.Row{Key: benchreport.KeyNodeInitP99, Scenario: nodes, Measure: "time to initialised p99", Value: p(r.NodeTimes, 0.99), Unit: "s"}).
+		Add(benchreport.Row{Key: benchreport.KeyNodeInitAll, Scenario: nodes, Measure: "all initialised", Value: maxOf(r.NodeTimes), Unit: "s"}).
+		Add(benchreport.Row{Key: benchreport.KeyNodeInitCallsPerNode, Scenario: nodes, Measure: "cloud calls per Node", Value: r.CloudCallsPerNode})
+	if r.NodeAddedLBs > 0 {
+		na := fmt.Sprintf("one Node added, %d LB Services", r.NodeAddedLBs)
+		rep.Add(benchreport.Row{Key: benchreport.KeyNodeAddedLBs, Scenario: na, Measure: "LBs updated", Value: float64(r.NodeAddedLBsUpdated),
+			Text: fmt.Sprintf("%d of %d", r.NodeAddedLBsUpdated, r.NodeAddedLBs), Target: "all", Met: benchreport.Met(r.NodeAddedLBsUpdated == r.NodeAddedLBs)}).
+			Add(benchreport.Row{Key: benchreport.KeyNodeAddedWrites, Scenario: na, Measure: "cloud (store) writes", Value: r.NodeAddedCloudWrites,
+				Target: "<= 1 per LB", Met: benchreport.Met(r.NodeAddedCloudWrites <= float64(r.NodeAddedLBs))}).
+			Add(benchreport.Row{Key: benchreport.KeyNodeAddedAll, Scenario: na, Measure: "until every LB has the Node", Value: r.NodeAddedAllUpdatedS, Unit: "s"})
+	}
+	rep.Add(benchreport.Row{Key: benchreport.KeyLBServices, Scenario: svcs, Measure: "Services addressed", Value: float64(len(r.ServiceTimes)),
+		Target: fmt.Sprint(r.Services), Met: benchreport.Met(len(r.ServiceTimes) == r.Services)}).
+		Add(benchreport.Row{Key: benchreport.KeyLBP50, Scenario: svcs, Measure: "time to an address p50", Value: p(r.ServiceTimes, 0.5), Unit: "s"}).
+		Add(benchreport.Row{Key: benchreport.KeyLBP99, Scenario: svcs, Measure: "time to an address p99", Value: p(r.ServiceTimes, 0.99), Unit: "s"}).
+		Add(benchreport.Row{Key: benchreport.KeyLBAll, Scenario: svcs, Measure: "all addressed", Value: maxOf(r.ServiceTimes), Unit: "s"}).
+		Add(benchreport.Row{Key: "dummy.lb.api_writes_per_service", Scenario: svcs, Measure: "API writes per Service (mean / max)", Value: r.APIWritesPerService,
+			Text: fmt.Sprintf("%.2f / %d", r.APIWritesPerService, r.MaxAPIWritesOneSvc), Target: "<= 2 (finalizer + status)", Met: benchreport.Met(r.MaxAPIWritesOneSvc <= 2)}).
+		Add(benchreport.Row{Key: "dummy.lb.store_writes", Scenario: svcs, Measure: "cloud (store) writes to create them all (batched per shard)", Value: r.CloudWritesCreate})
+	rs := fmt.Sprintf("restart, nothing changed (%d LBs)", r.RestartLBs)
+	rep.Add(benchreport.Row{Key: benchreport.KeyRestartWrites, Scenario: rs, Measure: "cloud writes", Value: r.RestartCloudWrites, Target: "0", Met: benchreport.Met(r.RestartCloudWrites == 0)}).
+		Add(benchreport.Row{Key: benchreport.KeyRestartReads, Scenario: rs, Measure: "cloud reads", Value: r.RestartCloudReads})
 	if m := r.Memory; m != nil {
-		rows = append(rows,
-			[3]string{"memory: Nodes / Services in the API server", fmt.Sprintf("%d / %d", m.Nodes, m.Services), ""},
-			[3]string{"memory: all initialised and addressed", fmt.Sprintf("%.1f s", m.SettledS), ""},
-			[3]string{"memory: ccm peak RSS (VmHWM)", fmt.Sprintf("%.1f MiB", m.PeakRSSMiB), "target < 150 MiB"},
-			[3]string{"memory: ccm RSS when settled", fmt.Sprintf("%.1f MiB", m.SettledRSSMiB), ""},
-		)
+		ms := fmt.Sprintf("memory: %d Nodes, %d Services (%d LB)", m.Nodes, m.Services, m.LBServices)
+		if m.GOMEMLIMIT != "" {
+			ms += ", GOMEMLIMIT=" + m.GOMEMLIMIT
+		}
+		if len(m.CCMArgs) > 0 {
+			ms += ", " + strings.Join(m.CCMArgs, " ")
+		}
+		rep.Add(benchreport.Row{Key: benchreport.KeyMemoryPeakRSS, Scenario: ms, Measure: "ccm peak RSS (VmHWM)", Value: m.PeakRSSMiB, Unit: "MiB",
+			Target: "< 150 MiB at 5,000 / 10,000", Met: memoryMet(m)}).
+			Add(benchreport.Row{Key: "memory.settled_rss_mib", Scenario: ms, Measure: "ccm RSS when settled", Value: m.SettledRSSMiB, Unit: "MiB"}).
+			Add(benchreport.Row{Key: "memory.cpu_s", Scenario: ms, Measure: "ccm CPU time until settled", Value: m.CPUSeconds, Unit: "s"}).
+			Add(benchreport.Row{Key: "memory.settled_s", Scenario: ms, Measure: "all initialised and addressed", Value: m.SettledS, Unit: "s"})
 	}
-	var md strings.Builder
-	md.WriteString("| measure | value | target |\n| --- | --- | --- |\n")
-	for _, row := range rows {
-		fmt.Fprintf(&md, "| %s | %s | %s |\n", row[0], row[1], row[2])
+	rep.Latencies = []benchreport.Distribution{
+		{Name: fmt.Sprintf("time to initialised per Node (N=%d)", r.Nodes), Unit: "s", Samples: r.NodeTimes},
+		{Name: fmt.Sprintf("time to an address per LB Service (M=%d)", r.Services), Unit: "s", Samples: r.ServiceTimes},
 	}
-	fmt.Print("\n" + md.String())
-	if err := os.MkdirAll(out, 0o755); err == nil {
-		os.WriteFile(filepath.Join(out, "dummy.md"), []byte(md.String()), 0o644)
-		b, _ := json.MarshalIndent(r, "", "  ")
-		os.WriteFile(filepath.Join(out, "dummy.json"), b, 0o644)
-		fmt.Printf("\nwritten to %s/dummy.{md,json}\n", out)
+	fmt.Print("\n" + benchreport.Markdown(rep))
+	if err := benchreport.Write(out, rep); err != nil {
+		return err
 	}
+	fmt.Printf("\nwritten to %s/dummy.{md,json,svg}\n", out)
+	return nil
+}
+
+// memoryMet judges the target only at the size it is set for.
+func memoryMet(m *memoryResult) *bool {
+	if m.Nodes < 5000 || m.Services < 10000 {
+		return nil
+	}
+	return benchreport.Met(m.PeakRSSMiB < 150)
 }

@@ -16,18 +16,26 @@ import (
 )
 
 type memoryResult struct {
-	Nodes         int     `json:"nodes"`
-	Services      int     `json:"services"`
-	SettledS      float64 `json:"settled_s"`
-	PeakRSSMiB    float64 `json:"peak_rss_mib"`
-	SettledRSSMiB float64 `json:"settled_rss_mib"`
+	Nodes         int      `json:"nodes"`
+	Services      int      `json:"services"`
+	LBServices    int      `json:"lb_services"`
+	CCMArgs       []string `json:"ccm_args,omitempty"`
+	GOMEMLIMIT    string   `json:"gomemlimit,omitempty"`
+	SettledS      float64  `json:"settled_s"`
+	PeakRSSMiB    float64  `json:"peak_rss_mib"`
+	SettledRSSMiB float64  `json:"settled_rss_mib"`
+	CPUSeconds    float64  `json:"cpu_s"` // user + system time of the ccm until settled
 }
 
 // runMemory fills a fresh control plane with nNodes Nodes (all in the dummy's inventory) and
-// nServices LoadBalancer Services, waits until the ccm has initialised and addressed them all,
-// and reads the ccm's peak resident set (VmHWM) from /proc. Services skip NodePorts: the
+// nServices Services, nLB of them of type LoadBalancer and the rest ClusterIP, waits until the
+// ccm has initialised every Node and addressed every LoadBalancer Service, and reads the ccm's
+// peak resident set (VmHWM) and CPU time from /proc. LoadBalancer Services skip NodePorts: the
 // NodePort range holds fewer than 10,000 ports, and the ccm's work does not depend on them.
-func runMemory(nNodes, nServices int, heapProfile string) (*memoryResult, error) {
+func runMemory(nNodes, nServices, nLB int, extra []string, heapProfile string) (*memoryResult, error) {
+	if nLB < 0 || nLB > nServices {
+		nLB = nServices
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	root, err := testenv.RepoRoot()
@@ -54,7 +62,7 @@ func runMemory(nNodes, nServices int, heapProfile string) (*memoryResult, error)
 	// Longer lease timings than the tests': a machine this busy can miss a 3 s renewal, and a
 	// lost lease ends the process.
 	ccm, err := env.StartCCM(ctx, testenv.CCMOptions{Name: "ccm-memory", Provider: "dummy", CloudConfig: cfgPath,
-		Args: []string{"--v=1", "--leader-elect-lease-duration=60s", "--leader-elect-renew-deadline=45s", "--leader-elect-retry-period=2s"}})
+		Args: append([]string{"--v=1", "--leader-elect-lease-duration=60s", "--leader-elect-renew-deadline=45s", "--leader-elect-retry-period=2s"}, extra...)})
 	if err != nil {
 		return nil, err
 	}
@@ -68,21 +76,21 @@ func runMemory(nNodes, nServices int, heapProfile string) (*memoryResult, error)
 	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
-	nodeDone, err := watchUntil(ctx, env, "nodes", nNodes, func(obj any) bool {
+	nodeDone, err := watchUntil(ctx, env, "nodes", "", nNodes, func(obj any) bool {
 		n := obj.(*v1.Node)
 		return n.Spec.ProviderID != "" && !hasTaint(n, testenv.UninitializedTaint)
 	})
 	if err != nil {
 		return nil, err
 	}
-	svcDone, err := watchUntil(ctx, env, "services", nServices, func(obj any) bool {
+	svcDone, err := watchUntil(ctx, env, "services", "bench", nLB, func(obj any) bool {
 		return len(obj.(*v1.Service).Status.LoadBalancer.Ingress) > 0
 	})
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	fmt.Printf("bench: memory: registering %d Nodes and creating %d LoadBalancer Services\n", nNodes, nServices)
+	fmt.Printf("bench: memory: registering %d Nodes and creating %d Services (%d LoadBalancer)\n", nNodes, nServices, nLB)
 	if err := parallel(nNodes, func(i int) error {
 		return testenv.RegisterNode(ctx, env.Client, fmt.Sprintf("mem-node-%05d", i))
 	}); err != nil {
@@ -92,6 +100,9 @@ func runMemory(nNodes, nServices int, heapProfile string) (*memoryResult, error)
 	if err := parallel(nServices, func(i int) error {
 		s := testenv.LoadBalancerService("bench", fmt.Sprintf("mem-svc-%05d", i), 80)
 		s.Spec.AllocateLoadBalancerNodePorts = &noPorts
+		if i >= nLB {
+			s.Spec.Type, s.Spec.AllocateLoadBalancerNodePorts = v1.ServiceTypeClusterIP, nil
+		}
 		_, err := env.Client.CoreV1().Services("bench").Create(ctx, s, metav1.CreateOptions{})
 		return err
 	}); err != nil {
@@ -99,7 +110,8 @@ func runMemory(nNodes, nServices int, heapProfile string) (*memoryResult, error)
 	}
 	nodeDone()
 	svcDone()
-	r := &memoryResult{Nodes: nNodes, Services: nServices, SettledS: time.Since(start).Seconds()}
+	r := &memoryResult{Nodes: nNodes, Services: nServices, LBServices: nLB, CCMArgs: extra,
+		GOMEMLIMIT: os.Getenv("GOMEMLIMIT"), SettledS: time.Since(start).Seconds()}
 	if ccm.Exited() {
 		return nil, fmt.Errorf("ccm exited: %s", ccm.Tail(20))
 	}
@@ -121,7 +133,30 @@ func runMemory(nNodes, nServices int, heapProfile string) (*memoryResult, error)
 	if r.SettledRSSMiB, err = procStatusMiB(ccm.Pid(), "VmRSS"); err != nil {
 		return nil, err
 	}
+	if r.CPUSeconds, err = procCPUSeconds(ccm.Pid()); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// procCPUSeconds reads a process's user + system time from /proc/<pid>/stat (fields 14 and
+// 15, in clock ticks of 1/100 s on Linux).
+func procCPUSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; the fields after its ')' are plain.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad utime/stime %q %q", pid, f[11], f[12])
+	}
+	return (utime + stime) / 100, nil
 }
 
 // procStatusMiB reads a kB field of /proc/<pid>/status in MiB.
