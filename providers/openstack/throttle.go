@@ -22,17 +22,18 @@ var (
 	throttleRetries uint = 6
 	// throttleMaxWait caps one wait, whatever Retry-After asks.
 	throttleMaxWait = 10 * time.Second
-	// throttleBaseWait is the first wait when the answer has no Retry-After; it doubles.
+	// throttleBaseWait is the first wait; it doubles with every retry of the call.
 	throttleBaseWait = 500 * time.Millisecond
 )
 
-// throttleBackoff is a gophercloud RetryBackoffFunc: it waits as Retry-After says (or with
-// exponential backoff), with jitter so the throttled callers do not come back together, and
+// throttleBackoff is a gophercloud RetryBackoffFunc: it waits at least what Retry-After says,
+// longer with every retry (exponential backoff), with jitter so the throttled callers do not come back together, and
 // gives up when ctx would end first.
 func throttleBackoff(ctx context.Context, respErr *gophercloud.ErrUnexpectedResponseCode, _ error, retry uint) error {
+	// Retry-After is a floor: under sustained throttling the doubling spaces the callers out.
 	wait := throttleBaseWait << min(retry-1, 16)
 	if after, ok := retryAfter(respErr.ResponseHeader, time.Now()); ok {
-		wait = after
+		wait = max(wait, after)
 	}
 	wait = min(wait, throttleMaxWait)
 	wait += rand.N(wait/4 + 1) //nolint:gosec // jitter, not security

@@ -24,6 +24,8 @@ import (
 var (
 	throttleRetries = 6                // per call
 	throttleMaxWait = 10 * time.Second // per wait, whatever Retry-After asks
+	// throttleBaseWait is the least first wait; it doubles with every retry of the call.
+	throttleBaseWait = 500 * time.Millisecond
 )
 
 // opKey carries the SOAP method from the counter to the retrying transport, for the metric.
@@ -66,7 +68,8 @@ func (t *throttleRetry) RoundTrip(req *http.Request) (*http.Response, error) {
 		if t.count != nil {
 			t.count(req, start)
 		}
-		wait = min(wait, throttleMaxWait)
+		// Retry-After is a floor: under sustained throttling the doubling spaces the callers out.
+		wait = min(max(wait, throttleBaseWait<<min(retry, 16)), throttleMaxWait)
 		wait += rand.N(wait/4 + 1) //nolint:gosec // jitter, not security
 		ctx := req.Context()
 		if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
