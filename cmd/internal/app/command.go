@@ -96,7 +96,7 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 	deletionWindow := ccmFlags.Duration("node-deletion-confirmation", DefaultNodeDeletionConfirmation,
 		"How long the cloud must keep reporting a NotReady Node's instance as not found before the Node is deleted. "+
 			"Cloud errors never delete a Node. 0 deletes at the first not-found, as the upstream providers do.")
-	addMemoryLimitFlag(ccmFlags)
+	addMemoryOptions(ccmFlags, controllers)
 
 	cmd := ccmapp.NewCloudControllerManagerCommand(opts, initCloud, controllers, map[string]string{}, extra, stop)
 	cmd.Use = "ccm"

@@ -1,11 +1,22 @@
 package app
 
 import (
+	"context"
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	cloudprovider "k8s.io/cloud-provider"
 	ccmapp "k8s.io/cloud-provider/app"
 	ccmconfig "k8s.io/cloud-provider/app/config"
+	servicecontroller "k8s.io/cloud-provider/controllers/service"
+	genericcontrollermanager "k8s.io/controller-manager/app"
+	"k8s.io/controller-manager/controller"
+	"k8s.io/klog/v2"
 )
 
 // slimInformers replaces the shared informer factory the library built (same client, same
@@ -40,4 +51,70 @@ func trimObject(obj any) (any, error) {
 		n.Status.Images = nil
 	}
 	return obj, nil
+}
+
+// nodeSetKey is the one queue key the service controller sees for every Node event.
+const nodeSetKey = "ccm-node-set-changed"
+
+// NewServiceController is the library's "service" controller, fed a Node informer whose events
+// all carry one name. The library's controller queues each Node event under the Node's name
+// and answers every one with a sync of all LoadBalancer Services against the whole Node list,
+// so N Nodes registered at once cost N full syncs (Services × Nodes work each). The sync reads
+// the Node lister, never the event's Node, so one key loses nothing: the queue holds it once
+// while it waits and once more if an event comes during a sync, which then sees that event.
+func NewServiceController(initContext ccmapp.ControllerInitContext, c *ccmconfig.CompletedConfig, cloud cloudprovider.Interface) ccmapp.InitFunc {
+	return func(ctx context.Context, cc genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+		sc, err := servicecontroller.New(cloud, c.ClientBuilder.ClientOrDie(initContext.ClientName),
+			c.SharedInformers.Core().V1().Services(), oneKeyNodes{c.SharedInformers.Core().V1().Nodes()},
+			c.ComponentConfig.KubeCloudShared.ClusterName, utilfeature.DefaultFeatureGate)
+		if err != nil { // as the library does: the ccm runs on without the controller
+			klog.ErrorS(err, "Failed to start the service controller")
+			return nil, false, nil
+		}
+		go sc.Run(ctx, int(c.ComponentConfig.ServiceController.ConcurrentServiceSyncs), cc.ControllerManagerMetrics)
+		return nil, true, nil
+	}
+}
+
+type oneKeyNodes struct{ coreinformers.NodeInformer }
+
+func (n oneKeyNodes) Informer() cache.SharedIndexInformer {
+	return oneKeyInformer{n.NodeInformer.Informer()}
+}
+
+// oneKeyInformer wraps the handlers added through it; the shared informer stays the same.
+type oneKeyInformer struct{ cache.SharedIndexInformer }
+
+func (i oneKeyInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandler(oneKeyHandler{h})
+}
+
+func (i oneKeyInformer) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, p time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandlerWithResyncPeriod(oneKeyHandler{h}, p)
+}
+
+func (i oneKeyInformer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandlerWithOptions(oneKeyHandler{h}, o)
+}
+
+// oneKeyHandler passes shallow copies renamed to nodeSetKey: the handler still sees every
+// other field (the library filters updates on labels and providerID), and the cached Nodes
+// are never changed.
+type oneKeyHandler struct{ h cache.ResourceEventHandler }
+
+func (o oneKeyHandler) OnAdd(obj any, initial bool) { o.h.OnAdd(renamed(obj), initial) }
+func (o oneKeyHandler) OnUpdate(old, cur any)       { o.h.OnUpdate(renamed(old), renamed(cur)) }
+func (o oneKeyHandler) OnDelete(obj any)            { o.h.OnDelete(renamed(obj)) }
+
+func renamed(obj any) any {
+	switch o := obj.(type) {
+	case *v1.Node:
+		n := *o
+		n.Name = nodeSetKey
+		return &n
+	case cache.DeletedFinalStateUnknown:
+		o.Key, o.Obj = nodeSetKey, renamed(o.Obj)
+		return o
+	}
+	return obj
 }

@@ -2,14 +2,17 @@ package app
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	ccmconfig "k8s.io/cloud-provider/app/config"
 )
 
@@ -98,4 +101,84 @@ func TestSlimInformersCachesTrimmedObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTrimmedNode(t, n)
+}
+
+// Every Node event reaches the service controller's handler under one key, with the Node's
+// other fields intact, while the shared cache keeps the real Nodes.
+func TestOneKeyNodes(t *testing.T) {
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	nodes := oneKeyNodes{factory.Core().V1().Nodes()}
+	queue := workqueue.NewTyped[string]()
+	defer queue.ShutDown()
+	var mu sync.Mutex
+	var providerIDs []string
+	enqueue := func(obj any) {
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			t.Error(err)
+		}
+		queue.Add(key)
+	}
+	if _, err := nodes.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue,
+		UpdateFunc: func(_, cur any) {
+			mu.Lock()
+			providerIDs = append(providerIDs, cur.(*v1.Node).Spec.ProviderID)
+			mu.Unlock()
+			enqueue(cur)
+		},
+		DeleteFunc: enqueue,
+	}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	for _, name := range []string{"a", "b", "c"} {
+		if _, err := client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := bigNode()
+	n.Name = "b"
+	if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CoreV1().Nodes().Delete(ctx, "c", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for ctx.Err() == nil {
+		if l, _ := nodes.Lister().List(labels.Everything()); len(l) == 2 {
+			mu.Lock()
+			done := len(providerIDs) == 1
+			mu.Unlock()
+			if done {
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if queue.Len() != 1 {
+		t.Fatalf("want one queued key for five Node events, got %d", queue.Len())
+	}
+	if key, _ := queue.Get(); key != nodeSetKey {
+		t.Errorf("key %q, want %q", key, nodeSetKey)
+	}
+	if providerIDs[0] != "dummy://n1" {
+		t.Errorf("the handler must see the Node's fields, got providerID %q", providerIDs[0])
+	}
+	if got, err := nodes.Lister().Get("b"); err != nil || got.Spec.ProviderID != "dummy://n1" {
+		t.Errorf("the cache must keep real names: %v, %v", got, err)
+	}
+
+	tomb := renamed(cache.DeletedFinalStateUnknown{Key: "x", Obj: bigNode()}).(cache.DeletedFinalStateUnknown)
+	if tomb.Key != nodeSetKey || tomb.Obj.(*v1.Node).Name != nodeSetKey {
+		t.Errorf("tombstone not renamed: %+v", tomb)
+	}
+	orig := bigNode()
+	if renamed(orig).(*v1.Node).Spec.ProviderID != orig.Spec.ProviderID || orig.Name != "n1" {
+		t.Error("renamed must copy, not change the cached Node")
+	}
 }
