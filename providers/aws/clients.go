@@ -31,6 +31,7 @@ func newClients(ctx context.Context, cfg *Config) (*clients, error) {
 	opts := []func(*awsconfig.LoadOptions) error{
 		awsconfig.WithRegion(cfg.region()),
 		awsconfig.WithClientLogMode(0),
+		awsconfig.WithRetryer(newRetryer),
 		awsconfig.WithAPIOptions([]func(*middleware.Stack) error{countCalls}),
 	}
 	if f := cfg.Global.CredentialsFile; f != "" {

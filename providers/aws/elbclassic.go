@@ -14,6 +14,7 @@ import (
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/lbname"
 )
@@ -47,10 +48,22 @@ func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *lbOpt
 		LoadBalancerName: aws.String(name), Listeners: ls, Subnets: want.Subnets,
 		SecurityGroups: want.groupIDs, Scheme: aws.String(want.Scheme), Tags: elbTags(tags),
 	})
-	if err != nil {
+	var cur *elbtypes.LoadBalancerDescription
+	switch {
+	case isCode(err, "DuplicateLoadBalancerName"):
+		// An earlier attempt created it and its answer was lost (a timeout, a killed ccm):
+		// carry on with it if it is this Service's, else leave it alone.
+		if cur, err = l.adoptOwn(ctx, svc, name); err != nil {
+			return nil, err
+		}
+		if err := l.update(ctx, name, cur, want); err != nil {
+			return nil, err
+		}
+	case err != nil:
 		return nil, fmt.Errorf("aws: CreateLoadBalancer %s: %w", name, err)
+	default:
+		cur = &elbtypes.LoadBalancerDescription{LoadBalancerName: aws.String(name), DNSName: out.DNSName, Scheme: aws.String(want.Scheme), Subnets: want.Subnets}
 	}
-	cur := &elbtypes.LoadBalancerDescription{LoadBalancerName: aws.String(name), DNSName: out.DNSName, Scheme: aws.String(want.Scheme), Subnets: want.Subnets}
 	if err := l.configureHealthCheck(ctx, name, want); err != nil {
 		return nil, err
 	}
@@ -62,6 +75,26 @@ func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *lbOpt
 	if err := l.syncProxyProtocol(ctx, name, cur, want); err != nil {
 		return nil, err
 	}
+	return cur, nil
+}
+
+// adoptOwn reads the existing ELB name and returns it if its tags say it is svc's.
+func (l *loadBalancers) adoptOwn(ctx context.Context, svc *v1.Service, name string) (*elbtypes.LoadBalancerDescription, error) {
+	cur, err := l.describe(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if cur == nil {
+		return nil, fmt.Errorf("aws: CreateLoadBalancer %s: the name is taken, yet no such load balancer is listed; retrying later", name)
+	}
+	tags, err := l.tags(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); !ok || ns != svc.Namespace || n != svc.Name {
+		return nil, fmt.Errorf("aws: load balancer %s exists but is not owned by this cluster for %s/%s; not touching it", name, svc.Namespace, svc.Name)
+	}
+	klog.InfoS("Load balancer already created by an earlier attempt; continuing with it", "service", klog.KObj(svc), "name", name)
 	return cur, nil
 }
 

@@ -227,3 +227,28 @@ func TestClassicELBProxyProtocol(t *testing.T) {
 		t.Errorf("disabled, restart: %d writes, want 0", d)
 	}
 }
+
+// A CreateLoadBalancer whose answer is lost (done, then a 500) is retried by the SDK and meets
+// DuplicateLoadBalancerName: the ccm carries on with its own ELB instead of failing the sync.
+func TestClassicELBCreateAnswerLost(t *testing.T) {
+	h := newHarness(t, "mine")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "lost"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
+		Ports: []v1.ServicePort{{Port: 80, NodePort: 30081, Protocol: v1.ProtocolTCP}}}}
+	h.fake.SetFaults(fakeaws.Faults{LoseAnswers: map[string]int{"CreateLoadBalancer": 1}})
+	st, err := lb.EnsureLoadBalancer(ctx, "x", svc, nil)
+	if err != nil {
+		t.Fatalf("Ensure with a lost create answer: %v", err)
+	}
+	if len(st.Ingress) != 1 || st.Ingress[0].Hostname == "" {
+		t.Errorf("status = %+v, want the ELB's DNS name", st)
+	}
+	if n := h.fake.Calls()["elb:CreateLoadBalancer"]; n != 2 {
+		t.Errorf("CreateLoadBalancer calls = %d, want 2 (the lost one and the duplicate)", n)
+	}
+	if names := h.fake.ClassicLBNames(); len(names) != 1 {
+		t.Errorf("ELBs = %v, want exactly one", names)
+	}
+}

@@ -63,6 +63,9 @@ type Faults struct {
 	FailOps map[string]bool
 	// Visibility delays a new instance's appearance (eventual consistency).
 	Visibility time.Duration
+	// LoseAnswers carries out these operations, then answers 500 as if the answer were lost on
+	// the way (a timeout); the count says how many times.
+	LoseAnswers map[string]int
 }
 
 // New returns a fake with one VPC (vpc-1), a public and a private subnet per zone of region,
@@ -276,6 +279,10 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		out, aerr = s.sts(action, f)
 	default:
 		out, aerr = s.elb(action, f)
+	}
+	if aerr == nil && s.faults.LoseAnswers[action] > 0 {
+		s.faults.LoseAnswers[action]--
+		aerr = &apiError{Status: 500, Code: "InternalError", Message: "injected: done, answer lost"}
 	}
 	rw.Header().Set("Content-Type", "text/xml")
 	rid := s.newID("req")
