@@ -17,7 +17,7 @@ GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)"
 PROVIDER ?= dummy
 FUZZTIME ?= 10s
 
-.PHONY: flags-doc image images image-test bench bench-dummy all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help
+.PHONY: faults faults-short flags-doc image images image-test bench bench-dummy all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help
 
 all: build
 
@@ -27,6 +27,7 @@ help:
 	@echo "make build       bin/ccm with every provider: $(PROVIDERS)"
 	@echo "make build-NAME  bin/ccm-NAME with one provider"
 	@echo "make verify      gofmt, vet and build of every tag combination, tidy modules, tag rules"
+	@echo "make faults      fault scenarios for every provider (make test runs them with --short)"
 	@echo "make bench       figures for every provider on the local control plane and its simulator"
 
 build:
@@ -55,7 +56,16 @@ integration: testbin $(addprefix build-,$(PROVIDERS))
 		go test -count=1 -p 1 -timeout 30m -v $(INTEGRATION_PKGS) 2>&1 | tee bin/integration.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic|no etcd|control plane ready)|_test.go:'; \
 		exit $${PIPESTATUS[0]}
 
-test: unit fuzz image-test integration
+test: unit fuzz image-test integration faults-short
+
+# Fault scenarios (outage, churn with SIGKILLs, throttling, credentials in logs, leader failover)
+# for every provider against its simulator; see test/faults. make test runs the short form.
+FAULTS_ARGS ?=
+faults: testbin $(addprefix build-,$(PROVIDERS))
+	CCM_BIN_DIR=$(CURDIR)/bin CCM_TESTBIN=$(CURDIR)/bin/testbin go run ./test/faults --providers=$(subst $(space),$(comma),$(PROVIDERS)) $(FAULTS_MODE) $(FAULTS_ARGS)
+
+faults-short: FAULTS_MODE := --short
+faults-short: faults
 
 verify:
 	@bash build/verify.sh

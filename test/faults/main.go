@@ -1,0 +1,149 @@
+// Command faults runs fault scenarios against the real ccm binary, a real kube-apiserver and
+// etcd, and each provider's simulated cloud, and prints pass/fail with figures:
+//
+//   - outage:      every cloud call fails for a while, with NotReady Nodes (two of whose machines
+//     are gone): 0 Nodes and 0 load balancers deleted during it; afterwards the gone machines'
+//     Nodes are removed and the rest stay.
+//   - churn:       Services created, updated and deleted while the ccm is SIGKILLed at random
+//     points and restarted: afterwards the cloud holds exactly the existing Services' load
+//     balancers (0 leaked) and no Service is stuck with a finalizer.
+//   - throttle:    a token bucket in front of the cloud API and a burst of Services: no failed
+//     reconcile (no SyncLoadBalancerFailed event), throttled share reported.
+//   - failover:    two replicas: the leader SIGKILLed, the standby reconciles within the lease
+//     time; the new leader stopped gracefully, the other takes over within ~2s.
+//   - credentials: every ccm log of the run (at -v=10) is searched for the cloud's configured
+//     secrets and handed-out tokens and the ccm's own ServiceAccount token, raw and base64.
+//
+// Usage (make faults does this; make test runs --short):
+//
+//	CCM_BIN_DIR=$PWD/bin CCM_TESTBIN=$PWD/bin/testbin go run ./test/faults [--short] [--providers=dummy,aws]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ccm-project/ccm/common/testenv"
+)
+
+type sizes struct {
+	nodes, services, kills int
+	outage                 time.Duration
+	churnServices          int
+	throttleServices       int
+	burst                  int
+	rate                   float64
+}
+
+var (
+	short     = sizes{nodes: 5, services: 4, kills: 3, outage: 15 * time.Second, churnServices: 30, throttleServices: 20, burst: 20, rate: 10}
+	full      = sizes{nodes: 20, services: 20, kills: 10, outage: 60 * time.Second, churnServices: 200, throttleServices: 100, burst: 100, rate: 20}
+	verbosity = flag.Int("v", 10, "the ccm's log verbosity (the credentials scenario wants 10: request and response bodies)")
+)
+
+func main() {
+	providers := flag.String("providers", "dummy,aws,openstack,vsphere", "providers to run (each needs bin/ccm-NAME)")
+	scenarios := flag.String("scenarios", "failover,throttle,churn,outage,credentials", "scenarios, in order")
+	isShort := flag.Bool("short", false, "the short form run by make test (small sizes)")
+	out := flag.String("out", "", "folder for the report (default bin/faults)")
+	flag.Parse()
+	sz := full
+	if *isShort {
+		sz = short
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		fatal(err)
+	}
+	if *out == "" {
+		*out = filepath.Join(root, "bin", "faults")
+	}
+	binDir := os.Getenv("CCM_BIN_DIR")
+	if binDir == "" {
+		fatal(fmt.Errorf("CCM_BIN_DIR is not set: run `make faults`, or CCM_BIN_DIR=$PWD/bin CCM_TESTBIN=$PWD/bin/testbin go run ./test/faults"))
+	}
+	var results []result
+	failed := false
+	for _, p := range strings.Split(*providers, ",") {
+		start := time.Now()
+		fmt.Printf("==> faults: %s\n", p)
+		rs, err := runProvider(root, binDir, p, strings.Split(*scenarios, ","), sz)
+		if err != nil {
+			rs = append(rs, result{Provider: p, Scenario: "setup", Pass: false, Detail: err.Error()})
+		}
+		for _, r := range rs {
+			failed = failed || !r.Pass
+		}
+		results = append(results, rs...)
+		fmt.Printf("==> faults: %s done in %v\n", p, time.Since(start).Round(time.Second))
+	}
+	report(results, *out)
+	if failed {
+		fmt.Println("FAIL: at least one fault scenario failed (see above)")
+		os.Exit(1)
+	}
+	fmt.Println("PASS: every fault scenario passed")
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "faults:", err)
+	os.Exit(1)
+}
+
+// runProvider starts a control plane and the provider's cloud, and runs the scenarios on them
+// in order (outage goes last among those that need the machines: it removes two).
+func runProvider(root, binDir, provider string, scenarios []string, sz sizes) ([]result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	env, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	defer env.Stop()
+	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", provider)); err != nil {
+		return nil, fmt.Errorf("applying deploy/%s: %w", provider, err)
+	}
+	nodes := make([]string, sz.nodes)
+	for i := range nodes {
+		nodes[i] = fmt.Sprintf("%s-node-%d", provider, i+1)
+	}
+	c, err := startCloud(ctx, env, root, provider, nodes)
+	if err != nil {
+		return nil, err
+	}
+	h := &harness{ctx: ctx, env: env, cloud: c, provider: provider, binary: filepath.Join(binDir, "ccm-"+provider), nodes: nodes, sz: sz}
+	if err := h.registerNodes(); err != nil {
+		return nil, err
+	}
+	var results []result
+	for _, s := range scenarios {
+		run, ok := scenarioFuncs[s]
+		if !ok {
+			return results, fmt.Errorf("unknown scenario %q (have failover, throttle, churn, outage, credentials)", s)
+		}
+		start := time.Now()
+		r := run(h)
+		r.Provider, r.Scenario, r.Took = provider, s, time.Since(start).Round(100*time.Millisecond).String()
+		verdict := "PASS"
+		if !r.Pass {
+			verdict = "FAIL"
+		}
+		fmt.Printf("--- %s %s/%s (%s): %s\n", verdict, provider, s, r.Took, r.Detail)
+		results = append(results, r)
+		h.stopAll()
+	}
+	return results, nil
+}
+
+var scenarioFuncs = map[string]func(*harness) result{
+	"outage":      outage,
+	"churn":       churn,
+	"throttle":    throttle,
+	"failover":    failover,
+	"credentials": credentials,
+}
