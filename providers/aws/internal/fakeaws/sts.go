@@ -99,7 +99,8 @@ func (s *Server) sts(action string, f form) (string, *apiError) {
 	}
 	key := "ASIA" + strings.ToUpper(randomHex(8))
 	secret, token := randomHex(20), "FQoG"+randomHex(40)
-	expires := time.Now().Add(ttl).UTC()
+	// Whole seconds, as the answer states it, so the key expires when the client is told.
+	expires := time.Now().Add(ttl + time.Second - 1).UTC().Truncate(time.Second)
 	s.sessions[key] = session{token: token, expires: expires}
 	s.issued = append(s.issued, secret, token)
 	roleName := strings.TrimPrefix(arn[5], "role/")
