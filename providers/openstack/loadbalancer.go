@@ -227,8 +227,11 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	return err
 }
 
+// retry is a planned re-check (the library still reports it as a SyncLoadBalancerFailed
+// Warning, so the message says it is one).
 func (l *loadBalancers) retry(msg string) error {
-	return api.NewRetryError(msg, l.c.cfg.LoadBalancer.PendingRetry.Duration)
+	d := l.c.cfg.LoadBalancer.PendingRetry.Duration
+	return api.NewRetryError(fmt.Sprintf("%s; checking again in %v", msg, d), d)
 }
 
 // sync reconciles one load balancer per IP family. Families provision in parallel: a pending

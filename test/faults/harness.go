@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"time"
@@ -164,23 +165,32 @@ func (h *harness) loadBalancers() (map[string]int, []simcontrol.Resource, error)
 	return lbs, res, nil
 }
 
-// failedSyncs counts Warning events of failed load balancer syncs in ns.
-func (h *harness) failedSyncs(ns string) (int, []string, error) {
+// waitMessage matches the providers' api.RetryError messages: a load balancer still being
+// provisioned (or a resource still in use) is a planned re-check, not a failure, but the
+// library reports it with the same SyncLoadBalancerFailed Warning.
+var waitMessage = regexp.MustCompile(`PENDING_|is provisioning|still in use|checking again in`)
+
+// failedSyncs counts Warning events of failed load balancer syncs in ns, and apart from them
+// the planned re-checks (waits).
+func (h *harness) failedSyncs(ns string) (failed, waits int, examples []string, err error) {
 	evs, err := h.env.Client.CoreV1().Events(ns).List(h.ctx, metav1.ListOptions{})
 	if err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
-	n := 0
-	var msgs []string
 	for _, e := range evs.Items {
-		if e.Type == v1.EventTypeWarning && (e.Reason == "SyncLoadBalancerFailed" || e.Reason == "UpdateLoadBalancerFailed") {
-			n += int(e.Count)
-			if len(msgs) < 3 {
-				msgs = append(msgs, e.InvolvedObject.Name+": "+e.Message)
-			}
+		if e.Type != v1.EventTypeWarning || (e.Reason != "SyncLoadBalancerFailed" && e.Reason != "UpdateLoadBalancerFailed") {
+			continue
+		}
+		if waitMessage.MatchString(e.Message) {
+			waits += int(e.Count)
+			continue
+		}
+		failed += int(e.Count)
+		if len(examples) < 3 {
+			examples = append(examples, e.InvolvedObject.Name+": "+e.Message)
 		}
 	}
-	return n, msgs, nil
+	return failed, waits, examples, nil
 }
 
 func sortedKeys(m map[string]int) []string {

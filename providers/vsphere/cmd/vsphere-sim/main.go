@@ -73,8 +73,8 @@ datacenters = DC0
 zone = k8s-zone
 region = k8s-region
 
-[Pool "demo"]
-cidr = 192.0.2.0/28
+[Pool "sim"]
+cidr = 10.200.0.0/20
 `, s.Host(), s.Port(), user, password)
 	tmp := filepath.Join(filepath.Dir(cfgPath), "."+filepath.Base(cfgPath)+".tmp")
 	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
