@@ -1,9 +1,10 @@
-// Command bench measures the OpenStack provider against the fake OpenStack on the local
-// control plane: with a provisioning delay D per load balancer, the time until N new
-// LoadBalancer Services all have an address, the Keystone tokens issued during the run, and
-// the cloud calls (and writes) of a ccm restart with nothing changed.
+// Command bench runs the issue-9 scenarios for the OpenStack provider against the fake
+// OpenStack (Keystone, Nova, Neutron, Octavia with a provisioning delay D) on the local control
+// plane: N Nodes registered at once, M LoadBalancer Services created at once, a ccm restart
+// with nothing changed, and one Node added to the M load balancers. It prints the table and
+// writes bin/bench/openstack.{json,md,svg} (common/benchreport). `make bench` runs it;
 //
-//	CCM_BIN_DIR=$PWD/bin CCM_TESTBIN=$PWD/bin/testbin go run ./providers/openstack/bench
+//	CCM_BIN_DIR=$PWD/bin CCM_TESTBIN=$PWD/bin/testbin go run ./providers/openstack/bench --nodes=1000 --services=1000
 package main
 
 import (
@@ -18,31 +19,49 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ccm-project/ccm/common/benchreport"
 	"github.com/ccm-project/ccm/common/testenv"
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
+type options struct {
+	nodes, services  int
+	delay, latency   time.Duration
+	timeout          time.Duration
+	out              string
+	extra            []string
+	command          string
+	provisionUpdates time.Duration
+}
+
 func main() {
-	services := flag.Int("services", 100, "LoadBalancer Services created at once")
-	nodes := flag.Int("nodes", 3, "Nodes (servers) behind every load balancer")
-	delay := flag.Duration("provision-delay", 10*time.Second, "D: how long each new load balancer stays PENDING_CREATE in the fake")
-	latency := flag.Duration("latency", 5*time.Millisecond, "latency of every fake OpenStack call")
+	var o options
+	flag.IntVar(&o.nodes, "nodes", 100, "N: Nodes (Nova servers) registered at once")
+	flag.IntVar(&o.services, "services", 100, "M: LoadBalancer Services created at once (also the LBs of the restart and node-added scenarios)")
+	flag.DurationVar(&o.delay, "provision-delay", 10*time.Second, "D: how long each new load balancer stays PENDING_CREATE in the fake")
+	flag.DurationVar(&o.provisionUpdates, "update-delay", 200*time.Millisecond, "how long a load balancer stays PENDING_UPDATE after a change")
+	flag.DurationVar(&o.latency, "latency", 5*time.Millisecond, "latency of every fake OpenStack call")
+	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after")
+	flag.StringVar(&o.out, "out", "bin/bench", "folder for openstack.{md,json,svg}")
 	extra := flag.String("ccm-args", "", "more ccm flags, space-separated (e.g. --concurrent-service-syncs=1)")
 	flag.Parse()
-	if err := run(*services, *nodes, *delay, *latency, strings.Fields(*extra)); err != nil {
+	o.extra = strings.Fields(*extra)
+	o.command = strings.TrimSpace("CCM_BIN_DIR=$PWD/bin CCM_TESTBIN=$PWD/bin/testbin go run ./providers/openstack/bench " + strings.Join(os.Args[1:], " "))
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-type row struct{ name, value, goal string }
-
-func run(nSvc, nNodes int, d, latency time.Duration, extra []string) error {
+func run(o options) error {
+	if o.nodes < 1 || o.services < 1 {
+		return fmt.Errorf("--nodes and --services: want at least 1, got %d and %d", o.nodes, o.services)
+	}
 	bin := os.Getenv("CCM_BIN_DIR")
 	if bin == "" {
 		return fmt.Errorf("CCM_BIN_DIR is not set (the folder with ccm-openstack; make build-openstack)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -56,8 +75,12 @@ func run(nSvc, nNodes int, d, latency time.Duration, extra []string) error {
 	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "openstack")); err != nil {
 		return err
 	}
-	cloud := fake.New(fake.Options{ProvisionDelay: d, UpdateDelay: 200 * time.Millisecond})
-	cloud.SetLatency(latency)
+	token, err := env.MetricsReaderToken(ctx)
+	if err != nil {
+		return err
+	}
+	cloud := fake.New(fake.Options{ProvisionDelay: o.delay, UpdateDelay: o.provisionUpdates})
+	cloud.SetLatency(o.latency)
 	if _, err := cloud.Start(); err != nil {
 		return err
 	}
@@ -66,141 +89,163 @@ func run(nSvc, nNodes int, d, latency time.Duration, extra []string) error {
 	if err := os.WriteFile(conf, []byte(cloudConfig(cloud)), 0o600); err != nil {
 		return err
 	}
-	for i := range nNodes {
-		name := fmt.Sprintf("bench-node-%d", i)
-		cloud.AddServer(fake.ServerSpec{Name: name, IPs: []string{fmt.Sprintf("10.0.%d.%d", i/250, i%250+10)}})
-		if err := testenv.RegisterNode(ctx, env.Client, name); err != nil {
-			return err
+	names := make([]string, o.nodes+1) // the last one is the node-added scenario's
+	ips := make([]string, len(names))
+	for i := range names {
+		names[i] = fmt.Sprintf("bench-node-%04d", i)
+		ips[i] = fmt.Sprintf("10.0.%d.%d", 1+i/250, i%250+2)
+		if i < o.nodes {
+			cloud.AddServer(fake.ServerSpec{Name: names[i], IPs: []string{ips[i]}})
 		}
 	}
 	start := func(name string) (*testenv.CCM, error) {
-		return env.StartCCM(ctx, testenv.CCMOptions{Name: name, Binary: filepath.Join(bin, "ccm-openstack"), Provider: "openstack", CloudConfig: conf, Args: extra})
+		return startLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: filepath.Join(bin, "ccm-openstack"), Provider: "openstack", CloudConfig: conf, Args: o.extra})
 	}
+	total := func() int {
+		n := 0
+		for _, v := range cloud.Calls() {
+			n += v
+		}
+		return n
+	}
+	quiet := func(d time.Duration) { quietFor(ctx, d, total) }
 	ccm, err := start("ccm-1")
 	if err != nil {
 		return err
 	}
-	if err := waitFor(ctx, 60*time.Second, "nodes initialised", func() (bool, error) {
-		list, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, n := range list.Items {
-			if n.Spec.ProviderID == "" {
-				return false, nil
-			}
-		}
-		return len(list.Items) == nNodes, nil
+	f := &figures{Nodes: o.nodes, Services: o.services, Delay: o.delay, RestartLBs: o.services, NodeAddedLBs: o.services}
+	var extra []benchreport.Row
+
+	// N Nodes at once.
+	fmt.Printf("bench: registering %d Nodes at once\n", o.nodes)
+	nodesDone, err := watchUntil(ctx, env, "nodes", "", o.nodes, initialised)
+	if err != nil {
+		return err
+	}
+	c0, t0 := total(), time.Now()
+	if err := parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
+		return err
+	}
+	f.NodeTimes = since(nodesDone(), t0)
+	quiet(2 * time.Second)
+	f.NodeCalls = float64(total() - c0)
+
+	// M Services at once, each LB PENDING_CREATE for D.
+	fmt.Printf("bench: creating %d LoadBalancer Services at once (D=%v)\n", o.services, o.delay)
+	svcDone, err := watchUntil(ctx, env, "services", "default", o.services, addressed)
+	if err != nil {
+		return err
+	}
+	before := cloud.Calls()
+	c0, t0 = total(), time.Now()
+	if err := parallel(o.services, func(i int) error {
+		_, err := env.Client.CoreV1().Services("default").Create(ctx, testenv.LoadBalancerService("default", fmt.Sprintf("bench-%04d", i), 80), metav1.CreateOptions{})
+		return err
 	}); err != nil {
 		return err
 	}
-
-	t0 := time.Now()
-	for i := range nSvc {
-		svc := testenv.LoadBalancerService("default", fmt.Sprintf("bench-%03d", i), 80)
-		if _, err := env.Client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			return err
-		}
+	f.ServiceTimes = since(svcDone(), t0)
+	if len(f.ServiceTimes) < o.services {
+		return fmt.Errorf("%d of %d Services addressed (ccm log %s)", len(f.ServiceTimes), o.services, ccm.LogPath)
 	}
-	var done []time.Duration
-	if err := waitFor(ctx, 5*time.Minute, "every Service addressed", func() (bool, error) {
-		list, err := env.Client.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		n := 0
-		for _, s := range list.Items {
-			if len(s.Status.LoadBalancer.Ingress) > 0 {
-				n++
-			}
-		}
-		for len(done) < n {
-			done = append(done, time.Since(t0))
-		}
-		return n == nSvc, nil
-	}); err != nil {
-		return fmt.Errorf("%w (ccm log %s)", err, ccm.LogPath)
-	}
-	all := time.Since(t0)
-	sort.Slice(done, func(i, j int) bool { return done[i] < done[j] })
-	quiet(ctx, cloud, 2*time.Second)
-	tokens := cloud.TokensIssued()
-	createCalls := cloud.Calls()
+	quiet(2 * time.Second)
+	f.LBCalls = float64(total() - c0)
+	created := diff(before, cloud.Calls())
+	extra = append(extra,
+		benchreport.Row{Key: "provider.keystone_tokens", Scenario: "Nodes and Services (one process)", Measure: "Keystone tokens issued", Value: float64(cloud.TokensIssued()),
+			Target: "1", Met: benchreport.Met(cloud.TokensIssued() == 1)},
+		benchreport.Row{Key: "provider.lb_creates", Scenario: fmt.Sprintf("%d LB Services at once", o.services), Measure: "Octavia creates / listener or member writes after them",
+			Value: float64(created["octavia.CreateLoadBalancer"]), Text: fmt.Sprintf("%d / %d", created["octavia.CreateLoadBalancer"], created["octavia.CreateListener"]+created["octavia.BatchUpdateMembers"]),
+			Target: fmt.Sprintf("%d / 0", o.services), Met: benchreport.Met(created["octavia.CreateLoadBalancer"] == o.services && created["octavia.CreateListener"]+created["octavia.BatchUpdateMembers"] == 0)})
 
 	// Restart with nothing changed: a new process re-ensures every Service.
+	fmt.Println("bench: restarting the ccm with nothing changed")
 	ccm.Stop(10 * time.Second)
-	before := cloud.Calls()
-	beforeWrites := cloud.Writes()
-	if _, err := start("ccm-2"); err != nil {
+	before, w0 := cloud.Calls(), cloud.Writes()
+	if ccm, err = start("ccm-2"); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, 3*time.Minute, "the restarted ccm to look at every Service", func() (bool, error) {
-		return cloud.Calls()["octavia.ListLoadBalancers"]-before["octavia.ListLoadBalancers"] >= nSvc, nil
-	}); err != nil {
+	if err := waitEnsured(ctx, ccm, token, o.services); err != nil {
 		return err
 	}
-	quiet(ctx, cloud, 3*time.Second)
-	after := cloud.Calls()
-	restartCalls := 0
+	quiet(3 * time.Second)
+	after := diff(before, cloud.Calls())
+	f.RestartWrites = float64(cloud.Writes() - w0)
 	for op, n := range after {
 		if op != "keystone.CreateToken" {
-			restartCalls += n - before[op]
+			f.RestartReads += float64(n)
 		}
 	}
+	f.RestartReads -= f.RestartWrites
+	extra = append(extra, benchreport.Row{Key: "provider.restart_tokens", Scenario: fmt.Sprintf("restart, nothing changed (%d LBs)", o.services),
+		Measure: "Keystone tokens (not counted as reads)", Value: float64(after["keystone.CreateToken"]), Target: "1 (new process)", Met: benchreport.Met(after["keystone.CreateToken"] == 1)})
+	fmt.Printf("bench: restart calls by operation: %s\n", format(after))
 
-	rows := []row{
-		{"provisioning delay D per load balancer", d.String(), ""},
-		{fmt.Sprintf("time until %d new LB Services all have an IP", nSvc), fmt.Sprintf("%.1fs (%.2f×D)", all.Seconds(), all.Seconds()/d.Seconds()), "≈1–2×D"},
-		{"  first / median Service addressed", fmt.Sprintf("%.1fs / %.1fs", done[0].Seconds(), done[len(done)/2].Seconds()), ""},
-		{"Keystone tokens issued (nodes + create run)", fmt.Sprint(tokens), "1"},
-		{"octavia creates / listener or member writes during create", fmt.Sprintf("%d / %d", createCalls["octavia.CreateLoadBalancer"], createCalls["octavia.CreateListener"]+createCalls["octavia.BatchUpdateMembers"]), fmt.Sprintf("%d / 0", nSvc)},
-		{"restart with nothing changed: cloud calls (per Service)", fmt.Sprintf("%d (%.1f)", restartCalls, float64(restartCalls)/float64(nSvc)), "reads only"},
-		{"restart with nothing changed: cloud writes", fmt.Sprint(cloud.Writes() - beforeWrites), "0"},
-		{"restart: Keystone tokens", fmt.Sprint(after["keystone.CreateToken"] - before["keystone.CreateToken"]), "1 (new process)"},
+	// One Node added: every LB's pool gets the new member.
+	fmt.Printf("bench: adding one Node to %d load balancers\n", o.services)
+	newNode, newIP := names[o.nodes], ips[o.nodes]
+	cloud.AddServer(fake.ServerSpec{Name: newNode, IPs: []string{newIP}})
+	w0, t0 = cloud.Writes(), time.Now()
+	before = cloud.Calls()
+	if err := testenv.RegisterNode(ctx, env.Client, newNode); err != nil {
+		return err
 	}
-	fmt.Printf("\nOpenStack provider, %d Services × %d nodes, ccm args %v, fake latency %v\n\n", nSvc, nNodes, extra, latency)
-	fmt.Printf("| %-58s | %-22s | %-16s |\n|%s|%s|%s|\n", "figure", "value", "goal", strings.Repeat("-", 60), strings.Repeat("-", 24), strings.Repeat("-", 18))
-	for _, r := range rows {
-		fmt.Printf("| %-58s | %-22s | %-16s |\n", r.name, r.value, r.goal)
+	err = poll(ctx, 3*time.Minute, "every load balancer with the new member", func() (bool, error) {
+		f.NodeAddedUpdated = withMember(cloud.LoadBalancers(), newIP)
+		return f.NodeAddedUpdated >= o.services, nil
+	})
+	f.NodeAddedS = time.Since(t0).Seconds()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 	}
-	fmt.Printf("\nrestart calls by operation: %s\n", diff(before, after))
-	return nil
+	quiet(3 * time.Second)
+	f.NodeAddedWrites = float64(cloud.Writes() - w0)
+	fmt.Printf("bench: node-added calls by operation: %s\n", format(diff(before, cloud.Calls())))
+	ccm.Stop(10 * time.Second)
+
+	rep := benchreport.New("openstack")
+	rep.Command = o.command
+	rep.Rows = append(rows(f), extra...)
+	rep.Latencies = latencies(f)
+	return write(rep, o.out)
 }
 
-// quiet waits until the fake has seen no call for d.
-func quiet(ctx context.Context, cloud *fake.Cloud, d time.Duration) {
-	last, since := cloud.CallSummary(), time.Now()
-	for time.Since(since) < d && ctx.Err() == nil {
-		time.Sleep(200 * time.Millisecond)
-		if s := cloud.CallSummary(); s != last {
-			last, since = s, time.Now()
+// withMember counts the load balancers whose every listener has a member at ip.
+func withMember(lbs []fake.LoadBalancer, ip string) int {
+	n := 0
+	for _, lb := range lbs {
+		ok := len(lb.Listeners) > 0
+		for _, l := range lb.Listeners {
+			has := false
+			for _, m := range l.Members {
+				has = has || strings.HasPrefix(m, ip+":")
+			}
+			ok = ok && has
+		}
+		if ok {
+			n++
 		}
 	}
+	return n
 }
 
-func diff(before, after map[string]int) string {
-	var out []string
+func diff(before, after map[string]int) map[string]int {
+	out := map[string]int{}
 	for op, n := range after {
 		if d := n - before[op]; d > 0 {
-			out = append(out, fmt.Sprintf("%s=%d", op, d))
+			out[op] = d
 		}
+	}
+	return out
+}
+
+func format(m map[string]int) string {
+	var out []string
+	for op, n := range m {
+		out = append(out, fmt.Sprintf("%s=%d", op, n))
 	}
 	sort.Strings(out)
 	return strings.Join(out, " ")
-}
-
-func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		ok, err := cond()
-		if ok {
-			return nil
-		}
-		last = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("timed out waiting for %s (last error: %v)", what, last)
 }
 
 func cloudConfig(f *fake.Cloud) string {
