@@ -1,8 +1,11 @@
-// Command bench measures the vSphere provider against vcsim and the real kube-apiserver: N
-// Nodes (N VMs) registered at once, the vCenter calls and sessions it takes to initialise
-// them, the wall time, and the calls of one periodic address refresh of all nodes.
+// Command bench runs the issue-9 scenarios for the vSphere provider against vcsim (behind the
+// simulator's counting gate) on the local control plane: N Nodes (N VMs) registered at once,
+// the periodic address refresh of all of them, M LoadBalancer Services created at once
+// (addresses from a [Pool], records as vCenter tags), a ccm restart with nothing changed, and
+// one Node added to the M load balancers. It prints the table and writes
+// bin/bench/vsphere.{json,md,svg} (common/benchreport). `make bench` runs it;
 //
-//	CCM_BIN_DIR=bin CCM_TESTBIN=bin/testbin go run ./providers/vsphere/bench --nodes=100
+//	CCM_BIN_DIR=$PWD/bin CCM_TESTBIN=$PWD/bin/testbin go run ./providers/vsphere/bench --nodes=1000
 package main
 
 import (
@@ -12,37 +15,50 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
-	"text/tabwriter"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ccm-project/ccm/common/benchreport"
+	"github.com/ccm-project/ccm/common/simcontrol"
 	"github.com/ccm-project/ccm/common/testenv"
 	"github.com/ccm-project/ccm/providers/vsphere/internal/sim"
 )
 
+type options struct {
+	nodes, services, dcs, rounds int
+	refresh, timeout             time.Duration
+	out, command                 string
+}
+
 func main() {
-	nodes := flag.Int("nodes", 100, "Nodes (and VMs) to initialise at once")
-	dcs := flag.Int("datacenters", 2, "datacenters in the simulated vCenter (VMs spread over them)")
-	refresh := flag.Duration("refresh", 10*time.Second, "the ccm's --node-status-update-frequency (periodic address refresh)")
-	rounds := flag.Int("rounds", 3, "refresh rounds to average")
+	var o options
+	flag.IntVar(&o.nodes, "nodes", 100, "N: Nodes (and VMs) registered at once")
+	flag.IntVar(&o.services, "services", 100, "M: LoadBalancer Services created at once (also the LBs of the restart and node-added scenarios)")
+	flag.IntVar(&o.dcs, "datacenters", 2, "datacenters in the simulated vCenter (VMs spread over them)")
+	flag.DurationVar(&o.refresh, "refresh", 10*time.Second, "the ccm's --node-status-update-frequency (periodic address refresh)")
+	flag.IntVar(&o.rounds, "rounds", 2, "address refresh rounds to average (0 skips that measure)")
+	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after")
+	flag.StringVar(&o.out, "out", "bin/bench", "folder for vsphere.{md,json,svg}")
 	flag.Parse()
-	if err := run(*nodes, *dcs, *refresh, *rounds); err != nil {
+	o.command = strings.TrimSpace("CCM_BIN_DIR=$PWD/bin CCM_TESTBIN=$PWD/bin/testbin go run ./providers/vsphere/bench " + strings.Join(os.Args[1:], " "))
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, dcs int, refresh time.Duration, rounds int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+func run(o options) error {
+	if o.nodes < 1 || o.services < 1 || o.dcs < 1 {
+		return fmt.Errorf("--nodes, --services and --datacenters: want at least 1, got %d, %d and %d", o.nodes, o.services, o.dcs)
+	}
 	dir := os.Getenv("CCM_BIN_DIR")
 	if dir == "" {
 		return fmt.Errorf("set CCM_BIN_DIR to the folder holding ccm-vsphere (make build-vsphere)")
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
 	env, err := testenv.Start(ctx, testenv.Options{})
 	if err != nil {
 		return err
@@ -55,203 +71,214 @@ func run(n, dcs int, refresh time.Duration, rounds int) error {
 	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "vsphere")); err != nil {
 		return err
 	}
+	token, err := env.MetricsReaderToken(ctx)
+	if err != nil {
+		return err
+	}
 	const user, password = "bench@vsphere.local", "bench-password"
-	s, err := sim.Start(ctx, sim.Options{User: user, Password: password, Datacenters: dcs, ZoneCategory: "k8s-zone", RegionCategory: "k8s-region"})
+	s, err := sim.Start(ctx, sim.Options{User: user, Password: password, Datacenters: o.dcs, ZoneCategory: "k8s-zone", RegionCategory: "k8s-region"})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	names := make([]string, n)
+	names := make([]string, o.nodes+1) // the last one is the node-added scenario's
+	addVM := func(i int) error {
+		_, err := s.AddVM(ctx, names[i], i%o.dcs, 0, []sim.NIC{{Network: "VM Network", IPs: []string{fmt.Sprintf("10.8.%d.%d", i/250, i%250+1)}}})
+		return err
+	}
+	fmt.Printf("bench: creating %d VMs\n", o.nodes)
 	for i := range names {
-		names[i] = fmt.Sprintf("bench-%03d", i)
-		if _, err := s.AddVM(ctx, names[i], i%dcs, 0, []sim.NIC{{Network: "VM Network", IPs: []string{fmt.Sprintf("10.8.%d.%d", i/250, i%250+1)}}}); err != nil {
-			return err
+		names[i] = fmt.Sprintf("bench-%04d", i)
+		if i < o.nodes {
+			if err := addVM(i); err != nil {
+				return err
+			}
 		}
 	}
 	var dcList []string
-	for i := range dcs {
+	for i := range o.dcs {
 		dcList = append(dcList, sim.DatacenterName(i))
 	}
 	// cache-ttl below the refresh period, so every refresh round reads vCenter (the worst case).
-	cfg := fmt.Sprintf("[Global]\nserver = %s\nport = %s\nuser = %q\npassword = %q\ninsecure-flag = 1\ndatacenters = %q\ncache-ttl = %s\n\n[Labels]\nzone = k8s-zone\nregion = k8s-region\n",
-		s.Host(), s.Port(), user, password, strings.Join(dcList, ","), refresh/2)
+	cfg := fmt.Sprintf("[Global]\nserver = %s\nport = %s\nuser = %q\npassword = %q\ninsecure-flag = 1\ndatacenters = %q\ncache-ttl = %s\n\n"+
+		"[Labels]\nzone = k8s-zone\nregion = k8s-region\n\n[Pool \"bench\"]\ncidr = 10.128.0.0/16\n",
+		s.Host(), s.Port(), user, password, strings.Join(dcList, ","), o.refresh/2)
 	cfgPath := filepath.Join(env.Dir, "vsphere.conf")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err
 	}
-	ccm, err := env.StartCCM(ctx, testenv.CCMOptions{Binary: filepath.Join(dir, "ccm-vsphere"), Provider: "vsphere", CloudConfig: cfgPath,
-		Args: []string{"--node-status-update-frequency=" + refresh.String()}})
+	start := func(name string) (*testenv.CCM, error) {
+		return startLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: filepath.Join(dir, "ccm-vsphere"), Provider: "vsphere", CloudConfig: cfgPath,
+			Args: []string{"--node-status-update-frequency=" + o.refresh.String()}})
+	}
+	quiet := func(d time.Duration) { quietFor(ctx, d, func() int { return s.Calls().Total }) }
+	ccm, err := start("ccm-1")
 	if err != nil {
 		return err
 	}
-	tok, err := env.MetricsReaderToken(ctx)
+	quiet(time.Second)
+	f := &figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: o.services}
+	var extra []benchreport.Row
+
+	// N Nodes at once.
+	fmt.Printf("bench: registering %d Nodes at once\n", o.nodes)
+	nodesDone, err := watchUntil(ctx, env, "nodes", "", o.nodes, initialised)
 	if err != nil {
 		return err
 	}
-	if err := waitLeader(ctx, ccm, tok); err != nil {
+	c0, t0 := s.Calls(), time.Now()
+	if err := parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
 		return err
 	}
-	before, err := calls(ccm, tok)
-	if err != nil {
-		return err
+	f.NodeTimes = since(nodesDone(), t0)
+	if len(f.NodeTimes) < o.nodes {
+		return fmt.Errorf("%d of %d Nodes initialised (ccm log %s)", len(f.NodeTimes), o.nodes, ccm.LogPath)
 	}
-	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for _, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := testenv.RegisterNode(ctx, env.Client, name); err != nil {
-				errs <- err
+	time.Sleep(500 * time.Millisecond) // the last calls land
+	init := sub(s.Calls(), c0)
+	f.NodeCalls = float64(init.Total)
+	sessions := 0
+	for op, n := range init.PerOp {
+		if strings.HasPrefix(op, "POST ") && strings.HasSuffix(op, "/session") {
+			sessions += n
+		}
+	}
+	scen := fmt.Sprintf("%d Nodes at once (%d datacenters)", o.nodes, o.dcs)
+	extra = append(extra,
+		benchreport.Row{Key: "provider.node_init.soap_logins", Scenario: scen, Measure: "SOAP sessions opened (Login)", Value: float64(init.PerOp["Login"]),
+			Target: "<= 1 per vCenter", Met: benchreport.Met(init.PerOp["Login"] <= 1)},
+		benchreport.Row{Key: "provider.node_init.vapi_sessions", Scenario: scen, Measure: "vAPI (tagging) sessions opened", Value: float64(sessions)})
+	fmt.Printf("bench: initialisation calls by operation: %s\n", format(init.PerOp))
+
+	// Periodic address refresh: count the bursts of calls (one per round) over a few rounds,
+	// so the figure is per observed round.
+	if o.rounds > 0 {
+		fmt.Printf("bench: watching %d address refresh rounds of %v\n", o.rounds, o.refresh)
+		r0 := s.Calls()
+		prev, bursts, lastChange := r0.Total, 0, time.Time{}
+		for end := time.Now().Add(time.Duration(o.rounds)*o.refresh + o.refresh/2); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+			if t := s.Calls().Total; t != prev {
+				if time.Since(lastChange) > o.refresh/2 {
+					bursts++
+				}
+				prev, lastChange = t, time.Now()
 			}
-		}()
+		}
+		time.Sleep(500 * time.Millisecond)
+		ref := sub(s.Calls(), r0)
+		perRound := float64(ref.Total) / float64(max(bursts, 1))
+		rs := fmt.Sprintf("address refresh of %d Nodes every %v (%d rounds seen)", o.nodes, o.refresh, bursts)
+		extra = append(extra,
+			benchreport.Row{Key: "provider.refresh.calls_per_round", Scenario: rs, Measure: "vCenter calls per refresh of all Nodes", Value: perRound},
+			benchreport.Row{Key: "provider.refresh.calls_per_node", Scenario: rs, Measure: "vCenter calls per Node per refresh", Value: perRound / float64(o.nodes),
+				Target: "<= 0.6", Met: benchreport.Met(perRound/float64(o.nodes) <= 0.6)},
+			benchreport.Row{Key: "provider.refresh.writes", Scenario: rs, Measure: "vCenter writes", Value: float64(ref.Writes), Target: "0", Met: benchreport.Met(ref.Writes == 0)})
+		fmt.Printf("bench: refresh calls by operation: %s\n", format(ref.PerOp))
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+
+	// M Services at once.
+	fmt.Printf("bench: creating %d LoadBalancer Services at once\n", o.services)
+	svcDone, err := watchUntil(ctx, env, "services", "default", o.services, addressed)
+	if err != nil {
 		return err
 	}
-	for {
-		list, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	c0, t0 = s.Calls(), time.Now()
+	if err := parallel(o.services, func(i int) error {
+		_, err := env.Client.CoreV1().Services("default").Create(ctx, testenv.LoadBalancerService("default", fmt.Sprintf("bench-%04d", i), 80), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	f.ServiceTimes = since(svcDone(), t0)
+	if len(f.ServiceTimes) < o.services {
+		return fmt.Errorf("%d of %d Services addressed (ccm log %s)", len(f.ServiceTimes), o.services, ccm.LogPath)
+	}
+	quiet(2 * time.Second)
+	lb := sub(s.Calls(), c0)
+	f.LBCalls = float64(lb.Total)
+	extra = append(extra, benchreport.Row{Key: "provider.lb.writes_per_service", Scenario: fmt.Sprintf("%d LB Services at once", o.services),
+		Measure: "vCenter writes per Service (tag records)", Value: float64(lb.Writes) / float64(o.services)})
+	fmt.Printf("bench: LB calls by operation: %s\n", format(lb.PerOp))
+
+	// Restart with nothing changed: a new process re-ensures every Service. Its periodic
+	// address refresh runs too; those reads count, as they would on a real restart.
+	fmt.Println("bench: restarting the ccm with nothing changed")
+	ccm.Stop(10 * time.Second)
+	c0 = s.Calls()
+	if ccm, err = start("ccm-2"); err != nil {
+		return err
+	}
+	if err := waitEnsured(ctx, ccm, token, o.services); err != nil {
+		return err
+	}
+	quiet(2 * time.Second)
+	rs := sub(s.Calls(), c0)
+	f.RestartWrites, f.RestartReads = float64(rs.Writes), float64(rs.Total-rs.Writes)
+	fmt.Printf("bench: restart calls by operation: %s\n", format(rs.PerOp))
+
+	// One Node added: every LB record (its fingerprint covers the members) is rewritten.
+	fmt.Printf("bench: adding one Node to %d load balancers\n", o.services)
+	old, err := s.TagsInCategory(ctx, sim.LBCategory)
+	if err != nil {
+		return err
+	}
+	if len(old) != o.services {
+		return fmt.Errorf("node added: %d load balancer records before, want %d", len(old), o.services)
+	}
+	if err := addVM(o.nodes); err != nil {
+		return err
+	}
+	quiet(time.Second)
+	c0, t0 = s.Calls(), time.Now()
+	if err := testenv.RegisterNode(ctx, env.Client, names[o.nodes]); err != nil {
+		return err
+	}
+	err = poll(ctx, 3*time.Minute, "every load balancer record with the new Node", func() (bool, error) {
+		now, err := s.TagsInCategory(ctx, sim.LBCategory)
 		if err != nil {
-			return err
+			return false, err
 		}
-		done := 0
-		for _, nd := range list.Items {
-			if nd.Spec.ProviderID != "" && nd.Labels["topology.kubernetes.io/zone"] != "" {
-				done++
+		f.NodeAddedUpdated = 0
+		for name, desc := range old {
+			if d, ok := now[name]; ok && d != desc {
+				f.NodeAddedUpdated++
 			}
 		}
-		if done == n {
-			break
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%d of %d nodes initialised; ccm log %s", done, n, ccm.LogPath)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	wall := time.Since(start)
-	time.Sleep(500 * time.Millisecond) // let in-flight calls land in the metrics
-	after, err := calls(ccm, tok)
+		return f.NodeAddedUpdated == len(old), nil
+	})
+	f.NodeAddedS = time.Since(t0).Seconds()
 	if err != nil {
-		return err
+		fmt.Fprintln(os.Stderr, "bench:", err)
 	}
-	init := sub(after, before)
+	quiet(3 * time.Second)
+	na := sub(s.Calls(), c0)
+	f.NodeAddedWrites = float64(na.Writes)
+	fmt.Printf("bench: node-added calls by operation: %s\n", format(na.PerOp))
+	ccm.Stop(10 * time.Second)
 
-	// Periodic refresh: watch the counters for a few rounds of --node-status-update-frequency
-	// and count the bursts of calls (one per round), so the figure is per observed round.
-	r0, err := calls(ccm, tok)
-	if err != nil {
-		return err
-	}
-	prev, bursts, lastChange := total(r0), 0, time.Time{}
-	for end := time.Now().Add(time.Duration(rounds)*refresh + refresh/2); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
-		cur, err := calls(ccm, tok)
-		if err != nil {
-			return err
-		}
-		if t := total(cur); t != prev {
-			if time.Since(lastChange) > refresh/2 {
-				bursts++
-			}
-			prev, lastChange = t, time.Now()
-		}
-	}
-	time.Sleep(500 * time.Millisecond)
-	r1, err := calls(ccm, tok)
-	if err != nil {
-		return err
-	}
-	ref := sub(r1, r0)
-	if bursts == 0 {
-		bursts = 1 // no call at all: report zero per round
-	}
-
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "vSphere bench: %d Nodes / VMs in %d datacenters, vcsim + real kube-apiserver\n", n, dcs)
-	fmt.Fprintf(w, "figure\tvalue\ttarget\n")
-	fmt.Fprintf(w, "vCenter calls to initialise all\t%.0f\t\n", total(init))
-	fmt.Fprintf(w, "vCenter calls per node\t%.2f\t<= 5\n", total(init)/float64(n))
-	fmt.Fprintf(w, "sessions opened (SOAP Login)\t%.0f\t1 per vCenter\n", init["vim25 Login"])
-	fmt.Fprintf(w, "vAPI (tagging) sessions opened\t%.0f\t\n", init["vapi POST /rest/com/vmware/cis/session"]+init["vapi POST /api/session"])
-	fmt.Fprintf(w, "wall time, all initialised\t%v\t<= 7s\n", wall.Round(10*time.Millisecond))
-	fmt.Fprintf(w, "refresh rounds observed\t%d\t\n", bursts)
-	fmt.Fprintf(w, "calls per refresh of all nodes\t%.2f\t\n", total(ref)/float64(bursts))
-	fmt.Fprintf(w, "calls per node per refresh\t%.3f\t<= 0.6\n", total(ref)/float64(bursts)/float64(n))
-	w.Flush()
-	fmt.Println("\ninitialisation calls by operation:")
-	printOps(init)
-	fmt.Printf("\nrefresh calls by operation (%d rounds of %v):\n", bursts, refresh)
-	printOps(ref)
-	return nil
+	rep := benchreport.New("vsphere")
+	rep.Command = o.command
+	rep.Rows = append(rows(f), extra...)
+	rep.Latencies = latencies(f)
+	return write(rep, o.out)
 }
 
-func waitLeader(ctx context.Context, c *testenv.CCM, tok string) error {
-	for ctx.Err() == nil {
-		if code, _, err := c.Get("/healthz", tok); err == nil && code == 200 {
-			time.Sleep(6 * time.Second) // leader election (lease 4s) and controllers starting
-			return nil
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return ctx.Err()
-}
-
-// calls scrapes ccm_cloud_api_requests_total for the vsphere provider by "service operation".
-func calls(c *testenv.CCM, tok string) (map[string]float64, error) {
-	code, body, err := c.Get("/metrics", tok)
-	if err != nil || code != 200 {
-		return nil, fmt.Errorf("/metrics: %d %v", code, err)
-	}
-	out := map[string]float64{}
-	for _, l := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(l, "ccm_cloud_api_requests_total{") || !strings.Contains(l, `provider="vsphere"`) {
-			continue
-		}
-		f := strings.Fields(l)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			return nil, err
-		}
-		out[label(l, "service")+" "+label(l, "operation")] += v
-	}
-	return out, nil
-}
-
-func label(l, name string) string {
-	i := strings.Index(l, name+`="`)
-	if i < 0 {
-		return ""
-	}
-	rest := l[i+len(name)+2:]
-	return rest[:strings.Index(rest, `"`)]
-}
-
-func sub(a, b map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range a {
-		if d := v - b[k]; d != 0 {
-			out[k] = d
+// sub is a minus b, per operation.
+func sub(a, b simcontrol.Calls) simcontrol.Calls {
+	out := simcontrol.Calls{Total: a.Total - b.Total, Writes: a.Writes - b.Writes, Failed: a.Failed - b.Failed, Throttled: a.Throttled - b.Throttled, PerOp: map[string]int{}}
+	for k, v := range a.PerOp {
+		if d := v - b.PerOp[k]; d != 0 {
+			out.PerOp[k] = d
 		}
 	}
 	return out
 }
 
-func total(m map[string]float64) (t float64) {
-	for _, v := range m {
-		t += v
+func format(m map[string]int) string {
+	var out []string
+	for op, n := range m {
+		out = append(out, fmt.Sprintf("%s=%d", op, n))
 	}
-	return t
-}
-
-func printOps(m map[string]float64) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Printf("  %-50s %.0f\n", k, m[k])
-	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
 }
