@@ -1,9 +1,11 @@
-// Command bench measures the aws provider against the EC2/ELB fake with the real ccm-aws
-// binary and a real kube-apiserver: cloud calls per operation for the initial sync of N Nodes
-// and M LoadBalancer Services, for a ccm restart with nothing changed, for one Node added, and
-// the share of throttled calls when M more Services are created under EC2-style throttling.
+// Command bench runs the issue-9 scenarios for the aws provider against the EC2/ELB fake with
+// the real ccm-aws binary on the local control plane: N Nodes registered at once, M
+// LoadBalancer Services created at once (NLBs that stay provisioning for D, or classic ELBs), a
+// ccm restart with nothing changed, one Node added to the M load balancers, and the throttled
+// share when more Services are created under EC2-style throttling. It prints the table and
+// writes bin/bench/aws.{json,md,svg} (common/benchreport). `make bench` runs it;
 //
-//	CCM_BIN_DIR=$PWD/bin CCM_TESTBIN=$PWD/bin/testbin go run ./providers/aws/bench
+//	CCM_BIN_DIR=$PWD/bin CCM_TESTBIN=$PWD/bin/testbin go run ./providers/aws/bench --type=classic --nodes=1000
 package main
 
 import (
@@ -12,53 +14,61 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ccm-project/ccm/common/benchreport"
 	"github.com/ccm-project/ccm/common/testenv"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
 const cluster = "bench"
 
-var (
-	lbType       string
-	provisioning time.Duration
-)
+type options struct {
+	nodes, services, throttled, burst int
+	rate                              float64
+	lbType                            string
+	provisioning, timeout             time.Duration
+	out, command                      string
+}
 
 func main() {
-	nodes := flag.Int("nodes", 200, "Nodes (one EC2 instance each)")
-	services := flag.Int("services", 100, "LoadBalancer Services")
-	burst := flag.Int("burst", 100, "throttling token bucket size for the last phase")
-	rate := flag.Float64("rate", 20, "throttling refill per second for the last phase")
-	timeout := flag.Duration("timeout", 8*time.Minute, "give up after")
-	flag.StringVar(&lbType, "type", "classic", "load balancer type: classic or nlb")
-	flag.DurationVar(&provisioning, "nlb-provisioning", 10*time.Second, "how long a new NLB stays provisioning (with --type=nlb)")
+	var o options
+	flag.IntVar(&o.nodes, "nodes", 100, "N: Nodes (one EC2 instance each) registered at once")
+	flag.IntVar(&o.services, "services", 100, "M: LoadBalancer Services created at once (also the LBs of the restart and node-added scenarios)")
+	flag.StringVar(&o.lbType, "type", "nlb", "load balancer type: nlb (provisioning for D) or classic")
+	flag.DurationVar(&o.provisioning, "nlb-provisioning", 10*time.Second, "D: how long a new NLB stays provisioning (with --type=nlb)")
+	flag.IntVar(&o.throttled, "throttled-services", 50, "Services created at once under throttling, last (0 skips it)")
+	flag.IntVar(&o.burst, "burst", 100, "throttling token bucket size for the throttled scenario")
+	flag.Float64Var(&o.rate, "rate", 20, "throttling refill per second for the throttled scenario")
+	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after")
+	flag.StringVar(&o.out, "out", "bin/bench", "folder for aws.{md,json,svg}")
 	flag.Parse()
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	if err := run(ctx, *nodes, *services, *burst, *rate); err != nil {
+	o.command = strings.TrimSpace("CCM_BIN_DIR=$PWD/bin CCM_TESTBIN=$PWD/bin/testbin go run ./providers/aws/bench " + strings.Join(os.Args[1:], " "))
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-type phase struct {
-	name      string
-	calls     map[string]int
-	throttled map[string]int
-	took      time.Duration
-}
-
-func run(ctx context.Context, nNodes, nSvcs, burst int, rate float64) error {
+func run(o options) error {
+	if o.nodes < 1 || o.services < 1 {
+		return fmt.Errorf("--nodes and --services: want at least 1, got %d and %d", o.nodes, o.services)
+	}
+	if o.lbType != "nlb" && o.lbType != "classic" {
+		return fmt.Errorf("--type: want nlb or classic, got %q", o.lbType)
+	}
 	binDir := os.Getenv("CCM_BIN_DIR")
 	if binDir == "" {
 		return fmt.Errorf("set CCM_BIN_DIR (with ccm-aws) and CCM_TESTBIN")
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
 	env, err := testenv.Start(ctx, testenv.Options{})
 	if err != nil {
 		return err
@@ -71,8 +81,14 @@ func run(ctx context.Context, nNodes, nSvcs, burst int, rate float64) error {
 	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "aws")); err != nil {
 		return err
 	}
+	token, err := env.MetricsReaderToken(ctx)
+	if err != nil {
+		return err
+	}
 	fake := fakeaws.New("us-east-1", cluster)
-	fake.SetNLBProvisioning(provisioning)
+	if o.lbType == "nlb" {
+		fake.SetNLBProvisioning(o.provisioning)
+	}
 	url, err := fake.Start()
 	if err != nil {
 		return err
@@ -82,91 +98,185 @@ func run(ctx context.Context, nNodes, nSvcs, burst int, rate float64) error {
 	if err != nil {
 		return err
 	}
-	names := make([]string, nNodes+1)
+	names := make([]string, o.nodes+1) // the last one is the node-added scenario's
 	for i := range names {
 		names[i] = fmt.Sprintf("ip-10-%d-%d-%d.ec2.internal", 8+i/65536, i/256%256, i%256)
-		if i < nNodes {
+		if i < o.nodes {
 			addMachine(fake, names[i], i)
 		}
 	}
-	fmt.Printf("registering %d Nodes\n", nNodes)
-	for _, n := range names[:nNodes] {
-		if err := testenv.RegisterNode(ctx, env.Client, n); err != nil {
-			return err
-		}
-	}
 	start := func(name string) (*testenv.CCM, error) {
-		return env.StartCCM(ctx, testenv.CCMOptions{Name: name, Binary: filepath.Join(binDir, "ccm-aws"), Provider: "aws", CloudConfig: conf})
+		return startLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: filepath.Join(binDir, "ccm-aws"), Provider: "aws", CloudConfig: conf})
 	}
-	var phases []phase
-	measure := func(name string, do func() error) error {
-		c0, t0, s := fake.Calls(), fake.Throttled(), time.Now()
-		if err := do(); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		quiet(ctx, fake)
-		phases = append(phases, phase{name, diff(fake.Calls(), c0), diff(fake.Throttled(), t0), time.Since(s)})
-		fmt.Printf("%s: done in %v\n", name, time.Since(s).Round(time.Millisecond))
-		return nil
-	}
-
-	var ccm *testenv.CCM
-	if err := measure("initial sync", func() error {
-		if ccm, err = start("ccm-1"); err != nil {
-			return err
-		}
-		if err := waitNodes(ctx, env, names[:nNodes]); err != nil {
-			return err
-		}
-		return createServices(ctx, env, "svc", nSvcs)
-	}); err != nil {
-		return err
-	}
-	ccm.Stop(10 * time.Second)
-	if err := measure("restart, nothing changed", func() error {
-		ccm, err = start("ccm-2")
-		if err != nil {
-			return err
-		}
-		// Done when the restarted ccm has ensured every Service once.
-		token, err := env.MetricsReaderToken(ctx)
-		if err != nil {
-			return err
-		}
-		return poll(ctx, "every Service ensured after the restart", func() (bool, error) {
-			n, err := ccm.Metric(token, `ccm_reconcile_total{kind="loadbalancer",operation="ensure"`)
-			return n >= float64(nSvcs), err
+	quiet := func(d time.Duration) { quietFor(ctx, d, func() int { return total(fake.Calls()) }) }
+	createServices := func(prefix string, n int) ([]float64, error) {
+		done, err := watchUntil(ctx, env, "services", "default", n, func(obj any) bool {
+			return strings.HasPrefix(obj.(metav1.Object).GetName(), prefix+"-") && addressed(obj)
 		})
-	}); err != nil {
+		if err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		if err := parallel(n, func(i int) error {
+			s := testenv.LoadBalancerService("default", fmt.Sprintf("%s-%04d", prefix, i), 80)
+			if o.lbType == "nlb" {
+				s.Annotations = map[string]string{"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}
+			}
+			_, err := env.Client.CoreV1().Services("default").Create(ctx, s, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		times := since(done(), t0)
+		if len(times) < n {
+			return times, fmt.Errorf("%d of %d Services addressed", len(times), n)
+		}
+		return times, nil
+	}
+	ccm, err := start("ccm-1")
+	if err != nil {
 		return err
 	}
-	if err := measure("one Node added", func() error {
-		addMachine(fake, names[nNodes], nNodes)
-		if err := testenv.RegisterNode(ctx, env.Client, names[nNodes]); err != nil {
+	f := &figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: o.services}
+	if o.lbType == "nlb" {
+		f.Delay = o.provisioning
+	}
+	var extra []benchreport.Row
+
+	// N Nodes at once.
+	fmt.Printf("bench: registering %d Nodes at once\n", o.nodes)
+	nodesDone, err := watchUntil(ctx, env, "nodes", "", o.nodes, initialised)
+	if err != nil {
+		return err
+	}
+	c0, t0 := fake.Calls(), time.Now()
+	if err := parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
+		return err
+	}
+	f.NodeTimes = since(nodesDone(), t0)
+	if len(f.NodeTimes) < o.nodes {
+		return fmt.Errorf("%d of %d Nodes initialised (ccm log %s)", len(f.NodeTimes), o.nodes, ccm.LogPath)
+	}
+	quiet(2 * time.Second)
+	f.NodeCalls = float64(total(diff(fake.Calls(), c0)))
+	fmt.Printf("bench: initialisation calls by operation: %s\n", format(diff(fake.Calls(), c0)))
+
+	// M Services at once.
+	fmt.Printf("bench: creating %d LoadBalancer Services (%s) at once\n", o.services, o.lbType)
+	c0 = fake.Calls()
+	if f.ServiceTimes, err = createServices("svc", o.services); err != nil {
+		return fmt.Errorf("%w (ccm log %s)", err, ccm.LogPath)
+	}
+	quiet(3 * time.Second)
+	lb := diff(fake.Calls(), c0)
+	f.LBCalls = float64(total(lb))
+	extra = append(extra, benchreport.Row{Key: "provider.lb.writes_per_service", Scenario: fmt.Sprintf("%d LB Services at once (%s)", o.services, o.lbType),
+		Measure: "EC2/ELB writes per Service", Value: float64(writes(lb)) / float64(o.services)})
+	fmt.Printf("bench: LB calls by operation: %s\n", format(lb))
+
+	// Restart with nothing changed: a new process re-ensures every Service.
+	fmt.Println("bench: restarting the ccm with nothing changed")
+	ccm.Stop(10 * time.Second)
+	c0 = fake.Calls()
+	if ccm, err = start("ccm-2"); err != nil {
+		return err
+	}
+	if err := waitEnsured(ctx, ccm, token, o.services); err != nil {
+		return err
+	}
+	quiet(3 * time.Second)
+	rs := diff(fake.Calls(), c0)
+	f.RestartWrites, f.RestartReads = float64(writes(rs)), float64(total(rs)-writes(rs))
+	fmt.Printf("bench: restart calls by operation: %s\n", format(rs))
+
+	// One Node added: every load balancer gets the new instance.
+	fmt.Printf("bench: adding one Node to %d load balancers\n", o.services)
+	id := addMachine(fake, names[o.nodes], o.nodes)
+	c0, t0 = fake.Calls(), time.Now()
+	if err := testenv.RegisterNode(ctx, env.Client, names[o.nodes]); err != nil {
+		return err
+	}
+	err = poll(ctx, 3*time.Minute, "every load balancer with the new instance", func() (bool, error) {
+		f.NodeAddedUpdated = withInstance(fake, id)
+		return f.NodeAddedUpdated >= o.services, nil
+	})
+	f.NodeAddedS = time.Since(t0).Seconds()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+	}
+	quiet(3 * time.Second)
+	na := diff(fake.Calls(), c0)
+	f.NodeAddedWrites = float64(writes(na))
+	fmt.Printf("bench: node-added calls by operation: %s\n", format(na))
+
+	// More Services under throttling: nothing fails, and the share of throttled answers.
+	if o.throttled > 0 {
+		fmt.Printf("bench: creating %d more Services under throttling (%d, %g/s)\n", o.throttled, o.burst, o.rate)
+		fake.Throttle(o.burst, o.rate)
+		c0, th0, t0 := fake.Calls(), fake.Throttled(), time.Now()
+		times, err := createServices("thr", o.throttled)
+		if err != nil {
+			return fmt.Errorf("throttled: %w (ccm log %s)", err, ccm.LogPath)
+		}
+		quiet(3 * time.Second)
+		calls, thr := total(diff(fake.Calls(), c0)), total(diff(fake.Throttled(), th0))
+		failed, rechecks, examples, err := failedSyncs(ctx, env, "thr-")
+		if err != nil {
 			return err
 		}
-		return waitMembers(ctx, fake, nNodes+1)
-	}); err != nil {
-		return err
-	}
-	fake.Throttle(burst, rate)
-	if err := measure(fmt.Sprintf("%d more Services, throttled %d/%g/s", nSvcs, burst, rate), func() error {
-		return createServices(ctx, env, "thr", nSvcs)
-	}); err != nil {
-		return err
+		if failed > 0 {
+			fmt.Printf("bench: failed syncs under throttling, e.g. %s\n", strings.Join(examples, "; "))
+		}
+		sc := fmt.Sprintf("%d more LB Services, throttled (bucket %d, %g/s)", o.throttled, o.burst, o.rate)
+		share := 0.0
+		if calls > 0 {
+			share = 100 * float64(thr) / float64(calls)
+		}
+		extra = append(extra,
+			benchreport.Row{Key: "provider.throttled.share_pct", Scenario: sc, Measure: "throttled answers", Value: share, Unit: "%", Text: fmt.Sprintf("%d of %d (%.1f%%)", thr, calls, share)},
+			benchreport.Row{Key: "provider.throttled.failed_syncs", Scenario: sc, Measure: "failed load balancer syncs", Value: float64(failed), Target: "0", Met: benchreport.Met(failed == 0)},
+			benchreport.Row{Key: "provider.throttled.rechecks", Scenario: sc, Measure: "planned re-checks (NLB provisioning, in use)", Value: float64(rechecks)},
+			benchreport.Row{Key: "provider.throttled.all_s", Scenario: sc, Measure: "all addressed", Value: maxOf(times), Unit: "s"},
+			benchreport.Row{Key: "provider.throttled.wall_s", Scenario: sc, Measure: "until the cloud is quiet", Value: time.Since(t0).Seconds(), Unit: "s"})
+		fake.Throttle(0, 0)
 	}
 	ccm.Stop(10 * time.Second)
-	fmt.Printf("\n%d Nodes, %d Services of type %s", nNodes, nSvcs, lbType)
-	if lbType == "nlb" {
-		fmt.Printf(" (an NLB is provisioning for %v)", provisioning)
-	}
-	fmt.Println(":")
-	print(phases)
-	return nil
+
+	rep := benchreport.New("aws")
+	rep.Command = o.command
+	rep.Rows = append(rows(f), extra...)
+	rep.Latencies = latencies(f)
+	return write(rep, o.out)
 }
 
-func addMachine(f *fakeaws.Server, name string, i int) {
-	f.AddInstance(fakeaws.Instance{Type: "m5.large", Zone: "us-east-1" + string(rune('a'+i%3)), PrivateDNS: name,
+// withInstance counts the load balancers that have the instance as a member (an NLB: in every
+// target group of its listeners).
+func withInstance(f *fakeaws.Server, id string) int {
+	n := 0
+	for _, name := range f.ClassicLBNames() {
+		if lb, ok := f.ClassicLB(name); ok && slices.Contains(lb.Instances, id) {
+			n++
+		}
+	}
+	for _, line := range f.Inventory() {
+		name, ok := strings.CutPrefix(line, "nlb ")
+		if !ok {
+			continue
+		}
+		_, _, tgs, ok := f.NLBByName(name)
+		has := ok && len(tgs) > 0
+		for _, tg := range tgs {
+			has = has && slices.Contains(tg.Targets, id)
+		}
+		if has {
+			n++
+		}
+	}
+	return n
+}
+
+func addMachine(f *fakeaws.Server, name string, i int) string {
+	return f.AddInstance(fakeaws.Instance{Type: "m5.large", Zone: "us-east-1" + string(rune('a'+i%3)), PrivateDNS: name,
 		ENIs: []fakeaws.ENI{{Device: 0, PrivateIPs: []string{fmt.Sprintf("10.%d.%d.%d", 8+i/65536, i/256%256, i%256)}}}})
 }
 
@@ -180,91 +290,21 @@ func writeConfig(dir, url string) (string, error) {
 		"[ServiceOverride \"ec2\"]\nService = ec2\nURL = %s\n\n[ServiceOverride \"elb\"]\nService = elasticloadbalancing\nURL = %s\n", cluster, creds, url, url)), 0o600)
 }
 
-func poll(ctx context.Context, what string, cond func() (bool, error)) error {
-	for {
-		ok, err := cond()
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("timed out waiting for %s (last error: %v)", what, err)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-func waitNodes(ctx context.Context, env *testenv.Env, names []string) error {
-	return poll(ctx, "Nodes initialised", func() (bool, error) {
-		l, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		done := 0
-		for _, n := range l.Items {
-			if n.Spec.ProviderID != "" {
-				done++
-			}
-		}
-		return done >= len(names), nil
-	})
-}
-
-func createServices(ctx context.Context, env *testenv.Env, prefix string, n int) error {
-	for i := 0; i < n; i++ {
-		s := testenv.LoadBalancerService("default", fmt.Sprintf("%s-%d", prefix, i), 80)
-		if lbType == "nlb" {
-			s.Annotations = map[string]string{"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}
-		}
-		if _, err := env.Client.CoreV1().Services("default").Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-	}
-	return poll(ctx, "Services with a hostname", func() (bool, error) {
-		l, err := env.Client.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		done := 0
-		for _, s := range l.Items {
-			if strings.HasPrefix(s.Name, prefix+"-") && len(s.Status.LoadBalancer.Ingress) > 0 {
-				done++
-			}
-		}
-		return done >= n, nil
-	})
-}
-
-func waitMembers(ctx context.Context, f *fakeaws.Server, n int) error {
-	return poll(ctx, "every load balancer with the new instance", func() (bool, error) {
-		if lbType == "nlb" {
-			m, _ := f.MinTargets()
-			return m >= n, nil
-		}
-		for _, name := range f.ClassicLBNames() {
-			if lb, _ := f.ClassicLB(name); len(lb.Instances) < n {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-}
-
-// quiet waits until the fake has seen no call for 3 seconds.
-func quiet(ctx context.Context, f *fakeaws.Server) {
-	last, since := total(f.Calls()), time.Now()
-	for time.Since(since) < 3*time.Second && ctx.Err() == nil {
-		time.Sleep(250 * time.Millisecond)
-		if t := total(f.Calls()); t != last {
-			last, since = t, time.Now()
-		}
-	}
-}
-
 func total(m map[string]int) int {
 	n := 0
 	for _, v := range m {
 		n += v
+	}
+	return n
+}
+
+// writes counts the calls that are not Describe* reads ("ec2:DescribeInstances").
+func writes(m map[string]int) int {
+	n := 0
+	for op, v := range m {
+		if _, name, _ := strings.Cut(op, ":"); !strings.HasPrefix(name, "Describe") {
+			n += v
+		}
 	}
 	return n
 }
@@ -279,57 +319,41 @@ func diff(now, before map[string]int) map[string]int {
 	return out
 }
 
-func isWrite(op string) bool {
-	_, name, _ := strings.Cut(op, ":")
-	return !strings.HasPrefix(name, "Describe")
+func format(m map[string]int) string {
+	var out []string
+	for op, n := range m {
+		out = append(out, fmt.Sprintf("%s=%d", op, n))
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
 }
 
-func print(phases []phase) {
-	ops := map[string]bool{}
-	for _, p := range phases {
-		for op := range p.calls {
-			ops[op] = true
+// waitMessage matches the provider's api.RetryError messages: an NLB still provisioning (or a
+// resource still in use) is a planned re-check, which the library reports with the same
+// SyncLoadBalancerFailed Warning as a failure.
+var waitMessage = regexp.MustCompile(`is provisioning|still in use`)
+
+// failedSyncs counts the Warning events of failed load balancer syncs of the Services named
+// prefix*, and apart from them the planned re-checks.
+func failedSyncs(ctx context.Context, env *testenv.Env, prefix string) (failed, rechecks int, examples []string, err error) {
+	evs, err := env.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	for _, e := range evs.Items {
+		if e.Type != "Warning" || !strings.HasPrefix(e.InvolvedObject.Name, prefix) ||
+			(e.Reason != "SyncLoadBalancerFailed" && e.Reason != "UpdateLoadBalancerFailed") {
+			continue
+		}
+		n := int(max(e.Count, 1))
+		if waitMessage.MatchString(e.Message) {
+			rechecks += n
+			continue
+		}
+		failed += n
+		if len(examples) < 3 {
+			examples = append(examples, e.InvolvedObject.Name+": "+e.Message)
 		}
 	}
-	var sorted []string
-	for op := range ops {
-		sorted = append(sorted, op)
-	}
-	sort.Strings(sorted)
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(w, "operation\t")
-	for _, p := range phases {
-		fmt.Fprintf(w, "%s\t", p.name)
-	}
-	fmt.Fprintln(w)
-	row := func(label string, f func(p phase) string) {
-		fmt.Fprintf(w, "%s\t", label)
-		for _, p := range phases {
-			fmt.Fprintf(w, "%s\t", f(p))
-		}
-		fmt.Fprintln(w)
-	}
-	for _, op := range sorted {
-		row(op, func(p phase) string { return fmt.Sprint(p.calls[op]) })
-	}
-	sum := func(p phase, write bool) int {
-		n := 0
-		for op, v := range p.calls {
-			if isWrite(op) == write {
-				n += v
-			}
-		}
-		return n
-	}
-	row("reads", func(p phase) string { return fmt.Sprint(sum(p, false)) })
-	row("writes", func(p phase) string { return fmt.Sprint(sum(p, true)) })
-	row("throttled", func(p phase) string {
-		t, c := total(p.throttled), total(p.calls)
-		if c == 0 {
-			return "0"
-		}
-		return fmt.Sprintf("%d (%.1f%%)", t, 100*float64(t)/float64(c))
-	})
-	row("wall time", func(p phase) string { return p.took.Round(100 * time.Millisecond).String() })
-	w.Flush()
+	return failed, rechecks, examples, nil
 }

@@ -1,0 +1,274 @@
+package main
+
+// The issue-9 scenarios as every provider bench runs them (the same file is in each provider's
+// bench: the benches live in separate modules and test/bench is a command, not a library).
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ccm-project/ccm/common/benchreport"
+	"github.com/ccm-project/ccm/common/testenv"
+)
+
+// figures are one run's results in the issue's terms.
+type figures struct {
+	Nodes     int
+	NodeTimes []float64 // seconds from registration to initialised, per Node
+	NodeCalls float64   // cloud calls while they were initialised
+
+	Services     int
+	ServiceTimes []float64     // seconds from creation to an address, per Service
+	LBCalls      float64       // cloud calls while they were created
+	Delay        time.Duration // provisioning delay D in the simulator; 0 for none
+
+	RestartLBs                  int
+	RestartWrites, RestartReads float64
+
+	NodeAddedLBs     int     // LBs that should get the new Node
+	NodeAddedUpdated int     // LBs that had it at the end
+	NodeAddedWrites  float64 // cloud writes the addition caused
+	NodeAddedS       float64 // until every LB had it
+}
+
+// initialised is the issue's "time to initialised": providerID set and the taint gone.
+func initialised(obj any) bool {
+	n := obj.(*v1.Node)
+	if n.Spec.ProviderID == "" {
+		return false
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == testenv.UninitializedTaint {
+			return false
+		}
+	}
+	return true
+}
+
+func addressed(obj any) bool { return len(obj.(*v1.Service).Status.LoadBalancer.Ingress) > 0 }
+
+// watchUntil follows nodes or services (of namespace) with an informer, which re-lists if the
+// API server closes a watch, and records when done(obj) first held per object. The returned
+// func waits until want objects are done (or ctx ends) and returns the times.
+func watchUntil(ctx context.Context, env *testenv.Env, resource, namespace string, want int, done func(any) bool) (func() map[string]time.Time, error) {
+	var mu sync.Mutex
+	at := map[string]time.Time{}
+	finished := make(chan struct{})
+	observe := func(obj any) {
+		m, ok := obj.(metav1.Object)
+		if !ok {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if _, seen := at[m.GetName()]; !seen && done(obj) {
+			at[m.GetName()] = time.Now()
+			if len(at) == want {
+				close(finished)
+			}
+		}
+	}
+	wctx, stop := context.WithCancel(ctx)
+	factory := informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(namespace))
+	var inf cache.SharedIndexInformer
+	if resource == "nodes" {
+		inf = factory.Core().V1().Nodes().Informer()
+	} else {
+		inf = factory.Core().V1().Services().Informer()
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
+	}); err != nil {
+		stop()
+		return nil, err
+	}
+	factory.Start(wctx.Done())
+	factory.WaitForCacheSync(wctx.Done())
+	return func() map[string]time.Time {
+		defer stop()
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-finished:
+			case <-ctx.Done():
+			case <-tick.C:
+				mu.Lock()
+				fmt.Printf("bench: %s: %d of %d done\n", resource, len(at), want)
+				mu.Unlock()
+				continue
+			}
+			break
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		out := make(map[string]time.Time, len(at))
+		for k, v := range at {
+			out[k] = v
+		}
+		return out
+	}, nil
+}
+
+// parallel runs f(0..n-1), 64 at a time, and returns the first error.
+func parallel(n int, f func(i int) error) error {
+	sem := make(chan struct{}, 64)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs <- f(i)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// since returns each time as seconds after start.
+func since(at map[string]time.Time, start time.Time) []float64 {
+	d := make([]float64, 0, len(at))
+	for _, t := range at {
+		d = append(d, t.Sub(start).Seconds())
+	}
+	return d
+}
+
+func maxOf(s []float64) float64 {
+	m := 0.0
+	for _, v := range s {
+		m = max(m, v)
+	}
+	return m
+}
+
+// poll calls cond every 100ms until it holds, the timeout passes or ctx ends.
+func poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("timed out waiting for %s (last error: %v)", what, last)
+}
+
+// quietFor waits until count has not changed for d: the cloud calls a scenario caused have
+// all landed.
+func quietFor(ctx context.Context, d time.Duration, count func() int) {
+	last, at := count(), time.Now()
+	for time.Since(at) < d && ctx.Err() == nil {
+		time.Sleep(200 * time.Millisecond)
+		if c := count(); c != last {
+			last, at = c, time.Now()
+		}
+	}
+}
+
+// waitEnsured waits until the ccm has ensured n load balancers since it started (the restart
+// scenario's end: every Service looked at once).
+func waitEnsured(ctx context.Context, ccm *testenv.CCM, token string, n int) error {
+	return poll(ctx, 5*time.Minute, fmt.Sprintf("the restarted ccm to ensure %d Services", n), func() (bool, error) {
+		v, err := ccm.Metric(token, `ccm_reconcile_total{kind="loadbalancer",operation="ensure"`)
+		return err == nil && v >= float64(n), err
+	})
+}
+
+// rows are the issue's measures with their targets, in the common keys.
+func rows(f *figures) []benchreport.Row {
+	p := benchreport.Percentile
+	nodes := fmt.Sprintf("%d Nodes at once", f.Nodes)
+	svcs := fmt.Sprintf("%d LB Services at once", f.Services)
+	if f.Delay > 0 {
+		svcs += fmt.Sprintf(", D=%v", f.Delay)
+	}
+	out := []benchreport.Row{
+		{Key: benchreport.KeyNodeInitNodes, Scenario: nodes, Measure: "Nodes initialised", Value: float64(len(f.NodeTimes)),
+			Target: fmt.Sprint(f.Nodes), Met: benchreport.Met(len(f.NodeTimes) == f.Nodes)},
+		{Key: benchreport.KeyNodeInitP50, Scenario: nodes, Measure: "time to initialised p50", Value: p(f.NodeTimes, 0.5), Unit: "s"},
+		{Key: benchreport.KeyNodeInitP99, Scenario: nodes, Measure: "time to initialised p99", Value: p(f.NodeTimes, 0.99), Unit: "s"},
+		{Key: benchreport.KeyNodeInitAll, Scenario: nodes, Measure: "all initialised", Value: maxOf(f.NodeTimes), Unit: "s"},
+		{Key: benchreport.KeyNodeInitCallsPerNode, Scenario: nodes, Measure: "cloud calls per Node", Value: f.NodeCalls / float64(max(f.Nodes, 1))},
+		{Key: benchreport.KeyLBServices, Scenario: svcs, Measure: "Services addressed", Value: float64(len(f.ServiceTimes)),
+			Target: fmt.Sprint(f.Services), Met: benchreport.Met(len(f.ServiceTimes) == f.Services)},
+		{Key: benchreport.KeyLBP50, Scenario: svcs, Measure: "time to an address p50", Value: p(f.ServiceTimes, 0.5), Unit: "s"},
+		{Key: benchreport.KeyLBP99, Scenario: svcs, Measure: "time to an address p99", Value: p(f.ServiceTimes, 0.99), Unit: "s"},
+		{Key: benchreport.KeyLBAll, Scenario: svcs, Measure: "all addressed", Value: maxOf(f.ServiceTimes), Unit: "s"},
+		{Key: benchreport.KeyLBCallsPerService, Scenario: svcs, Measure: "cloud calls per Service", Value: f.LBCalls / float64(max(f.Services, 1))},
+	}
+	if f.Delay > 0 {
+		inD := maxOf(f.ServiceTimes) / f.Delay.Seconds()
+		row := benchreport.Row{Key: benchreport.KeyLBAllInD, Scenario: svcs, Measure: "all addressed, in units of D", Value: inD,
+			Text: fmt.Sprintf("%.2f×D", inD)}
+		if f.Services == 100 { // the issue sets the target for 100 Services
+			row.Target, row.Met = "<= 2×D", benchreport.Met(inD <= 2 && len(f.ServiceTimes) == f.Services)
+		}
+		out = append(out, row)
+	}
+	rs := fmt.Sprintf("restart, nothing changed (%d LBs)", f.RestartLBs)
+	na := fmt.Sprintf("one Node added, %d LB Services", f.NodeAddedLBs)
+	return append(out,
+		benchreport.Row{Key: benchreport.KeyRestartWrites, Scenario: rs, Measure: "cloud writes", Value: f.RestartWrites, Target: "0", Met: benchreport.Met(f.RestartWrites == 0)},
+		benchreport.Row{Key: benchreport.KeyRestartReads, Scenario: rs, Measure: "cloud reads", Value: f.RestartReads},
+		benchreport.Row{Key: benchreport.KeyNodeAddedLBs, Scenario: na, Measure: "LBs updated", Value: float64(f.NodeAddedUpdated),
+			Text: fmt.Sprintf("%d of %d", f.NodeAddedUpdated, f.NodeAddedLBs), Target: "all", Met: benchreport.Met(f.NodeAddedUpdated == f.NodeAddedLBs)},
+		benchreport.Row{Key: benchreport.KeyNodeAddedWrites, Scenario: na, Measure: "cloud writes", Value: f.NodeAddedWrites,
+			Target: "<= 1 per LB", Met: benchreport.Met(f.NodeAddedWrites <= float64(f.NodeAddedLBs))},
+		benchreport.Row{Key: benchreport.KeyNodeAddedAll, Scenario: na, Measure: "until every LB has the Node", Value: f.NodeAddedS, Unit: "s"},
+	)
+}
+
+// latencies are the per-object samples for the chart.
+func latencies(f *figures) []benchreport.Distribution {
+	return []benchreport.Distribution{
+		{Name: fmt.Sprintf("time to initialised per Node (N=%d)", f.Nodes), Unit: "s", Samples: f.NodeTimes},
+		{Name: fmt.Sprintf("time to an address per LB Service (M=%d)", f.Services), Unit: "s", Samples: f.ServiceTimes},
+	}
+}
+
+// write prints the table and writes provider.{json,md,svg} under out.
+func write(rep *benchreport.Report, out string) error {
+	fmt.Print("\n" + benchreport.Markdown(rep))
+	if err := benchreport.Write(out, rep); err != nil {
+		return err
+	}
+	fmt.Printf("\nwritten to %s/%s.{md,json,svg}\n", out, rep.Provider)
+	return nil
+}
+
+// startLeader starts a ccm and waits until it leads (its controllers then run).
+func startLeader(ctx context.Context, env *testenv.Env, o testenv.CCMOptions) (*testenv.CCM, error) {
+	c, err := env.StartCCM(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	err = poll(ctx, 60*time.Second, o.Name+" to lead", func() (bool, error) {
+		if c.Exited() {
+			return false, fmt.Errorf("ccm exited: %s", c.Tail(20))
+		}
+		return strings.Contains(c.Log(), "Successfully acquired lease"), nil
+	})
+	return c, err
+}
