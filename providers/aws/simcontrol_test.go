@@ -5,14 +5,17 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccm-project/ccm/common/simcontrol"
 )
 
-// The fault harness's view of the fake, over the control protocol: an outage fails calls the
-// provider makes through the SDK, the ELB and its group made for a Service are listed with
+func oneAttempt(o *ec2.Options) { o.RetryMaxAttempts = 1 }
+
+// The fault harness's view of the fake, over the control protocol: an outage fails the
+// provider's SDK calls, the ELB and its group made for a Service are listed with
 // that Service, Terminate ends the instance behind a Node name, and the counters add up.
 func TestSimControl(t *testing.T) {
 	h := newHarness(t, "ctl")
@@ -52,16 +55,16 @@ func TestSimControl(t *testing.T) {
 	if err := ctl.SetOutage(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	c.inst.invalidate(id)
-	if ok, err := inst.InstanceExists(ctx, node); err == nil {
-		t.Fatalf("during the outage InstanceExists = %v with no error", ok)
+	// One attempt: the provider's retryer would retry the 503 for most of a minute.
+	if _, err := c.api.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{}, oneAttempt); !isCode(err, "Unavailable") {
+		t.Fatalf("during the outage DescribeInstances: %v, want Unavailable", err)
 	}
 	calls, err := ctl.Calls(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls.Failed == 0 || calls.Total < calls.Failed || calls.Writes == 0 || calls.PerOp["ec2:DescribeInstances"] == 0 {
-		t.Errorf("calls %+v: want failed calls and the ELB's writes counted", calls)
+	if calls.Failed != 1 || calls.Total < calls.Failed || calls.Writes == 0 || calls.PerOp["ec2:DescribeInstances"] == 0 {
+		t.Errorf("calls %+v: want the failed call and the ELB's writes counted", calls)
 	}
 	if err := ctl.SetOutage(ctx, false); err != nil {
 		t.Fatal(err)
@@ -82,11 +85,10 @@ func TestSimControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // the first call takes the only token
-		c.inst.invalidate(id)
-		inst.InstanceExists(ctx, node) //nolint:errcheck // only the throttle count matters
+		_, err = c.api.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{}, oneAttempt)
 	}
-	if calls, _ := ctl.Calls(ctx); calls.Throttled == 0 {
-		t.Errorf("calls %+v: want throttled answers under a 1-token bucket", calls)
+	if calls, _ := ctl.Calls(ctx); calls.Throttled != 1 || !isCode(err, "RequestLimitExceeded") {
+		t.Errorf("calls %+v, %v: want one throttled answer under a 1-token bucket", calls, err)
 	}
 	if sec, _ := ctl.Secrets(ctx); !slices.Equal(sec, []string{testSecret}) {
 		t.Errorf("secrets %v", sec)
