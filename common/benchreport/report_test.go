@@ -139,7 +139,7 @@ func TestSVGIsWellFormedAndDrawsEveryDistribution(t *testing.T) {
 }
 
 func TestNiceCeil(t *testing.T) {
-	for v, want := range map[float64]float64{0.63: 1, 10.95: 20, 3: 5, 100: 100, 0.012: 0.02} {
+	for v, want := range map[float64]float64{0.63: 0.8, 10.95: 15, 3: 3, 28.7: 30, 100: 100, 0.012: 0.015} {
 		if got := niceCeil(v); got < want*0.999 || got > want*1.001 {
 			t.Errorf("niceCeil(%v) = %v, want %v", v, got, want)
 		}

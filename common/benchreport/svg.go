@@ -92,10 +92,11 @@ func maxOr(s []float64, def float64) float64 {
 	return s[len(s)-1]
 }
 
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten, for round axis ticks.
+// niceCeil rounds v up to a round number (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of
+// ten), so that the five axis ticks are round too.
 func niceCeil(v float64) float64 {
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
+	for _, m := range []float64{1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
 		if v <= m*p {
 			return m * p
 		}
