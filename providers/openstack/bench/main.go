@@ -126,7 +126,10 @@ func run(o options) error {
 	if err := parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
 		return err
 	}
-	f.NodeTimes = since(nodesDone(), t0)
+	f.NodeTimes = since(nodesDone(ccm.Done()), t0)
+	if len(f.NodeTimes) < o.nodes {
+		return short(ccm, "Nodes initialised", len(f.NodeTimes), o.nodes)
+	}
 	quiet(2 * time.Second)
 	f.NodeCalls = float64(total() - c0)
 
@@ -144,9 +147,9 @@ func run(o options) error {
 	}); err != nil {
 		return err
 	}
-	f.ServiceTimes = since(svcDone(), t0)
+	f.ServiceTimes = since(svcDone(ccm.Done()), t0)
 	if len(f.ServiceTimes) < o.services {
-		return fmt.Errorf("%d of %d Services addressed (ccm log %s)", len(f.ServiceTimes), o.services, ccm.LogPath)
+		return short(ccm, "Services addressed", len(f.ServiceTimes), o.services)
 	}
 	quiet(2 * time.Second)
 	f.LBCalls = float64(total() - c0)
