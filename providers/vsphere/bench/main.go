@@ -130,9 +130,9 @@ func run(o options) error {
 	if err := parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
 		return err
 	}
-	f.NodeTimes = since(nodesDone(), t0)
+	f.NodeTimes = since(nodesDone(ccm.Done()), t0)
 	if len(f.NodeTimes) < o.nodes {
-		return fmt.Errorf("%d of %d Nodes initialised (ccm log %s)", len(f.NodeTimes), o.nodes, ccm.LogPath)
+		return short(ccm, "Nodes initialised", len(f.NodeTimes), o.nodes)
 	}
 	time.Sleep(500 * time.Millisecond) // the last calls land
 	init := sub(s.Calls(), c0)
@@ -189,9 +189,9 @@ func run(o options) error {
 	}); err != nil {
 		return err
 	}
-	f.ServiceTimes = since(svcDone(), t0)
+	f.ServiceTimes = since(svcDone(ccm.Done()), t0)
 	if len(f.ServiceTimes) < o.services {
-		return fmt.Errorf("%d of %d Services addressed (ccm log %s)", len(f.ServiceTimes), o.services, ccm.LogPath)
+		return short(ccm, "Services addressed", len(f.ServiceTimes), o.services)
 	}
 	quiet(2 * time.Second)
 	lb := sub(s.Calls(), c0)
