@@ -109,7 +109,7 @@ func run(o options) error {
 		return startLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: filepath.Join(binDir, "ccm-aws"), Provider: "aws", CloudConfig: conf})
 	}
 	quiet := func(d time.Duration) { quietFor(ctx, d, func() int { return total(fake.Calls()) }) }
-	createServices := func(prefix string, n int) ([]float64, error) {
+	createServices := func(ccm *testenv.CCM, prefix string, n int) ([]float64, error) {
 		done, err := watchUntil(ctx, env, "services", "default", n, func(obj any) bool {
 			return strings.HasPrefix(obj.(metav1.Object).GetName(), prefix+"-") && addressed(obj)
 		})
@@ -127,9 +127,9 @@ func run(o options) error {
 		}); err != nil {
 			return nil, err
 		}
-		times := since(done(), t0)
+		times := since(done(ccm.Done()), t0)
 		if len(times) < n {
-			return times, fmt.Errorf("%d of %d Services addressed", len(times), n)
+			return times, short(ccm, "Services addressed", len(times), n)
 		}
 		return times, nil
 	}
@@ -153,9 +153,9 @@ func run(o options) error {
 	if err := parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
 		return err
 	}
-	f.NodeTimes = since(nodesDone(), t0)
+	f.NodeTimes = since(nodesDone(ccm.Done()), t0)
 	if len(f.NodeTimes) < o.nodes {
-		return fmt.Errorf("%d of %d Nodes initialised (ccm log %s)", len(f.NodeTimes), o.nodes, ccm.LogPath)
+		return short(ccm, "Nodes initialised", len(f.NodeTimes), o.nodes)
 	}
 	quiet(2 * time.Second)
 	f.NodeCalls = float64(total(diff(fake.Calls(), c0)))
@@ -164,8 +164,8 @@ func run(o options) error {
 	// M Services at once.
 	fmt.Printf("bench: creating %d LoadBalancer Services (%s) at once\n", o.services, o.lbType)
 	c0 = fake.Calls()
-	if f.ServiceTimes, err = createServices("svc", o.services); err != nil {
-		return fmt.Errorf("%w (ccm log %s)", err, ccm.LogPath)
+	if f.ServiceTimes, err = createServices(ccm, "svc", o.services); err != nil {
+		return err
 	}
 	quiet(3 * time.Second)
 	lb := diff(fake.Calls(), c0)
@@ -214,9 +214,9 @@ func run(o options) error {
 		fmt.Printf("bench: creating %d more Services under throttling (%d, %g/s)\n", o.throttled, o.burst, o.rate)
 		fake.Throttle(o.burst, o.rate)
 		c0, th0, t0 := fake.Calls(), fake.Throttled(), time.Now()
-		times, err := createServices("thr", o.throttled)
+		times, err := createServices(ccm, "thr", o.throttled)
 		if err != nil {
-			return fmt.Errorf("throttled: %w (ccm log %s)", err, ccm.LogPath)
+			return fmt.Errorf("throttled: %w", err)
 		}
 		quiet(3 * time.Second)
 		calls, thr := total(diff(fake.Calls(), c0)), total(diff(fake.Throttled(), th0))

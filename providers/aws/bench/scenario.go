@@ -57,8 +57,9 @@ func addressed(obj any) bool { return len(obj.(*v1.Service).Status.LoadBalancer.
 
 // watchUntil follows nodes or services (of namespace) with an informer, which re-lists if the
 // API server closes a watch, and records when done(obj) first held per object. The returned
-// func waits until want objects are done (or ctx ends) and returns the times.
-func watchUntil(ctx context.Context, env *testenv.Env, resource, namespace string, want int, done func(any) bool) (func() map[string]time.Time, error) {
+// func waits until want objects are done, ctx ends or gone is closed (the ccm exited), and
+// returns the times.
+func watchUntil(ctx context.Context, env *testenv.Env, resource, namespace string, want int, done func(any) bool) (func(gone <-chan struct{}) map[string]time.Time, error) {
 	var mu sync.Mutex
 	at := map[string]time.Time{}
 	finished := make(chan struct{})
@@ -93,7 +94,7 @@ func watchUntil(ctx context.Context, env *testenv.Env, resource, namespace strin
 	}
 	factory.Start(wctx.Done())
 	factory.WaitForCacheSync(wctx.Done())
-	return func() map[string]time.Time {
+	return func(gone <-chan struct{}) map[string]time.Time {
 		defer stop()
 		tick := time.NewTicker(5 * time.Second)
 		defer tick.Stop()
@@ -101,6 +102,7 @@ func watchUntil(ctx context.Context, env *testenv.Env, resource, namespace strin
 			select {
 			case <-finished:
 			case <-ctx.Done():
+			case <-gone:
 			case <-tick.C:
 				mu.Lock()
 				fmt.Printf("bench: %s: %d of %d done\n", resource, len(at), want)
@@ -258,8 +260,12 @@ func write(rep *benchreport.Report, out string) error {
 	return nil
 }
 
-// startLeader starts a ccm and waits until it leads (its controllers then run).
+// startLeader starts a ccm and waits until it leads (its controllers then run). The lease
+// timings are the library's defaults rather than testenv's short ones: on a loaded machine a
+// 4s lease is lost in the middle of a burst, the ccm exits by design, and the bench would
+// measure that instead.
 func startLeader(ctx context.Context, env *testenv.Env, o testenv.CCMOptions) (*testenv.CCM, error) {
+	o.Args = append([]string{"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"}, o.Args...)
 	c, err := env.StartCCM(ctx, o)
 	if err != nil {
 		return nil, err
@@ -271,4 +277,13 @@ func startLeader(ctx context.Context, env *testenv.Env, o testenv.CCMOptions) (*
 		return strings.Contains(c.Log(), "Successfully acquired lease"), nil
 	})
 	return c, err
+}
+
+// short is the error of a scenario that ended with got of want objects done.
+func short(c *testenv.CCM, what string, got, want int) error {
+	why := ""
+	if c.Exited() {
+		why = ": the ccm exited"
+	}
+	return fmt.Errorf("%d of %d %s%s (ccm log %s)", got, want, what, why, c.LogPath)
 }
