@@ -60,8 +60,31 @@ func Markdown(r *Report) string {
 	return b.String()
 }
 
+// standardLabels name the standard keys in the summary without any one provider's sizes
+// (its scenario text has them: "100 Nodes at once"); the size rows show each one's.
+var standardLabels = map[string]string{
+	KeyNodeInitNodes:        "N Nodes at once: Nodes initialised",
+	KeyNodeInitP50:          "N Nodes at once: time to initialised p50",
+	KeyNodeInitP99:          "N Nodes at once: time to initialised p99",
+	KeyNodeInitAll:          "N Nodes at once: all initialised",
+	KeyNodeInitCallsPerNode: "N Nodes at once: cloud calls per Node",
+	KeyLBServices:           "M LB Services at once: Services addressed",
+	KeyLBP50:                "M LB Services at once: time to an address p50",
+	KeyLBP99:                "M LB Services at once: time to an address p99",
+	KeyLBAll:                "M LB Services at once: all addressed",
+	KeyLBCallsPerService:    "M LB Services at once: cloud calls per Service",
+	KeyLBAllInD:             "M LB Services with provisioning delay D: total time in D",
+	KeyRestartWrites:        "restart, nothing changed: cloud writes",
+	KeyRestartReads:         "restart, nothing changed: cloud reads",
+	KeyNodeAddedLBs:         "one Node added: LBs updated",
+	KeyNodeAddedWrites:      "one Node added: cloud writes",
+	KeyNodeAddedAll:         "one Node added: until every LB has it",
+	KeyMemoryPeakRSS:        "memory: ccm peak RSS",
+}
+
 // Summary merges several providers' Reports into one Markdown page: a table with one column
-// per provider for every key (in the order they first appear), then each provider's own table.
+// per provider for every key (in the order they first appear; standard keys under a label
+// without sizes, since those differ between providers), then each provider's own table.
 func Summary(reports []*Report) string {
 	rs := append([]*Report(nil), reports...)
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Provider < rs[j].Provider })
@@ -75,7 +98,11 @@ func Summary(reports []*Report) string {
 		for _, row := range r.Rows {
 			l := lines[row.Key]
 			if l == nil {
-				l = &line{label: row.Scenario + ": " + row.Measure, target: row.Target, values: map[string]string{}}
+				label := standardLabels[row.Key]
+				if label == "" {
+					label = row.Scenario + ": " + row.Measure
+				}
+				l = &line{label: label, target: row.Target, values: map[string]string{}}
 				lines[row.Key] = l
 				order = append(order, row.Key)
 			}

@@ -67,7 +67,8 @@ func TestWriteReadSummary(t *testing.T) {
 	for _, want := range []string{
 		"| measure | target | aws | dummy |",
 		"| restart, nothing changed: cloud writes | 0 | 0 | 0 |",
-		"| memory: peak RSS | < 150 MiB |  | **181.25 MiB** |",
+		"| memory: ccm peak RSS | < 150 MiB |  | **181.25 MiB** |",
+		"| N Nodes at once: time to initialised p50 |  |  | 0.50 s |",
 		"## aws", "## dummy",
 	} {
 		if !strings.Contains(sum, want) {
