@@ -171,7 +171,7 @@ func run(o options) error {
 	lb := diff(fake.Calls(), c0)
 	f.LBCalls = float64(total(lb))
 	extra = append(extra, benchreport.Row{Key: "provider.lb.writes_per_service", Scenario: fmt.Sprintf("%d LB Services at once (%s)", o.services, o.lbType),
-		Measure: "EC2/ELB writes per Service", Value: float64(writes(lb)) / float64(o.services)})
+		Measure: "cloud writes per Service", Value: float64(writes(lb)) / float64(o.services)})
 	fmt.Printf("bench: LB calls by operation: %s\n", format(lb))
 
 	// Restart with nothing changed: a new process re-ensures every Service.

@@ -197,7 +197,7 @@ func run(o options) error {
 	lb := sub(s.Calls(), c0)
 	f.LBCalls = float64(lb.Total)
 	extra = append(extra, benchreport.Row{Key: "provider.lb.writes_per_service", Scenario: fmt.Sprintf("%d LB Services at once", o.services),
-		Measure: "vCenter writes per Service (tag records)", Value: float64(lb.Writes) / float64(o.services)})
+		Measure: "cloud writes per Service", Value: float64(lb.Writes) / float64(o.services)})
 	fmt.Printf("bench: LB calls by operation: %s\n", format(lb.PerOp))
 
 	// Restart with nothing changed: a new process re-ensures every Service. Its periodic
