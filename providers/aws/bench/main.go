@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccm-project/ccm/common/benchreport"
+	"github.com/ccm-project/ccm/common/benchscenario"
 	"github.com/ccm-project/ccm/common/testenv"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
@@ -106,18 +107,18 @@ func run(o options) error {
 		}
 	}
 	start := func(name string) (*testenv.CCM, error) {
-		return startLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: filepath.Join(binDir, "ccm-aws"), Provider: "aws", CloudConfig: conf})
+		return benchscenario.StartLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: filepath.Join(binDir, "ccm-aws"), Provider: "aws", CloudConfig: conf})
 	}
-	quiet := func(d time.Duration) { quietFor(ctx, d, func() int { return total(fake.Calls()) }) }
+	quiet := func(d time.Duration) { benchscenario.QuietFor(ctx, d, func() int { return total(fake.Calls()) }) }
 	createServices := func(ccm *testenv.CCM, prefix string, n int) ([]float64, error) {
-		done, err := watchUntil(ctx, env, "services", "default", n, func(obj any) bool {
-			return strings.HasPrefix(obj.(metav1.Object).GetName(), prefix+"-") && addressed(obj)
+		done, err := benchscenario.WatchUntil(ctx, env, "services", "default", n, func(obj any) bool {
+			return strings.HasPrefix(obj.(metav1.Object).GetName(), prefix+"-") && benchscenario.Addressed(obj)
 		})
 		if err != nil {
 			return nil, err
 		}
 		t0 := time.Now()
-		if err := parallel(n, func(i int) error {
+		if err := benchscenario.Parallel(n, func(i int) error {
 			s := testenv.LoadBalancerService("default", fmt.Sprintf("%s-%04d", prefix, i), 80)
 			if o.lbType == "nlb" {
 				s.Annotations = map[string]string{"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}
@@ -127,9 +128,9 @@ func run(o options) error {
 		}); err != nil {
 			return nil, err
 		}
-		times := since(done(ccm.Done()), t0)
+		times := benchscenario.Since(done(ccm.Done()), t0)
 		if len(times) < n {
-			return times, short(ccm, "Services addressed", len(times), n)
+			return times, benchscenario.Short(ccm, "Services addressed", len(times), n)
 		}
 		return times, nil
 	}
@@ -137,7 +138,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	f := &figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: o.services}
+	f := &benchscenario.Figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: o.services}
 	if o.lbType == "nlb" {
 		f.Delay = o.provisioning
 	}
@@ -145,17 +146,17 @@ func run(o options) error {
 
 	// N Nodes at once.
 	fmt.Printf("bench: registering %d Nodes at once\n", o.nodes)
-	nodesDone, err := watchUntil(ctx, env, "nodes", "", o.nodes, initialised)
+	nodesDone, err := benchscenario.WatchUntil(ctx, env, "nodes", "", o.nodes, benchscenario.Initialised)
 	if err != nil {
 		return err
 	}
 	c0, t0 := fake.Calls(), time.Now()
-	if err := parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
+	if err := benchscenario.Parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
 		return err
 	}
-	f.NodeTimes = since(nodesDone(ccm.Done()), t0)
+	f.NodeTimes = benchscenario.Since(nodesDone(ccm.Done()), t0)
 	if len(f.NodeTimes) < o.nodes {
-		return short(ccm, "Nodes initialised", len(f.NodeTimes), o.nodes)
+		return benchscenario.Short(ccm, "Nodes initialised", len(f.NodeTimes), o.nodes)
 	}
 	quiet(2 * time.Second)
 	f.NodeCalls = float64(total(diff(fake.Calls(), c0)))
@@ -181,7 +182,7 @@ func run(o options) error {
 	if ccm, err = start("ccm-2"); err != nil {
 		return err
 	}
-	if err := waitEnsured(ctx, ccm, token, o.services); err != nil {
+	if err := benchscenario.WaitEnsured(ctx, ccm, token, o.services); err != nil {
 		return err
 	}
 	quiet(3 * time.Second)
@@ -196,7 +197,7 @@ func run(o options) error {
 	if err := testenv.RegisterNode(ctx, env.Client, names[o.nodes]); err != nil {
 		return err
 	}
-	err = poll(ctx, 3*time.Minute, "every load balancer with the new instance", func() (bool, error) {
+	err = benchscenario.Poll(ctx, 3*time.Minute, "every load balancer with the new instance", func() (bool, error) {
 		f.NodeAddedUpdated = withInstance(fake, id)
 		return f.NodeAddedUpdated >= o.services, nil
 	})
@@ -236,7 +237,7 @@ func run(o options) error {
 			benchreport.Row{Key: "provider.throttled.share_pct", Scenario: sc, Measure: "throttled answers", Value: share, Unit: "%", Text: fmt.Sprintf("%d of %d (%.1f%%)", thr, calls, share)},
 			benchreport.Row{Key: "provider.throttled.failed_syncs", Scenario: sc, Measure: "failed load balancer syncs", Value: float64(failed), Target: "0", Met: benchreport.Met(failed == 0)},
 			benchreport.Row{Key: "provider.throttled.rechecks", Scenario: sc, Measure: "planned re-checks (NLB provisioning, in use)", Value: float64(rechecks)},
-			benchreport.Row{Key: "provider.throttled.all_s", Scenario: sc, Measure: "all addressed", Value: maxOf(times), Unit: "s"},
+			benchreport.Row{Key: "provider.throttled.all_s", Scenario: sc, Measure: "all addressed", Value: benchscenario.MaxOf(times), Unit: "s"},
 			benchreport.Row{Key: "provider.throttled.wall_s", Scenario: sc, Measure: "until the cloud is quiet", Value: time.Since(t0).Seconds(), Unit: "s"})
 		fake.Throttle(0, 0)
 	}
@@ -244,9 +245,9 @@ func run(o options) error {
 
 	rep := benchreport.New("aws")
 	rep.Command = o.command
-	rep.Rows = append(rows(f), extra...)
-	rep.Latencies = latencies(f)
-	return write(rep, o.out)
+	rep.Rows = append(benchscenario.Rows(f), extra...)
+	rep.Latencies = benchscenario.Latencies(f)
+	return benchscenario.Write(rep, o.out)
 }
 
 // withInstance counts the load balancers that have the instance as a member (an NLB: in every

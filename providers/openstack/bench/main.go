@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccm-project/ccm/common/benchreport"
+	"github.com/ccm-project/ccm/common/benchscenario"
 	"github.com/ccm-project/ccm/common/testenv"
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
@@ -99,7 +100,7 @@ func run(o options) error {
 		}
 	}
 	start := func(name string) (*testenv.CCM, error) {
-		return startLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: filepath.Join(bin, "ccm-openstack"), Provider: "openstack", CloudConfig: conf, Args: o.extra})
+		return benchscenario.StartLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: filepath.Join(bin, "ccm-openstack"), Provider: "openstack", CloudConfig: conf, Args: o.extra})
 	}
 	total := func() int {
 		n := 0
@@ -108,48 +109,48 @@ func run(o options) error {
 		}
 		return n
 	}
-	quiet := func(d time.Duration) { quietFor(ctx, d, total) }
+	quiet := func(d time.Duration) { benchscenario.QuietFor(ctx, d, total) }
 	ccm, err := start("ccm-1")
 	if err != nil {
 		return err
 	}
-	f := &figures{Nodes: o.nodes, Services: o.services, Delay: o.delay, RestartLBs: o.services, NodeAddedLBs: o.services}
+	f := &benchscenario.Figures{Nodes: o.nodes, Services: o.services, Delay: o.delay, RestartLBs: o.services, NodeAddedLBs: o.services}
 	var extra []benchreport.Row
 
 	// N Nodes at once.
 	fmt.Printf("bench: registering %d Nodes at once\n", o.nodes)
-	nodesDone, err := watchUntil(ctx, env, "nodes", "", o.nodes, initialised)
+	nodesDone, err := benchscenario.WatchUntil(ctx, env, "nodes", "", o.nodes, benchscenario.Initialised)
 	if err != nil {
 		return err
 	}
 	c0, t0 := total(), time.Now()
-	if err := parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
+	if err := benchscenario.Parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
 		return err
 	}
-	f.NodeTimes = since(nodesDone(ccm.Done()), t0)
+	f.NodeTimes = benchscenario.Since(nodesDone(ccm.Done()), t0)
 	if len(f.NodeTimes) < o.nodes {
-		return short(ccm, "Nodes initialised", len(f.NodeTimes), o.nodes)
+		return benchscenario.Short(ccm, "Nodes initialised", len(f.NodeTimes), o.nodes)
 	}
 	quiet(2 * time.Second)
 	f.NodeCalls = float64(total() - c0)
 
 	// M Services at once, each LB PENDING_CREATE for D.
 	fmt.Printf("bench: creating %d LoadBalancer Services at once (D=%v)\n", o.services, o.delay)
-	svcDone, err := watchUntil(ctx, env, "services", "default", o.services, addressed)
+	svcDone, err := benchscenario.WatchUntil(ctx, env, "services", "default", o.services, benchscenario.Addressed)
 	if err != nil {
 		return err
 	}
 	before := cloud.Calls()
 	c0, t0 = total(), time.Now()
-	if err := parallel(o.services, func(i int) error {
+	if err := benchscenario.Parallel(o.services, func(i int) error {
 		_, err := env.Client.CoreV1().Services("default").Create(ctx, testenv.LoadBalancerService("default", fmt.Sprintf("bench-%04d", i), 80), metav1.CreateOptions{})
 		return err
 	}); err != nil {
 		return err
 	}
-	f.ServiceTimes = since(svcDone(ccm.Done()), t0)
+	f.ServiceTimes = benchscenario.Since(svcDone(ccm.Done()), t0)
 	if len(f.ServiceTimes) < o.services {
-		return short(ccm, "Services addressed", len(f.ServiceTimes), o.services)
+		return benchscenario.Short(ccm, "Services addressed", len(f.ServiceTimes), o.services)
 	}
 	quiet(2 * time.Second)
 	f.LBCalls = float64(total() - c0)
@@ -168,7 +169,7 @@ func run(o options) error {
 	if ccm, err = start("ccm-2"); err != nil {
 		return err
 	}
-	if err := waitEnsured(ctx, ccm, token, o.services); err != nil {
+	if err := benchscenario.WaitEnsured(ctx, ccm, token, o.services); err != nil {
 		return err
 	}
 	quiet(3 * time.Second)
@@ -193,7 +194,7 @@ func run(o options) error {
 	if err := testenv.RegisterNode(ctx, env.Client, newNode); err != nil {
 		return err
 	}
-	err = poll(ctx, 3*time.Minute, "every load balancer with the new member", func() (bool, error) {
+	err = benchscenario.Poll(ctx, 3*time.Minute, "every load balancer with the new member", func() (bool, error) {
 		f.NodeAddedUpdated = withMember(cloud.LoadBalancers(), newIP)
 		return f.NodeAddedUpdated >= o.services, nil
 	})
@@ -208,9 +209,9 @@ func run(o options) error {
 
 	rep := benchreport.New("openstack")
 	rep.Command = o.command
-	rep.Rows = append(rows(f), extra...)
-	rep.Latencies = latencies(f)
-	return write(rep, o.out)
+	rep.Rows = append(benchscenario.Rows(f), extra...)
+	rep.Latencies = benchscenario.Latencies(f)
+	return benchscenario.Write(rep, o.out)
 }
 
 // withMember counts the load balancers whose every listener has a member at ip.

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccm-project/ccm/common/benchreport"
+	"github.com/ccm-project/ccm/common/benchscenario"
 	"github.com/ccm-project/ccm/common/simcontrol"
 	"github.com/ccm-project/ccm/common/testenv"
 	"github.com/ccm-project/ccm/providers/vsphere/internal/sim"
@@ -108,31 +109,31 @@ func run(o options) error {
 		return err
 	}
 	start := func(name string) (*testenv.CCM, error) {
-		return startLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: filepath.Join(dir, "ccm-vsphere"), Provider: "vsphere", CloudConfig: cfgPath,
+		return benchscenario.StartLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: filepath.Join(dir, "ccm-vsphere"), Provider: "vsphere", CloudConfig: cfgPath,
 			Args: []string{"--node-status-update-frequency=" + o.refresh.String()}})
 	}
-	quiet := func(d time.Duration) { quietFor(ctx, d, func() int { return s.Calls().Total }) }
+	quiet := func(d time.Duration) { benchscenario.QuietFor(ctx, d, func() int { return s.Calls().Total }) }
 	ccm, err := start("ccm-1")
 	if err != nil {
 		return err
 	}
 	quiet(time.Second)
-	f := &figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: o.services}
+	f := &benchscenario.Figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: o.services}
 	var extra []benchreport.Row
 
 	// N Nodes at once.
 	fmt.Printf("bench: registering %d Nodes at once\n", o.nodes)
-	nodesDone, err := watchUntil(ctx, env, "nodes", "", o.nodes, initialised)
+	nodesDone, err := benchscenario.WatchUntil(ctx, env, "nodes", "", o.nodes, benchscenario.Initialised)
 	if err != nil {
 		return err
 	}
 	c0, t0 := s.Calls(), time.Now()
-	if err := parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
+	if err := benchscenario.Parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
 		return err
 	}
-	f.NodeTimes = since(nodesDone(ccm.Done()), t0)
+	f.NodeTimes = benchscenario.Since(nodesDone(ccm.Done()), t0)
 	if len(f.NodeTimes) < o.nodes {
-		return short(ccm, "Nodes initialised", len(f.NodeTimes), o.nodes)
+		return benchscenario.Short(ccm, "Nodes initialised", len(f.NodeTimes), o.nodes)
 	}
 	time.Sleep(500 * time.Millisecond) // the last calls land
 	init := sub(s.Calls(), c0)
@@ -178,20 +179,20 @@ func run(o options) error {
 
 	// M Services at once.
 	fmt.Printf("bench: creating %d LoadBalancer Services at once\n", o.services)
-	svcDone, err := watchUntil(ctx, env, "services", "default", o.services, addressed)
+	svcDone, err := benchscenario.WatchUntil(ctx, env, "services", "default", o.services, benchscenario.Addressed)
 	if err != nil {
 		return err
 	}
 	c0, t0 = s.Calls(), time.Now()
-	if err := parallel(o.services, func(i int) error {
+	if err := benchscenario.Parallel(o.services, func(i int) error {
 		_, err := env.Client.CoreV1().Services("default").Create(ctx, testenv.LoadBalancerService("default", fmt.Sprintf("bench-%04d", i), 80), metav1.CreateOptions{})
 		return err
 	}); err != nil {
 		return err
 	}
-	f.ServiceTimes = since(svcDone(ccm.Done()), t0)
+	f.ServiceTimes = benchscenario.Since(svcDone(ccm.Done()), t0)
 	if len(f.ServiceTimes) < o.services {
-		return short(ccm, "Services addressed", len(f.ServiceTimes), o.services)
+		return benchscenario.Short(ccm, "Services addressed", len(f.ServiceTimes), o.services)
 	}
 	quiet(2 * time.Second)
 	lb := sub(s.Calls(), c0)
@@ -208,7 +209,7 @@ func run(o options) error {
 	if ccm, err = start("ccm-2"); err != nil {
 		return err
 	}
-	if err := waitEnsured(ctx, ccm, token, o.services); err != nil {
+	if err := benchscenario.WaitEnsured(ctx, ccm, token, o.services); err != nil {
 		return err
 	}
 	quiet(2 * time.Second)
@@ -233,7 +234,7 @@ func run(o options) error {
 	if err := testenv.RegisterNode(ctx, env.Client, names[o.nodes]); err != nil {
 		return err
 	}
-	err = poll(ctx, 3*time.Minute, "every load balancer record with the new Node", func() (bool, error) {
+	err = benchscenario.Poll(ctx, 3*time.Minute, "every load balancer record with the new Node", func() (bool, error) {
 		now, err := s.TagsInCategory(ctx, sim.LBCategory)
 		if err != nil {
 			return false, err
@@ -258,9 +259,9 @@ func run(o options) error {
 
 	rep := benchreport.New("vsphere")
 	rep.Command = o.command
-	rep.Rows = append(rows(f), extra...)
-	rep.Latencies = latencies(f)
-	return write(rep, o.out)
+	rep.Rows = append(benchscenario.Rows(f), extra...)
+	rep.Latencies = benchscenario.Latencies(f)
+	return benchscenario.Write(rep, o.out)
 }
 
 // sub is a minus b, per operation.

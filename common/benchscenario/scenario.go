@@ -1,7 +1,7 @@
-package main
-
-// The issue-9 scenarios as every provider bench runs them (the same file is in each provider's
-// bench: the benches live in separate modules and test/bench is a command, not a library).
+// Package benchscenario is what every provider bench (providers/NAME/bench) shares to run the
+// issue-9 scenarios on the local control plane: watching Nodes and Services until done,
+// per-object latencies, the rows and targets of the common report, and starting the ccm.
+package benchscenario
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 	"github.com/ccm-project/ccm/common/testenv"
 )
 
-// figures are one run's results in the issue's terms.
-type figures struct {
+// Figures are one run's results in the issue's terms.
+type Figures struct {
 	Nodes     int
 	NodeTimes []float64 // seconds from registration to initialised, per Node
 	NodeCalls float64   // cloud calls while they were initialised
@@ -39,8 +39,8 @@ type figures struct {
 	NodeAddedS       float64 // until every LB had it
 }
 
-// initialised is the issue's "time to initialised": providerID set and the taint gone.
-func initialised(obj any) bool {
+// Initialised is the issue's "time to initialised": providerID set and the taint gone.
+func Initialised(obj any) bool {
 	n := obj.(*v1.Node)
 	if n.Spec.ProviderID == "" {
 		return false
@@ -53,13 +53,13 @@ func initialised(obj any) bool {
 	return true
 }
 
-func addressed(obj any) bool { return len(obj.(*v1.Service).Status.LoadBalancer.Ingress) > 0 }
+func Addressed(obj any) bool { return len(obj.(*v1.Service).Status.LoadBalancer.Ingress) > 0 }
 
-// watchUntil follows nodes or services (of namespace) with an informer, which re-lists if the
+// WatchUntil follows nodes or services (of namespace) with an informer, which re-lists if the
 // API server closes a watch, and records when done(obj) first held per object. The returned
 // func waits until want objects are done, ctx ends or gone is closed (the ccm exited), and
 // returns the times.
-func watchUntil(ctx context.Context, env *testenv.Env, resource, namespace string, want int, done func(any) bool) (func(gone <-chan struct{}) map[string]time.Time, error) {
+func WatchUntil(ctx context.Context, env *testenv.Env, resource, namespace string, want int, done func(any) bool) (func(gone <-chan struct{}) map[string]time.Time, error) {
 	var mu sync.Mutex
 	at := map[string]time.Time{}
 	finished := make(chan struct{})
@@ -121,8 +121,8 @@ func watchUntil(ctx context.Context, env *testenv.Env, resource, namespace strin
 	}, nil
 }
 
-// parallel runs f(0..n-1), 64 at a time, and returns the first error.
-func parallel(n int, f func(i int) error) error {
+// Parallel runs f(0..n-1), 64 at a time, and returns the first error.
+func Parallel(n int, f func(i int) error) error {
 	sem := make(chan struct{}, 64)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -145,8 +145,8 @@ func parallel(n int, f func(i int) error) error {
 	return nil
 }
 
-// since returns each time as seconds after start.
-func since(at map[string]time.Time, start time.Time) []float64 {
+// Since returns each time as seconds after start.
+func Since(at map[string]time.Time, start time.Time) []float64 {
 	d := make([]float64, 0, len(at))
 	for _, t := range at {
 		d = append(d, t.Sub(start).Seconds())
@@ -154,7 +154,7 @@ func since(at map[string]time.Time, start time.Time) []float64 {
 	return d
 }
 
-func maxOf(s []float64) float64 {
+func MaxOf(s []float64) float64 {
 	m := 0.0
 	for _, v := range s {
 		m = max(m, v)
@@ -162,8 +162,8 @@ func maxOf(s []float64) float64 {
 	return m
 }
 
-// poll calls cond every 100ms until it holds, the timeout passes or ctx ends.
-func poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+// Poll calls cond every 100ms until it holds, the timeout passes or ctx ends.
+func Poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -177,9 +177,9 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func() (
 	return fmt.Errorf("timed out waiting for %s (last error: %v)", what, last)
 }
 
-// quietFor waits until count has not changed for d: the cloud calls a scenario caused have
+// QuietFor waits until count has not changed for d: the cloud calls a scenario caused have
 // all landed.
-func quietFor(ctx context.Context, d time.Duration, count func() int) {
+func QuietFor(ctx context.Context, d time.Duration, count func() int) {
 	last, at := count(), time.Now()
 	for time.Since(at) < d && ctx.Err() == nil {
 		time.Sleep(200 * time.Millisecond)
@@ -189,17 +189,17 @@ func quietFor(ctx context.Context, d time.Duration, count func() int) {
 	}
 }
 
-// waitEnsured waits until the ccm has ensured n load balancers since it started (the restart
+// WaitEnsured waits until the ccm has ensured n load balancers since it started (the restart
 // scenario's end: every Service looked at once).
-func waitEnsured(ctx context.Context, ccm *testenv.CCM, token string, n int) error {
-	return poll(ctx, 5*time.Minute, fmt.Sprintf("the restarted ccm to ensure %d Services", n), func() (bool, error) {
+func WaitEnsured(ctx context.Context, ccm *testenv.CCM, token string, n int) error {
+	return Poll(ctx, 5*time.Minute, fmt.Sprintf("the restarted ccm to ensure %d Services", n), func() (bool, error) {
 		v, err := ccm.Metric(token, `ccm_reconcile_total{kind="loadbalancer",operation="ensure"`)
 		return err == nil && v >= float64(n), err
 	})
 }
 
-// rows are the issue's measures with their targets, in the common keys.
-func rows(f *figures) []benchreport.Row {
+// Rows are the issue's measures with their targets, in the common keys.
+func Rows(f *Figures) []benchreport.Row {
 	p := benchreport.Percentile
 	nodes := fmt.Sprintf("%d Nodes at once", f.Nodes)
 	svcs := fmt.Sprintf("%d LB Services at once", f.Services)
@@ -211,17 +211,17 @@ func rows(f *figures) []benchreport.Row {
 			Target: fmt.Sprint(f.Nodes), Met: benchreport.Met(len(f.NodeTimes) == f.Nodes)},
 		{Key: benchreport.KeyNodeInitP50, Scenario: nodes, Measure: "time to initialised p50", Value: p(f.NodeTimes, 0.5), Unit: "s"},
 		{Key: benchreport.KeyNodeInitP99, Scenario: nodes, Measure: "time to initialised p99", Value: p(f.NodeTimes, 0.99), Unit: "s"},
-		{Key: benchreport.KeyNodeInitAll, Scenario: nodes, Measure: "all initialised", Value: maxOf(f.NodeTimes), Unit: "s"},
+		{Key: benchreport.KeyNodeInitAll, Scenario: nodes, Measure: "all initialised", Value: MaxOf(f.NodeTimes), Unit: "s"},
 		{Key: benchreport.KeyNodeInitCallsPerNode, Scenario: nodes, Measure: "cloud calls per Node", Value: f.NodeCalls / float64(max(f.Nodes, 1))},
 		{Key: benchreport.KeyLBServices, Scenario: svcs, Measure: "Services addressed", Value: float64(len(f.ServiceTimes)),
 			Target: fmt.Sprint(f.Services), Met: benchreport.Met(len(f.ServiceTimes) == f.Services)},
 		{Key: benchreport.KeyLBP50, Scenario: svcs, Measure: "time to an address p50", Value: p(f.ServiceTimes, 0.5), Unit: "s"},
 		{Key: benchreport.KeyLBP99, Scenario: svcs, Measure: "time to an address p99", Value: p(f.ServiceTimes, 0.99), Unit: "s"},
-		{Key: benchreport.KeyLBAll, Scenario: svcs, Measure: "all addressed", Value: maxOf(f.ServiceTimes), Unit: "s"},
+		{Key: benchreport.KeyLBAll, Scenario: svcs, Measure: "all addressed", Value: MaxOf(f.ServiceTimes), Unit: "s"},
 		{Key: benchreport.KeyLBCallsPerService, Scenario: svcs, Measure: "cloud calls per Service", Value: f.LBCalls / float64(max(f.Services, 1))},
 	}
 	if f.Delay > 0 {
-		inD := maxOf(f.ServiceTimes) / f.Delay.Seconds()
+		inD := MaxOf(f.ServiceTimes) / f.Delay.Seconds()
 		row := benchreport.Row{Key: benchreport.KeyLBAllInD, Scenario: svcs, Measure: "all addressed, in units of D", Value: inD,
 			Text: fmt.Sprintf("%.2f×D", inD)}
 		if f.Services == 100 { // the issue sets the target for 100 Services
@@ -242,16 +242,16 @@ func rows(f *figures) []benchreport.Row {
 	)
 }
 
-// latencies are the per-object samples for the chart.
-func latencies(f *figures) []benchreport.Distribution {
+// Latencies are the per-object samples for the chart.
+func Latencies(f *Figures) []benchreport.Distribution {
 	return []benchreport.Distribution{
 		{Name: fmt.Sprintf("time to initialised per Node (N=%d)", f.Nodes), Unit: "s", Samples: f.NodeTimes},
 		{Name: fmt.Sprintf("time to an address per LB Service (M=%d)", f.Services), Unit: "s", Samples: f.ServiceTimes},
 	}
 }
 
-// write prints the table and writes provider.{json,md,svg} under out.
-func write(rep *benchreport.Report, out string) error {
+// Write prints the table and writes provider.{json,md,svg} under out.
+func Write(rep *benchreport.Report, out string) error {
 	fmt.Print("\n" + benchreport.Markdown(rep))
 	if err := benchreport.Write(out, rep); err != nil {
 		return err
@@ -260,17 +260,17 @@ func write(rep *benchreport.Report, out string) error {
 	return nil
 }
 
-// startLeader starts a ccm and waits until it leads (its controllers then run). The lease
+// StartLeader starts a ccm and waits until it leads (its controllers then run). The lease
 // timings are the library's defaults rather than testenv's short ones: on a loaded machine a
 // 4s lease is lost in the middle of a burst, the ccm exits by design, and the bench would
 // measure that instead.
-func startLeader(ctx context.Context, env *testenv.Env, o testenv.CCMOptions) (*testenv.CCM, error) {
+func StartLeader(ctx context.Context, env *testenv.Env, o testenv.CCMOptions) (*testenv.CCM, error) {
 	o.Args = append([]string{"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"}, o.Args...)
 	c, err := env.StartCCM(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	err = poll(ctx, 60*time.Second, o.Name+" to lead", func() (bool, error) {
+	err = Poll(ctx, 60*time.Second, o.Name+" to lead", func() (bool, error) {
 		if c.Exited() {
 			return false, fmt.Errorf("ccm exited: %s", c.Tail(20))
 		}
@@ -279,8 +279,8 @@ func startLeader(ctx context.Context, env *testenv.Env, o testenv.CCMOptions) (*
 	return c, err
 }
 
-// short is the error of a scenario that ended with got of want objects done.
-func short(c *testenv.CCM, what string, got, want int) error {
+// Short is the error of a scenario that ended with got of want objects done.
+func Short(c *testenv.CCM, what string, got, want int) error {
 	why := ""
 	if c.Exited() {
 		why = ": the ccm exited"

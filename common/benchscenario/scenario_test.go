@@ -1,4 +1,4 @@
-package main
+package benchscenario
 
 import (
 	"testing"
@@ -29,12 +29,12 @@ func met(r benchreport.Row) string {
 }
 
 func TestRowsTargets(t *testing.T) {
-	f := &figures{Nodes: 2, NodeTimes: []float64{1, 3}, NodeCalls: 8, Services: 100, Delay: 10 * time.Second,
+	f := &Figures{Nodes: 2, NodeTimes: []float64{1, 3}, NodeCalls: 8, Services: 100, Delay: 10 * time.Second,
 		RestartLBs: 100, RestartReads: 50, NodeAddedLBs: 100, NodeAddedUpdated: 100, NodeAddedWrites: 100}
 	for i := range 100 {
 		f.ServiceTimes = append(f.ServiceTimes, float64(i)/5) // last at 19.8s: 1.98×D
 	}
-	rs := rows(f)
+	rs := Rows(f)
 	for key, want := range map[string]string{
 		benchreport.KeyNodeInitNodes: "met", benchreport.KeyLBServices: "met", benchreport.KeyLBAllInD: "met",
 		benchreport.KeyRestartWrites: "met", benchreport.KeyNodeAddedLBs: "met", benchreport.KeyNodeAddedWrites: "met",
@@ -51,7 +51,7 @@ func TestRowsTargets(t *testing.T) {
 	// Past 2×D, a write on restart, more writes than LBs, an LB not updated: all reported.
 	f.ServiceTimes[99] = 20.5
 	f.RestartWrites, f.NodeAddedWrites, f.NodeAddedUpdated = 1, 101, 99
-	rs = rows(f)
+	rs = Rows(f)
 	for _, key := range []string{benchreport.KeyLBAllInD, benchreport.KeyRestartWrites, benchreport.KeyNodeAddedWrites, benchreport.KeyNodeAddedLBs} {
 		if got := met(row(t, rs, key)); got != "not met" {
 			t.Errorf("%s: %s, want not met", key, got)
@@ -61,16 +61,16 @@ func TestRowsTargets(t *testing.T) {
 	// The 2×D target is the for 100 Services; other sizes report the figure only, and
 	// without a delay there is no such row.
 	f.Services = 1000
-	if got := met(row(t, rows(f), benchreport.KeyLBAllInD)); got != "none" {
+	if got := met(row(t, Rows(f), benchreport.KeyLBAllInD)); got != "none" {
 		t.Errorf("1000 Services: %s, want no target", got)
 	}
 	f.Delay = 0
-	for _, r := range rows(f) {
+	for _, r := range Rows(f) {
 		if r.Key == benchreport.KeyLBAllInD {
 			t.Error("a row in units of D without a delay")
 		}
 	}
-	if err := (&benchreport.Report{Schema: benchreport.SchemaVersion, Provider: "x", Rows: rows(f), Latencies: latencies(f)}).Validate(); err != nil {
+	if err := (&benchreport.Report{Schema: benchreport.SchemaVersion, Provider: "x", Rows: Rows(f), Latencies: Latencies(f)}).Validate(); err != nil {
 		t.Error(err)
 	}
 }
