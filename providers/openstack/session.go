@@ -49,7 +49,7 @@ func (s *session) get(ctx context.Context) (*clients, error) {
 		return nil, err
 	}
 	pc.HTTPClient = http.Client{Transport: tr, Timeout: 60 * time.Second}
-	pc.RetryBackoffFunc, pc.MaxBackoffRetries = throttleBackoff, throttleRetries // 429s (throttle.go)
+	pc.RetryBackoffFunc, pc.MaxBackoffRetries = throttleBackoff, uint(throttlePolicy.Retries) // 429s (throttle.go)
 	if err := gopenstack.Authenticate(ctx, pc, s.authOptions()); err != nil {
 		// gophercloud's errors carry the URL and status, never the request body.
 		return nil, fmt.Errorf("openstack: authenticating at %s: %w", g.AuthURL, err)

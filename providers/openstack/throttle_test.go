@@ -3,12 +3,12 @@ package openstack
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ccm-project/ccm/common/throttle"
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
@@ -64,8 +64,8 @@ func TestThrottledBurstCreatesEveryLoadBalancer(t *testing.T) {
 
 // A cloud that keeps refusing gets a bounded number of retries, then the 429 is the error.
 func TestThrottleRetriesAreBounded(t *testing.T) {
-	defer func(n uint, w time.Duration) { throttleRetries, throttleMaxWait = n, w }(throttleRetries, throttleMaxWait)
-	throttleRetries, throttleMaxWait = 3, 5*time.Millisecond
+	defer func(p throttle.Policy) { throttlePolicy = p }(throttlePolicy)
+	throttlePolicy = throttle.Policy{Retries: 3, BaseWait: time.Millisecond, MaxWait: 5 * time.Millisecond}
 	f := newFake(t, fake.Options{})
 	id := f.AddServer(fake.ServerSpec{Name: "node-a", IPs: []string{"10.0.0.5"}})
 	in, _ := newTestCloud(t, f, "").InstancesV2()
@@ -88,26 +88,6 @@ func TestThrottleRetriesAreBounded(t *testing.T) {
 		t.Errorf("%d answers were 429, want 4 (1 + 3 retries)", n)
 	}
 	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("gave up after %v; the waits are capped at %v", d, throttleMaxWait)
-	}
-}
-
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	for v, want := range map[string]time.Duration{
-		"3":                             3 * time.Second,
-		"0":                             0,
-		"Thu, 01 Jan 2026 12:00:07 GMT": 7 * time.Second,
-		"Thu, 01 Jan 2026 11:00:00 GMT": 0, // in the past: go now
-	} {
-		got, ok := retryAfter(http.Header{"Retry-After": {v}}, now)
-		if !ok || got != want {
-			t.Errorf("Retry-After %q = %v, %v; want %v", v, got, ok, want)
-		}
-	}
-	for _, v := range []string{"", "soon", "-1"} {
-		if _, ok := retryAfter(http.Header{"Retry-After": {v}}, now); ok {
-			t.Errorf("Retry-After %q accepted", v)
-		}
+		t.Errorf("gave up after %v; the waits are capped at %v", d, throttlePolicy.MaxWait)
 	}
 }

@@ -3,7 +3,6 @@ package vsphere
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/metrics/legacyregistry"
 
+	"github.com/ccm-project/ccm/common/throttle"
 	"github.com/ccm-project/ccm/providers/vsphere/internal/sim"
 )
 
@@ -91,8 +91,8 @@ func TestThrottledBurstRecordsEveryLoadBalancer(t *testing.T) {
 // A vCenter that keeps refusing gets a bounded number of retries, then the 503 is the error;
 // a 503 without Retry-After (an outage) is not retried at all.
 func TestThrottleRetriesAreBounded(t *testing.T) {
-	defer func(n int, w time.Duration) { throttleRetries, throttleMaxWait = n, w }(throttleRetries, throttleMaxWait)
-	throttleRetries, throttleMaxWait = 3, 5*time.Millisecond
+	defer func(p throttle.Policy) { throttlePolicy = p }(throttlePolicy)
+	throttlePolicy = throttle.Policy{Retries: 3, BaseWait: time.Millisecond, MaxWait: 5 * time.Millisecond}
 	s := startSim(t)
 	in, _ := newTestCloud(t, s).InstancesV2()
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nobody"}}
@@ -115,7 +115,7 @@ func TestThrottleRetriesAreBounded(t *testing.T) {
 		t.Errorf("%d answers were throttled, want 4 (1 + 3 retries)", n)
 	}
 	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("gave up after %v; the waits are capped at %v", d, throttleMaxWait)
+		t.Errorf("gave up after %v; the waits are capped at %v", d, throttlePolicy.MaxWait)
 	}
 
 	s.SetThrottle(0, 0)
@@ -127,24 +127,5 @@ func TestThrottleRetriesAreBounded(t *testing.T) {
 	}
 	if n := s.Calls().Failed; n != 1 {
 		t.Errorf("%d calls refused by the outage, want 1 (no retry without Retry-After)", n)
-	}
-}
-
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	for v, want := range map[string]time.Duration{
-		"3":                             3 * time.Second,
-		"Thu, 01 Jan 2026 12:00:07 GMT": 7 * time.Second,
-		"Thu, 01 Jan 2026 11:00:00 GMT": 0,
-	} {
-		got, ok := retryAfter(http.Header{"Retry-After": {v}}, now)
-		if !ok || got != want {
-			t.Errorf("Retry-After %q = %v, %v; want %v", v, got, ok, want)
-		}
-	}
-	for _, v := range []string{"", "soon", "-1"} {
-		if _, ok := retryAfter(http.Header{"Retry-After": {v}}, now); ok {
-			t.Errorf("Retry-After %q accepted", v)
-		}
 	}
 }
