@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ccm-project/ccm/common/benchreport"
+	"github.com/ccm-project/ccm/common/benchscenario"
 	"github.com/ccm-project/ccm/common/testenv"
 )
 
@@ -188,12 +189,12 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 		if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		return parallel(n, func(i int) error {
+		return benchscenario.Parallel(n, func(i int) error {
 			_, err := env.Client.CoreV1().Services(ns).Create(ctx, testenv.LoadBalancerService(ns, fmt.Sprintf("%s-%05d", prefix, i), 80), metav1.CreateOptions{})
 			return err
 		})
 	}
-	addressed := func(obj any) bool { return len(obj.(*v1.Service).Status.LoadBalancer.Ingress) > 0 }
+	addressed := benchscenario.Addressed
 
 	// N Nodes at once.
 	fmt.Printf("bench: registering %d Nodes at once\n", nNodes)
@@ -205,13 +206,13 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 		return nil, err
 	}
 	start := time.Now()
-	if err := parallel(nNodes, func(i int) error {
+	if err := benchscenario.Parallel(nNodes, func(i int) error {
 		return testenv.RegisterNode(ctx, env.Client, fmt.Sprintf("bench-node-%04d", i))
 	}); err != nil {
 		return nil, err
 	}
 	nodeTimes, _ := nodeDone()
-	r.NodeTimes = since(nodeTimes, start)
+	r.NodeTimes = benchscenario.Since(nodeTimes, start)
 	calls, err := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{`)
 	if err != nil {
 		return nil, err
@@ -248,7 +249,7 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 		return nil, err
 	}
 	svcTimes, writes := svcDone()
-	r.ServiceTimes = since(svcTimes, start)
+	r.ServiceTimes = benchscenario.Since(svcTimes, start)
 	time.Sleep(2 * time.Second) // late writes (there should be none) would show in the count
 	total := 0
 	for _, w := range writes() {
@@ -426,46 +427,6 @@ func watchUntil(ctx context.Context, env *testenv.Env, resource, namespace strin
 	}, nil
 }
 
-func parallel(n int, f func(i int) error) error {
-	sem := make(chan struct{}, 64)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs <- f(i)
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// since returns each completion time as seconds after start.
-func since(at map[string]time.Time, start time.Time) []float64 {
-	d := make([]float64, 0, len(at))
-	for _, t := range at {
-		d = append(d, t.Sub(start).Seconds())
-	}
-	return d
-}
-
-func maxOf(s []float64) float64 {
-	m := 0.0
-	for _, v := range s {
-		m = max(m, v)
-	}
-	return m
-}
-
 // report prints the table and writes it, with the latency samples, under out.
 func report(r *result, command, out string) error {
 	rep := benchreport.New("dummy")
@@ -477,7 +438,7 @@ func report(r *result, command, out string) error {
 		Text: fmt.Sprintf("%d of %d", len(r.NodeTimes), r.Nodes), Target: "all", Met: benchreport.Met(len(r.NodeTimes) == r.Nodes)}).
 		Add(benchreport.Row{Key: benchreport.KeyNodeInitP50, Scenario: nodes, Measure: "time to initialised p50", Value: p(r.NodeTimes, 0.5), Unit: "s"}).
 		Add(benchreport.Row{Key: benchreport.KeyNodeInitP99, Scenario: nodes, Measure: "time to initialised p99", Value: p(r.NodeTimes, 0.99), Unit: "s"}).
-		Add(benchreport.Row{Key: benchreport.KeyNodeInitAll, Scenario: nodes, Measure: "all initialised", Value: maxOf(r.NodeTimes), Unit: "s"}).
+		Add(benchreport.Row{Key: benchreport.KeyNodeInitAll, Scenario: nodes, Measure: "all initialised", Value: benchscenario.MaxOf(r.NodeTimes), Unit: "s"}).
 		Add(benchreport.Row{Key: benchreport.KeyNodeInitCallsPerNode, Scenario: nodes, Measure: "cloud calls per Node", Value: r.CloudCallsPerNode})
 	if r.NodeAddedLBs > 0 {
 		na := fmt.Sprintf("one Node added, %d LB Services", r.NodeAddedLBs)
@@ -491,7 +452,7 @@ func report(r *result, command, out string) error {
 		Text: fmt.Sprintf("%d of %d", len(r.ServiceTimes), r.Services), Target: "all", Met: benchreport.Met(len(r.ServiceTimes) == r.Services)}).
 		Add(benchreport.Row{Key: benchreport.KeyLBP50, Scenario: svcs, Measure: "time to an address p50", Value: p(r.ServiceTimes, 0.5), Unit: "s"}).
 		Add(benchreport.Row{Key: benchreport.KeyLBP99, Scenario: svcs, Measure: "time to an address p99", Value: p(r.ServiceTimes, 0.99), Unit: "s"}).
-		Add(benchreport.Row{Key: benchreport.KeyLBAll, Scenario: svcs, Measure: "all addressed", Value: maxOf(r.ServiceTimes), Unit: "s"}).
+		Add(benchreport.Row{Key: benchreport.KeyLBAll, Scenario: svcs, Measure: "all addressed", Value: benchscenario.MaxOf(r.ServiceTimes), Unit: "s"}).
 		Add(benchreport.Row{Key: "dummy.lb.api_writes_per_service", Scenario: svcs, Measure: "API writes per Service (mean / max)", Value: r.APIWritesPerService,
 			Text: fmt.Sprintf("%.2f / %d", r.APIWritesPerService, r.MaxAPIWritesOneSvc), Target: "<= 2 (finalizer + status)", Met: benchreport.Met(r.MaxAPIWritesOneSvc <= 2)}).
 		Add(benchreport.Row{Key: "dummy.lb.store_writes", Scenario: svcs, Measure: "cloud (store) writes to create them all (batched per shard)", Value: r.CloudWritesCreate})

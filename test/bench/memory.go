@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ccm-project/ccm/common/benchscenario"
 	"github.com/ccm-project/ccm/common/testenv"
 )
 
@@ -92,13 +93,13 @@ func runMemory(nNodes, nServices, nLB int, extra []string, heapProfile string) (
 	}
 	start := time.Now()
 	fmt.Printf("bench: memory: registering %d Nodes and creating %d Services (%d LoadBalancer)\n", nNodes, nServices, nLB)
-	if err := parallel(nNodes, func(i int) error {
+	if err := benchscenario.Parallel(nNodes, func(i int) error {
 		return testenv.RegisterNode(ctx, env.Client, fmt.Sprintf("mem-node-%05d", i))
 	}); err != nil {
 		return nil, err
 	}
 	noPorts := false
-	if err := parallel(nServices, func(i int) error {
+	if err := benchscenario.Parallel(nServices, func(i int) error {
 		s := testenv.LoadBalancerService("bench", fmt.Sprintf("mem-svc-%05d", i), 80)
 		s.Spec.AllocateLoadBalancerNodePorts = &noPorts
 		if i >= nLB {
