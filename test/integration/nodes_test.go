@@ -43,7 +43,8 @@ func TestNodeInitialisation(t *testing.T) {
 		eventually(t, 30*time.Second, tc.name+" initialised", func() (bool, error) {
 			var err error
 			n, err = node(tc.name)
-			return err == nil && !hasTaint(n, "node.cloudprovider.kubernetes.io/uninitialized"), err
+			// The addresses come in a second write, after the taint's removal.
+			return err == nil && len(n.Status.Addresses) > 0 && !hasTaint(n, "node.cloudprovider.kubernetes.io/uninitialized"), err
 		})
 		if n.Spec.ProviderID != tc.providerID {
 			t.Errorf("%s providerID = %q, want %q", tc.name, n.Spec.ProviderID, tc.providerID)

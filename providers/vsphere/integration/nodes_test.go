@@ -79,13 +79,15 @@ func newNode(t *testing.T, name string) {
 	t.Cleanup(func() { _ = env.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 }
 
+// initialised waits for the providerID and the addresses: the cloud node controller writes the
+// Node and its status in two updates.
 func initialised(t *testing.T, name string) *v1.Node {
 	t.Helper()
 	var nd *v1.Node
 	eventually(t, 30*time.Second, name+" initialised", func() (bool, error) {
 		var err error
 		nd, err = node(name)
-		return err == nil && nd.Spec.ProviderID != "", err
+		return err == nil && nd.Spec.ProviderID != "" && len(nd.Status.Addresses) > 0, err
 	})
 	return nd
 }
