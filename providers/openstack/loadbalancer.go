@@ -219,11 +219,21 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	return l.sync(ctx, clusterName, svc, nodes, false)
 }
 
+// errNotCreatedYet: UpdateLoadBalancer found no load balancer to update.
+var errNotCreatedYet = errors.New("does not exist yet")
+
 // UpdateLoadBalancer implements cloudprovider.LoadBalancer: the same reconcile, which writes
 // only the pools whose members changed (one batch call each).
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (err error) {
 	defer observe("update", time.Now(), &err)
 	_, err = l.sync(ctx, clusterName, svc, nodes, true)
+	if errors.Is(err, errNotCreatedYet) && len(svc.Status.LoadBalancer.Ingress) == 0 {
+		// A Node change met a Service whose load balancer is still being created (or failed to
+		// be): the Service's own requeued sync creates it with the Nodes of that moment. A
+		// Service that has an address but no load balancer (deleted out of band) stays an error.
+		klog.V(2).InfoS("No load balancer to update yet; its pending creation uses the current Nodes", "service", klog.KObj(svc))
+		return nil
+	}
 	return err
 }
 
@@ -313,7 +323,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, clusterName st
 	}
 	if lb == nil {
 		if mustExist {
-			return "", fmt.Errorf("load balancer %s does not exist yet", name)
+			return "", fmt.Errorf("load balancer %s %w", name, errNotCreatedYet)
 		}
 		members, err := l.members(ctx, nodes, spec)
 		if err != nil {

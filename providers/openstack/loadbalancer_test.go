@@ -433,3 +433,23 @@ func TestAdoptedLoadBalancer(t *testing.T) {
 		t.Errorf("after delete: %+v, want the user's load balancer without our listener", got)
 	}
 }
+
+// A Node change that meets a Service whose load balancer is not created yet is no error (its
+// pending create uses the Nodes of that moment) and writes nothing; a Service that has an
+// address but no load balancer (deleted behind our back) still is one.
+func TestUpdateBeforeCreate(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	svc := lbService("early", nil, v1.ServicePort{Name: "http", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP})
+	writes := f.Writes()
+	if err := lb.UpdateLoadBalancer(context.Background(), cluster, svc, lbNodes("10.0.0.5")); err != nil {
+		t.Errorf("update before the create: %v, want none", err)
+	}
+	if w := f.Writes() - writes; w != 0 {
+		t.Errorf("update before the create made %d writes", w)
+	}
+	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "172.24.4.10"}}
+	if err := lb.UpdateLoadBalancer(context.Background(), cluster, svc, lbNodes("10.0.0.5")); err == nil || !strings.Contains(err.Error(), "does not exist yet") {
+		t.Errorf("update of a Service whose load balancer vanished: %v, want an error", err)
+	}
+}
