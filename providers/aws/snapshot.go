@@ -84,22 +84,17 @@ func (l *loadBalancers) listELBs(ctx context.Context) (map[string]*elbtypes.Load
 		in.Marker = out.NextMarker
 	}
 	tags := map[string]map[string]string{}
-	for len(names) > 0 {
-		chunk := names[:min(20, len(names))] // DescribeTags takes at most 20 names
-		names = names[len(chunk):]
+	err := inChunks(names, func(chunk []string) error {
 		out, err := l.c.api.elb.DescribeTags(ctx, &elb.DescribeTagsInput{LoadBalancerNames: chunk})
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		for _, td := range out.TagDescriptions {
-			m := map[string]string{}
-			for _, t := range td.Tags {
-				m[aws.ToString(t.Key)] = aws.ToString(t.Value)
-			}
-			tags[aws.ToString(td.LoadBalancerName)] = m
+			tags[aws.ToString(td.LoadBalancerName)] = tagMap(td.Tags, func(t elbtypes.Tag) (*string, *string) { return t.Key, t.Value })
 		}
-	}
-	return lbs, tags, nil
+		return nil
+	})
+	return lbs, tags, err
 }
 
 // listNLBs lists the cluster's NLBs (by type and name prefix) and their tags.
@@ -127,20 +122,37 @@ func (l *loadBalancers) listNLBs(ctx context.Context) (map[string]*v2types.LoadB
 		in.Marker = out.NextMarker
 	}
 	tags := map[string]map[string]string{}
-	for len(arns) > 0 {
-		chunk := arns[:min(20, len(arns))] // DescribeTags takes at most 20 ARNs
-		arns = arns[len(chunk):]
+	err := inChunks(arns, func(chunk []string) error {
 		out, err := l.c.api.elbv2.DescribeTags(ctx, &elbv2.DescribeTagsInput{ResourceArns: chunk})
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		for _, td := range out.TagDescriptions {
-			m := map[string]string{}
-			for _, t := range td.Tags {
-				m[aws.ToString(t.Key)] = aws.ToString(t.Value)
-			}
-			tags[byARN[aws.ToString(td.ResourceArn)]] = m
+			tags[byARN[aws.ToString(td.ResourceArn)]] = tagMap(td.Tags, func(t v2types.Tag) (*string, *string) { return t.Key, t.Value })
+		}
+		return nil
+	})
+	return lbs, tags, err
+}
+
+// inChunks calls f with ids 20 at a time: both ELB APIs' DescribeTags take at most 20.
+func inChunks(ids []string, f func([]string) error) error {
+	for len(ids) > 0 {
+		chunk := ids[:min(20, len(ids))]
+		ids = ids[len(chunk):]
+		if err := f(chunk); err != nil {
+			return err
 		}
 	}
-	return lbs, tags, nil
+	return nil
+}
+
+// tagMap turns one of the SDKs' tag lists into a map.
+func tagMap[T any](tags []T, kv func(T) (*string, *string)) map[string]string {
+	m := make(map[string]string, len(tags))
+	for _, t := range tags {
+		k, v := kv(t)
+		m[aws.ToString(k)] = aws.ToString(v)
+	}
+	return m
 }
