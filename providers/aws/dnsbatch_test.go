@@ -33,7 +33,7 @@ func TestLookupByDNSNameIsBatched(t *testing.T) {
 	h.fake.AddInstance(fakeaws.Instance{Type: "m5.large", Zone: "us-east-1a", PrivateDNS: "twice"})
 	h.fake.AddInstance(fakeaws.Instance{Type: "m5.large", Zone: "us-east-1b", PrivateDNS: "twice"})
 
-	before := h.fake.Calls()["ec2:DescribeInstances"]
+	before := h.fake.Operations()["ec2:DescribeInstances"]
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	got := map[string]string{}
@@ -50,7 +50,7 @@ func TestLookupByDNSNameIsBatched(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	calls := h.fake.Calls()["ec2:DescribeInstances"] - before
+	calls := h.fake.Operations()["ec2:DescribeInstances"] - before
 	for name, id := range want {
 		if got[name] != id {
 			t.Errorf("%s: providerID %q, want %q", name, got[name], id)

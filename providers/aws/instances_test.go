@@ -26,7 +26,7 @@ func TestLookupsAreBatchedAndCached(t *testing.T) {
 	}
 	inst, _ := c.InstancesV2()
 	for round := 0; round < 2; round++ {
-		before := h.fake.Calls()["ec2:DescribeInstances"]
+		before := h.fake.Operations()["ec2:DescribeInstances"]
 		var wg sync.WaitGroup
 		errs := make(chan error, n+1)
 		for i, id := range append(ids, "i-unknown") {
@@ -45,7 +45,7 @@ func TestLookupsAreBatchedAndCached(t *testing.T) {
 		for err := range errs {
 			t.Error(err)
 		}
-		calls := h.fake.Calls()["ec2:DescribeInstances"] - before
+		calls := h.fake.Operations()["ec2:DescribeInstances"] - before
 		if round == 0 && (calls < 1 || calls > 4) {
 			t.Errorf("%d look-ups made %d DescribeInstances calls, want 3 (batches of 200)", n+1, calls)
 		}

@@ -146,7 +146,7 @@ func TestClassicELBProxyProtocol(t *testing.T) {
 		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
 			Ports: []v1.ServicePort{{Name: "a", Port: 443, NodePort: 30443, Protocol: v1.ProtocolTCP}, {Name: "b", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
 	name := c.lb.name(svc)
-	calls := func(op string) int { return h.fake.Calls()["elb:"+op] }
+	calls := func(op string) int { return h.fake.Operations()["elb:"+op] }
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}

@@ -174,7 +174,7 @@ func TestNLBRestartReadsListingOnly(t *testing.T) {
 	}
 	reads := func() (int, map[string]int) {
 		total, m := 0, map[string]int{}
-		for op, k := range h.fake.Calls() {
+		for op, k := range h.fake.Operations() {
 			if _, action, _ := strings.Cut(op, ":"); strings.HasPrefix(action, "Describe") {
 				total += k
 				m[op] = k
@@ -293,12 +293,12 @@ func TestNLBProxyProtocolV2(t *testing.T) {
 		t.Errorf("bad value: %d writes, proxy %v; want nothing changed", d, proxyOn())
 	}
 	delete(svc.Annotations, annotationPrefix+"proxy-protocol")
-	before := h.fake.Calls()["elbv2:ModifyTargetGroupAttributes"]
+	before := h.fake.Operations()["elbv2:ModifyTargetGroupAttributes"]
 	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
-	if got := proxyOn(); !slices.Equal(got, []bool{false, false}) || h.fake.Calls()["elbv2:ModifyTargetGroupAttributes"]-before != 2 {
-		t.Errorf("disabled: proxy %v, ModifyTargetGroupAttributes +%d; want both false, +2", got, h.fake.Calls()["elbv2:ModifyTargetGroupAttributes"]-before)
+	if got := proxyOn(); !slices.Equal(got, []bool{false, false}) || h.fake.Operations()["elbv2:ModifyTargetGroupAttributes"]-before != 2 {
+		t.Errorf("disabled: proxy %v, ModifyTargetGroupAttributes +%d; want both false, +2", got, h.fake.Operations()["elbv2:ModifyTargetGroupAttributes"]-before)
 	}
 }
 

@@ -9,6 +9,7 @@ package fakeaws
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -42,7 +43,8 @@ type Server struct {
 	tables    map[string]*RouteTable
 	tags      map[string]map[string]string // EC2 resource ID -> tags
 
-	calls      map[string]int // "ec2:DescribeInstances" -> count
+	calls      map[string]int // "ec2:DescribeInstances" -> count, every attempt
+	ops        map[string]int // the same, first attempts only (see Operations)
 	throttled  map[string]int
 	writes     int
 	failed     int                // answered with an injected error (outage, FailOps)
@@ -75,7 +77,7 @@ func New(region, cluster string) *Server {
 		instances: map[string]*Instance{}, subnets: map[string]*Subnet{}, groups: map[string]*SecurityGroup{},
 		elbs: map[string]*ClassicLB{}, tags: map[string]map[string]string{},
 		nlbs: map[string]*NLB{}, tgs: map[string]*TargetGroup{}, listeners: map[string]*NLBListener{},
-		calls: map[string]int{}, throttled: map[string]int{}, tables: map[string]*RouteTable{},
+		calls: map[string]int{}, ops: map[string]int{}, throttled: map[string]int{}, tables: map[string]*RouteTable{},
 		sessions: map[string]session{}, sigs: map[Signature]int{},
 	}
 	for i, z := range []string{"a", "b", "c"} {
@@ -166,6 +168,26 @@ func (s *Server) Calls() map[string]int {
 	return out
 }
 
+// Operations counts, per operation, the calls the client made, leaving out its retries (the
+// SDK's amz-sdk-request header says attempt=2 and up). Tests of how many calls the ccm makes
+// use it: a retry after a lost connection on a loaded machine is the SDK's doing, not the ccm's.
+func (s *Server) Operations() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.ops)
+}
+
+// isRetry tells an SDK retry from a first attempt by the amz-sdk-request header
+// ("attempt=2; max=8"); a request without the header is a first attempt.
+func isRetry(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("amz-sdk-request"), ";") {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(part), "attempt="); ok {
+			return n != "1"
+		}
+	}
+	return false
+}
+
 // Throttled returns a copy of the per-operation counts of throttled answers.
 func (s *Server) Throttled() map[string]int {
 	s.mu.Lock()
@@ -244,6 +266,9 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	op := svc + ":" + action
 	s.calls[op]++
+	if !isRetry(r) {
+		s.ops[op]++
+	}
 	sig := signature(op, r)
 	s.sigs[sig]++
 	authErr := s.authenticate(r, sig)

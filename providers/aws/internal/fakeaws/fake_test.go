@@ -203,3 +203,22 @@ func TestELBPoliciesThroughSDK(t *testing.T) {
 		t.Errorf("after an empty list: backends %v, policies %v; want no backend policy, the policy kept", lb.BackendPolicies, lb.Policies)
 	}
 }
+
+// Operations leaves out the SDK's retries; Calls counts every attempt.
+func TestOperationsLeaveOutRetries(t *testing.T) {
+	s, _, _ := clients(t)
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", ""),
+		Retryer: func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 3; o.Backoff = retry.BackoffDelayerFunc(noDelay) })
+		}}
+	e := ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = aws.String(s.URL()) })
+	s.SetFaults(Faults{FailOps: map[string]bool{"DescribeSubnets": true}})
+	if _, err := e.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}); code(err) != "InternalError" {
+		t.Fatalf("injected failure: code %q", code(err))
+	}
+	if c, o := s.Calls()["ec2:DescribeSubnets"], s.Operations()["ec2:DescribeSubnets"]; c != 3 || o != 1 {
+		t.Errorf("calls %d, operations %d; want 3 attempts of 1 operation", c, o)
+	}
+}
+
+func noDelay(int, error) (time.Duration, error) { return 0, nil }
