@@ -80,7 +80,7 @@ func (c *Cloud) init() error {
 		}
 		c.api = api
 		c.inst = newInstanceCache(api.ec2, c.cfg.Global.InstanceCacheTTL.Duration)
-		c.dns = &dnsBatcher{inst: c.inst, vpc: c.vpc()}
+		c.dns = newDNSBatcher(c.inst, c.vpc())
 		c.lb = newLoadBalancers(c)
 	})
 	return c.initErr

@@ -3,21 +3,13 @@ package aws
 import (
 	"context"
 	"fmt"
-	"slices"
+	"maps"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
-)
-
-// Batching: callers asking for instances within batchWindow share one DescribeInstances of up
-// to maxBatch IDs (EC2 accepts 200 values per filter), so a node-controller resync of 200 Nodes
-// or a load balancer update is one call, not one per Node.
-const (
-	batchWindow = 20 * time.Millisecond
-	maxBatch    = 200
 )
 
 // ec2API is the part of the EC2 client the provider uses (a seam for unit tests of errors).
@@ -31,9 +23,9 @@ type instanceCache struct {
 	api ec2API
 	ttl time.Duration
 
-	mu   sync.Mutex
-	byID map[string]cached
-	cur  *batch
+	mu      sync.Mutex
+	byID    map[string]cached
+	batches batcher[string, *types.Instance]
 }
 
 type cached struct {
@@ -41,22 +33,16 @@ type cached struct {
 	at time.Time
 }
 
-type batch struct {
-	ids     []string
-	flushed bool // a full batch is flushed at once and again by its timer: only once counts
-	done    chan struct{}
-	res     map[string]*types.Instance
-	err     error
-}
-
 func newInstanceCache(api ec2API, ttl time.Duration) *instanceCache {
-	return &instanceCache{api: api, ttl: ttl, byID: map[string]cached{}}
+	c := &instanceCache{api: api, ttl: ttl, byID: map[string]cached{}}
+	c.batches.fetch = c.fetch
+	return c
 }
 
 // get returns the instances with these IDs; a missing key means EC2 does not know the ID.
 func (c *instanceCache) get(ctx context.Context, ids []string) (map[string]*types.Instance, error) {
 	out := map[string]*types.Instance{}
-	var wait []*batch
+	var miss []string
 	c.mu.Lock()
 	now := time.Now()
 	for _, id := range ids {
@@ -66,72 +52,33 @@ func (c *instanceCache) get(ctx context.Context, ids []string) (map[string]*type
 			}
 			continue
 		}
-		if c.cur == nil {
-			b := &batch{done: make(chan struct{})}
-			c.cur = b
-			time.AfterFunc(batchWindow, func() { c.flush(b) })
-		}
-		b := c.cur
-		if !slices.Contains(b.ids, id) {
-			b.ids = append(b.ids, id)
-		}
-		if !slices.Contains(wait, b) {
-			wait = append(wait, b)
-		}
-		if len(b.ids) >= maxBatch {
-			c.cur = nil
-			go c.flush(b)
-		}
+		miss = append(miss, id)
 	}
 	c.mu.Unlock()
-	for _, b := range wait {
-		select {
-		case <-b.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if b.err != nil {
-			return nil, b.err
-		}
-		for _, id := range ids {
-			if in, ok := b.res[id]; ok {
-				out[id] = in
-			}
-		}
+	if len(miss) == 0 {
+		return out, nil
 	}
+	got, err := c.batches.get(ctx, miss)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(out, got)
 	return out, nil
 }
 
-func (c *instanceCache) flush(b *batch) {
-	c.mu.Lock()
-	if c.cur == b {
-		c.cur = nil
-	}
-	if b.flushed {
-		c.mu.Unlock()
-		return
-	}
-	b.flushed = true
-	ids := slices.Clone(b.ids)
-	c.mu.Unlock()
-	if len(ids) == 0 {
-		close(b.done)
-		return
-	}
-	// A filter, unlike InstanceId, does not fail the whole call for one unknown ID. The call is
-	// detached from any one caller's context: others wait on it too.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+// fetch reads one batch of IDs and caches the answers. A filter, unlike InstanceId, does not
+// fail the whole call for one unknown ID.
+func (c *instanceCache) fetch(ctx context.Context, ids []string) (map[string]*types.Instance, error) {
 	found, err := describe(ctx, c.api, &ec2.DescribeInstancesInput{Filters: []types.Filter{{Name: aws.String("instance-id"), Values: ids}}})
-	if err == nil {
-		b.res = map[string]*types.Instance{}
-		for _, in := range found {
-			b.res[aws.ToString(in.InstanceId)] = in
-		}
-		c.store(ids, b.res)
+	if err != nil {
+		return nil, err
 	}
-	b.err = err
-	close(b.done)
+	res := map[string]*types.Instance{}
+	for _, in := range found {
+		res[aws.ToString(in.InstanceId)] = in
+	}
+	c.store(ids, res)
+	return res, nil
 }
 
 // store records answers for ids (absent ones as not found) and drops expired entries so the
