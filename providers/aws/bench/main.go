@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -64,28 +63,14 @@ func run(o options) error {
 	if o.lbType != "nlb" && o.lbType != "classic" {
 		return fmt.Errorf("--type: want nlb or classic, got %q", o.lbType)
 	}
-	binDir := os.Getenv("CCM_BIN_DIR")
-	if binDir == "" {
-		return fmt.Errorf("set CCM_BIN_DIR (with ccm-aws) and CCM_TESTBIN")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{})
+	cl, err := benchscenario.StartCluster(ctx, "aws")
 	if err != nil {
 		return err
 	}
-	defer env.Stop()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return err
-	}
-	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "aws")); err != nil {
-		return err
-	}
-	token, err := env.MetricsReaderToken(ctx)
-	if err != nil {
-		return err
-	}
+	defer cl.Stop()
+	env, token := cl.Env, cl.Token
 	fake := fakeaws.New("us-east-1", cluster)
 	if o.lbType == "nlb" {
 		fake.SetNLBProvisioning(o.provisioning)
@@ -107,7 +92,7 @@ func run(o options) error {
 		}
 	}
 	start := func(name string) (*testenv.CCM, error) {
-		return benchscenario.StartLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: filepath.Join(binDir, "ccm-aws"), Provider: "aws", CloudConfig: conf})
+		return benchscenario.StartLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: cl.Binary, Provider: "aws", CloudConfig: conf})
 	}
 	quiet := func(d time.Duration) { benchscenario.QuietFor(ctx, d, func() int { return total(fake.Calls()) }) }
 	createServices := func(ccm *testenv.CCM, prefix string, n int) ([]float64, error) {
@@ -159,8 +144,8 @@ func run(o options) error {
 		return benchscenario.Short(ccm, "Nodes initialised", len(f.NodeTimes), o.nodes)
 	}
 	quiet(2 * time.Second)
-	f.NodeCalls = float64(total(diff(fake.Calls(), c0)))
-	fmt.Printf("bench: initialisation calls by operation: %s\n", format(diff(fake.Calls(), c0)))
+	f.NodeCalls = float64(total(benchscenario.Diff(c0, fake.Calls())))
+	fmt.Printf("bench: initialisation calls by operation: %s\n", benchscenario.Format(benchscenario.Diff(c0, fake.Calls())))
 
 	// M Services at once.
 	fmt.Printf("bench: creating %d LoadBalancer Services (%s) at once\n", o.services, o.lbType)
@@ -169,11 +154,11 @@ func run(o options) error {
 		return err
 	}
 	quiet(3 * time.Second)
-	lb := diff(fake.Calls(), c0)
+	lb := benchscenario.Diff(c0, fake.Calls())
 	f.LBCalls = float64(total(lb))
 	extra = append(extra, benchreport.Row{Key: "provider.lb.writes_per_service", Scenario: fmt.Sprintf("%d LB Services at once (%s)", o.services, o.lbType),
 		Measure: "cloud writes per Service", Value: float64(writes(lb)) / float64(o.services)})
-	fmt.Printf("bench: LB calls by operation: %s\n", format(lb))
+	fmt.Printf("bench: LB calls by operation: %s\n", benchscenario.Format(lb))
 
 	// Restart with nothing changed: a new process re-ensures every Service.
 	fmt.Println("bench: restarting the ccm with nothing changed")
@@ -186,9 +171,9 @@ func run(o options) error {
 		return err
 	}
 	quiet(3 * time.Second)
-	rs := diff(fake.Calls(), c0)
+	rs := benchscenario.Diff(c0, fake.Calls())
 	f.RestartWrites, f.RestartReads = float64(writes(rs)), float64(total(rs)-writes(rs))
-	fmt.Printf("bench: restart calls by operation: %s\n", format(rs))
+	fmt.Printf("bench: restart calls by operation: %s\n", benchscenario.Format(rs))
 
 	// One Node added: every load balancer gets the new instance.
 	fmt.Printf("bench: adding one Node to %d load balancers\n", o.services)
@@ -206,9 +191,9 @@ func run(o options) error {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 	}
 	quiet(3 * time.Second)
-	na := diff(fake.Calls(), c0)
+	na := benchscenario.Diff(c0, fake.Calls())
 	f.NodeAddedWrites = float64(writes(na))
-	fmt.Printf("bench: node-added calls by operation: %s\n", format(na))
+	fmt.Printf("bench: node-added calls by operation: %s\n", benchscenario.Format(na))
 
 	// More Services under throttling: nothing fails, and the share of throttled answers.
 	if o.throttled > 0 {
@@ -220,7 +205,7 @@ func run(o options) error {
 			return fmt.Errorf("throttled: %w", err)
 		}
 		quiet(3 * time.Second)
-		calls, thr := total(diff(fake.Calls(), c0)), total(diff(fake.Throttled(), th0))
+		calls, thr := total(benchscenario.Diff(c0, fake.Calls())), total(benchscenario.Diff(th0, fake.Throttled()))
 		failed, rechecks, examples, err := failedSyncs(ctx, env, "thr-")
 		if err != nil {
 			return err
@@ -308,25 +293,6 @@ func writes(m map[string]int) int {
 		}
 	}
 	return n
-}
-
-func diff(now, before map[string]int) map[string]int {
-	out := map[string]int{}
-	for k, v := range now {
-		if d := v - before[k]; d > 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
-
-func format(m map[string]int) string {
-	var out []string
-	for op, n := range m {
-		out = append(out, fmt.Sprintf("%s=%d", op, n))
-	}
-	sort.Strings(out)
-	return strings.Join(out, " ")
 }
 
 // waitMessage matches the provider's api.RetryError messages: an NLB still provisioning (or a

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -58,28 +57,14 @@ func run(o options) error {
 	if o.nodes < 1 || o.services < 1 {
 		return fmt.Errorf("--nodes and --services: want at least 1, got %d and %d", o.nodes, o.services)
 	}
-	bin := os.Getenv("CCM_BIN_DIR")
-	if bin == "" {
-		return fmt.Errorf("CCM_BIN_DIR is not set (the folder with ccm-openstack; make build-openstack)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	root, err := testenv.RepoRoot()
+	cl, err := benchscenario.StartCluster(ctx, "openstack")
 	if err != nil {
 		return err
 	}
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		return err
-	}
-	defer env.Stop()
-	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "openstack")); err != nil {
-		return err
-	}
-	token, err := env.MetricsReaderToken(ctx)
-	if err != nil {
-		return err
-	}
+	defer cl.Stop()
+	env, token := cl.Env, cl.Token
 	cloud := fake.New(fake.Options{ProvisionDelay: o.delay, UpdateDelay: o.provisionUpdates})
 	cloud.SetLatency(o.latency)
 	if _, err := cloud.Start(); err != nil {
@@ -100,7 +85,7 @@ func run(o options) error {
 		}
 	}
 	start := func(name string) (*testenv.CCM, error) {
-		return benchscenario.StartLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: filepath.Join(bin, "ccm-openstack"), Provider: "openstack", CloudConfig: conf, Args: o.extra})
+		return benchscenario.StartLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: cl.Binary, Provider: "openstack", CloudConfig: conf, Args: o.extra})
 	}
 	total := func() int {
 		n := 0
@@ -154,7 +139,7 @@ func run(o options) error {
 	}
 	quiet(2 * time.Second)
 	f.LBCalls = float64(total() - c0)
-	created := diff(before, cloud.Calls())
+	created := benchscenario.Diff(before, cloud.Calls())
 	extra = append(extra,
 		benchreport.Row{Key: "provider.keystone_tokens", Scenario: "Nodes and Services (one process)", Measure: "Keystone tokens issued", Value: float64(cloud.TokensIssued()),
 			Target: "1", Met: benchreport.Met(cloud.TokensIssued() == 1)},
@@ -173,7 +158,7 @@ func run(o options) error {
 		return err
 	}
 	quiet(3 * time.Second)
-	after := diff(before, cloud.Calls())
+	after := benchscenario.Diff(before, cloud.Calls())
 	f.RestartWrites = float64(cloud.Writes() - w0)
 	for op, n := range after {
 		if op != "keystone.CreateToken" {
@@ -183,7 +168,7 @@ func run(o options) error {
 	f.RestartReads -= f.RestartWrites
 	extra = append(extra, benchreport.Row{Key: "provider.restart_tokens", Scenario: fmt.Sprintf("restart, nothing changed (%d LBs)", o.services),
 		Measure: "Keystone tokens (not counted as reads)", Value: float64(after["keystone.CreateToken"]), Target: "1 (new process)", Met: benchreport.Met(after["keystone.CreateToken"] == 1)})
-	fmt.Printf("bench: restart calls by operation: %s\n", format(after))
+	fmt.Printf("bench: restart calls by operation: %s\n", benchscenario.Format(after))
 
 	// One Node added: every LB's pool gets the new member.
 	fmt.Printf("bench: adding one Node to %d load balancers\n", o.services)
@@ -204,7 +189,7 @@ func run(o options) error {
 	}
 	quiet(3 * time.Second)
 	f.NodeAddedWrites = float64(cloud.Writes() - w0)
-	fmt.Printf("bench: node-added calls by operation: %s\n", format(diff(before, cloud.Calls())))
+	fmt.Printf("bench: node-added calls by operation: %s\n", benchscenario.Format(benchscenario.Diff(before, cloud.Calls())))
 	ccm.Stop(10 * time.Second)
 
 	rep := benchreport.New("openstack")
@@ -231,25 +216,6 @@ func withMember(lbs []fake.LoadBalancer, ip string) int {
 		}
 	}
 	return n
-}
-
-func diff(before, after map[string]int) map[string]int {
-	out := map[string]int{}
-	for op, n := range after {
-		if d := n - before[op]; d > 0 {
-			out[op] = d
-		}
-	}
-	return out
-}
-
-func format(m map[string]int) string {
-	var out []string
-	for op, n := range m {
-		out = append(out, fmt.Sprintf("%s=%d", op, n))
-	}
-	sort.Strings(out)
-	return strings.Join(out, " ")
 }
 
 func cloudConfig(f *fake.Cloud) string {

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -54,28 +53,14 @@ func run(o options) error {
 	if o.nodes < 1 || o.services < 1 || o.dcs < 1 {
 		return fmt.Errorf("--nodes, --services and --datacenters: want at least 1, got %d, %d and %d", o.nodes, o.services, o.dcs)
 	}
-	dir := os.Getenv("CCM_BIN_DIR")
-	if dir == "" {
-		return fmt.Errorf("set CCM_BIN_DIR to the folder holding ccm-vsphere (make build-vsphere)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{})
+	cl, err := benchscenario.StartCluster(ctx, "vsphere")
 	if err != nil {
 		return err
 	}
-	defer env.Stop()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return err
-	}
-	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "vsphere")); err != nil {
-		return err
-	}
-	token, err := env.MetricsReaderToken(ctx)
-	if err != nil {
-		return err
-	}
+	defer cl.Stop()
+	env, token := cl.Env, cl.Token
 	const user, password = "bench@vsphere.local", "bench-password"
 	s, err := sim.Start(ctx, sim.Options{User: user, Password: password, Datacenters: o.dcs, ZoneCategory: "k8s-zone", RegionCategory: "k8s-region"})
 	if err != nil {
@@ -109,7 +94,7 @@ func run(o options) error {
 		return err
 	}
 	start := func(name string) (*testenv.CCM, error) {
-		return benchscenario.StartLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: filepath.Join(dir, "ccm-vsphere"), Provider: "vsphere", CloudConfig: cfgPath,
+		return benchscenario.StartLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: cl.Binary, Provider: "vsphere", CloudConfig: cfgPath,
 			Args: []string{"--node-status-update-frequency=" + o.refresh.String()}})
 	}
 	quiet := func(d time.Duration) { benchscenario.QuietFor(ctx, d, func() int { return s.Calls().Total }) }
@@ -149,7 +134,7 @@ func run(o options) error {
 		benchreport.Row{Key: "provider.node_init.soap_logins", Scenario: scen, Measure: "SOAP sessions opened (Login)", Value: float64(init.PerOp["Login"]),
 			Target: "<= 1 per vCenter", Met: benchreport.Met(init.PerOp["Login"] <= 1)},
 		benchreport.Row{Key: "provider.node_init.vapi_sessions", Scenario: scen, Measure: "vAPI (tagging) sessions opened", Value: float64(sessions)})
-	fmt.Printf("bench: initialisation calls by operation: %s\n", format(init.PerOp))
+	fmt.Printf("bench: initialisation calls by operation: %s\n", benchscenario.Format(init.PerOp))
 
 	// Periodic address refresh: count the bursts of calls (one per round) over a few rounds,
 	// so the figure is per observed round.
@@ -174,7 +159,7 @@ func run(o options) error {
 			benchreport.Row{Key: "provider.refresh.calls_per_node", Scenario: rs, Measure: "vCenter calls per Node per refresh", Value: perRound / float64(o.nodes),
 				Target: "<= 0.6", Met: benchreport.Met(perRound/float64(o.nodes) <= 0.6)},
 			benchreport.Row{Key: "provider.refresh.writes", Scenario: rs, Measure: "vCenter writes", Value: float64(ref.Writes), Target: "0", Met: benchreport.Met(ref.Writes == 0)})
-		fmt.Printf("bench: refresh calls by operation: %s\n", format(ref.PerOp))
+		fmt.Printf("bench: refresh calls by operation: %s\n", benchscenario.Format(ref.PerOp))
 	}
 
 	// M Services at once.
@@ -199,7 +184,7 @@ func run(o options) error {
 	f.LBCalls = float64(lb.Total)
 	extra = append(extra, benchreport.Row{Key: "provider.lb.writes_per_service", Scenario: fmt.Sprintf("%d LB Services at once", o.services),
 		Measure: "cloud writes per Service", Value: float64(lb.Writes) / float64(o.services)})
-	fmt.Printf("bench: LB calls by operation: %s\n", format(lb.PerOp))
+	fmt.Printf("bench: LB calls by operation: %s\n", benchscenario.Format(lb.PerOp))
 
 	// Restart with nothing changed: a new process re-ensures every Service. Its periodic
 	// address refresh runs too; those reads count, as they would on a real restart.
@@ -215,7 +200,7 @@ func run(o options) error {
 	quiet(2 * time.Second)
 	rs := sub(s.Calls(), c0)
 	f.RestartWrites, f.RestartReads = float64(rs.Writes), float64(rs.Total-rs.Writes)
-	fmt.Printf("bench: restart calls by operation: %s\n", format(rs.PerOp))
+	fmt.Printf("bench: restart calls by operation: %s\n", benchscenario.Format(rs.PerOp))
 
 	// One Node added: every LB record (its fingerprint covers the members) is rewritten.
 	fmt.Printf("bench: adding one Node to %d load balancers\n", o.services)
@@ -254,7 +239,7 @@ func run(o options) error {
 	quiet(3 * time.Second)
 	na := sub(s.Calls(), c0)
 	f.NodeAddedWrites = float64(na.Writes)
-	fmt.Printf("bench: node-added calls by operation: %s\n", format(na.PerOp))
+	fmt.Printf("bench: node-added calls by operation: %s\n", benchscenario.Format(na.PerOp))
 	ccm.Stop(10 * time.Second)
 
 	rep := benchreport.New("vsphere")
@@ -273,13 +258,4 @@ func sub(a, b simcontrol.Calls) simcontrol.Calls {
 		}
 	}
 	return out
-}
-
-func format(m map[string]int) string {
-	var out []string
-	for op, n := range m {
-		out = append(out, fmt.Sprintf("%s=%d", op, n))
-	}
-	sort.Strings(out)
-	return strings.Join(out, " ")
 }
