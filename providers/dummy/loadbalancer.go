@@ -251,18 +251,7 @@ func (l *loadBalancers) load(ctx context.Context) error {
 	return nil
 }
 
-func (l *loadBalancers) updatePoolMetrics() {
-	for _, p := range l.pools {
-		used := 0
-		for a := range l.owner {
-			if p.Contains(a) {
-				used++
-			}
-		}
-		metrics.IPPoolAddresses.WithLabelValues(ProviderName, p.Name(), "total").Set(p.Size())
-		metrics.IPPoolAddresses.WithLabelValues(ProviderName, p.Name(), "used").Set(float64(used))
-	}
-}
+func (l *loadBalancers) updatePoolMetrics() { ippool.ReportUsage(ProviderName, l.pools, l.owner) }
 
 func observe(op string, start time.Time, err *error) {
 	metrics.ObserveReconcile(ProviderName, "loadbalancer", op, start, *err)

@@ -238,18 +238,7 @@ func (l *loadBalancers) addressesFor(name string, svc *v1.Service, have lbRecord
 	return out, nil
 }
 
-func (l *loadBalancers) poolMetrics() {
-	for _, p := range l.pools {
-		used := 0
-		for a := range l.used {
-			if p.Contains(a) {
-				used++
-			}
-		}
-		metrics.IPPoolAddresses.WithLabelValues(ProviderName, p.Name(), "total").Set(p.Size())
-		metrics.IPPoolAddresses.WithLabelValues(ProviderName, p.Name(), "used").Set(float64(used))
-	}
-}
+func (l *loadBalancers) poolMetrics() { ippool.ReportUsage(ProviderName, l.pools, l.used) }
 
 func observe(op string, start time.Time, err *error) {
 	metrics.ObserveReconcile(ProviderName, "loadbalancer", op, start, *err)
