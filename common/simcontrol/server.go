@@ -27,7 +27,7 @@ func Serve(s Sim, urlFile string) (string, func(), error) {
 	go srv.Serve(l) //nolint:errcheck // ends with Close
 	url := "http://" + l.Addr().String()
 	if urlFile != "" {
-		if err := writeAtomic(urlFile, url); err != nil {
+		if err := WriteFileAtomic(urlFile, url); err != nil {
 			srv.Close()
 			return "", nil, err
 		}
@@ -90,8 +90,11 @@ func writeJSON(w http.ResponseWriter, v any) {
 	json.NewEncoder(w).Encode(v) //nolint:errcheck // the client sees a short body
 }
 
-func writeAtomic(path, content string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".simcontrol-*")
+// WriteFileAtomic writes content to path through a temporary file and a rename, so that a
+// process polling the file (the ccm's cloud config, a harness waiting for a URL) never reads
+// half of it. The file is 0600: a simulator's files hold its credentials.
+func WriteFileAtomic(path, content string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}

@@ -109,11 +109,7 @@ func (d *dummyCloud) write() error {
 		}
 		fmt.Fprintf(&b, "[Instance %q]\ninternal-ip = 10.251.%d.%d\nstate = %s\n\n", n, i/250, i%250+1, state)
 	}
-	tmp := d.inv + ".tmp"
-	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, d.inv)
+	return simcontrol.WriteFileAtomic(d.inv, b.String())
 }
 
 func (d *dummyCloud) CloudConfig() string { return d.cfg }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -68,7 +67,7 @@ func run(nodes []string, out, controlFile string, nlbDelay time.Duration) error 
 	defer f.Close()
 	creds := out + ".credentials"
 	// Test credentials for the fake; a real cluster uses the SDK's default chain instead.
-	if err := writeAtomic(creds, "[default]\naws_access_key_id = AKIDSIMULATOR\naws_secret_access_key = "+secretKey+"\n"); err != nil {
+	if err := simcontrol.WriteFileAtomic(creds, "[default]\naws_access_key_id = AKIDSIMULATOR\naws_secret_access_key = "+secretKey+"\n"); err != nil {
 		return err
 	}
 	if controlFile != "" {
@@ -83,7 +82,7 @@ func run(nodes []string, out, controlFile string, nlbDelay time.Duration) error 
 		"[ServiceOverride \"ec2\"]\nService = ec2\nRegion = %s\nURL = %s\nSigningRegion = %s\n\n"+
 		"[ServiceOverride \"elb\"]\nService = elasticloadbalancing\nRegion = %s\nURL = %s\nSigningRegion = %s\n",
 		region, cluster, creds, region, url, region, region, url, region)
-	if err := writeAtomic(out, cfg); err != nil {
+	if err := simcontrol.WriteFileAtomic(out, cfg); err != nil {
 		return err
 	}
 	fmt.Printf("EC2/ELB fake serving at %s; cloud-config in %s\n", url, out)
@@ -92,21 +91,4 @@ func run(nodes []string, out, controlFile string, nlbDelay time.Duration) error 
 	<-sig
 	fmt.Printf("calls per operation: %v\n", f.Calls())
 	return nil
-}
-
-func writeAtomic(path, content string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".aws-sim-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.WriteString(content); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

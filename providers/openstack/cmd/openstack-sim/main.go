@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -54,7 +53,7 @@ func run(nodes, path, controlFile string, provision, update time.Duration) error
 		defer stop()
 		fmt.Printf("control at %s\n", url)
 	}
-	if err := writeAtomic(path, Config(f)); err != nil {
+	if err := simcontrol.WriteFileAtomic(path, Config(f)); err != nil {
 		return err
 	}
 	fmt.Printf("serving Keystone at %s; cloud-config written to %s\n", f.AuthURL(), path)
@@ -81,21 +80,4 @@ floating-network-id = %s
 create-monitor = true
 pending-retry = 1s
 `, f.AuthURL(), f.Username(), f.Password(), f.ProjectName(), f.DomainName(), f.Region(), fake.PrivateSubnetID, fake.PublicNetworkID)
-}
-
-func writeAtomic(path, content string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".cloud.conf-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.WriteString(content); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -76,11 +75,7 @@ region = k8s-region
 [Pool "sim"]
 cidr = 10.200.0.0/20
 `, s.Host(), s.Port(), user, password)
-	tmp := filepath.Join(filepath.Dir(cfgPath), "."+filepath.Base(cfgPath)+".tmp")
-	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, cfgPath); err != nil {
+	if err := simcontrol.WriteFileAtomic(cfgPath, cfg); err != nil {
 		return err
 	}
 	fmt.Printf("vcsim serving at %s; cloud-config in %s\n", s.Server.URL.Host, cfgPath)
