@@ -33,24 +33,8 @@ func newFake(t testing.TB, o fake.Options) *fake.Cloud {
 	return f
 }
 
-// testConfig is a cloud.conf for f; extra is appended.
-func testConfig(f *fake.Cloud, extra string) string {
-	return fmt.Sprintf(`[Global]
-auth-url = %s
-username = %s
-password = "%s"
-tenant-name = %s
-domain-name = %s
-region = %s
-
-[LoadBalancer]
-subnet-id = %s
-pending-retry = 200ms
-%s`, f.AuthURL(), f.Username(), f.Password(), f.ProjectName(), f.DomainName(), f.Region(), fake.PrivateSubnetID, extra)
-}
-
 func newTestCloud(t cloudtest.T, f *fake.Cloud, extra string) *Cloud {
-	c, err := New(strings.NewReader(testConfig(f, extra)))
+	c, err := New(strings.NewReader(f.CloudConfig("pending-retry = 200ms") + extra))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -72,7 +72,7 @@ func run(o options) error {
 	}
 	defer cloud.Close()
 	conf := filepath.Join(env.Dir, "cloud.conf")
-	if err := os.WriteFile(conf, []byte(cloudConfig(cloud)), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(cloud.CloudConfig("floating-network-id = "+fake.PublicNetworkID, "pending-retry = 2s")), 0o600); err != nil {
 		return err
 	}
 	names := make([]string, o.nodes+1) // the last one is the node-added scenario's
@@ -216,20 +216,4 @@ func withMember(lbs []fake.LoadBalancer, ip string) int {
 		}
 	}
 	return n
-}
-
-func cloudConfig(f *fake.Cloud) string {
-	return fmt.Sprintf(`[Global]
-auth-url = %s
-username = %s
-password = "%s"
-tenant-name = %s
-domain-name = %s
-region = %s
-
-[LoadBalancer]
-subnet-id = %s
-floating-network-id = %s
-pending-retry = 2s
-`, f.AuthURL(), f.Username(), f.Password(), f.ProjectName(), f.DomainName(), f.Region(), fake.PrivateSubnetID, fake.PublicNetworkID)
 }

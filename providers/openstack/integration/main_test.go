@@ -79,7 +79,7 @@ func run(m *testing.M) int {
 	}
 	defer cloud.Close()
 	conf := filepath.Join(env.Dir, "cloud.conf")
-	if err := os.WriteFile(conf, []byte(cloudConfig(cloud)), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(cloud.CloudConfig("floating-network-id = "+fake.PublicNetworkID, "create-monitor = true", "pending-retry = 500ms")), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -102,21 +102,4 @@ func run(m *testing.M) int {
 		code = 1
 	}
 	return code
-}
-
-func cloudConfig(f *fake.Cloud) string {
-	return fmt.Sprintf(`[Global]
-auth-url = %s
-username = %s
-password = "%s"
-tenant-name = %s
-domain-name = %s
-region = %s
-
-[LoadBalancer]
-subnet-id = %s
-floating-network-id = %s
-create-monitor = true
-pending-retry = 500ms
-`, f.AuthURL(), f.Username(), password, f.ProjectName(), f.DomainName(), f.Region(), fake.PrivateSubnetID, fake.PublicNetworkID)
 }

@@ -53,7 +53,7 @@ func run(nodes, path, controlFile string, provision, update time.Duration) error
 		defer stop()
 		fmt.Printf("control at %s\n", url)
 	}
-	if err := simcontrol.WriteFileAtomic(path, Config(f)); err != nil {
+	if err := simcontrol.WriteFileAtomic(path, f.CloudConfig("floating-network-id = "+fake.PublicNetworkID, "create-monitor = true", "pending-retry = 1s")); err != nil {
 		return err
 	}
 	fmt.Printf("serving Keystone at %s; cloud-config written to %s\n", f.AuthURL(), path)
@@ -62,22 +62,4 @@ func run(nodes, path, controlFile string, provision, update time.Duration) error
 	<-sig
 	fmt.Printf("calls: %s\n", f.CallSummary())
 	return nil
-}
-
-// Config is a cloud.conf for ccm that points at f.
-func Config(f *fake.Cloud) string {
-	return fmt.Sprintf(`[Global]
-auth-url = %s
-username = %s
-password = "%s"
-tenant-name = %s
-domain-name = %s
-region = %s
-
-[LoadBalancer]
-subnet-id = %s
-floating-network-id = %s
-create-monitor = true
-pending-retry = 1s
-`, f.AuthURL(), f.Username(), f.Password(), f.ProjectName(), f.DomainName(), f.Region(), fake.PrivateSubnetID, fake.PublicNetworkID)
 }

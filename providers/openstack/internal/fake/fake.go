@@ -152,6 +152,18 @@ func (c *Cloud) Password() string    { return c.opts.Password }
 func (c *Cloud) ProjectName() string { return c.opts.ProjectName }
 func (c *Cloud) DomainName() string  { return c.opts.DomainName }
 
+// CloudConfig is a cloud.conf for the ccm pointing at the fake: [Global] with the credentials
+// it accepts, and [LoadBalancer] on its private subnet with lbOptions ("key = value") added.
+func (c *Cloud) CloudConfig(lbOptions ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[Global]\nauth-url = %s\nusername = %s\npassword = %q\ntenant-name = %s\ndomain-name = %s\nregion = %s\n\n[LoadBalancer]\nsubnet-id = %s\n",
+		c.AuthURL(), c.Username(), c.Password(), c.ProjectName(), c.DomainName(), c.Region(), PrivateSubnetID)
+	for _, o := range lbOptions {
+		b.WriteString(o + "\n")
+	}
+	return b.String()
+}
+
 // SetFault makes op (an operation name such as "octavia.CreateLoadBalancer", or "*" for every
 // operation but Keystone's) fail; a zero Fault clears it.
 func (c *Cloud) SetFault(op string, f Fault) {
