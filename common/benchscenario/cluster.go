@@ -25,19 +25,12 @@ func StartCluster(ctx context.Context, provider string) (*Cluster, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("set CCM_BIN_DIR to the folder holding ccm-%s (make build-%s), and CCM_TESTBIN", provider, provider)
 	}
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return nil, err
-	}
-	env, err := testenv.Start(ctx, testenv.Options{})
+	env, err := testenv.Start(ctx, testenv.Options{Overlay: provider})
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{Env: env, Binary: filepath.Join(dir, "ccm-"+provider)}
-	if _, err = env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", provider)); err == nil {
-		c.Token, err = env.MetricsReaderToken(ctx)
-	}
-	if err != nil {
+	if c.Token, err = env.MetricsReaderToken(ctx); err != nil {
 		env.Stop()
 		return nil, err
 	}

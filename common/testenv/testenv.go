@@ -46,6 +46,9 @@ type Options struct {
 	// Dir is where to keep state and the processes' logs; default a new temporary folder,
 	// removed by Stop.
 	Dir string
+	// Overlay, when set, is applied (kubectl apply -k deploy/OVERLAY at the repository root)
+	// once the API server is ready: a provider's namespace, RBAC and ServiceAccount.
+	Overlay string
 }
 
 // Start starts etcd and kube-apiserver and waits until the API server is ready.
@@ -131,6 +134,15 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	env.KubeconfigPath = filepath.Join(dir, "admin.kubeconfig")
 	if err := WriteKubeconfig(env.KubeconfigPath, env.Host, env.AdminToken); err != nil {
 		return nil, err
+	}
+	if opts.Overlay != "" {
+		root, err := RepoRoot()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", opts.Overlay)); err != nil {
+			return nil, fmt.Errorf("applying deploy/%s: %w", opts.Overlay, err)
+		}
 	}
 	return env, nil
 }

@@ -133,18 +133,11 @@ func writeSummary(dir string) error {
 func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return nil, err
-	}
-	env, err := testenv.Start(ctx, testenv.Options{})
+	env, err := testenv.Start(ctx, testenv.Options{Overlay: "dummy"})
 	if err != nil {
 		return nil, err
 	}
 	defer env.Stop()
-	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "dummy")); err != nil {
-		return nil, err
-	}
 	metricsToken, err := env.MetricsReaderToken(ctx)
 	if err != nil {
 		return nil, err

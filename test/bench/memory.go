@@ -39,18 +39,11 @@ func runMemory(nNodes, nServices, nLB int, extra []string, heapProfile string) (
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return nil, err
-	}
-	env, err := testenv.Start(ctx, testenv.Options{})
+	env, err := testenv.Start(ctx, testenv.Options{Overlay: "dummy"})
 	if err != nil {
 		return nil, err
 	}
 	defer env.Stop()
-	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "dummy")); err != nil {
-		return nil, err
-	}
 	var cfg strings.Builder
 	cfg.WriteString("[Global]\nregion = bench\n\n[Pool \"bench\"]\ncidr = 10.128.0.0/14\n\n")
 	for i := range nNodes {

@@ -100,14 +100,11 @@ func fatal(err error) {
 func runProvider(root, binDir, provider string, scenarios []string, sz sizes) ([]result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{})
+	env, err := testenv.Start(ctx, testenv.Options{Overlay: provider})
 	if err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)
 	}
 	defer env.Stop()
-	if _, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", provider)); err != nil {
-		return nil, fmt.Errorf("applying deploy/%s: %w", provider, err)
-	}
 	nodes := make([]string, sz.nodes)
 	for i := range nodes {
 		nodes[i] = fmt.Sprintf("%s-node-%d", provider, i+1)

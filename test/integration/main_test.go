@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,25 +29,12 @@ func run(m *testing.M) int {
 	defer cancel()
 	start := time.Now()
 	var err error
-	env, err = testenv.Start(ctx, testenv.Options{})
+	env, err = testenv.Start(ctx, testenv.Options{Overlay: "dummy"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		return 1
 	}
-	fmt.Printf("control plane ready in %v at %s (state in %s)\n", time.Since(start).Round(time.Millisecond), env.Host, env.Dir)
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		env.Stop()
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	out, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "dummy"))
-	if err != nil {
-		env.Stop()
-		fmt.Fprintln(os.Stderr, "applying deploy/dummy:", err)
-		return 1
-	}
-	fmt.Print(out)
+	fmt.Printf("control plane ready with deploy/dummy in %v at %s (state in %s)\n", time.Since(start).Round(time.Millisecond), env.Host, env.Dir)
 	code := m.Run()
 	dir := env.Dir
 	env.Stop()

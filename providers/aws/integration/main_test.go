@@ -38,22 +38,11 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var err error
-	if env, err = testenv.Start(ctx, testenv.Options{}); err != nil {
+	if env, err = testenv.Start(ctx, testenv.Options{Overlay: "aws"}); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		return 1
 	}
 	defer env.Stop()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if out, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "aws")); err != nil {
-		fmt.Fprintln(os.Stderr, "applying deploy/aws:", err)
-		return 1
-	} else {
-		fmt.Print(out)
-	}
 	fake = fakeaws.New("us-east-1", cluster)
 	fake.SetNLBProvisioning(2 * time.Second) // NLBs take minutes in AWS: the ccm must poll, not block
 	url, err := fake.Start()

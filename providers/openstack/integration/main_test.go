@@ -55,23 +55,12 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var err error
-	if env, err = testenv.Start(ctx, testenv.Options{}); err != nil {
+	if env, err = testenv.Start(ctx, testenv.Options{Overlay: "openstack"}); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		return 1
 	}
 	envDir = env.Dir
 	defer env.Stop()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if out, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "openstack")); err != nil {
-		fmt.Fprintln(os.Stderr, "applying deploy/openstack:", err)
-		return 1
-	} else {
-		fmt.Print(out)
-	}
 	cloud = fake.New(fake.Options{Password: password, ProvisionDelay: provisionDelay, UpdateDelay: 200 * time.Millisecond})
 	if _, err := cloud.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the fake OpenStack:", err)

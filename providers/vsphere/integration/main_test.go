@@ -43,20 +43,11 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var err error
-	if env, err = testenv.Start(ctx, testenv.Options{}); err != nil {
+	if env, err = testenv.Start(ctx, testenv.Options{Overlay: "vsphere"}); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		return 1
 	}
 	defer env.Stop()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if out, err := env.Kubectl(ctx, "apply", "-k", filepath.Join(root, "deploy", "vsphere")); err != nil {
-		fmt.Fprintln(os.Stderr, "applying deploy/vsphere:", err, out)
-		return 1
-	}
 	vc, err = sim.Start(ctx, sim.Options{User: user, Password: password, Datacenters: 2, ZoneCategory: "k8s-zone", RegionCategory: "k8s-region"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "vcsim:", err)
