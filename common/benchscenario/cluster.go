@@ -3,10 +3,14 @@ package benchscenario
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccm-project/ccm/common/testenv"
 )
@@ -57,3 +61,32 @@ func Format(m map[string]int) string {
 	sort.Strings(out)
 	return strings.Join(out, " ")
 }
+
+// CreateServices creates n LoadBalancer Services PREFIX-0000, PREFIX-0001, ... in default at
+// once, with annotations, and returns each one's time from the creation to its address.
+func CreateServices(ctx context.Context, c *Cluster, ccm *testenv.CCM, prefix string, n int, annotations map[string]string) ([]float64, error) {
+	done, err := WatchUntil(ctx, c.Env, "services", "default", n, func(obj any) bool {
+		return strings.HasPrefix(obj.(metav1.Object).GetName(), prefix+"-") && Addressed(obj)
+	})
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := Parallel(n, func(i int) error {
+		s := testenv.LoadBalancerService("default", fmt.Sprintf("%s-%04d", prefix, i), 80)
+		s.Annotations = maps.Clone(annotations)
+		_, err := c.Client.CoreV1().Services("default").Create(ctx, s, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	times := Since(done(ccm.Done()), t0)
+	if len(times) < n {
+		return times, Short(ccm, prefix+" Services addressed", len(times), n)
+	}
+	return times, nil
+}
+
+// NodeAddedLBs is the flag the provider benches share: how many LoadBalancer Services exist
+// when one Node is added (the figure is 200). Those beyond M are created first.
+const NodeAddedLBs = 200

@@ -30,17 +30,18 @@ import (
 const cluster = "bench"
 
 type options struct {
-	nodes, services, throttled, burst int
-	rate                              float64
-	lbType                            string
-	provisioning, timeout             time.Duration
-	out, command                      string
+	nodes, services, nodeAdded, throttled, burst int
+	rate                                         float64
+	lbType                                       string
+	provisioning, timeout                        time.Duration
+	out, command                                 string
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.nodes, "nodes", 100, "N: Nodes (one EC2 instance each) registered at once")
 	flag.IntVar(&o.services, "services", 100, "M: LoadBalancer Services created at once (also the LBs of the restart and node-added scenarios)")
+	flag.IntVar(&o.nodeAdded, "node-added-services", benchscenario.NodeAddedLBs, "LoadBalancer Services when one Node is added (those beyond M are created first)")
 	flag.StringVar(&o.lbType, "type", "nlb", "load balancer type: nlb (provisioning for D) or classic")
 	flag.DurationVar(&o.provisioning, "nlb-provisioning", 10*time.Second, "D: how long a new NLB stays provisioning (with --type=nlb)")
 	flag.IntVar(&o.throttled, "throttled-services", 50, "Services created at once under throttling, last (0 skips it)")
@@ -95,35 +96,18 @@ func run(o options) error {
 		return benchscenario.StartLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: cl.Binary, Provider: "aws", CloudConfig: conf})
 	}
 	quiet := func(d time.Duration) { benchscenario.QuietFor(ctx, d, func() int { return total(fake.Calls()) }) }
+	var annotations map[string]string
+	if o.lbType == "nlb" {
+		annotations = map[string]string{"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}
+	}
 	createServices := func(ccm *testenv.CCM, prefix string, n int) ([]float64, error) {
-		done, err := benchscenario.WatchUntil(ctx, env, "services", "default", n, func(obj any) bool {
-			return strings.HasPrefix(obj.(metav1.Object).GetName(), prefix+"-") && benchscenario.Addressed(obj)
-		})
-		if err != nil {
-			return nil, err
-		}
-		t0 := time.Now()
-		if err := benchscenario.Parallel(n, func(i int) error {
-			s := testenv.LoadBalancerService("default", fmt.Sprintf("%s-%04d", prefix, i), 80)
-			if o.lbType == "nlb" {
-				s.Annotations = map[string]string{"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}
-			}
-			_, err := env.Client.CoreV1().Services("default").Create(ctx, s, metav1.CreateOptions{})
-			return err
-		}); err != nil {
-			return nil, err
-		}
-		times := benchscenario.Since(done(ccm.Done()), t0)
-		if len(times) < n {
-			return times, benchscenario.Short(ccm, "Services addressed", len(times), n)
-		}
-		return times, nil
+		return benchscenario.CreateServices(ctx, cl, ccm, prefix, n, annotations)
 	}
 	ccm, err := start("ccm-1")
 	if err != nil {
 		return err
 	}
-	f := &benchscenario.Figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: o.services}
+	f := &benchscenario.Figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: max(o.services, o.nodeAdded)}
 	if o.lbType == "nlb" {
 		f.Delay = o.provisioning
 	}
@@ -176,7 +160,14 @@ func run(o options) error {
 	fmt.Printf("bench: restart calls by operation: %s\n", benchscenario.Format(rs))
 
 	// One Node added: every load balancer gets the new instance.
-	fmt.Printf("bench: adding one Node to %d load balancers\n", o.services)
+	if more := f.NodeAddedLBs - o.services; more > 0 {
+		fmt.Printf("bench: creating %d more LoadBalancer Services for the node-added scenario\n", more)
+		if _, err := createServices(ccm, "na", more); err != nil {
+			return err
+		}
+		quiet(3 * time.Second)
+	}
+	fmt.Printf("bench: adding one Node to %d load balancers\n", f.NodeAddedLBs)
 	id := addMachine(fake, names[o.nodes], o.nodes)
 	c0, t0 = fake.Calls(), time.Now()
 	if err := testenv.RegisterNode(ctx, env.Client, names[o.nodes]); err != nil {
@@ -184,7 +175,7 @@ func run(o options) error {
 	}
 	err = benchscenario.Poll(ctx, 3*time.Minute, "every load balancer with the new instance", func() (bool, error) {
 		f.NodeAddedUpdated = withInstance(fake, id)
-		return f.NodeAddedUpdated >= o.services, nil
+		return f.NodeAddedUpdated >= f.NodeAddedLBs, nil
 	})
 	f.NodeAddedS = time.Since(t0).Seconds()
 	if err != nil {

@@ -16,8 +16,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/ccm-project/ccm/common/benchreport"
 	"github.com/ccm-project/ccm/common/benchscenario"
 	"github.com/ccm-project/ccm/common/testenv"
@@ -25,19 +23,20 @@ import (
 )
 
 type options struct {
-	nodes, services  int
-	delay, latency   time.Duration
-	timeout          time.Duration
-	out              string
-	extra            []string
-	command          string
-	provisionUpdates time.Duration
+	nodes, services, nodeAdded int
+	delay, latency             time.Duration
+	timeout                    time.Duration
+	out                        string
+	extra                      []string
+	command                    string
+	provisionUpdates           time.Duration
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.nodes, "nodes", 100, "N: Nodes (Nova servers) registered at once")
 	flag.IntVar(&o.services, "services", 100, "M: LoadBalancer Services created at once (also the LBs of the restart and node-added scenarios)")
+	flag.IntVar(&o.nodeAdded, "node-added-services", benchscenario.NodeAddedLBs, "LoadBalancer Services when one Node is added (those beyond M are created first)")
 	flag.DurationVar(&o.delay, "provision-delay", 10*time.Second, "D: how long each new load balancer stays PENDING_CREATE in the fake")
 	flag.DurationVar(&o.provisionUpdates, "update-delay", 200*time.Millisecond, "how long a load balancer stays PENDING_UPDATE after a change")
 	flag.DurationVar(&o.latency, "latency", 5*time.Millisecond, "latency of every fake OpenStack call")
@@ -99,7 +98,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	f := &benchscenario.Figures{Nodes: o.nodes, Services: o.services, Delay: o.delay, RestartLBs: o.services, NodeAddedLBs: o.services}
+	f := &benchscenario.Figures{Nodes: o.nodes, Services: o.services, Delay: o.delay, RestartLBs: o.services, NodeAddedLBs: max(o.services, o.nodeAdded)}
 	var extra []benchreport.Row
 
 	// N Nodes at once.
@@ -121,21 +120,10 @@ func run(o options) error {
 
 	// M Services at once, each LB PENDING_CREATE for D.
 	fmt.Printf("bench: creating %d LoadBalancer Services at once (D=%v)\n", o.services, o.delay)
-	svcDone, err := benchscenario.WatchUntil(ctx, env, "services", "default", o.services, benchscenario.Addressed)
-	if err != nil {
-		return err
-	}
 	before := cloud.Calls()
 	c0, t0 = total(), time.Now()
-	if err := benchscenario.Parallel(o.services, func(i int) error {
-		_, err := env.Client.CoreV1().Services("default").Create(ctx, testenv.LoadBalancerService("default", fmt.Sprintf("bench-%04d", i), 80), metav1.CreateOptions{})
+	if f.ServiceTimes, err = benchscenario.CreateServices(ctx, cl, ccm, "bench", o.services, nil); err != nil {
 		return err
-	}); err != nil {
-		return err
-	}
-	f.ServiceTimes = benchscenario.Since(svcDone(ccm.Done()), t0)
-	if len(f.ServiceTimes) < o.services {
-		return benchscenario.Short(ccm, "Services addressed", len(f.ServiceTimes), o.services)
 	}
 	quiet(2 * time.Second)
 	f.LBCalls = float64(total() - c0)
@@ -171,7 +159,14 @@ func run(o options) error {
 	fmt.Printf("bench: restart calls by operation: %s\n", benchscenario.Format(after))
 
 	// One Node added: every LB's pool gets the new member.
-	fmt.Printf("bench: adding one Node to %d load balancers\n", o.services)
+	if more := f.NodeAddedLBs - o.services; more > 0 {
+		fmt.Printf("bench: creating %d more LoadBalancer Services for the node-added scenario\n", more)
+		if _, err := benchscenario.CreateServices(ctx, cl, ccm, "na", more, nil); err != nil {
+			return err
+		}
+		quiet(3 * time.Second)
+	}
+	fmt.Printf("bench: adding one Node to %d load balancers\n", f.NodeAddedLBs)
 	newNode, newIP := names[o.nodes], ips[o.nodes]
 	cloud.AddServer(fake.ServerSpec{Name: newNode, IPs: []string{newIP}})
 	w0, t0 = cloud.Writes(), time.Now()
@@ -181,7 +176,7 @@ func run(o options) error {
 	}
 	err = benchscenario.Poll(ctx, 3*time.Minute, "every load balancer with the new member", func() (bool, error) {
 		f.NodeAddedUpdated = withMember(cloud.LoadBalancers(), newIP)
-		return f.NodeAddedUpdated >= o.services, nil
+		return f.NodeAddedUpdated >= f.NodeAddedLBs, nil
 	})
 	f.NodeAddedS = time.Since(t0).Seconds()
 	if err != nil {

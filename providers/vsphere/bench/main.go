@@ -17,8 +17,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/ccm-project/ccm/common/benchreport"
 	"github.com/ccm-project/ccm/common/benchscenario"
 	"github.com/ccm-project/ccm/common/simcontrol"
@@ -27,15 +25,16 @@ import (
 )
 
 type options struct {
-	nodes, services, dcs, rounds int
-	refresh, timeout             time.Duration
-	out, command                 string
+	nodes, services, nodeAdded, dcs, rounds int
+	refresh, timeout                        time.Duration
+	out, command                            string
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.nodes, "nodes", 100, "N: Nodes (and VMs) registered at once")
 	flag.IntVar(&o.services, "services", 100, "M: LoadBalancer Services created at once (also the LBs of the restart and node-added scenarios)")
+	flag.IntVar(&o.nodeAdded, "node-added-services", benchscenario.NodeAddedLBs, "LoadBalancer Services when one Node is added (those beyond M are created first)")
 	flag.IntVar(&o.dcs, "datacenters", 2, "datacenters in the simulated vCenter (VMs spread over them)")
 	flag.DurationVar(&o.refresh, "refresh", 10*time.Second, "the ccm's --node-status-update-frequency (periodic address refresh)")
 	flag.IntVar(&o.rounds, "rounds", 2, "address refresh rounds to average (0 skips that measure)")
@@ -103,7 +102,7 @@ func run(o options) error {
 		return err
 	}
 	quiet(time.Second)
-	f := &benchscenario.Figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: o.services}
+	f := &benchscenario.Figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: max(o.services, o.nodeAdded)}
 	var extra []benchreport.Row
 
 	// N Nodes at once.
@@ -164,20 +163,9 @@ func run(o options) error {
 
 	// M Services at once.
 	fmt.Printf("bench: creating %d LoadBalancer Services at once\n", o.services)
-	svcDone, err := benchscenario.WatchUntil(ctx, env, "services", "default", o.services, benchscenario.Addressed)
-	if err != nil {
-		return err
-	}
 	c0, t0 = s.Calls(), time.Now()
-	if err := benchscenario.Parallel(o.services, func(i int) error {
-		_, err := env.Client.CoreV1().Services("default").Create(ctx, testenv.LoadBalancerService("default", fmt.Sprintf("bench-%04d", i), 80), metav1.CreateOptions{})
+	if f.ServiceTimes, err = benchscenario.CreateServices(ctx, cl, ccm, "bench", o.services, nil); err != nil {
 		return err
-	}); err != nil {
-		return err
-	}
-	f.ServiceTimes = benchscenario.Since(svcDone(ccm.Done()), t0)
-	if len(f.ServiceTimes) < o.services {
-		return benchscenario.Short(ccm, "Services addressed", len(f.ServiceTimes), o.services)
 	}
 	quiet(2 * time.Second)
 	lb := sub(s.Calls(), c0)
@@ -203,13 +191,20 @@ func run(o options) error {
 	fmt.Printf("bench: restart calls by operation: %s\n", benchscenario.Format(rs.PerOp))
 
 	// One Node added: every LB record (its fingerprint covers the members) is rewritten.
-	fmt.Printf("bench: adding one Node to %d load balancers\n", o.services)
+	if more := f.NodeAddedLBs - o.services; more > 0 {
+		fmt.Printf("bench: creating %d more LoadBalancer Services for the node-added scenario\n", more)
+		if _, err := benchscenario.CreateServices(ctx, cl, ccm, "na", more, nil); err != nil {
+			return err
+		}
+		quiet(2 * time.Second)
+	}
+	fmt.Printf("bench: adding one Node to %d load balancers\n", f.NodeAddedLBs)
 	old, err := s.TagsInCategory(ctx, sim.LBCategory)
 	if err != nil {
 		return err
 	}
-	if len(old) != o.services {
-		return fmt.Errorf("node added: %d load balancer records before, want %d", len(old), o.services)
+	if len(old) != f.NodeAddedLBs {
+		return fmt.Errorf("node added: %d load balancer records before, want %d", len(old), f.NodeAddedLBs)
 	}
 	if err := addVM(o.nodes); err != nil {
 		return err
