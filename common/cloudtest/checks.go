@@ -28,6 +28,7 @@ var Checks = []Check{
 	{Name: "UpdateChangesOnlyMembers", LoadBalancer: true, Run: updateMembers},
 	{Name: "DeleteMissingIsNil", LoadBalancer: true, Run: deleteMissing},
 	{Name: "GetAfterDeleteIsNotFound", LoadBalancer: true, Run: getAfterDelete},
+	{Name: "UpdateAfterDeleteCreatesNothing", LoadBalancer: true, Run: updateAfterDelete},
 	{Name: "NamesFitTheCloud", LoadBalancer: true, Run: namesFit},
 	{Name: "LoadBalancersCarryOwnershipTags", LoadBalancer: true, Run: ownershipTags},
 }
@@ -242,6 +243,27 @@ func getAfterDelete(t T, c Config) {
 	}
 	if _, ok := c.Harness.LoadBalancerTags(t, c.ClusterName, svc); ok {
 		t.Errorf("the cloud still holds the load balancer after delete")
+	}
+}
+
+// updateAfterDelete: the library's node sync calls UpdateLoadBalancer for the Services it has
+// cached, so also for one whose load balancer a worker has just deleted. The update may fail,
+// but it must not create the load balancer again: nothing would ever delete that one.
+func updateAfterDelete(t T, c Config) {
+	lb := loadBalancer(t, c.Harness.NewCloud(t))
+	svc := newService("upd")
+	nodes := twoNodes(t, c, "cloudtest-upd")
+	svc.Status.LoadBalancer = *ensure(t, lb, c, svc, nodes)
+	if err := lb.EnsureLoadBalancerDeleted(ctx, c.ClusterName, svc); err != nil {
+		t.Fatalf("EnsureLoadBalancerDeleted: %v", err)
+	}
+	err := lb.UpdateLoadBalancer(ctx, c.ClusterName, svc, nodes[:1])
+	t.Logf("UpdateLoadBalancer after delete: %v", err)
+	if _, ok := c.Harness.LoadBalancerTags(t, c.ClusterName, svc); ok {
+		t.Errorf("UpdateLoadBalancer after EnsureLoadBalancerDeleted created the load balancer again")
+	}
+	if _, exists, err := lb.GetLoadBalancer(ctx, c.ClusterName, svc); err != nil || exists {
+		t.Errorf("GetLoadBalancer after delete and update = (%v, %v), want (false, nil)", exists, err)
 	}
 }
 

@@ -31,6 +31,7 @@ const (
 	keepsAfterDelete   breakage = "delete leaves the LB"
 	longNames          breakage = "names ignore the limit"
 	noTags             breakage = "no ownership tags"
+	updateCreates      breakage = "an update creates a missing LB"
 )
 
 // sim is a tiny cloud: machines and load balancers.
@@ -219,6 +220,9 @@ func (c *fakeCloud) EnsureLoadBalancer(_ context.Context, cluster string, svc *v
 }
 
 func (c *fakeCloud) UpdateLoadBalancer(_ context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
+	if _, ok, _ := c.GetLoadBalancer(context.Background(), cluster, svc); !ok && c.h.brk != updateCreates {
+		return errors.New("load balancer not found")
+	}
 	_, err := c.write(cluster, svc, nodes, c.h.brk == updateChangesIP)
 	return err
 }

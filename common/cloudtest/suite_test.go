@@ -51,6 +51,7 @@ func TestSuiteCatchesEachBreakage(t *testing.T) {
 		keepsAfterDelete:   "GetAfterDeleteIsNotFound",
 		longNames:          "NamesFitTheCloud",
 		noTags:             "LoadBalancersCarryOwnershipTags",
+		updateCreates:      "UpdateAfterDeleteCreatesNothing",
 	}
 	covered := map[string]bool{}
 	for brk, want := range catches {

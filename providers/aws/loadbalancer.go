@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/fingerprint"
+	"github.com/ccm-project/ccm/common/keylock"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
 )
@@ -35,6 +36,7 @@ type loadBalancers struct {
 	nsnap   nlbSnapshot
 	tsnap   tgSnapshot
 	targets nlbMembers
+	keys    keylock.Locks // one operation per Service at a time (see keylock)
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -129,30 +131,47 @@ func isCode(err error, codes ...string) bool {
 	return errors.As(err, &ae) && slices.Contains(codes, ae.ErrorCode())
 }
 
+// errNotCreatedYet is UpdateLoadBalancer finding no load balancer: updates never create one.
+var errNotCreatedYet = errors.New("no load balancer to update")
+
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	start := time.Now()
-	st, err := l.ensure(ctx, svc, nodes)
+	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
+	st, err := l.ensure(ctx, svc, nodes, false)
 	metrics.ObserveReconcile(ProviderName, "loadbalancer", "ensure", start, err)
 	return st, err
 }
 
 // UpdateLoadBalancer implements cloudprovider.LoadBalancer: the same reconcile, which changes
-// only members when only the nodes changed.
+// only members when only the nodes changed, but never creates. The node sync calls it for the
+// Services it has cached, also one whose load balancer a worker has just deleted; creating
+// would bring that back for good. A Service with no address yet has its creation pending
+// (requeued with the current Nodes), so that is no error.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
 	start := time.Now()
-	_, err := l.ensure(ctx, svc, nodes)
+	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
+	_, err := l.ensure(ctx, svc, nodes, true)
+	if errors.Is(err, errNotCreatedYet) {
+		if len(svc.Status.LoadBalancer.Ingress) == 0 {
+			err = nil
+		} else {
+			err = fmt.Errorf("aws: load balancer %s of %s/%s is gone; not recreating it in an update", l.name(svc), svc.Namespace, svc.Name)
+		}
+	}
 	metrics.ObserveReconcile(ProviderName, "loadbalancer", "update", start, err)
 	return err
 }
 
-func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+// ensure reconciles svc's load balancer; with mustExist it returns errNotCreatedYet rather
+// than create one.
+func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
 	opts, err := parseOptions(svc)
 	if err != nil {
 		return nil, err
 	}
 	if opts.NLB {
-		return l.ensureNLB(ctx, svc, opts, nodes)
+		return l.ensureNLB(ctx, svc, opts, nodes, mustExist)
 	}
 	name := l.name(svc)
 	members, nodeGroups, err := l.members(ctx, opts, nodes)
@@ -174,6 +193,9 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	cur, err := l.describe(ctx, name)
 	if err != nil {
 		return nil, err
+	}
+	if cur == nil && mustExist {
+		return nil, errNotCreatedYet
 	}
 	var curTags map[string]string
 	if cur != nil {
@@ -334,6 +356,7 @@ func sameSet(a, b []string) bool {
 // that point at it. A missing ELB is success (its group is still cleaned up).
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
 	start := time.Now()
+	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
 	err := l.deleteNLB(ctx, svc)
 	if err == nil {
 		err = l.deleteClassic(ctx, svc)

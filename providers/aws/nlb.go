@@ -129,7 +129,7 @@ func nlbStatus(lb *v2types.LoadBalancer) *v1.LoadBalancerStatus {
 }
 
 // ensureNLB is EnsureLoadBalancer for type nlb.
-func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
 	name := l.name(svc)
 	members, nodeGroups, err := l.members(ctx, opts, nodes)
 	if err != nil {
@@ -160,6 +160,9 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	cur, err := l.describeNLB(ctx, name)
 	if err != nil {
 		return nil, err
+	}
+	if cur == nil && mustExist {
+		return nil, errNotCreatedYet
 	}
 	changed := true
 	var prevPorts []string // nodePorts opened by an earlier reconcile, from the NLB's tag

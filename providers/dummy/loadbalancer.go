@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/ippool"
+	"github.com/ccm-project/ccm/common/keylock"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
 )
@@ -29,6 +30,7 @@ type loadBalancers struct {
 	c     *Cloud
 	pools []*ippool.Pool
 	store Store
+	keys  keylock.Locks // one operation per Service at a time (see keylock)
 
 	mu      sync.Mutex
 	loaded  bool
@@ -89,6 +91,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 // resync with nothing changed costs no write.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (_ *v1.LoadBalancerStatus, err error) {
 	defer observe("ensure", time.Now(), &err)
+	defer l.keys.Lock(key(svc))()
 	l.mu.Lock()
 	if err := l.load(ctx); err != nil {
 		l.mu.Unlock()
@@ -115,6 +118,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 // UpdateLoadBalancer implements cloudprovider.LoadBalancer: only the backends change.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (err error) {
 	defer observe("update", time.Now(), &err)
+	defer l.keys.Lock(key(svc))()
 	l.mu.Lock()
 	if err := l.load(ctx); err != nil {
 		l.mu.Unlock()
@@ -138,6 +142,7 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 // The addresses are released only once the store has forgotten the record.
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) (err error) {
 	defer observe("delete", time.Now(), &err)
+	defer l.keys.Lock(key(svc))()
 	l.mu.Lock()
 	if err := l.load(ctx); err != nil {
 		l.mu.Unlock()
@@ -173,7 +178,8 @@ func (l *loadBalancers) record(clusterName string, svc *v1.Service, ips []netip.
 
 // put claims r's addresses, writes r to the store and records it. It is called with l.mu
 // held and releases it during the store write, so that writes for different Services can be
-// batched by the store (the service controller never handles one Service in two workers).
+// batched by the store (the caller holds the Service's key lock, so no other operation on it
+// runs meanwhile).
 // While the write is in flight, r is already the record others see (sharing decisions read
 // it); if the write fails, the previous record and addresses come back.
 func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {

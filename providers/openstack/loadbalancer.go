@@ -19,6 +19,7 @@ import (
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
+	"github.com/ccm-project/ccm/common/keylock"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
 )
@@ -37,6 +38,8 @@ type loadBalancers struct {
 
 	mu  sync.Mutex
 	ids map[string]string // load balancer name -> ID we created or found: list results may lag
+
+	keys keylock.Locks // one operation per Service at a time (see keylock)
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -216,6 +219,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (_ *v1.LoadBalancerStatus, err error) {
 	defer observe("ensure", time.Now(), &err)
+	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
 	return l.sync(ctx, clusterName, svc, nodes, false)
 }
 
@@ -226,6 +230,7 @@ var errNotCreatedYet = errors.New("does not exist yet")
 // only the pools whose members changed (one batch call each).
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (err error) {
 	defer observe("update", time.Now(), &err)
+	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
 	_, err = l.sync(ctx, clusterName, svc, nodes, true)
 	if errors.Is(err, errNotCreatedYet) && len(svc.Status.LoadBalancer.Ingress) == 0 {
 		// A Node change met a Service whose load balancer is still being created (or failed to
@@ -433,6 +438,7 @@ func (l *loadBalancers) conflict(err error, what string) error {
 // families. It returns nil only once Octavia no longer has them.
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) (err error) {
 	defer observe("delete", time.Now(), &err)
+	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
 	cl, err := l.c.sess.get(ctx)
 	if err != nil {
 		return err
