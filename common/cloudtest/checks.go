@@ -251,8 +251,8 @@ func getAfterDelete(t T, c Config) {
 // but it must not create the load balancer again: nothing would ever delete that one.
 func updateAfterDelete(t T, c Config) {
 	lb := loadBalancer(t, c.Harness.NewCloud(t))
-	svc := newService("upd")
-	nodes := twoNodes(t, c, "cloudtest-upd")
+	svc := newService("updel")
+	nodes := twoNodes(t, c, "cloudtest-updel")
 	svc.Status.LoadBalancer = *ensure(t, lb, c, svc, nodes)
 	if err := lb.EnsureLoadBalancerDeleted(ctx, c.ClusterName, svc); err != nil {
 		t.Fatalf("EnsureLoadBalancerDeleted: %v", err)
