@@ -12,6 +12,10 @@ import (
 	"time"
 )
 
+// Default is the providers' policy: with its cap it bounds how long a controller worker
+// waits on a cloud that keeps refusing (at most 6 waits of 10 s).
+var Default = Policy{Retries: 6, BaseWait: 500 * time.Millisecond, MaxWait: 10 * time.Second}
+
 // Policy bounds the retries of one call.
 type Policy struct {
 	Retries  int           // per call

@@ -15,9 +15,8 @@ import (
 // error returned to the service controller would instead requeue the whole reconcile and
 // repeat its reads. Each attempt, refused or not, is counted by the metrics transport
 // (result "throttled" for a 429).
-// throttlePolicy bounds the retries of one call and how long a controller worker waits on a
-// cloud that keeps refusing.
-var throttlePolicy = throttle.Policy{Retries: 6, BaseWait: 500 * time.Millisecond, MaxWait: 10 * time.Second}
+// throttlePolicy bounds the retries of one call (a variable for the tests).
+var throttlePolicy = throttle.Default
 
 // throttleBackoff is a gophercloud RetryBackoffFunc (retry counts from 1): it waits as
 // throttlePolicy says and gives up when ctx would end first.

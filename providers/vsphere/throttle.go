@@ -19,7 +19,7 @@ import (
 // type, the Retry-After header is gone) and sleeps without the context. So the retry is an
 // http.RoundTripper under the SOAP and vAPI clients. A 503 without Retry-After (vCenter down)
 // is not retried: the caller's own backoff is the right one for an outage.
-var throttlePolicy = throttle.Policy{Retries: 6, BaseWait: 500 * time.Millisecond, MaxWait: 10 * time.Second}
+var throttlePolicy = throttle.Default // a variable for the tests
 
 // opKey carries the SOAP method from the counter to the retrying transport, for the metric.
 type opKey struct{}

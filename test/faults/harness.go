@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"time"
@@ -163,34 +162,6 @@ func (h *harness) loadBalancers() (map[string]int, []simcontrol.Resource, error)
 		}
 	}
 	return lbs, res, nil
-}
-
-// waitMessage matches the providers' api.RetryError messages: a load balancer still being
-// provisioned (or a resource still in use) is a planned re-check, not a failure, but the
-// library reports it with the same SyncLoadBalancerFailed Warning.
-var waitMessage = regexp.MustCompile(`PENDING_|is provisioning|still in use|checking again in`)
-
-// failedSyncs counts Warning events of failed load balancer syncs in ns, and apart from them
-// the planned re-checks (waits).
-func (h *harness) failedSyncs(ns string) (failed, waits int, examples []string, err error) {
-	evs, err := h.env.Client.CoreV1().Events(ns).List(h.ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	for _, e := range evs.Items {
-		if e.Type != v1.EventTypeWarning || (e.Reason != "SyncLoadBalancerFailed" && e.Reason != "UpdateLoadBalancerFailed") {
-			continue
-		}
-		if waitMessage.MatchString(e.Message) {
-			waits += int(e.Count)
-			continue
-		}
-		failed += int(e.Count)
-		if len(examples) < 3 {
-			examples = append(examples, e.InvolvedObject.Name+": "+e.Message)
-		}
-	}
-	return failed, waits, examples, nil
 }
 
 func sortedKeys(m map[string]int) []string {

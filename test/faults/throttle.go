@@ -39,7 +39,7 @@ func throttle(h *harness) result {
 	}
 	// Stops early at the first failed reconcile: that is the verdict already.
 	took, err := h.waitFor(8*time.Minute, func() (bool, error) {
-		if f, _, _, err := h.failedSyncs(ns); err == nil && f > 0 {
+		if f, _, _, err := h.env.LBSyncWarnings(h.ctx, ns, ""); err == nil && f > 0 {
 			return true, nil
 		}
 		pending, _, err := h.withoutIP(ns)
@@ -50,7 +50,7 @@ func throttle(h *harness) result {
 		return fail("reading the cloud's calls: %v", cerr)
 	}
 	total, throttled := after.Total-before.Total, after.Throttled-before.Throttled
-	failed, waits, msgs, ferr := h.failedSyncs(ns)
+	failed, waits, msgs, ferr := h.env.LBSyncWarnings(h.ctx, ns, "")
 	figs := map[string]string{
 		"services":               fmt.Sprint(h.sz.throttleServices),
 		"bucket":                 fmt.Sprintf("%d burst, %g/s", h.sz.burst, h.sz.rate),

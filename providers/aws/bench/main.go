@@ -14,12 +14,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccm-project/ccm/common/benchreport"
 	"github.com/ccm-project/ccm/common/benchscenario"
@@ -197,7 +194,7 @@ func run(o options) error {
 		}
 		quiet(3 * time.Second)
 		calls, thr := total(benchscenario.Diff(c0, fake.Calls())), total(benchscenario.Diff(th0, fake.Throttled()))
-		failed, rechecks, examples, err := failedSyncs(ctx, env, "thr-")
+		failed, rechecks, examples, err := env.LBSyncWarnings(ctx, "default", "thr-")
 		if err != nil {
 			return err
 		}
@@ -284,34 +281,4 @@ func writes(m map[string]int) int {
 		}
 	}
 	return n
-}
-
-// waitMessage matches the provider's api.RetryError messages: an NLB still provisioning (or a
-// resource still in use) is a planned re-check, which the library reports with the same
-// SyncLoadBalancerFailed Warning as a failure.
-var waitMessage = regexp.MustCompile(`is provisioning|still in use`)
-
-// failedSyncs counts the Warning events of failed load balancer syncs of the Services named
-// prefix*, and apart from them the planned re-checks.
-func failedSyncs(ctx context.Context, env *testenv.Env, prefix string) (failed, rechecks int, examples []string, err error) {
-	evs, err := env.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	for _, e := range evs.Items {
-		if e.Type != "Warning" || !strings.HasPrefix(e.InvolvedObject.Name, prefix) ||
-			(e.Reason != "SyncLoadBalancerFailed" && e.Reason != "UpdateLoadBalancerFailed") {
-			continue
-		}
-		n := int(max(e.Count, 1))
-		if waitMessage.MatchString(e.Message) {
-			rechecks += n
-			continue
-		}
-		failed += n
-		if len(examples) < 3 {
-			examples = append(examples, e.InvolvedObject.Name+": "+e.Message)
-		}
-	}
-	return failed, rechecks, examples, nil
 }
