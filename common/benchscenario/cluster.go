@@ -90,3 +90,44 @@ func CreateServices(ctx context.Context, c *Cluster, ccm *testenv.CCM, prefix st
 // NodeAddedLBs is the flag the provider benches share: how many LoadBalancer Services exist
 // when one Node is added (the figure is 200). Those beyond M are created first.
 const NodeAddedLBs = 200
+
+// RegisterNodes registers the Nodes names at once, as their kubelets would, and returns each
+// one's time from the registration to initialised.
+func RegisterNodes(ctx context.Context, c *Cluster, ccm *testenv.CCM, names []string) ([]float64, error) {
+	done, err := WatchUntil(ctx, c.Env, "nodes", "", len(names), Initialised)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := Parallel(len(names), func(i int) error { return testenv.RegisterNode(ctx, c.Client, names[i]) }); err != nil {
+		return nil, err
+	}
+	times := Since(done(ccm.Done()), t0)
+	if len(times) < len(names) {
+		return times, Short(ccm, "Nodes initialised", len(times), len(names))
+	}
+	return times, nil
+}
+
+// TopUpServices creates the LoadBalancer Services (na-0000, …) that the node-added scenario
+// needs beyond the have that exist.
+func TopUpServices(ctx context.Context, c *Cluster, ccm *testenv.CCM, have, want int, annotations map[string]string) error {
+	if want <= have {
+		return nil
+	}
+	fmt.Printf("bench: creating %d more LoadBalancer Services for the node-added scenario\n", want-have)
+	_, err := CreateServices(ctx, c, ccm, "na", want-have, annotations)
+	return err
+}
+
+// Restart stops ccm and starts another with start (a new process, nothing changed), and
+// returns it once it has ensured n load balancers.
+func Restart(ctx context.Context, c *Cluster, ccm *testenv.CCM, start func(name string) (*testenv.CCM, error), n int) (*testenv.CCM, error) {
+	fmt.Println("bench: restarting the ccm with nothing changed")
+	ccm.Stop(10 * time.Second)
+	next, err := start("ccm-2")
+	if err != nil {
+		return nil, err
+	}
+	return next, WaitEnsured(ctx, next, c.Token, n)
+}

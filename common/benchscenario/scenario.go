@@ -6,6 +6,7 @@ package benchscenario
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -42,42 +43,48 @@ type Figures struct {
 // Initialised is the "time to initialised": providerID set and the taint gone.
 func Initialised(obj any) bool {
 	n := obj.(*v1.Node)
-	if n.Spec.ProviderID == "" {
-		return false
-	}
-	for _, t := range n.Spec.Taints {
-		if t.Key == testenv.UninitializedTaint {
-			return false
-		}
-	}
-	return true
+	return n.Spec.ProviderID != "" && !testenv.HasTaint(n, testenv.UninitializedTaint)
 }
 
 func Addressed(obj any) bool { return len(obj.(*v1.Service).Status.LoadBalancer.Ingress) > 0 }
 
-// WatchUntil follows nodes or services (of namespace) with an informer, which re-lists if the
-// API server closes a watch, and records when done(obj) first held per object. The returned
-// func waits until want objects are done, ctx ends or gone is closed (the ccm exited), and
-// returns the times.
-func WatchUntil(ctx context.Context, env *testenv.Env, resource, namespace string, want int, done func(any) bool) (func(gone <-chan struct{}) map[string]time.Time, error) {
-	var mu sync.Mutex
-	at := map[string]time.Time{}
-	finished := make(chan struct{})
-	observe := func(obj any) {
+// Watcher follows nodes or services (of a namespace) with an informer, which re-lists if the
+// API server closes a watch, and records when done(obj) first held per object and how many
+// updates each object had (each one an API write).
+type Watcher struct {
+	resource string
+	want     int
+	ctx      context.Context
+	stop     context.CancelFunc
+	finished chan struct{}
+
+	mu      sync.Mutex
+	at      map[string]time.Time
+	updates map[string]int
+}
+
+// Watch starts a Watcher that is finished when want objects are done. The caller stops it.
+func Watch(ctx context.Context, env *testenv.Env, resource, namespace string, want int, done func(any) bool) (*Watcher, error) {
+	w := &Watcher{resource: resource, want: want, ctx: ctx, finished: make(chan struct{}), at: map[string]time.Time{}, updates: map[string]int{}}
+	observe := func(obj any, update bool) {
 		m, ok := obj.(metav1.Object)
 		if !ok {
 			return
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if _, seen := at[m.GetName()]; !seen && done(obj) {
-			at[m.GetName()] = time.Now()
-			if len(at) == want {
-				close(finished)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if update {
+			w.updates[m.GetName()]++
+		}
+		if _, seen := w.at[m.GetName()]; !seen && done(obj) {
+			w.at[m.GetName()] = time.Now()
+			if len(w.at) == want {
+				close(w.finished)
 			}
 		}
 	}
-	wctx, stop := context.WithCancel(ctx)
+	var wctx context.Context
+	wctx, w.stop = context.WithCancel(ctx)
 	factory := informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(namespace))
 	var inf cache.SharedIndexInformer
 	if resource == "nodes" {
@@ -86,38 +93,62 @@ func WatchUntil(ctx context.Context, env *testenv.Env, resource, namespace strin
 		inf = factory.Core().V1().Services().Informer()
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    observe,
-		UpdateFunc: func(_, obj any) { observe(obj) },
+		AddFunc: func(obj any) { observe(obj, false) },
+		UpdateFunc: func(old, obj any) {
+			observe(obj, old.(metav1.Object).GetResourceVersion() != obj.(metav1.Object).GetResourceVersion())
+		},
 	}); err != nil {
-		stop()
+		w.stop()
 		return nil, err
 	}
 	factory.Start(wctx.Done())
 	factory.WaitForCacheSync(wctx.Done())
+	return w, nil
+}
+
+// Wait waits until want objects are done, ctx ends or gone is closed (the ccm exited), and
+// returns when each object became done.
+func (w *Watcher) Wait(gone <-chan struct{}) map[string]time.Time {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-w.finished:
+		case <-w.ctx.Done():
+		case <-gone:
+		case <-tick.C:
+			w.mu.Lock()
+			fmt.Printf("bench: %s: %d of %d done\n", w.resource, len(w.at), w.want)
+			w.mu.Unlock()
+			continue
+		}
+		break
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.at)
+}
+
+// Updates counts the updates seen so far per object.
+func (w *Watcher) Updates() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.updates)
+}
+
+// Stop ends the watch.
+func (w *Watcher) Stop() { w.stop() }
+
+// WatchUntil is Watch for a single Wait: the returned func waits, stops the watch and returns
+// the times.
+func WatchUntil(ctx context.Context, env *testenv.Env, resource, namespace string, want int, done func(any) bool) (func(gone <-chan struct{}) map[string]time.Time, error) {
+	w, err := Watch(ctx, env, resource, namespace, want, done)
+	if err != nil {
+		return nil, err
+	}
 	return func(gone <-chan struct{}) map[string]time.Time {
-		defer stop()
-		tick := time.NewTicker(5 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-finished:
-			case <-ctx.Done():
-			case <-gone:
-			case <-tick.C:
-				mu.Lock()
-				fmt.Printf("bench: %s: %d of %d done\n", resource, len(at), want)
-				mu.Unlock()
-				continue
-			}
-			break
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		out := make(map[string]time.Time, len(at))
-		for k, v := range at {
-			out[k] = v
-		}
-		return out
+		defer w.Stop()
+		return w.Wait(gone)
 	}, nil
 }
 

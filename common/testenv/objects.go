@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,18 @@ import (
 
 // UninitializedTaint is the taint kubelet --cloud-provider=external puts on a new Node.
 const UninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
+
+// HasTaint tells whether n carries a taint with key.
+func HasTaint(n *v1.Node, key string) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == key })
+}
+
+// Initialised tells whether the cloud node controller has finished with n: providerID set,
+// the uninitialized taint gone and the addresses there. It writes the Node and its status in
+// two updates, so the taint alone can be gone while the addresses are not there yet.
+func Initialised(n *v1.Node) bool {
+	return n.Spec.ProviderID != "" && len(n.Status.Addresses) > 0 && !HasTaint(n, UninitializedTaint)
+}
 
 // RegisterNode creates a Node as kubelet --cloud-provider=external does (with the
 // uninitialized taint) and marks it Ready.

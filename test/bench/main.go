@@ -15,13 +15,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/ccm-project/ccm/common/benchreport"
 	"github.com/ccm-project/ccm/common/benchscenario"
@@ -154,18 +151,7 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 		return nil, err
 	}
 	startCCM := func(name string) (*testenv.CCM, error) {
-		c, err := env.StartCCM(ctx, testenv.CCMOptions{Name: name, Provider: "dummy", CloudConfig: cfgPath, Args: append([]string{"--v=1"}, extra...)})
-		if err != nil {
-			return nil, err
-		}
-		// Wait until it leads (it then has its controllers running).
-		for !strings.Contains(c.Log(), "Successfully acquired lease") {
-			if c.Exited() {
-				return nil, fmt.Errorf("ccm exited: %s", c.Tail(20))
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		return c, nil
+		return benchscenario.StartLeader(ctx, env, testenv.CCMOptions{Name: name, Provider: "dummy", CloudConfig: cfgPath, Args: append([]string{"--v=1"}, extra...)})
 	}
 	ccm, err := startCCM("ccm-bench-1")
 	if err != nil {
@@ -187,14 +173,10 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 			return err
 		})
 	}
-	addressed := benchscenario.Addressed
 
 	// N Nodes at once.
 	fmt.Printf("bench: registering %d Nodes at once\n", nNodes)
-	nodeDone, err := watchUntil(ctx, env, "nodes", "", nNodes, func(obj any) bool {
-		n := obj.(*v1.Node)
-		return n.Spec.ProviderID != "" && !hasTaint(n, testenv.UninitializedTaint)
-	})
+	nodeDone, err := benchscenario.WatchUntil(ctx, env, "nodes", "", nNodes, benchscenario.Initialised)
 	if err != nil {
 		return nil, err
 	}
@@ -204,8 +186,7 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 	}); err != nil {
 		return nil, err
 	}
-	nodeTimes, _ := nodeDone()
-	r.NodeTimes = benchscenario.Since(nodeTimes, start)
+	r.NodeTimes = benchscenario.Since(nodeDone(ccm.Done()), start)
 	calls, err := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{`)
 	if err != nil {
 		return nil, err
@@ -217,14 +198,14 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 	// nNodeAdded LBs.
 	if nNodeAdded > 0 {
 		fmt.Printf("bench: adding one Node to %d LoadBalancer Services\n", nNodeAdded)
-		naDone, err := watchUntil(ctx, env, "services", "bench-na", nNodeAdded, addressed)
+		naDone, err := benchscenario.WatchUntil(ctx, env, "services", "bench-na", nNodeAdded, benchscenario.Addressed)
 		if err != nil {
 			return nil, err
 		}
 		if err := createServices("bench-na", "na", nNodeAdded); err != nil {
 			return nil, err
 		}
-		naDone()
+		naDone(ccm.Done())
 		if err := nodeAddedScenario(ctx, env, r, func() float64 { w, _ := writesNow(ccm); return w }); err != nil {
 			return nil, err
 		}
@@ -232,20 +213,20 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 
 	// M Services at once.
 	fmt.Printf("bench: creating %d LoadBalancer Services at once\n", nServices)
-	svcDone, err := watchUntil(ctx, env, "services", "bench", nServices, addressed)
+	svcWatch, err := benchscenario.Watch(ctx, env, "services", "bench", nServices, benchscenario.Addressed)
 	if err != nil {
 		return nil, err
 	}
+	defer svcWatch.Stop()
 	before, _ := writesNow(ccm)
 	start = time.Now()
 	if err := createServices("bench", "svc", nServices); err != nil {
 		return nil, err
 	}
-	svcTimes, writes := svcDone()
-	r.ServiceTimes = benchscenario.Since(svcTimes, start)
+	r.ServiceTimes = benchscenario.Since(svcWatch.Wait(ccm.Done()), start)
 	time.Sleep(2 * time.Second) // late writes (there should be none) would show in the count
 	total := 0
-	for _, w := range writes() {
+	for _, w := range svcWatch.Updates() {
 		total += w
 		r.MaxAPIWritesOneSvc = max(r.MaxAPIWritesOneSvc, w)
 	}
@@ -261,15 +242,8 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	for {
-		n, err := ccm2.Metric(metricsToken, `ccm_reconcile_total{kind="loadbalancer",operation="ensure"`)
-		if err == nil && n >= float64(r.RestartLBs) {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("restarted ccm did not ensure every Service: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := benchscenario.WaitEnsured(ctx, ccm2, metricsToken, r.RestartLBs); err != nil {
+		return nil, err
 	}
 	time.Sleep(2 * time.Second) // a late write would show
 	w, all := writesNow(ccm2)
@@ -333,91 +307,6 @@ func nodeAddedScenario(ctx context.Context, env *testenv.Env, r *result, writesN
 	time.Sleep(3 * time.Second) // more writes than LBs would show here
 	r.NodeAddedCloudWrites = writesNow() - before
 	return nil
-}
-
-func hasTaint(n *v1.Node, key string) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == key {
-			return true
-		}
-	}
-	return false
-}
-
-// watchUntil follows resource with an informer (which re-lists if the API server closes a
-// watch) and records, per object, when done(obj) first held and how many updates it had by
-// then (each is one API write by the ccm). The returned func waits until want objects are done.
-func watchUntil(ctx context.Context, env *testenv.Env, resource, namespace string, want int, done func(any) bool) (func() (map[string]time.Time, func() map[string]int), error) {
-	var mu sync.Mutex
-	at := map[string]time.Time{}
-	updates := map[string]int{}
-	finished := make(chan struct{})
-	observe := func(obj any, update bool) {
-		m, ok := obj.(metav1.Object)
-		if !ok {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if update {
-			updates[m.GetName()]++
-		}
-		if _, seen := at[m.GetName()]; !seen && done(obj) {
-			at[m.GetName()] = time.Now()
-			if len(at) == want {
-				close(finished)
-			}
-		}
-	}
-	factory := informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(namespace))
-	var inf cache.SharedIndexInformer
-	if resource == "nodes" {
-		inf = factory.Core().V1().Nodes().Informer()
-	} else {
-		inf = factory.Core().V1().Services().Informer()
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { observe(obj, false) },
-		UpdateFunc: func(old, obj any) {
-			observe(obj, old.(metav1.Object).GetResourceVersion() != obj.(metav1.Object).GetResourceVersion())
-		},
-	}); err != nil {
-		return nil, err
-	}
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	return func() (map[string]time.Time, func() map[string]int) {
-		tick := time.NewTicker(5 * time.Second)
-		defer tick.Stop()
-	wait:
-		for {
-			select {
-			case <-finished:
-				break wait
-			case <-ctx.Done():
-				break wait
-			case <-tick.C:
-				mu.Lock()
-				fmt.Printf("bench: %s %s: %d of %d done\n", namespace, resource, len(at), want)
-				mu.Unlock()
-			}
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		out := make(map[string]time.Time, len(at))
-		for k, v := range at {
-			out[k] = v
-		}
-		return out, func() map[string]int {
-			mu.Lock()
-			defer mu.Unlock()
-			c := make(map[string]int, len(updates))
-			for k, v := range updates {
-				c[k] = v
-			}
-			return c
-		}
-	}, nil
 }
 
 // report prints the table and writes it, with the latency samples, under out.

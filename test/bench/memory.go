@@ -71,16 +71,11 @@ func runMemory(nNodes, nServices, nLB int, extra []string, heapProfile string) (
 	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
-	nodeDone, err := watchUntil(ctx, env, "nodes", "", nNodes, func(obj any) bool {
-		n := obj.(*v1.Node)
-		return n.Spec.ProviderID != "" && !hasTaint(n, testenv.UninitializedTaint)
-	})
+	nodeDone, err := benchscenario.WatchUntil(ctx, env, "nodes", "", nNodes, benchscenario.Initialised)
 	if err != nil {
 		return nil, err
 	}
-	svcDone, err := watchUntil(ctx, env, "services", "bench", nLB, func(obj any) bool {
-		return len(obj.(*v1.Service).Status.LoadBalancer.Ingress) > 0
-	})
+	svcDone, err := benchscenario.WatchUntil(ctx, env, "services", "bench", nLB, benchscenario.Addressed)
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +98,8 @@ func runMemory(nNodes, nServices, nLB int, extra []string, heapProfile string) (
 	}); err != nil {
 		return nil, err
 	}
-	nodeDone()
-	svcDone()
+	nodeDone(ccm.Done())
+	svcDone(ccm.Done())
 	r := &memoryResult{Nodes: nNodes, Services: nServices, LBServices: nLB, CCMArgs: extra,
 		GOMEMLIMIT: os.Getenv("GOMEMLIMIT"), SettledS: time.Since(start).Seconds()}
 	if ccm.Exited() {

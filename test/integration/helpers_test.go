@@ -65,15 +65,6 @@ func node(name string) (*v1.Node, error) {
 	return env.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 }
 
-func hasTaint(n *v1.Node, key string) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == key {
-			return true
-		}
-	}
-	return false
-}
-
 // namespace creates a namespace for the test and deletes it after.
 func namespace(t *testing.T) string {
 	t.Helper()

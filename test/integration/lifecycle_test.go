@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccm-project/ccm/common/testenv"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -38,7 +39,7 @@ func TestNodeLifecycle(t *testing.T) {
 	setReady(t, "it-life-b", "Unknown")
 	eventually(t, 30*time.Second, "shutdown taint on it-life-a", func() (bool, error) {
 		nd, err := node("it-life-a")
-		return err == nil && hasTaint(nd, shutdownTaint), err
+		return err == nil && testenv.HasTaint(nd, shutdownTaint), err
 	})
 	eventually(t, 30*time.Second, "it-life-b deleted", func() (bool, error) {
 		_, err := node("it-life-b")
@@ -53,7 +54,7 @@ func TestNodeLifecycle(t *testing.T) {
 	setReady(t, "it-life-a", "True")
 	eventually(t, 30*time.Second, "shutdown taint removed", func() (bool, error) {
 		nd, err := node("it-life-a")
-		return err == nil && !hasTaint(nd, shutdownTaint), err
+		return err == nil && !testenv.HasTaint(nd, shutdownTaint), err
 	})
 }
 

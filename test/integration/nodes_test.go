@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccm-project/ccm/common/testenv"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -43,8 +44,7 @@ func TestNodeInitialisation(t *testing.T) {
 		eventually(t, 30*time.Second, tc.name+" initialised", func() (bool, error) {
 			var err error
 			n, err = node(tc.name)
-			// The addresses come in a second write, after the taint's removal.
-			return err == nil && len(n.Status.Addresses) > 0 && !hasTaint(n, "node.cloudprovider.kubernetes.io/uninitialized"), err
+			return err == nil && testenv.Initialised(n), err
 		})
 		if n.Spec.ProviderID != tc.providerID {
 			t.Errorf("%s providerID = %q, want %q", tc.name, n.Spec.ProviderID, tc.providerID)

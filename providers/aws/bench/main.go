@@ -68,7 +68,7 @@ func run(o options) error {
 		return err
 	}
 	defer cl.Stop()
-	env, token := cl.Env, cl.Token
+	env := cl.Env
 	fake := fakeaws.New("us-east-1", cluster)
 	if o.lbType == "nlb" {
 		fake.SetNLBProvisioning(o.provisioning)
@@ -112,17 +112,9 @@ func run(o options) error {
 
 	// N Nodes at once.
 	fmt.Printf("bench: registering %d Nodes at once\n", o.nodes)
-	nodesDone, err := benchscenario.WatchUntil(ctx, env, "nodes", "", o.nodes, benchscenario.Initialised)
-	if err != nil {
+	c0 := fake.Calls()
+	if f.NodeTimes, err = benchscenario.RegisterNodes(ctx, cl, ccm, names[:o.nodes]); err != nil {
 		return err
-	}
-	c0, t0 := fake.Calls(), time.Now()
-	if err := benchscenario.Parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
-		return err
-	}
-	f.NodeTimes = benchscenario.Since(nodesDone(ccm.Done()), t0)
-	if len(f.NodeTimes) < o.nodes {
-		return benchscenario.Short(ccm, "Nodes initialised", len(f.NodeTimes), o.nodes)
 	}
 	quiet(2 * time.Second)
 	f.NodeCalls = float64(total(benchscenario.Diff(c0, fake.Calls())))
@@ -142,13 +134,8 @@ func run(o options) error {
 	fmt.Printf("bench: LB calls by operation: %s\n", benchscenario.Format(lb))
 
 	// Restart with nothing changed: a new process re-ensures every Service.
-	fmt.Println("bench: restarting the ccm with nothing changed")
-	ccm.Stop(10 * time.Second)
 	c0 = fake.Calls()
-	if ccm, err = start("ccm-2"); err != nil {
-		return err
-	}
-	if err := benchscenario.WaitEnsured(ctx, ccm, token, o.services); err != nil {
+	if ccm, err = benchscenario.Restart(ctx, cl, ccm, start, o.services); err != nil {
 		return err
 	}
 	quiet(3 * time.Second)
@@ -157,16 +144,13 @@ func run(o options) error {
 	fmt.Printf("bench: restart calls by operation: %s\n", benchscenario.Format(rs))
 
 	// One Node added: every load balancer gets the new instance.
-	if more := f.NodeAddedLBs - o.services; more > 0 {
-		fmt.Printf("bench: creating %d more LoadBalancer Services for the node-added scenario\n", more)
-		if _, err := createServices(ccm, "na", more); err != nil {
-			return err
-		}
-		quiet(3 * time.Second)
+	if err := benchscenario.TopUpServices(ctx, cl, ccm, o.services, f.NodeAddedLBs, annotations); err != nil {
+		return err
 	}
+	quiet(3 * time.Second)
 	fmt.Printf("bench: adding one Node to %d load balancers\n", f.NodeAddedLBs)
 	id := addMachine(fake, names[o.nodes], o.nodes)
-	c0, t0 = fake.Calls(), time.Now()
+	c0, t0 := fake.Calls(), time.Now()
 	if err := testenv.RegisterNode(ctx, env.Client, names[o.nodes]); err != nil {
 		return err
 	}

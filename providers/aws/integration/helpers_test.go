@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -46,17 +45,14 @@ func newNode(t *testing.T, name, providerID string) {
 	}
 }
 
-// initialised waits for the cloud node controller to have removed the uninitialized taint and
-// set the addresses: it writes the Node and its status in two updates, so the taint alone can
-// be gone while the addresses are not there yet.
+// initialised waits until the cloud node controller has finished with the Node.
 func initialised(t *testing.T, name string) *v1.Node {
 	t.Helper()
 	var n *v1.Node
 	eventually(t, 40*time.Second, name+" initialised", func() (bool, error) {
 		var err error
 		n, err = node(name)
-		return err == nil && len(n.Status.Addresses) > 0 &&
-			!slices.ContainsFunc(n.Spec.Taints, func(tn v1.Taint) bool { return tn.Key == testenv.UninitializedTaint }), err
+		return err == nil && testenv.Initialised(n), err
 	})
 	return n
 }

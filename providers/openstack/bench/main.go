@@ -63,7 +63,7 @@ func run(o options) error {
 		return err
 	}
 	defer cl.Stop()
-	env, token := cl.Env, cl.Token
+	env := cl.Env
 	cloud := fake.New(fake.Options{ProvisionDelay: o.delay, UpdateDelay: o.provisionUpdates})
 	cloud.SetLatency(o.latency)
 	if _, err := cloud.Start(); err != nil {
@@ -103,17 +103,9 @@ func run(o options) error {
 
 	// N Nodes at once.
 	fmt.Printf("bench: registering %d Nodes at once\n", o.nodes)
-	nodesDone, err := benchscenario.WatchUntil(ctx, env, "nodes", "", o.nodes, benchscenario.Initialised)
-	if err != nil {
+	c0 := total()
+	if f.NodeTimes, err = benchscenario.RegisterNodes(ctx, cl, ccm, names[:o.nodes]); err != nil {
 		return err
-	}
-	c0, t0 := total(), time.Now()
-	if err := benchscenario.Parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
-		return err
-	}
-	f.NodeTimes = benchscenario.Since(nodesDone(ccm.Done()), t0)
-	if len(f.NodeTimes) < o.nodes {
-		return benchscenario.Short(ccm, "Nodes initialised", len(f.NodeTimes), o.nodes)
 	}
 	quiet(2 * time.Second)
 	f.NodeCalls = float64(total() - c0)
@@ -121,7 +113,7 @@ func run(o options) error {
 	// M Services at once, each LB PENDING_CREATE for D.
 	fmt.Printf("bench: creating %d LoadBalancer Services at once (D=%v)\n", o.services, o.delay)
 	before := cloud.Calls()
-	c0, t0 = total(), time.Now()
+	c0 = total()
 	if f.ServiceTimes, err = benchscenario.CreateServices(ctx, cl, ccm, "bench", o.services, nil); err != nil {
 		return err
 	}
@@ -136,13 +128,8 @@ func run(o options) error {
 			Target: fmt.Sprintf("%d / 0", o.services), Met: benchreport.Met(created["octavia.CreateLoadBalancer"] == o.services && created["octavia.CreateListener"]+created["octavia.BatchUpdateMembers"] == 0)})
 
 	// Restart with nothing changed: a new process re-ensures every Service.
-	fmt.Println("bench: restarting the ccm with nothing changed")
-	ccm.Stop(10 * time.Second)
 	before, w0 := cloud.Calls(), cloud.Writes()
-	if ccm, err = start("ccm-2"); err != nil {
-		return err
-	}
-	if err := benchscenario.WaitEnsured(ctx, ccm, token, o.services); err != nil {
+	if ccm, err = benchscenario.Restart(ctx, cl, ccm, start, o.services); err != nil {
 		return err
 	}
 	quiet(3 * time.Second)
@@ -159,17 +146,15 @@ func run(o options) error {
 	fmt.Printf("bench: restart calls by operation: %s\n", benchscenario.Format(after))
 
 	// One Node added: every LB's pool gets the new member.
-	if more := f.NodeAddedLBs - o.services; more > 0 {
-		fmt.Printf("bench: creating %d more LoadBalancer Services for the node-added scenario\n", more)
-		if _, err := benchscenario.CreateServices(ctx, cl, ccm, "na", more, nil); err != nil {
-			return err
-		}
-		quiet(3 * time.Second)
+	if err := benchscenario.TopUpServices(ctx, cl, ccm, o.services, f.NodeAddedLBs, nil); err != nil {
+		return err
 	}
+	quiet(3 * time.Second)
 	fmt.Printf("bench: adding one Node to %d load balancers\n", f.NodeAddedLBs)
 	newNode, newIP := names[o.nodes], ips[o.nodes]
 	cloud.AddServer(fake.ServerSpec{Name: newNode, IPs: []string{newIP}})
-	w0, t0 = cloud.Writes(), time.Now()
+	w0 = cloud.Writes()
+	t0 := time.Now()
 	before = cloud.Calls()
 	if err := testenv.RegisterNode(ctx, env.Client, newNode); err != nil {
 		return err

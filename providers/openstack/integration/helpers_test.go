@@ -39,27 +39,16 @@ func getNode(name string) (*v1.Node, error) {
 	return env.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 }
 
-// waitInitialised waits for the providerID, the taint's removal and the addresses: the cloud
-// node controller writes the Node and its status in two updates, so the taint alone can be
-// gone while the addresses are not there yet.
+// waitInitialised waits until the cloud node controller has finished with the Node.
 func waitInitialised(t *testing.T, name string) *v1.Node {
 	t.Helper()
 	var n *v1.Node
 	eventually(t, 30*time.Second, name+" initialised", func() (bool, error) {
 		var err error
 		n, err = getNode(name)
-		return err == nil && n.Spec.ProviderID != "" && len(n.Status.Addresses) > 0 && !hasTaint(n, testenv.UninitializedTaint), err
+		return err == nil && testenv.Initialised(n), err
 	})
 	return n
-}
-
-func hasTaint(n *v1.Node, key string) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == key {
-			return true
-		}
-	}
-	return false
 }
 
 func namespace(t *testing.T) string {

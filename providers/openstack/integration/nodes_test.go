@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"context"
+
 	"github.com/ccm-project/ccm/common/testenv"
 )
 

@@ -59,7 +59,7 @@ func run(o options) error {
 		return err
 	}
 	defer cl.Stop()
-	env, token := cl.Env, cl.Token
+	env := cl.Env
 	const user, password = "bench@vsphere.local", "bench-password"
 	s, err := sim.Start(ctx, sim.Options{User: user, Password: password, Datacenters: o.dcs, ZoneCategory: "k8s-zone", RegionCategory: "k8s-region"})
 	if err != nil {
@@ -107,17 +107,9 @@ func run(o options) error {
 
 	// N Nodes at once.
 	fmt.Printf("bench: registering %d Nodes at once\n", o.nodes)
-	nodesDone, err := benchscenario.WatchUntil(ctx, env, "nodes", "", o.nodes, benchscenario.Initialised)
-	if err != nil {
+	c0 := s.Calls()
+	if f.NodeTimes, err = benchscenario.RegisterNodes(ctx, cl, ccm, names[:o.nodes]); err != nil {
 		return err
-	}
-	c0, t0 := s.Calls(), time.Now()
-	if err := benchscenario.Parallel(o.nodes, func(i int) error { return testenv.RegisterNode(ctx, env.Client, names[i]) }); err != nil {
-		return err
-	}
-	f.NodeTimes = benchscenario.Since(nodesDone(ccm.Done()), t0)
-	if len(f.NodeTimes) < o.nodes {
-		return benchscenario.Short(ccm, "Nodes initialised", len(f.NodeTimes), o.nodes)
 	}
 	time.Sleep(500 * time.Millisecond) // the last calls land
 	init := sub(s.Calls(), c0)
@@ -163,7 +155,7 @@ func run(o options) error {
 
 	// M Services at once.
 	fmt.Printf("bench: creating %d LoadBalancer Services at once\n", o.services)
-	c0, t0 = s.Calls(), time.Now()
+	c0 = s.Calls()
 	if f.ServiceTimes, err = benchscenario.CreateServices(ctx, cl, ccm, "bench", o.services, nil); err != nil {
 		return err
 	}
@@ -176,13 +168,8 @@ func run(o options) error {
 
 	// Restart with nothing changed: a new process re-ensures every Service. Its periodic
 	// address refresh runs too; those reads count, as they would on a real restart.
-	fmt.Println("bench: restarting the ccm with nothing changed")
-	ccm.Stop(10 * time.Second)
 	c0 = s.Calls()
-	if ccm, err = start("ccm-2"); err != nil {
-		return err
-	}
-	if err := benchscenario.WaitEnsured(ctx, ccm, token, o.services); err != nil {
+	if ccm, err = benchscenario.Restart(ctx, cl, ccm, start, o.services); err != nil {
 		return err
 	}
 	quiet(2 * time.Second)
@@ -191,13 +178,10 @@ func run(o options) error {
 	fmt.Printf("bench: restart calls by operation: %s\n", benchscenario.Format(rs.PerOp))
 
 	// One Node added: every LB record (its fingerprint covers the members) is rewritten.
-	if more := f.NodeAddedLBs - o.services; more > 0 {
-		fmt.Printf("bench: creating %d more LoadBalancer Services for the node-added scenario\n", more)
-		if _, err := benchscenario.CreateServices(ctx, cl, ccm, "na", more, nil); err != nil {
-			return err
-		}
-		quiet(2 * time.Second)
+	if err := benchscenario.TopUpServices(ctx, cl, ccm, o.services, f.NodeAddedLBs, nil); err != nil {
+		return err
 	}
+	quiet(2 * time.Second)
 	fmt.Printf("bench: adding one Node to %d load balancers\n", f.NodeAddedLBs)
 	old, err := s.TagsInCategory(ctx, sim.LBCategory)
 	if err != nil {
@@ -210,7 +194,8 @@ func run(o options) error {
 		return err
 	}
 	quiet(time.Second)
-	c0, t0 = s.Calls(), time.Now()
+	c0 = s.Calls()
+	t0 := time.Now()
 	if err := testenv.RegisterNode(ctx, env.Client, names[o.nodes]); err != nil {
 		return err
 	}

@@ -79,15 +79,14 @@ func newNode(t *testing.T, name string) {
 	t.Cleanup(func() { _ = env.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 }
 
-// initialised waits for the providerID and the addresses: the cloud node controller writes the
-// Node and its status in two updates.
+// initialised waits until the cloud node controller has finished with the Node.
 func initialised(t *testing.T, name string) *v1.Node {
 	t.Helper()
 	var nd *v1.Node
 	eventually(t, 30*time.Second, name+" initialised", func() (bool, error) {
 		var err error
 		nd, err = node(name)
-		return err == nil && nd.Spec.ProviderID != "" && len(nd.Status.Addresses) > 0, err
+		return err == nil && testenv.Initialised(nd), err
 	})
 	return nd
 }
@@ -99,10 +98,6 @@ func addVM(t *testing.T, name string, dc int, nics ...sim.NIC) *sim.VM {
 		t.Fatal(err)
 	}
 	return v
-}
-
-func hasTaint(n *v1.Node, key string) bool {
-	return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == key })
 }
 
 // One ccm at -v=10 through a Node's life: initialisation with the right addresses and labels
@@ -177,7 +172,7 @@ func TestNodeLifecycle(t *testing.T) {
 	}
 	eventually(t, 60*time.Second, "shutdown taint on it-off", func() (bool, error) {
 		n, err := node("it-off")
-		return err == nil && hasTaint(n, shutdownTaint), err
+		return err == nil && testenv.HasTaint(n, shutdownTaint), err
 	})
 
 	// vCenter fails while a VM is destroyed: the Node stays for well over the window.
