@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/ccm-project/ccm/common/lbname"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // Checks is the contract, in the order Run runs it.
@@ -31,6 +31,8 @@ var Checks = []Check{
 	{Name: "UpdateAfterDeleteCreatesNothing", LoadBalancer: true, Run: updateAfterDelete},
 	{Name: "NamesFitTheCloud", LoadBalancer: true, Run: namesFit},
 	{Name: "LoadBalancersCarryOwnershipTags", LoadBalancer: true, Run: ownershipTags},
+	{Name: "HostileAnnotationsAreRefused", LoadBalancer: true, Hostile: true, Run: hostileRefused},
+	{Name: "TwoClustersWithTheSameServicesDoNotCollide", LoadBalancer: true, Hostile: true, Run: twoClusters},
 }
 
 var ctx = context.Background()
@@ -293,8 +295,14 @@ func ownershipTags(t T, c Config) {
 	if !ok {
 		t.Fatalf("the cloud holds no load balancer for %s/%s", svc.Namespace, svc.Name)
 	}
-	ns, name, owned := lbname.Owner(c.ClusterName, tags)
-	if !owned || ns != svc.Namespace || name != svc.Name {
-		t.Errorf("tags %v do not mark the load balancer as owned by cluster %q for %s/%s", tags, c.ClusterName, svc.Namespace, svc.Name)
+	checkOwner(t, c.ClusterName, svc, tags)
+}
+
+// checkOwner checks that tags name cluster and svc, its UID included, as the owner.
+func checkOwner(t T, cluster string, svc *v1.Service, tags map[string]string) {
+	t.Helper()
+	owner, owned := ownership.Owner(cluster, tags)
+	if !owned || owner != ownership.Of(cluster, svc) {
+		t.Errorf("tags %v do not mark the load balancer as owned by cluster %q for %s/%s (UID %s)", tags, cluster, svc.Namespace, svc.Name, svc.UID)
 	}
 }

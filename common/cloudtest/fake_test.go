@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/lbname"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // breakage names one way a provider can break the contract.
@@ -32,7 +34,14 @@ const (
 	longNames          breakage = "names ignore the limit"
 	noTags             breakage = "no ownership tags"
 	updateCreates      breakage = "an update creates a missing LB"
+	noUID              breakage = "ownership tags without the Service UID"
+	adoptsForeign      breakage = "adopts any load balancer named by annotation"
+	ignoresCluster     breakage = "names load balancers without the cluster"
+	leaksOwner         breakage = "a refusal names the owner"
 )
+
+// annAdopt names an existing load balancer for the Service to use, as load-balancer-id does.
+const annAdopt = "fake/adopt"
 
 // sim is a tiny cloud: machines and load balancers.
 type sim struct {
@@ -94,6 +103,12 @@ func (h *fakeHarness) MaxNameLen() int { return 32 }
 func (h *fakeHarness) name(cluster string, svc *v1.Service) string {
 	if h.brk == longNames {
 		return "lb-" + cluster + "-" + svc.Namespace + "-" + svc.Name
+	}
+	if h.brk == ignoresCluster {
+		cluster = "any"
+	}
+	if adopt := svc.Annotations[annAdopt]; adopt != "" {
+		return adopt
 	}
 	return lbname.AWSELB.Name(cluster, svc.Namespace, svc.Name)
 }
@@ -193,6 +208,15 @@ func (c *fakeCloud) write(cluster string, svc *v1.Service, nodes []*v1.Node, new
 	defer s.mu.Unlock()
 	name := c.h.name(cluster, svc)
 	lb, exists := s.lbs[name]
+	id := ownership.Of(cluster, svc)
+	if exists && c.h.brk != adoptsForeign && c.h.brk != ignoresCluster {
+		if err := ownership.Check(id, "load balancer", name, lb.tags); err != nil {
+			if c.h.brk == leaksOwner {
+				return nil, fmt.Errorf("%w (owner tags %v)", err, lb.tags)
+			}
+			return nil, err
+		}
+	}
 	fp := fingerprint.Of(nodeNames(nodes))
 	stored := lb.fp
 	if c.h.brk == forgetsOnRestart {
@@ -207,8 +231,13 @@ func (c *fakeCloud) write(cluster string, svc *v1.Service, nodes []*v1.Node, new
 	}
 	lb.fp = fp
 	c.mem[name] = fp
-	if c.h.brk != noTags {
-		lb.tags = lbname.Tags(cluster, svc.Namespace, svc.Name)
+	switch c.h.brk {
+	case noTags:
+	case noUID:
+		id.UID = ""
+		lb.tags = id.Tags()
+	default:
+		lb.tags = id.Tags()
 	}
 	s.lbs[name] = lb
 	s.writes++
@@ -232,6 +261,9 @@ func (c *fakeCloud) EnsureLoadBalancerDeleted(_ context.Context, cluster string,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	name := c.h.name(cluster, svc)
+	if lb, ok := s.lbs[name]; ok && c.h.brk != adoptsForeign && c.h.brk != ignoresCluster && !ownership.Is(ownership.Of(cluster, svc), lb.tags) {
+		return nil // not ours: nothing of this Service's to delete
+	}
 	if _, ok := s.lbs[name]; !ok {
 		if c.h.brk == deleteMissingFails {
 			return errors.New("load balancer not found")
@@ -243,4 +275,29 @@ func (c *fakeCloud) EnsureLoadBalancerDeleted(_ context.Context, cluster string,
 		s.writes++
 	}
 	return nil
+}
+
+// The hostile-tenant part of the harness.
+
+func (h *fakeHarness) NewCloudFor(t T, _ string) cloudprovider.Interface { return h.NewCloud(t) }
+
+func (h *fakeHarness) HostileCases(_ T, victim string, victimSvc *v1.Service, _ string) []HostileCase {
+	h.sim.mu.Lock()
+	h.sim.lbs["made-by-hand"] = simLB{ip: "198.51.100.7", tags: map[string]string{"team": "payments"}}
+	h.sim.mu.Unlock()
+	return []HostileCase{
+		{Name: "adopt an unowned load balancer", Annotations: map[string]string{annAdopt: "made-by-hand"}, Reason: "no ownership mark"},
+		{Name: "adopt the other cluster's load balancer", Annotations: map[string]string{annAdopt: h.name(victim, victimSvc)}, Reason: "no ownership mark"},
+	}
+}
+
+func (h *fakeHarness) Snapshot(T) string {
+	h.sim.mu.Lock()
+	defer h.sim.mu.Unlock()
+	var lines []string
+	for name, lb := range h.sim.lbs {
+		lines = append(lines, fmt.Sprintf("%s ip=%s fp=%s tags=%v", name, lb.ip, lb.fp, lb.tags))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }

@@ -52,6 +52,7 @@ type Config struct {
 type Check struct {
 	Name         string
 	LoadBalancer bool // needs a LoadBalancer implementation
+	Hostile      bool // needs a HostileHarness (every provider with load balancers has one)
 	Run          func(t T, c Config)
 }
 

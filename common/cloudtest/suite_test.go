@@ -52,6 +52,10 @@ func TestSuiteCatchesEachBreakage(t *testing.T) {
 		longNames:          "NamesFitTheCloud",
 		noTags:             "LoadBalancersCarryOwnershipTags",
 		updateCreates:      "UpdateAfterDeleteCreatesNothing",
+		noUID:              "LoadBalancersCarryOwnershipTags",
+		adoptsForeign:      "HostileAnnotationsAreRefused",
+		leaksOwner:         "HostileAnnotationsAreRefused",
+		ignoresCluster:     "TwoClustersWithTheSameServicesDoNotCollide",
 	}
 	covered := map[string]bool{}
 	for brk, want := range catches {

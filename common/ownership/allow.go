@@ -1,0 +1,56 @@
+package ownership
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Allow is the operator's exception to "a Service may name only its own objects": cloud objects
+// ccm did not create (a pre-made load balancer, security group, target group, network) that a
+// Service may name by annotation, by the Service's namespace or by the object's ID. It is set in
+// the cloud config only, never by a Service. ccm uses an allowed object but never removes or
+// rewrites it: what it adds to one (a listener, a rule) carries its own ownership mark.
+type Allow struct {
+	Namespaces []string // Services in these namespaces may name any object
+	IDs        []string // any Service may name these objects
+}
+
+// ParseAllow reads the two comma-separated config values; key names the config keys for errors.
+func ParseAllow(namespaces, ids string) (Allow, error) {
+	var a Allow
+	for _, ns := range splitList(namespaces) {
+		if ns == "*" {
+			return Allow{}, fmt.Errorf("%q: \"*\" is not allowed; list the namespaces whose Services may name any cloud object", namespaces)
+		}
+		a.Namespaces = append(a.Namespaces, ns)
+	}
+	a.IDs = splitList(ids)
+	return a, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Permits reports whether a Service in namespace may name object objID.
+func (a Allow) Permits(namespace, objID string) bool {
+	return slices.Contains(a.Namespaces, namespace) || slices.Contains(a.IDs, objID)
+}
+
+// Named decides whether a Service (id) may use the object kind/objID it named by annotation:
+// nil when the tags prove it is the Service's own, or when the operator allowed it. The error
+// names the annotation and says how an operator allows it.
+func (a Allow) Named(id Identity, annotation, kind, objID string, tags map[string]string) error {
+	if Check(id, kind, objID, tags) == nil || a.Permits(id.Namespace, objID) {
+		return nil
+	}
+	return fmt.Errorf("annotation %s names %s %q, which this Service does not own; an operator can allow it in the cloud config by namespace or by ID: %w",
+		annotation, kind, objID, ErrNotOwned)
+}
