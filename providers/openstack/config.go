@@ -1,12 +1,14 @@
 package openstack
 
 import (
+	"net"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/ccm-project/ccm/common/config"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // Config is the upstream OpenStack CCM's cloud.conf, read strictly. See
@@ -58,6 +60,15 @@ type LBConfig struct {
 	// PendingRetry is how soon a Service whose load balancer is still PENDING_* is looked at
 	// again; the worker is free meanwhile. Not an upstream key.
 	PendingRetry config.Duration `gcfg:"pending-retry"`
+	// AllowedResourceNamespaces and AllowedResourceIDs are the operator's exceptions to "a
+	// Service may name only its own cloud objects" (ownership.Allow): Services in these
+	// namespaces, or any Service naming one of these IDs (a load balancer, floating IP or
+	// its address, network, subnet), may use an object ccm did not create for them. Not
+	// upstream keys.
+	AllowedResourceNamespaces string `gcfg:"allowed-resource-namespaces"`
+	AllowedResourceIDs        string `gcfg:"allowed-resource-ids"`
+
+	allow ownership.Allow // parsed by Validate
 }
 
 // LBClass is [LoadBalancerClass "name"], chosen by the loadbalancer.openstack.org/class annotation.
@@ -90,6 +101,9 @@ func (c *Config) Validate() config.Problems {
 		ps.Add("Global", "auth-url", "is required (the Keystone v3 URL, e.g. https://keystone.example.com:5000/v3)")
 	} else if u, err := url.Parse(g.AuthURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		ps.Add("Global", "auth-url", "must be an http(s) URL")
+	} else if u.Scheme == "http" && !loopback(u.Hostname()) {
+		ps.Add("Global", "auth-url", "is http://: the password or application credential secret would cross the network in clear text; use https:// "+
+			"(plain http is accepted only for a loopback host such as 127.0.0.1, e.g. a local simulator)")
 	}
 	appCred := g.ApplicationCredentialID != "" || g.ApplicationCredentialName != ""
 	switch {
@@ -125,5 +139,19 @@ func (c *Config) Validate() config.Problems {
 	if lb.PendingRetry.Duration < 100*time.Millisecond {
 		ps.Add("LoadBalancer", "pending-retry", "must be at least 100ms")
 	}
+	allow, err := ownership.ParseAllow(lb.AllowedResourceNamespaces, lb.AllowedResourceIDs)
+	if err != nil {
+		ps.Add("LoadBalancer", "allowed-resource-namespaces", "%v", err)
+	}
+	c.LoadBalancer.allow = allow
 	return ps
+}
+
+// loopback reports whether host (a URL's host name) is a loopback address or localhost.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -19,6 +19,11 @@ func TestConfigProblems(t *testing.T) {
 		{"typo", "[Global]\nauth-url = https://k/v3\nusername = u\npassword = p\ntenant-id = t\n[LoadBalancer]\nfloating-network = x\n", []string{"line 7: [LoadBalancer] floating-network: unknown key"}},
 		{"lb values", "[Global]\nauth-url = https://k/v3\nusername = u\npassword = p\ntenant-id = t\n[LoadBalancer]\nlb-method = RANDOM\nmonitor-delay = 2s\nmonitor-timeout = 5s\nmanage-security-groups = true\n",
 			[]string{"lb-method: must be", "monitor-timeout: must not exceed"}},
+		{"http auth-url", "[Global]\nauth-url = http://keystone.example.com:5000/v3\nusername = u\npassword = p\ntenant-id = t\n", []string{"line 2: [Global] auth-url: is http://", "clear text"}},
+		{"http on loopback", "[Global]\nauth-url = http://127.0.0.1:5000/v3\nusername = u\npassword = p\ntenant-id = t\n", nil},
+		{"http on ::1", "[Global]\nauth-url = http://[::1]:5000/v3\nusername = u\npassword = p\ntenant-id = t\n", nil},
+		{"http on localhost", "[Global]\nauth-url = http://localhost:5000/v3\nusername = u\npassword = p\ntenant-id = t\n", nil},
+		{"allow everything", "[Global]\nauth-url = https://k/v3\nusername = u\npassword = p\ntenant-id = t\n[LoadBalancer]\nallowed-resource-namespaces = *\n", []string{"line 7: [LoadBalancer] allowed-resource-namespaces"}},
 		{"bad url", "[Global]\nauth-url = keystone\nusername = u\npassword = p\ntenant-id = t\n", []string{"auth-url: must be an http(s) URL"}},
 		{"class", "[Global]\nauth-url = https://k/v3\nusername = u\npassword = p\ntenant-id = t\n[LoadBalancerClass \"ext\"]\nfloating-network-id = n\nbogus = 1\n", []string{"[LoadBalancerClass \"ext\"] bogus: unknown key"}},
 	} {
