@@ -15,6 +15,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/config"
 	ccmmetrics "github.com/ccm-project/ccm/common/metrics"
+	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/provider"
 )
 
@@ -38,6 +39,9 @@ var inventoryReloadErrors = metrics.NewCounter(&metrics.CounterOpts{
 
 // Cloud is the dummy cloudprovider.Interface.
 type Cloud struct {
+	// ClusterScope holds the checked --cluster-name ccm hands over before Initialize; records
+	// are owned per cluster, so without one there is no cluster ID.
+	ownership.ClusterScope
 	cfg       Config
 	inventory *inventory
 	lb        *loadBalancers
@@ -47,7 +51,10 @@ type Cloud struct {
 	store Store
 }
 
-var _ cloudprovider.Interface = (*Cloud)(nil)
+var (
+	_ cloudprovider.Interface     = (*Cloud)(nil)
+	_ ownership.ClusterNameScoped = (*Cloud)(nil)
+)
 
 // Factory reads and validates the config. It does no I/O beyond reading the inventory file
 // and starts nothing: Initialize does that.
@@ -122,5 +129,6 @@ func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
 // ProviderName implements cloudprovider.Interface.
 func (c *Cloud) ProviderName() string { return ProviderName }
 
-// HasClusterID implements cloudprovider.Interface.
-func (c *Cloud) HasClusterID() bool { return true }
+// HasClusterID implements cloudprovider.Interface: true once ccm has handed over a checked
+// cluster name (UseClusterName); the library then refuses to run without --allow-untagged-cloud.
+func (c *Cloud) HasClusterID() bool { return c.ClusterScope.HasClusterID() }

@@ -11,6 +11,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccm-project/ccm/common/config"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 const testConfig = `
@@ -168,5 +169,18 @@ func TestConfigErrors(t *testing.T) {
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("config %q: error %v, want it to contain %q", tc.src, err, tc.want)
 		}
+	}
+}
+
+// The cluster ID is the checked --cluster-name ccm hands over; it is not there by default.
+func TestHasClusterIDOnlyWithAClusterName(t *testing.T) {
+	c := newTestCloud(t)
+	if c.HasClusterID() {
+		t.Error("HasClusterID() before UseClusterName = true; the dummy scopes its records by cluster name")
+	}
+	var scoped ownership.ClusterNameScoped = c
+	scoped.UseClusterName("prod")
+	if !c.HasClusterID() || c.ClusterName() != "prod" {
+		t.Errorf("after UseClusterName(prod): HasClusterID %v, ClusterName %q", c.HasClusterID(), c.ClusterName())
 	}
 }
