@@ -71,6 +71,7 @@ var eventMu sync.Mutex
 
 // event records an event on svc, and logs it either way.
 func (c *Cloud) event(svc *v1.Service, typ, reason, msg string) {
+	msg = c.cfg.redact(msg)
 	klog.InfoS("Service event", "service", klog.KObj(svc), "type", typ, "reason", reason, "message", msg)
 	eventMu.Lock()
 	r := c.recorder

@@ -184,7 +184,8 @@ func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterNam
 }
 
 // GetLoadBalancer implements cloudprovider.LoadBalancer: it exists if the first family's does.
-func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (_ *v1.LoadBalancerStatus, _ bool, err error) {
+	defer func() { err = l.c.cfg.sanitize(err) }()
 	cl, err := l.c.sess.get(ctx)
 	if err != nil {
 		return nil, false, err
@@ -219,6 +220,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (_ *v1.LoadBalancerStatus, err error) {
 	defer observe("ensure", time.Now(), &err)
+	defer func() { err = l.c.cfg.sanitize(err) }()
 	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
 	return l.sync(ctx, clusterName, svc, nodes, false)
 }
@@ -230,6 +232,7 @@ var errNotCreatedYet = errors.New("does not exist yet")
 // only the pools whose members changed (one batch call each).
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (err error) {
 	defer observe("update", time.Now(), &err)
+	defer func() { err = l.c.cfg.sanitize(err) }()
 	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
 	_, err = l.sync(ctx, clusterName, svc, nodes, true)
 	if errors.Is(err, errNotCreatedYet) && len(svc.Status.LoadBalancer.Ingress) == 0 {
@@ -254,7 +257,7 @@ func (l *loadBalancers) retry(msg string) error {
 func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
 	base, err := l.spec(l.GetLoadBalancerName(ctx, clusterName, svc), svc)
 	if err != nil {
-		l.c.event(svc, v1.EventTypeWarning, "InvalidLoadBalancerConfig", err.Error())
+		l.c.event(svc, v1.EventTypeWarning, "InvalidLoadBalancerConfig", l.c.cfg.sanitize(err).Error())
 		return nil, err
 	}
 	for _, w := range base.warnings {
@@ -266,7 +269,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 	}
 	specs, err := l.familySpecs(ctx, cl, clusterName, svc, base)
 	if err != nil {
-		l.c.event(svc, v1.EventTypeWarning, "InvalidLoadBalancerConfig", err.Error())
+		l.c.event(svc, v1.EventTypeWarning, "InvalidLoadBalancerConfig", l.c.cfg.sanitize(err).Error())
 		return nil, err
 	}
 	var addrs, pending []string
@@ -287,7 +290,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 	}
 	if l.c.cfg.LoadBalancer.ManageSecurityGroups {
 		if err := l.syncSecurityGroup(ctx, cl, clusterName, svc, nodes, specs); err != nil {
-			l.c.event(svc, v1.EventTypeWarning, "SecurityGroupSyncFailed", err.Error())
+			l.c.event(svc, v1.EventTypeWarning, "SecurityGroupSyncFailed", l.c.cfg.sanitize(err).Error())
 			return nil, err
 		}
 	}
@@ -438,6 +441,7 @@ func (l *loadBalancers) conflict(err error, what string) error {
 // families. It returns nil only once Octavia no longer has them.
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) (err error) {
 	defer observe("delete", time.Now(), &err)
+	defer func() { err = l.c.cfg.sanitize(err) }()
 	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
 	cl, err := l.c.sess.get(ctx)
 	if err != nil {

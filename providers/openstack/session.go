@@ -22,8 +22,9 @@ import (
 type session struct {
 	cfg *Config
 
-	mu  sync.Mutex
-	cli *clients
+	mu    sync.Mutex
+	cli   *clients
+	login loginGate
 }
 
 type clients struct {
@@ -39,6 +40,9 @@ func (s *session) get(ctx context.Context) (*clients, error) {
 	if s.cli != nil {
 		return s.cli, nil
 	}
+	if err := s.login.allow(time.Now()); err != nil {
+		return nil, err
+	}
 	g := s.cfg.Global
 	pc, err := gopenstack.NewClient(g.AuthURL)
 	if err != nil {
@@ -50,9 +54,23 @@ func (s *session) get(ctx context.Context) (*clients, error) {
 	}
 	pc.HTTPClient = http.Client{Transport: tr, Timeout: 60 * time.Second}
 	pc.RetryBackoffFunc, pc.MaxBackoffRetries = throttleBackoff, uint(throttlePolicy.Retries) // 429s (throttle.go)
-	if err := gopenstack.Authenticate(ctx, pc, s.authOptions()); err != nil {
-		// gophercloud's errors carry the URL and status, never the request body.
+	err = gopenstack.Authenticate(ctx, pc, s.authOptions())
+	s.login.done(err, time.Now())
+	if err != nil {
+		// gophercloud's errors carry the URL, status and response body, never the request's.
 		return nil, fmt.Errorf("openstack: authenticating at %s: %w", g.AuthURL, err)
+	}
+	// gophercloud logs in again when a token expires (a 401 from a service): through the same
+	// gate, so a password changed under a running ccm does not lock the account either.
+	if reauth := pc.ReauthFunc; reauth != nil {
+		pc.ReauthFunc = func(ctx context.Context) error {
+			if err := s.login.allow(time.Now()); err != nil {
+				return err
+			}
+			err := reauth(ctx)
+			s.login.done(err, time.Now())
+			return err
+		}
 	}
 	eo := gophercloud.EndpointOpts{Region: g.Region, Availability: gophercloud.AvailabilityPublic}
 	c := &clients{}
@@ -144,4 +162,62 @@ func or(v, def string) string {
 		return v
 	}
 	return def
+}
+
+// Keystone locks an account after a number of failed logins (PCI-DSS settings of many
+// clouds). After a refused login (401 or 403 on the token request), ccm waits before the
+// next attempt, doubling the wait on each refusal up to loginBackoffMax; a success resets
+// it. Calls in between fail at once, saying when the next attempt is.
+var (
+	loginBackoffFirst = 10 * time.Second
+	loginBackoffMax   = 5 * time.Minute
+)
+
+// loginGate is the login backoff; its methods are safe for concurrent use.
+type loginGate struct {
+	mu       sync.Mutex
+	refusals int
+	status   int
+	next     time.Time
+}
+
+// allow returns nil if a login may be tried at now, else an error saying when.
+func (g *loginGate) allow(now time.Time) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now.Before(g.next) {
+		return fmt.Errorf("openstack: Keystone refused the last login (HTTP %d, %d time(s) in a row); not trying again before %s (in %s), "+
+			"so that the account is not locked: check the credentials in the cloud config",
+			g.status, g.refusals, g.next.UTC().Format(time.RFC3339), g.next.Sub(now).Round(time.Second))
+	}
+	return nil
+}
+
+// done records the outcome of a login attempt: a refusal (401/403) starts or doubles the
+// wait, a success resets it; other failures (an outage, a timeout) say nothing about the
+// credentials and leave it as it is.
+func (g *loginGate) done(err error, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch status := refusal(err); {
+	case err == nil:
+		g.refusals, g.next = 0, time.Time{}
+	case status != 0:
+		wait := loginBackoffFirst
+		for i := 0; i < g.refusals && wait < loginBackoffMax; i++ {
+			wait *= 2
+		}
+		g.refusals++
+		g.status, g.next = status, now.Add(min(wait, loginBackoffMax))
+	}
+}
+
+// refusal is 401 or 403 if err is Keystone refusing the credentials, else 0.
+func refusal(err error) int {
+	for _, e := range responseErrors(err) {
+		if e.Actual == http.StatusUnauthorized || e.Actual == http.StatusForbidden {
+			return e.Actual
+		}
+	}
+	return 0
 }

@@ -1,8 +1,16 @@
 package openstack
 
 import (
+	"context"
+	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+
+	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
 func TestOperationNamesHaveNoIDs(t *testing.T) {
@@ -15,5 +23,107 @@ func TestOperationNamesHaveNoIDs(t *testing.T) {
 		if got := operation(httptest.NewRequest("GET", "http://h"+path, nil)); got != want {
 			t.Errorf("operation(%s) = %q, want %q", path, got, want)
 		}
+	}
+}
+
+// A wrong password is tried once, not on every call: Keystone locks accounts after a number
+// of failed logins. Calls in between fail at once saying when the next attempt is; after the
+// wait one attempt is made (and the wait doubles); a success resets it. Counted at the fake.
+func TestWrongPasswordBacksOff(t *testing.T) {
+	first, maxWait := loginBackoffFirst, loginBackoffMax
+	t.Cleanup(func() { loginBackoffFirst, loginBackoffMax = first, maxWait })
+	loginBackoffFirst, loginBackoffMax = 200*time.Millisecond, time.Second
+
+	f := newFake(t, fake.Options{})
+	conf := strings.Replace(f.CloudConfig(), fmt.Sprintf("password = %q", f.Password()), `password = "wrong-password"`, 1)
+	c, err := New(strings.NewReader(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := c.InstancesV2()
+	n := node("node-a", "")
+	tokenCalls := func() int { return f.Calls()["keystone.CreateToken"] }
+	for i := 0; i < 10; i++ {
+		_, err := inst.InstanceExists(context.Background(), n)
+		if err == nil {
+			t.Fatal("a wrong password logged in")
+		}
+		if i > 0 && !strings.Contains(err.Error(), "not trying again before") {
+			t.Errorf("call %d: %v, want a fast failure saying when the next login is", i, err)
+		}
+		if strings.Contains(err.Error(), "wrong-password") {
+			t.Errorf("the error carries the password: %v", err)
+		}
+	}
+	if got := tokenCalls(); got != 1 {
+		t.Errorf("%d token requests for 10 calls with a wrong password, want 1", got)
+	}
+	time.Sleep(250 * time.Millisecond)
+	_, _ = inst.InstanceExists(context.Background(), n)
+	_, err = inst.InstanceExists(context.Background(), n)
+	if got := tokenCalls(); got != 2 {
+		t.Errorf("%d token requests after the first wait, want 2", got)
+	}
+	if err == nil || !strings.Contains(err.Error(), "2 time(s) in a row") {
+		t.Errorf("second refusal: %v", err)
+	}
+	// The wait doubled: 250ms later it is still closed.
+	time.Sleep(250 * time.Millisecond)
+	_, _ = inst.InstanceExists(context.Background(), n)
+	if got := tokenCalls(); got != 2 {
+		t.Errorf("%d token requests within the doubled wait, want 2", got)
+	}
+	// The operator fixes the password: after the wait, one login, and the gate is open again.
+	c.cfg.Global.Password = f.Password()
+	time.Sleep(250 * time.Millisecond)
+	if _, err := inst.InstanceExists(context.Background(), n); err != nil {
+		t.Fatalf("after the fix: %v", err)
+	}
+	if g := &c.sess.login; g.refusals != 0 || !g.next.IsZero() {
+		t.Errorf("a successful login did not reset the backoff: %d refusals, next %v", g.refusals, g.next)
+	}
+}
+
+// An outage (503 from Keystone) says nothing about the password: no backoff.
+func TestLoginOutageDoesNotBackOff(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	c := newTestCloud(t, f, "")
+	inst, _ := c.InstancesV2()
+	f.SetOutage(true)
+	for i := 0; i < 3; i++ {
+		_, _ = inst.InstanceExists(context.Background(), node("node-a", ""))
+	}
+	f.SetOutage(false)
+	if _, err := inst.InstanceExists(context.Background(), node("node-a", "")); err != nil {
+		t.Errorf("after the outage: %v", err)
+	}
+}
+
+// A cloud error reaches the Service's Events with its operation, status and a short fault
+// message: never the whole body, the project ID, the user name or a token.
+func TestCloudErrorsAreSanitised(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	const projectID = "0123456789abcdef0123456789abcdef"
+	body := `{"faultcode": "Server", "faultstring": "Policy does not allow project ` + projectID + ` (user ` + f.Username() +
+		`, token gAAAAABlsecrettoken) to create this", "debuginfo": "Traceback: db password=hunter2 in /etc/octavia/octavia.conf"}`
+	f.SetFault("octavia.CreateLoadBalancer", fake.Fault{Status: 403, Body: body})
+	lb := lbOf(t, newTestCloud(t, f, ""))
+	_, err := lb.EnsureLoadBalancer(context.Background(), cluster, lbService("web", nil), lbNodes("10.0.0.5"))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	for _, leak := range []string{projectID, "hunter2", "Traceback", "gAAAA", "user " + f.Username(), "Expected HTTP response code"} {
+		if strings.Contains(msg, leak) {
+			t.Errorf("the error carries %q: %s", leak, msg)
+		}
+	}
+	for _, want := range []string{"POST load-balancer/lbaas/loadbalancers", "HTTP 403", "Policy does not allow project"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error lacks %q: %s", want, msg)
+		}
+	}
+	if !gophercloud.ResponseCodeIs(err, 403) {
+		t.Errorf("the sanitised error no longer unwraps to the HTTP error")
 	}
 }

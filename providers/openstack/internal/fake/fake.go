@@ -35,6 +35,8 @@ type Options struct {
 type Fault struct {
 	Status int
 	Count  int
+	// Body, if set, is answered as it is instead of the fake's JSON error.
+	Body string
 }
 
 // Cloud is the fake's state. All methods are safe for concurrent use.
@@ -279,6 +281,12 @@ func (c *Cloud) op(name string, fn opFunc) http.HandlerFunc {
 						if f.Count--; f.Count == 0 {
 							delete(c.faults, k)
 						}
+					}
+					if f.Body != "" {
+						w.Header().Set("Content-Type", "application/json")
+						w.WriteHeader(f.Status)
+						_, _ = w.Write([]byte(f.Body))
+						return
 					}
 					writeErr(w, f.Status, "injected fault")
 					return
