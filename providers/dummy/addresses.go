@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/ippool"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // Annotations of the dummy provider.
@@ -59,19 +63,63 @@ func (h holders) releaseAll(k string) {
 	}
 }
 
-// usable reports whether Service k may use address a: nobody else holds it, or every other
-// holder shares k's sharing key and no port of theirs collides with k's.
-func (l *loadBalancers) usable(a netip.Addr, k, sharingKey string, ports []string) bool {
+// usable reports whether the Service id (record key k) may use address a: nobody else holds it,
+// or every other holder is a record of the same cluster and namespace with the same sharing
+// key, and no port of theirs collides with the Service's. A record of another cluster or
+// namespace, one made by hand (no ownership) and an address adopted from a Service's status
+// are never shared.
+func (l *loadBalancers) usable(a netip.Addr, k string, id ownership.Identity, sharingKey string, ports []string) bool {
 	for _, other := range l.owner[a] {
 		if other == k {
 			continue
 		}
 		r, ok := l.records[other]
-		if sharingKey == "" || !ok || r.SharingKey != sharingKey || slices.ContainsFunc(r.Ports, func(p string) bool { return slices.Contains(ports, p) }) {
+		if !ok || sharingKey == "" || r.SharingKey != sharingKey || !sameScope(id, r) ||
+			slices.ContainsFunc(r.Ports, func(p string) bool { return slices.Contains(ports, p) }) {
 			return false
 		}
 	}
 	return true
+}
+
+// sameScope reports whether r is a record ccm made for a Service of id's cluster and namespace:
+// the only ones id may share an address with.
+func sameScope(id ownership.Identity, r Record) bool {
+	owner, ok := ownership.Owner(id.Cluster, r.Tags)
+	return ok && owner.Namespace == id.Namespace
+}
+
+// canonical is the one spelling of an address that comparisons use: IPv4-mapped IPv6 as IPv4,
+// no zone. Addresses from records and statuses go through it, so a record or status written
+// in another spelling still holds its address.
+func canonical(a netip.Addr) netip.Addr { return a.Unmap().WithZone("") }
+
+// canonicalAddrs parses recorded or status addresses in their canonical form, skipping any that
+// do not parse.
+func canonicalAddrs(ips []string) []netip.Addr {
+	out := ippool.ParseAddrs(ips)
+	for i, a := range out {
+		out[i] = canonical(a)
+	}
+	return out
+}
+
+// parseRequestedAddr reads one address a tenant asks for, strictly: one spelling per address,
+// so that no other spelling of an address held by another Service (with a zone, IPv4-mapped,
+// with leading zeros) can pass for a free one. IPv6 is accepted in any case and with or without
+// leading zeros and comes back canonical (netip.Addr compares canonically).
+func parseRequestedAddr(field, s string) (netip.Addr, error) {
+	if strings.Contains(s, "%") {
+		return netip.Addr{}, fmt.Errorf("%s: %q has a zone (%%...): zones are not allowed in a load balancer address", field, s)
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%s: %q is not an IP address (IPv4 is written without leading zeros, e.g. 192.0.2.10)", field, s)
+	}
+	if a.Is4In6() {
+		return netip.Addr{}, fmt.Errorf("%s: %q is an IPv4-mapped IPv6 address: write the IPv4 address %s", field, s, a.Unmap())
+	}
+	return a, nil
 }
 
 // requestedIPs reads the addresses a Service asks for, by family (true = IPv6).
@@ -82,9 +130,9 @@ func requestedIPs(svc *v1.Service) (map[bool]netip.Addr, error) {
 			if s = strings.TrimSpace(s); s == "" {
 				continue
 			}
-			a, err := netip.ParseAddr(s)
+			a, err := parseRequestedAddr(field, s)
 			if err != nil {
-				return fmt.Errorf("%s: %q is not an IP address", field, s)
+				return err
 			}
 			if prev, dup := out[a.Is6()]; dup && prev != a {
 				return fmt.Errorf("%s: asks for two addresses of one family (%s and %s)", field, prev, a)
@@ -104,11 +152,29 @@ func requestedIPs(svc *v1.Service) (map[bool]netip.Addr, error) {
 	return out, nil
 }
 
+// maxSharingKeyLen bounds the sharing key: it is stored in every sharing Service's record.
+const maxSharingKeyLen = 253
+
+// sharingKey reads AnnotationSharedIP: "" for none. The key is printable text of at most
+// maxSharingKeyLen bytes; surrounding spaces do not count. It is scoped to the Service's
+// cluster and namespace: Services of another namespace or cluster with the same value never
+// share an address with it.
+func sharingKey(svc *v1.Service) (string, error) {
+	k := strings.TrimSpace(svc.Annotations[AnnotationSharedIP])
+	switch {
+	case len(k) > maxSharingKeyLen:
+		return "", fmt.Errorf("annotation %s: the sharing key is %d bytes long, at most %d are allowed", AnnotationSharedIP, len(k), maxSharingKeyLen)
+	case !utf8.ValidString(k) || strings.ContainsFunc(k, func(r rune) bool { return !unicode.IsPrint(r) }):
+		return "", fmt.Errorf("annotation %s: the sharing key must be printable text", AnnotationSharedIP)
+	}
+	return k, nil
+}
+
 // addressesFor picks the Service's addresses, one per IP family it asks for. It honours a
-// requested address, keeps what the Service already has, shares where the Services opted in,
-// and never hands one address to two Services that did not.
-func (l *loadBalancers) addressesFor(svc *v1.Service, have Record) ([]netip.Addr, error) {
-	k := key(svc)
+// requested address, keeps what the Service already has, shares where the Services of one
+// cluster and namespace opted in, and never hands one address to two Services that did not.
+// have is the Service's own record (zero if it has none); k is its record key.
+func (l *loadBalancers) addressesFor(svc *v1.Service, id ownership.Identity, k string, have Record) ([]netip.Addr, error) {
 	families := svc.Spec.IPFamilies
 	if len(families) == 0 {
 		families = []v1.IPFamily{v1.IPv4Protocol}
@@ -117,13 +183,17 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, have Record) ([]netip.Addr
 	if err != nil {
 		return nil, err
 	}
+	shareKey, err := sharingKey(svc)
+	if err != nil {
+		return nil, err
+	}
 	pools := l.poolsFor(svc.Namespace)
 	if len(pools) == 0 {
 		return nil, fmt.Errorf("no address pool serves namespace %q: add a [Pool] with namespace = %s, or one without namespaces", svc.Namespace, svc.Namespace)
 	}
-	sharingKey, ports := svc.Annotations[AnnotationSharedIP], ippool.Ports(svc)
+	ports := ippool.Ports(svc)
 	ok := func(a netip.Addr, v6 bool) bool {
-		return a.Is6() == v6 && slices.ContainsFunc(pools, func(p *ippool.Pool) bool { return p.Contains(a) }) && l.usable(a, k, sharingKey, ports)
+		return a.Is6() == v6 && slices.ContainsFunc(pools, func(p *ippool.Pool) bool { return p.Contains(a) }) && l.usable(a, k, id, shareKey, ports)
 	}
 	var out []netip.Addr
 	for i, fam := range families {
@@ -131,18 +201,18 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, have Record) ([]netip.Addr
 		var got netip.Addr
 		if a, asked := requested[v6]; asked {
 			if !ok(a, v6) {
-				return nil, l.whyNot(a, svc, pools)
+				return nil, l.whyNot(a, svc, id, k, shareKey, pools)
 			}
 			got = a
 		}
 		// Keep the current address; after a restart, re-adopt the one in the Service's status;
-		// with a sharing key, join a Service that shares it.
-		candidates := ippool.ParseAddrs(have.IPs)
-		candidates = append(candidates, ippool.StatusAddrs(svc)...)
-		if sharingKey != "" {
+		// with a sharing key, join a Service of this cluster and namespace that shares it.
+		candidates := canonicalAddrs(have.IPs)
+		candidates = append(candidates, canonicalStatusAddrs(svc)...)
+		if shareKey != "" {
 			for _, r := range l.records {
-				if r.SharingKey == sharingKey {
-					candidates = append(candidates, ippool.ParseAddrs(r.IPs)...)
+				if r.SharingKey == shareKey && sameScope(id, r) {
+					candidates = append(candidates, canonicalAddrs(r.IPs)...)
 				}
 			}
 		}
@@ -168,16 +238,60 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, have Record) ([]netip.Addr
 	return out, nil
 }
 
-// whyNot explains why a requested address cannot be used.
-func (l *loadBalancers) whyNot(a netip.Addr, svc *v1.Service, pools []*ippool.Pool) error {
+// canonicalStatusAddrs is ippool.StatusAddrs in canonical form.
+func canonicalStatusAddrs(svc *v1.Service) []netip.Addr {
+	out := ippool.StatusAddrs(svc)
+	for i, a := range out {
+		out[i] = canonical(a)
+	}
+	return out
+}
+
+// whyNot explains why a requested address cannot be used. The text becomes a Warning Event of
+// the Service: it names the Services holding the address only when they are all of the same
+// cluster and namespace (which the tenant can see anyway), never one of another namespace or
+// cluster, nor a record made outside ccm.
+func (l *loadBalancers) whyNot(a netip.Addr, svc *v1.Service, id ownership.Identity, k, shareKey string, pools []*ippool.Pool) error {
 	if !slices.ContainsFunc(pools, func(p *ippool.Pool) bool { return p.Contains(a) }) {
 		return fmt.Errorf("requested address %s is not in a pool that serves namespace %q", a, svc.Namespace)
 	}
+	var visible []string // holders of the same cluster and namespace, as namespace/name
+	foreign := false
+	for _, other := range l.owner[a] {
+		if other == k {
+			continue
+		}
+		if n, ok := l.holderInScope(id, other); ok {
+			visible = append(visible, n)
+		} else {
+			foreign = true
+		}
+	}
+	if foreign {
+		hint := ""
+		if shareKey != "" {
+			hint = fmt.Sprintf(" (addresses are shared only among Services of one namespace and cluster with the same %s)", AnnotationSharedIP)
+		}
+		return fmt.Errorf("requested address %s is already in use by another Service%s", a, hint)
+	}
 	hint := ""
-	if svc.Annotations[AnnotationSharedIP] == "" {
+	if shareKey == "" {
 		hint = fmt.Sprintf(" (to share it, give both Services the annotation %s with the same value and distinct ports)", AnnotationSharedIP)
 	}
-	return fmt.Errorf("requested address %s is already used by Service %s%s", a, strings.Join(l.owner[a], ", "), hint)
+	sort.Strings(visible)
+	return fmt.Errorf("requested address %s is already in use by Service %s%s", a, strings.Join(visible, ", "), hint)
+}
+
+// holderInScope returns the namespace/name of the Service holding an address under record key
+// other, if that Service is of id's cluster and namespace: a record ccm wrote for it, or an
+// address adopted from its status under the name ccm computes for it.
+func (l *loadBalancers) holderInScope(id ownership.Identity, other string) (string, bool) {
+	if r, ok := l.records[other]; ok {
+		owner, ok := ownership.Owner(id.Cluster, r.Tags)
+		return owner.Service(), ok && owner.Namespace == id.Namespace && r.Name == other
+	}
+	ns, name, ok := names.Parse(id.Cluster, other)
+	return ns + "/" + name, ok && ns == id.Namespace
 }
 
 // PoolExhaustedError says no pool serving the Service has a free address of a family.

@@ -58,14 +58,14 @@ func TestSharedIP(t *testing.T) {
 	}
 	// No key: never shares, even when asking for the address.
 	_, err = lb.EnsureLoadBalancer(ctx, "c", svcWith("d", map[string]string{AnnotationLoadBalancerIPs: ips(a)[0]}, 8080), nil)
-	if err == nil || !strings.Contains(err.Error(), "already used by Service ns/a, ns/b") || !strings.Contains(err.Error(), AnnotationSharedIP) {
+	if err == nil || !strings.Contains(err.Error(), "already in use by Service ns/a, ns/b") || !strings.Contains(err.Error(), AnnotationSharedIP) {
 		t.Fatalf("d: %v", err)
 	}
 	// Deleting one sharer keeps the address for the other.
 	if err := lb.EnsureLoadBalancerDeleted(ctx, "c", svcWith("a", share, 80)); err != nil {
 		t.Fatal(err)
 	}
-	if got := lb.owner[ippool.ParseAddrs(ips(b))[0]]; len(got) != 1 || got[0] != "ns/b" {
+	if got := lb.owner[ippool.ParseAddrs(ips(b))[0]]; len(got) != 1 || got[0] != "dummy_c_ns_b" {
 		t.Errorf("holders after delete: %v", got)
 	}
 }
@@ -161,22 +161,22 @@ func TestFailedWriteKeepsHeldAddresses(t *testing.T) {
 	c.UseStore(failingStore{NewMemStore()})
 	lb := c.lb
 	ctx := context.Background()
-	if err := lb.load(ctx); err != nil {
+	if err := lb.load(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
 	held := netip.MustParseAddr("192.0.2.11")
-	lb.owner.claim(held, "ns/a") // as load does for an address in a Service's status
+	lb.owner.claim(held, "dummy_c_ns_a") // as load does for an address in a Service's status
 	a := svcWith("a", map[string]string{AnnotationLoadBalancerIPs: "192.0.2.12"}, 80)
 	if _, err := lb.EnsureLoadBalancer(ctx, "c", a, nil); err == nil {
 		t.Fatal("write to a failing store succeeded")
 	}
-	if got := lb.owner[held]; len(got) != 1 || got[0] != "ns/a" {
+	if got := lb.owner[held]; len(got) != 1 || got[0] != "dummy_c_ns_a" {
 		t.Errorf("held address after a failed write: %v", got)
 	}
 	if got := lb.owner[netip.MustParseAddr("192.0.2.12")]; len(got) != 0 {
 		t.Errorf("new address still claimed after a failed write: %v", got)
 	}
-	if _, ok := lb.records["ns/a"]; ok {
+	if _, ok := lb.records["dummy_c_ns_a"]; ok {
 		t.Error("record kept after a failed write")
 	}
 }

@@ -97,12 +97,12 @@ func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan 
 // UseStore makes the cloud keep load balancer records in s (tests and the conformance suite).
 func (c *Cloud) UseStore(s Store) { c.store = s }
 
-func (c *Cloud) newStore() Store {
+func (c *Cloud) newStore(clusterName string) Store {
 	switch {
 	case c.store != nil:
 		return c.store
 	case c.client != nil:
-		return newConfigMapStore(c.client, "kube-system")
+		return newConfigMapStore(c.client, "kube-system", clusterName)
 	default:
 		return NewMemStore()
 	}

@@ -127,7 +127,7 @@ func TestLoadBalancerAllocation(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(ctx, "c", svc("team", "y", "203.0.113.1"), nodes); err == nil || !strings.Contains(err.Error(), "not in a pool") {
 		t.Errorf("outside pool: %v", err)
 	}
-	if _, err := lb.EnsureLoadBalancer(ctx, "c", svc("team", "y", "198.51.100.1"), nodes); err == nil || !strings.Contains(err.Error(), "already used by Service team/x") {
+	if _, err := lb.EnsureLoadBalancer(ctx, "c", svc("team", "y", "198.51.100.1"), nodes); err == nil || !strings.Contains(err.Error(), "already in use by Service team/x") {
 		t.Errorf("taken: %v", err)
 	}
 	if st, err := lb.EnsureLoadBalancer(ctx, "c", svc("team", "y", "198.51.100.2"), nodes); err != nil || st.Ingress[0].IP != "198.51.100.2" {

@@ -3,6 +3,7 @@ package dummy
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccm-project/ccm/common/cloudtest"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // harness is the dummy cloud as the conformance suite sees it: the inventory file is the
@@ -27,6 +29,9 @@ type harness struct {
 	machines map[string]int // name -> index, for addresses
 	broken   bool
 	clouds   []*Cloud
+	// byCluster is the latest cloud of each cluster NewCloudFor made, so that HostileCases
+	// seeds through the victim's own ccm rather than a second leader of it.
+	byCluster map[string]*Cloud
 }
 
 func (h *harness) inventoryPath() string { return filepath.Join(h.dir, "inventory.conf") }
@@ -57,10 +62,12 @@ func (h *harness) writeInventory(t cloudtest.T) {
 	}
 }
 
-func (h *harness) NewCloud(t cloudtest.T) cloudprovider.Interface {
+func (h *harness) NewCloud(t cloudtest.T) cloudprovider.Interface { return h.newCloud(t) }
+
+func (h *harness) newCloud(t cloudtest.T) *Cloud {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	cfg := fmt.Sprintf("[Global]\nregion = lab\ninventory = %s\n\n[Pool \"p\"]\ncidr = 192.0.2.0/24\n", h.inventoryPath())
+	cfg := fmt.Sprintf("[Global]\nregion = lab\ninventory = %s\n\n[Pool \"p\"]\ncidr = 192.0.2.0/24\ncidr = 2001:db8:c::/120\n", h.inventoryPath())
 	c, err := New(strings.NewReader(cfg))
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -103,16 +110,166 @@ func (h *harness) BreakInstances(t cloudtest.T) func() {
 
 func (h *harness) Writes() int { return h.store.Writes() }
 
-func (h *harness) LoadBalancerTags(t cloudtest.T, _ string, svc *v1.Service) (map[string]string, bool) {
+func (h *harness) LoadBalancerTags(t cloudtest.T, clusterName string, svc *v1.Service) (map[string]string, bool) {
 	recs, _ := h.store.Load(context.Background())
-	r, ok := recs[key(svc)]
+	r, ok := recs[recordKey(clusterName, svc)]
 	return r.Tags, ok
 }
 
 func (h *harness) MaxNameLen() int { return names.MaxLen }
 
 func TestConformance(t *testing.T) {
-	h := &harness{dir: t.TempDir(), store: NewMemStore(), machines: map[string]int{}}
+	h := &harness{dir: t.TempDir(), store: NewMemStore(), machines: map[string]int{}, byCluster: map[string]*Cloud{}}
 	h.writeInventory(t)
 	cloudtest.Run(t, cloudtest.Config{Harness: h})
+}
+
+// NewCloudFor is a ccm of another cluster over the same store: two clusters in one cloud.
+func (h *harness) NewCloudFor(t cloudtest.T, clusterName string) cloudprovider.Interface {
+	c := h.newCloud(t)
+	c.UseClusterName(clusterName)
+	h.mu.Lock()
+	h.byCluster[clusterName] = c
+	h.mu.Unlock()
+	return c
+}
+
+// The hostile suite names the attacking tenant's Services tenant/attack-<index of the case>;
+// a record squatting the name ccm computes for one is seeded for that index.
+const attackNamespace = "tenant"
+
+func attackName(i int) string { return fmt.Sprintf("attack-%d", i) }
+
+// HostileCases seeds the store with what a tenant could aim at: more Services of the victim
+// (one sharing an address by key, one with an IPv6 address) made through the victim's own
+// ccm, a record made by hand holding an address and a sharing key, and records made by hand
+// (or forged) under the names ccm would compute for the attacker's Services.
+func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Service, attacker string) []cloudtest.HostileCase {
+	ctx := context.Background()
+	h.mu.Lock()
+	vc := h.byCluster[victim]
+	h.mu.Unlock()
+	if vc == nil {
+		vc = h.NewCloudFor(t, victim).(*Cloud)
+	}
+	vaddr := victimSvc.Status.LoadBalancer.Ingress[0].IP
+	ensureVictim := func(name string, mutate func(*v1.Service)) string {
+		s := victimSvc.DeepCopy()
+		s.Name, s.UID, s.Status = name, types.UID("uid-victim-"+name), v1.ServiceStatus{}
+		mutate(s)
+		st, err := vc.lb.EnsureLoadBalancer(ctx, victim, s, nil)
+		if err != nil {
+			t.Fatalf("victim Service %s: %v", name, err)
+		}
+		return st.Ingress[0].IP
+	}
+	const victimKey, handKey = "victim-share", "hand-share"
+	shared := ensureVictim(victimSvc.Name+"-shared", func(s *v1.Service) {
+		s.Annotations = map[string]string{AnnotationSharedIP: victimKey}
+	})
+	v6 := ensureVictim(victimSvc.Name+"-v6", func(s *v1.Service) { s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol} })
+	v6a := netip.MustParseAddr(v6)
+	put := func(k string, r Record) {
+		r.Name = k
+		if err := h.store.Put(ctx, k, r); err != nil {
+			t.Fatalf("seeding %s: %v", k, err)
+		}
+	}
+	// An address record made outside ccm (an operator's reservation), with a sharing key.
+	put("handmade-reservation", Record{IPs: []string{"192.0.2.250"}, Ports: []string{"TCP/9999"}, SharingKey: handKey})
+
+	ipv6 := func(s *v1.Service) { s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol} }
+	lbIP := func(ip string, more ...func(*v1.Service)) func(*v1.Service) {
+		return func(s *v1.Service) {
+			s.Spec.LoadBalancerIP = ip
+			for _, m := range more {
+				m(s)
+			}
+		}
+	}
+	const inUse = "already in use"
+	cases := []cloudtest.HostileCase{
+		{Name: "loadBalancerIP is the victim's address", Mutate: lbIP(vaddr), Reason: inUse},
+		{Name: "annotation asks for the victim's address", Annotations: map[string]string{AnnotationLoadBalancerIPs: vaddr}, Reason: inUse},
+		{Name: "kube-vip annotation asks for the victim's address", Annotations: map[string]string{AnnotationKubeVIPLoadBalancerIPs: " " + vaddr + " "}, Reason: inUse},
+		{Name: "the victim's address with a zone", Mutate: lbIP(vaddr + "%eth0"), Reason: "zone"},
+		{Name: "the victim's address IPv4-mapped", Mutate: lbIP("::ffff:" + vaddr), Reason: "IPv4-mapped"},
+		{Name: "the victim's address IPv4-mapped in hex", Mutate: lbIP(netip.AddrFrom16(netip.MustParseAddr(vaddr).As16()).StringExpanded()), Reason: "IPv4-mapped"},
+		{Name: "the victim's address with leading zeros", Mutate: lbIP(leadingZeros(vaddr)), Reason: "not an IP address"},
+		{Name: "the victim's IPv6 address", Mutate: lbIP(v6, ipv6), Reason: inUse},
+		{Name: "the victim's IPv6 address in upper case", Mutate: lbIP(strings.ToUpper(v6a.StringExpanded()), ipv6), Reason: inUse},
+		{Name: "the victim's IPv6 address with leading zeros", Mutate: lbIP(v6a.StringExpanded(), ipv6), Reason: inUse},
+		{Name: "the victim's IPv6 address with a zone", Mutate: lbIP(v6+"%eth0", ipv6), Reason: "zone"},
+		{Name: "the victim's sharing key and shared address", Annotations: map[string]string{AnnotationSharedIP: victimKey, AnnotationLoadBalancerIPs: shared}, Reason: inUse},
+		{Name: "the victim's sharing key and its main address", Annotations: map[string]string{AnnotationSharedIP: victimKey}, Mutate: lbIP(vaddr), Reason: inUse},
+		{Name: "an address reserved by hand", Mutate: lbIP("192.0.2.250"), Reason: inUse},
+		{Name: "the sharing key and address of a record made by hand", Annotations: map[string]string{AnnotationSharedIP: handKey}, Mutate: lbIP("192.0.2.250"), Reason: inUse},
+	}
+	// Records under the very names ccm computes for the next attacks' Services.
+	squat := []struct {
+		name   string
+		tags   func(id ownership.Identity) map[string]string
+		reason string
+	}{
+		{"a record made by hand under the Service's load balancer name", func(ownership.Identity) map[string]string { return nil }, "no ownership mark"},
+		{"a record under the Service's name marked for the victim's cluster", func(id ownership.Identity) map[string]string {
+			id.Cluster = victim
+			return id.Tags()
+		}, "no ownership mark"},
+		{"a record under the Service's name marked for another Service", func(id ownership.Identity) map[string]string {
+			id.Name += "-other"
+			return id.Tags()
+		}, "belongs to another Service"},
+		{"a record under the Service's name of an earlier Service of that name", func(id ownership.Identity) map[string]string {
+			id.UID = "uid-earlier"
+			return id.Tags()
+		}, "earlier Service"},
+		{"a record under the Service's name marked shared with the cluster", func(id ownership.Identity) map[string]string {
+			return map[string]string{ownership.ClusterTagPrefix + attacker: ownership.Shared, ownership.ServiceTag: id.Service()}
+		}, "shared"},
+	}
+	for j, sq := range squat {
+		i := len(cases)
+		id := ownership.Identity{Cluster: attacker, Namespace: attackNamespace, Name: attackName(i), UID: fmt.Sprintf("uid-attack-%d", i)}
+		put(names.Name(attacker, id.Namespace, id.Name), Record{IPs: []string{fmt.Sprintf("192.0.2.%d", 240+j)}, Ports: []string{"TCP/80"}, Tags: sq.tags(id)})
+		cases = append(cases, cloudtest.HostileCase{Name: sq.name, Reason: sq.reason})
+	}
+	return cases
+}
+
+// leadingZeros spells an IPv4 address with three digits per byte.
+func leadingZeros(ip string) string {
+	b := netip.MustParseAddr(ip).As4()
+	return fmt.Sprintf("%03d.%03d.%03d.%03d", b[0], b[1], b[2], b[3])
+}
+
+// Snapshot is every record of the store, read from the MemStore (the simulator), not from a
+// cloud's memory: key, name, addresses, ports, sharing key, tags and the fingerprint of the
+// desired state (which covers the backends).
+func (h *harness) Snapshot(t cloudtest.T) string {
+	recs, err := h.store.Load(context.Background())
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return snapshotOf(recs)
+}
+
+func snapshotOf(recs map[string]Record) string {
+	keys := make([]string, 0, len(recs))
+	for k := range recs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		r := recs[k]
+		tags := make([]string, 0, len(r.Tags))
+		for tk, tv := range r.Tags {
+			tags = append(tags, tk+"="+tv)
+		}
+		sort.Strings(tags)
+		fmt.Fprintf(&b, "record %q name=%q ips=%q ports=%q sharing=%q tags=%q fingerprint=%s\n",
+			k, r.Name, r.IPs, r.Ports, r.SharingKey, tags, r.Fingerprint)
+	}
+	return b.String()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -19,6 +20,7 @@ import (
 	"github.com/ccm-project/ccm/common/keylock"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // names follows the Octavia-style scheme: readable, and reversible to namespace/name.
@@ -34,9 +36,9 @@ type loadBalancers struct {
 
 	mu      sync.Mutex
 	loaded  bool
-	records map[string]Record // by namespace/name, as in the store
-	owner   holders           // address -> the Services using it
-	writes  int
+	records map[string]Record // by record key (the load balancer name), as in the store
+	owner   holders           // address -> the record keys of the Services using it
+	seen    int               // the shared store's change count when last read (revisioned)
 }
 
 // desiredState is what a Record's fingerprint covers.
@@ -65,47 +67,71 @@ func newLoadBalancers(c *Cloud) *loadBalancers {
 	return lb
 }
 
-func key(svc *v1.Service) string { return svc.Namespace + "/" + svc.Name }
-
-// GetLoadBalancerName implements cloudprovider.LoadBalancer.
-func (l *loadBalancers) GetLoadBalancerName(_ context.Context, clusterName string, svc *v1.Service) string {
+// recordKey is the store key of the Service's record: its load balancer name, which holds the
+// cluster, so that clusters sharing one store (or one address plan) never meet on a key.
+func recordKey(clusterName string, svc *v1.Service) string {
 	return names.Name(clusterName, svc.Namespace, svc.Name)
 }
 
-// GetLoadBalancer implements cloudprovider.LoadBalancer.
+// GetLoadBalancerName implements cloudprovider.LoadBalancer.
+func (l *loadBalancers) GetLoadBalancerName(_ context.Context, clusterName string, svc *v1.Service) string {
+	return recordKey(clusterName, svc)
+}
+
+// GetLoadBalancer implements cloudprovider.LoadBalancer. A record under the Service's name that
+// is not provably its own (made by hand, or for an earlier Service of the same name) is not its
+// load balancer.
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.load(ctx); err != nil {
+	if err := l.load(ctx, clusterName); err != nil {
 		return nil, false, err
 	}
-	rec, ok := l.records[key(svc)]
-	if !ok {
+	rec, ok := l.records[recordKey(clusterName, svc)]
+	if !ok || !ownership.Is(ownership.Of(clusterName, svc), rec.Tags) {
 		return nil, false, nil
 	}
 	return ippool.Status(rec.IPs, svc), true, nil
 }
 
+// mine returns the Service's record, if any, and refuses one that is not provably the
+// Service's: made outside ccm, of another Service or of an earlier Service of the same name.
+// Callers hold l.mu.
+func (l *loadBalancers) mine(id ownership.Identity, k string) (Record, bool, error) {
+	r, ok := l.records[k]
+	if !ok {
+		return Record{}, false, nil
+	}
+	if err := ownership.Check(id, "load balancer", k, r.Tags); err != nil {
+		return Record{}, true, err
+	}
+	return r, true, nil
+}
+
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer. It writes only when the desired
-// state's fingerprint differs from the one stored on the record: a restart, a failover or a
-// resync with nothing changed costs no write.
+// state's fingerprint differs from the one stored on the record (or the record predates UIDs):
+// a restart, a failover or a resync with nothing changed costs no write.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (_ *v1.LoadBalancerStatus, err error) {
 	defer observe("ensure", time.Now(), &err)
-	defer l.keys.Lock(key(svc))()
+	id, k := ownership.Of(clusterName, svc), recordKey(clusterName, svc)
+	defer l.keys.Lock(k)()
 	l.mu.Lock()
-	if err := l.load(ctx); err != nil {
+	if err := l.load(ctx, clusterName); err != nil {
 		l.mu.Unlock()
 		return nil, err
 	}
-	k := key(svc)
-	have, exists := l.records[k]
-	ips, err := l.addressesFor(svc, have)
+	have, exists, err := l.mine(id, k)
 	if err != nil {
 		l.mu.Unlock()
 		return nil, err
 	}
-	want := l.record(clusterName, svc, ips, ippool.NodeNames(nodes))
-	if exists && !fingerprint.Changed(have.Fingerprint, want.Fingerprint) {
+	ips, err := l.addressesFor(svc, id, k, have)
+	if err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	want := l.record(id, svc, ips, ippool.NodeNames(nodes))
+	if exists && !fingerprint.Changed(have.Fingerprint, want.Fingerprint) && !ownership.NeedsUID(id, have.Tags) {
 		l.mu.Unlock()
 		return ippool.Status(have.IPs, svc), nil
 	}
@@ -115,23 +141,28 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	return ippool.Status(want.IPs, svc), nil
 }
 
-// UpdateLoadBalancer implements cloudprovider.LoadBalancer: only the backends change.
+// UpdateLoadBalancer implements cloudprovider.LoadBalancer: only the backends change, and only
+// on the Service's own record.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (err error) {
 	defer observe("update", time.Now(), &err)
-	defer l.keys.Lock(key(svc))()
+	id, k := ownership.Of(clusterName, svc), recordKey(clusterName, svc)
+	defer l.keys.Lock(k)()
 	l.mu.Lock()
-	if err := l.load(ctx); err != nil {
+	if err := l.load(ctx, clusterName); err != nil {
 		l.mu.Unlock()
 		return err
 	}
-	k := key(svc)
-	have, ok := l.records[k]
-	if !ok {
+	have, ok, err := l.mine(id, k)
+	switch {
+	case err != nil:
 		l.mu.Unlock()
-		return fmt.Errorf("load balancer for %s does not exist yet", k)
+		return err
+	case !ok:
+		l.mu.Unlock()
+		return fmt.Errorf("load balancer %s does not exist yet", k)
 	}
-	want := l.record(clusterName, svc, ippool.ParseAddrs(have.IPs), ippool.NodeNames(nodes))
-	if !fingerprint.Changed(have.Fingerprint, want.Fingerprint) {
+	want := l.record(id, svc, canonicalAddrs(have.IPs), ippool.NodeNames(nodes))
+	if !fingerprint.Changed(have.Fingerprint, want.Fingerprint) && !ownership.NeedsUID(id, have.Tags) {
 		l.mu.Unlock()
 		return nil
 	}
@@ -139,18 +170,35 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 }
 
 // EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer; deleting a missing one is fine.
-// The addresses are released only once the store has forgotten the record.
+// A record under the Service's name that is not provably its own is left alone: there is
+// nothing of this Service's to delete. The addresses are released only once the store has
+// forgotten the record.
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) (err error) {
 	defer observe("delete", time.Now(), &err)
-	defer l.keys.Lock(key(svc))()
+	id, k := ownership.Of(clusterName, svc), recordKey(clusterName, svc)
+	defer l.keys.Lock(k)()
 	l.mu.Lock()
-	if err := l.load(ctx); err != nil {
+	if err := l.load(ctx, clusterName); err != nil {
 		l.mu.Unlock()
 		return err
 	}
-	k := key(svc)
-	_, exists := l.records[k]
+	_, exists, notMine := l.mine(id, k)
 	l.mu.Unlock()
+	if notMine != nil {
+		klog.InfoS("Not deleting a load balancer record that is not the Service's", "service", klog.KObj(svc), "record", k, "reason", notMine)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		// Give up only what the Service held itself (adopted from its status), not the
+		// foreign record's addresses.
+		foreign := canonicalAddrs(l.records[k].IPs)
+		for _, a := range l.owner.of(k) {
+			if !slices.Contains(foreign, a) {
+				l.owner.release(a, k)
+			}
+		}
+		l.updatePoolMetrics()
+		return nil
+	}
 	if exists {
 		if err := l.store.Delete(ctx, k); err != nil {
 			return err
@@ -166,12 +214,13 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	return nil
 }
 
-func (l *loadBalancers) record(clusterName string, svc *v1.Service, ips []netip.Addr, nodes []string) Record {
-	r := Record{Name: names.Name(clusterName, svc.Namespace, svc.Name), Tags: lbname.Tags(clusterName, svc.Namespace, svc.Name)}
+func (l *loadBalancers) record(id ownership.Identity, svc *v1.Service, ips []netip.Addr, nodes []string) Record {
+	r := Record{Name: names.Name(id.Cluster, id.Namespace, id.Name), Tags: id.Tags()}
 	for _, ip := range ips {
 		r.IPs = append(r.IPs, ip.String())
 	}
-	r.Ports, r.SharingKey = ippool.Ports(svc), svc.Annotations[AnnotationSharedIP]
+	r.Ports = ippool.Ports(svc)
+	r.SharingKey, _ = sharingKey(svc) // checked by addressesFor; an update keeps what was there
 	r.Fingerprint = fingerprint.Of(desiredState{Name: r.Name, IPs: r.IPs, Ports: r.Ports, Nodes: nodes, SharingKey: r.SharingKey})
 	return r
 }
@@ -184,7 +233,7 @@ func (l *loadBalancers) record(clusterName string, svc *v1.Service, ips []netip.
 // it); if the write fails, the previous record and addresses come back.
 func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
 	old, hadOld := l.records[k]
-	oldIPs, newIPs := l.owner.of(k), ippool.ParseAddrs(r.IPs) // held now: recorded, or adopted from status
+	oldIPs, newIPs := l.owner.of(k), canonicalAddrs(r.IPs) // held now: recorded, or adopted from status
 	for _, ip := range newIPs {
 		l.owner.claim(ip, k)
 	}
@@ -214,25 +263,32 @@ func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
 	return nil
 }
 
+// revisioned is a store that other writers share and that counts its changes: the MemStore,
+// which the tests use to play two clusters in one cloud. When its count moved, the records of
+// other writers are read again before an address is picked. The ConfigMap store is written by
+// this cluster's leader only and is not re-read.
+type revisioned interface{ Writes() int }
+
 // load reads the store once, and learns which addresses Services already hold from their
 // status in the API server, so that a Service created by another ccm (or before the store
-// existed) never sees its address handed to another Service. Callers hold l.mu.
-func (l *loadBalancers) load(ctx context.Context) error {
+// existed) never sees its address handed to another Service. With a shared store it then
+// re-reads the records of other writers when the store changed. Callers hold l.mu.
+func (l *loadBalancers) load(ctx context.Context, clusterName string) error {
 	if l.loaded {
-		return nil
+		return l.sync(ctx, clusterName)
 	}
 	if l.store == nil {
-		l.store = l.c.newStore()
+		l.store = l.c.newStore(clusterName)
+	}
+	if rs, ok := l.store.(revisioned); ok {
+		l.seen = rs.Writes()
 	}
 	records, err := l.store.Load(ctx)
 	if err != nil {
 		return err
 	}
 	for k, r := range records {
-		l.records[k] = r
-		for _, ip := range ippool.ParseAddrs(r.IPs) {
-			l.owner.claim(ip, k)
-		}
+		l.add(k, r)
 	}
 	if l.c.client != nil {
 		list, err := l.c.client.CoreV1().Services("").List(ctx, metav1.ListOptions{})
@@ -244,15 +300,60 @@ func (l *loadBalancers) load(ctx context.Context) error {
 			if svc.Spec.Type != v1.ServiceTypeLoadBalancer {
 				continue
 			}
-			for _, a := range ippool.StatusAddrs(svc) {
+			for _, a := range canonicalStatusAddrs(svc) {
 				if len(l.owner[a]) == 0 {
-					l.owner.claim(a, key(svc))
+					l.owner.claim(a, recordKey(clusterName, svc))
 				}
 			}
 		}
 	}
 	l.loaded = true
 	klog.InfoS("Loaded load balancer records", "records", len(l.records), "addressesInUse", len(l.owner))
+	l.updatePoolMetrics()
+	return nil
+}
+
+func (l *loadBalancers) add(k string, r Record) {
+	l.records[k] = r
+	for _, ip := range canonicalAddrs(r.IPs) {
+		l.owner.claim(ip, k)
+	}
+}
+
+func (l *loadBalancers) forget(k string) {
+	delete(l.records, k)
+	l.owner.releaseAll(k)
+}
+
+// sync brings in the changes other writers made to a shared store: records that appeared, and
+// records not of this cluster that changed or went away. This cluster's own records are
+// written by this process only (some may be in flight): they are only added, never replaced.
+func (l *loadBalancers) sync(ctx context.Context, clusterName string) error {
+	rs, ok := l.store.(revisioned)
+	if !ok || rs.Writes() == l.seen {
+		return nil
+	}
+	l.seen = rs.Writes()
+	records, err := l.store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	ours := func(r Record) bool { _, ok := ownership.Owner(clusterName, r.Tags); return ok }
+	for k, r := range records {
+		have, known := l.records[k]
+		switch {
+		case !known:
+			l.add(k, r)
+		case !ours(have) && !equality.Semantic.DeepEqual(have, r):
+			l.forget(k)
+			l.add(k, r)
+		}
+	}
+	for k, have := range l.records {
+		if _, still := records[k]; !still && !ours(have) {
+			l.forget(k)
+		}
+	}
 	l.updatePoolMetrics()
 	return nil
 }

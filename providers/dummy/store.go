@@ -23,7 +23,7 @@ type Record struct {
 	Name        string            `json:"name"`
 	IPs         []string          `json:"ips"`
 	Fingerprint string            `json:"fingerprint"` // of the desired state last written
-	Tags        map[string]string `json:"tags"`        // ownership (lbname.Tags)
+	Tags        map[string]string `json:"tags"`        // ownership: ownership.Identity.Tags of the Service
 	Ports       []string          `json:"ports,omitempty"`
 	SharingKey  string            `json:"sharingKey,omitempty"` // AnnotationSharedIP
 }
@@ -31,7 +31,7 @@ type Record struct {
 // Store is where the dummy cloud keeps its load balancers: the part of a real cloud that
 // outlives the ccm process, so that a restart or a failover finds them again.
 type Store interface {
-	Load(ctx context.Context) (map[string]Record, error) // by namespace/name
+	Load(ctx context.Context) (map[string]Record, error) // by key: the record's (load balancer) name
 	Put(ctx context.Context, key string, r Record) error
 	Delete(ctx context.Context, key string) error
 }
@@ -94,9 +94,15 @@ const ConfigMapPrefix = "ccm-dummy-lb-"
 // across restarts, written with optimistic concurrency so two writers never both win. Changes
 // to one shard that arrive while it is being written are batched into the next write, so a
 // burst of new Services costs a few ConfigMap writes, not one each.
+//
+// The ConfigMaps live in the cluster's own kube-system, so their records are this cluster's:
+// a record of this cluster is kept under the data key "namespace_name" (as before records were
+// keyed by load balancer name, so stores written by earlier versions read the same), any other
+// (made by hand, or a name the scheme had to hash) under its full key.
 type configMapStore struct {
 	client    kubernetes.Interface
 	namespace string
+	cluster   string
 	mu        sync.Mutex
 	shards    map[string]*shard
 }
@@ -113,18 +119,39 @@ type pendingChange struct {
 	done   chan error
 }
 
-func newConfigMapStore(client kubernetes.Interface, namespace string) *configMapStore {
-	return &configMapStore{client: client, namespace: namespace, shards: map[string]*shard{}}
+func newConfigMapStore(client kubernetes.Interface, namespace, cluster string) *configMapStore {
+	return &configMapStore{client: client, namespace: namespace, cluster: cluster, shards: map[string]*shard{}}
 }
 
-func shardOf(key string) string {
+// shardOf is the ConfigMap holding a store key: that of namespace/name for a record of this
+// cluster (where earlier versions put it), else that of the key.
+func (s *configMapStore) shardOf(key string) string {
 	h := fnv.New32a()
+	if ns, name, ok := names.Parse(s.cluster, key); ok {
+		key = ns + "/" + name
+	}
 	h.Write([]byte(key))
 	return fmt.Sprintf("%s%d", ConfigMapPrefix, h.Sum32()%configMapShards)
 }
 
-// dataKey maps namespace/name to a ConfigMap key: '_' cannot occur in either part.
-func dataKey(key string) string { return strings.Replace(key, "/", "_", 1) }
+// dataKey maps a store key to a ConfigMap key: "namespace_name" for a record of this cluster
+// ('_' occurs in neither part), the key itself (a load balancer name, made of characters a
+// ConfigMap key allows) for any other.
+func (s *configMapStore) dataKey(key string) string {
+	if ns, name, ok := names.Parse(s.cluster, key); ok {
+		return ns + "_" + name
+	}
+	return key
+}
+
+// storeKey is the inverse of dataKey: a data key with exactly one '_' is "namespace_name" (a
+// load balancer name has at least three).
+func (s *configMapStore) storeKey(dk string) string {
+	if ns, name, ok := strings.Cut(dk, "_"); ok && !strings.Contains(name, "_") {
+		return names.Name(s.cluster, ns, name)
+	}
+	return dk
+}
 
 func (s *configMapStore) Load(ctx context.Context) (map[string]Record, error) {
 	s.mu.Lock()
@@ -150,7 +177,7 @@ func (s *configMapStore) Load(ctx context.Context) (map[string]Record, error) {
 				klog.ErrorS(err, "Skipping an unreadable load balancer record", "configMap", klog.KObj(cm), "key", k)
 				continue
 			}
-			out[strings.Replace(k, "_", "/", 1)] = r
+			out[s.storeKey(k)] = r
 		}
 	}
 	return out, nil
@@ -161,11 +188,11 @@ func (s *configMapStore) Put(ctx context.Context, key string, r Record) error {
 	if err != nil {
 		return err
 	}
-	return s.modify(ctx, key, func(data map[string]string) { data[dataKey(key)] = string(b) })
+	return s.modify(ctx, key, func(data map[string]string) { data[s.dataKey(key)] = string(b) })
 }
 
 func (s *configMapStore) Delete(ctx context.Context, key string) error {
-	return s.modify(ctx, key, func(data map[string]string) { delete(data, dataKey(key)) })
+	return s.modify(ctx, key, func(data map[string]string) { delete(data, s.dataKey(key)) })
 }
 
 func (s *configMapStore) shard(name string) *shard {
@@ -179,7 +206,7 @@ func (s *configMapStore) shard(name string) *shard {
 // The first caller finds the shard idle and writes everything queued, batch after batch, until
 // the queue is empty; the others just wait for their batch's result.
 func (s *configMapStore) modify(ctx context.Context, key string, change func(map[string]string)) error {
-	name := shardOf(key)
+	name := s.shardOf(key)
 	pc := pendingChange{key: key, change: change, done: make(chan error, 1)}
 	s.mu.Lock()
 	sh := s.shard(name)
