@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ccm-project/ccm/common/lbname"
+	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/simcontrol"
 )
 
@@ -120,8 +120,12 @@ const (
 	sgDescPrefix  = "Security Group for Service "
 )
 
-// serviceIn reads "namespace/name" that follows prefix in a description.
+// serviceIn reads "namespace/name" from an ownership description (ownership.Description), or
+// from the one that follows prefix in an upstream-style description.
 func serviceIn(desc, prefix string) string {
+	if id, _, ok := ownership.ParseDescription(desc); ok && id.Namespace != "" {
+		return id.Service()
+	}
 	rest, ok := strings.CutPrefix(desc, prefix)
 	if !ok {
 		return ""
@@ -140,7 +144,7 @@ func (c *Cloud) Resources() []simcontrol.Resource {
 	for _, lb := range c.lbs {
 		svc := ""
 		for _, t := range lb.Tags {
-			if v, ok := strings.CutPrefix(t, lbname.ServiceTag+"="); ok {
+			if v, ok := strings.CutPrefix(t, ownership.ServiceTag+"="); ok {
 				svc = v
 			}
 		}

@@ -74,6 +74,16 @@ type Cloud struct {
 	bucket            *bucket
 	failed, throttled int
 	allTokens         []string // every token issued, expired or not
+	// beforePortUpdate, when set, runs once before the next port update (BeforeNextPortUpdate).
+	beforePortUpdate   func(portID string)
+	preconditionFailed int // port updates refused with 412
+}
+
+// PreconditionFailures counts port updates refused because their If-Match revision was stale.
+func (c *Cloud) PreconditionFailures() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.preconditionFailed
 }
 
 // New returns a Cloud with one tenant network and subnet ("private", 10.0.0.0/16) and one

@@ -1,9 +1,11 @@
 package fake
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -26,6 +28,9 @@ type port struct {
 	ID, NetworkID, DeviceID, DeviceOwner string
 	FixedIPs                             []fixedIP
 	SecurityGroups                       []string
+	// Revision is Neutron's revision_number: every update bumps it, and an update with
+	// "If-Match: revision_number=N" for another N is refused with 412.
+	Revision int
 }
 
 type floatingIP struct {
@@ -57,8 +62,25 @@ func (c *Cloud) AddFloatingIP(address string) string {
 	return f.ID
 }
 
+// AddNetwork creates a tenant network with one subnet (external if external), as an
+// operator or another tool would, and returns their IDs.
+func (c *Cloud) AddNetwork(name, cidr string, external bool) (networkID, subnetID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := &network{ID: c.nextID("net"), Name: name, External: external}
+	c.networks[n.ID] = n
+	version := 4
+	if strings.Contains(cidr, ":") {
+		version = 6
+	}
+	s := &subnet{ID: c.nextID("subnet"), NetworkID: n.ID, CIDR: cidr, IPVersion: version}
+	c.subnets[s.ID] = s
+	return n.ID, s.ID
+}
+
 func (c *Cloud) neutronRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /network/v2.0/ports", c.op("neutron.ListPorts", c.listPorts))
+	m.HandleFunc("GET /network/v2.0/ports/{id}", c.op("neutron.GetPort", c.getPort))
 	m.HandleFunc("PUT /network/v2.0/ports/{id}", c.op("neutron.UpdatePort", c.updatePort))
 	c.securityGroupRoutes(m)
 	m.HandleFunc("GET /network/v2.0/networks", c.op("neutron.ListNetworks", c.listNetworks))
@@ -78,6 +100,9 @@ func (c *Cloud) listPorts(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if v := q.Get("id"); v != "" && v != p.ID {
+			continue
+		}
+		if v := q.Get("network_id"); v != "" && v != p.NetworkID {
 			continue
 		}
 		if !portMatches(p, q["fixed_ips"], q["security_groups"]) {
@@ -117,7 +142,31 @@ func portJSON(p *port) map[string]any {
 		sgs = []string{}
 	}
 	return map[string]any{"id": p.ID, "network_id": p.NetworkID, "device_id": p.DeviceID,
-		"device_owner": p.DeviceOwner, "fixed_ips": ips, "security_groups": sgs, "status": "ACTIVE", "admin_state_up": true}
+		"device_owner": p.DeviceOwner, "fixed_ips": ips, "security_groups": sgs, "status": "ACTIVE", "admin_state_up": true,
+		"revision_number": p.Revision}
+}
+
+func (c *Cloud) getPort(w http.ResponseWriter, r *http.Request) {
+	p := c.ports[r.PathValue("id")]
+	if p == nil {
+		writeErr(w, http.StatusNotFound, fmt.Sprintf("Port %s could not be found.", r.PathValue("id")))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"port": portJSON(p)})
+}
+
+// BeforeNextPortUpdate runs fn (under the fake's lock) just before the next port update is
+// served, as another writer changing the port between the ccm's read and its write.
+func (c *Cloud) BeforeNextPortUpdate(fn func(portID string)) {
+	c.mu.Lock()
+	c.beforePortUpdate = fn
+	c.mu.Unlock()
+}
+
+// setPortGroups changes a port's groups as a user would, bumping its revision. Callers hold c.mu.
+func (c *Cloud) setPortGroups(p *port, groups []string) {
+	p.SecurityGroups = slices.Clone(groups)
+	p.Revision++
 }
 
 // updatePort is PUT /ports/{id}; only security_groups is supported (the provider's use).
@@ -126,6 +175,23 @@ func (c *Cloud) updatePort(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		writeErr(w, http.StatusNotFound, fmt.Sprintf("Port %s could not be found.", r.PathValue("id")))
 		return
+	}
+	if fn := c.beforePortUpdate; fn != nil {
+		c.beforePortUpdate = nil
+		fn(p.ID)
+	}
+	if m := r.Header.Get("If-Match"); m != "" {
+		v, ok := strings.CutPrefix(m, "revision_number=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil {
+			writeErr(w, http.StatusBadRequest, "Invalid If-Match header")
+			return
+		}
+		if n != p.Revision {
+			c.preconditionFailed++
+			writeErr(w, http.StatusPreconditionFailed, fmt.Sprintf("Constrained to %s, but current revision is %d", m, p.Revision))
+			return
+		}
 	}
 	var b struct {
 		Port struct {
@@ -143,7 +209,7 @@ func (c *Cloud) updatePort(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		p.SecurityGroups = slices.Clone(*b.Port.SecurityGroups)
+		c.setPortGroups(p, *b.Port.SecurityGroups)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"port": portJSON(p)})
 }
@@ -286,22 +352,35 @@ func (c *Cloud) updateFIP(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusNotFound, "Floating IP could not be found.")
 		return
 	}
-	var b fipBody
-	if err := decode(r, &b); err != nil {
+	var raw struct {
+		FloatingIP map[string]json.RawMessage `json:"floatingip"`
+	}
+	if err := decode(r, &raw); err != nil {
 		writeErr(w, http.StatusBadRequest, "malformed request")
 		return
 	}
-	if p := b.FloatingIP.PortID; p != nil {
-		if *p == "" {
-			f.PortID, f.FixedIP, f.Status = "", "", "DOWN"
-		} else {
-			fixed, msg := c.fixedOf(*p)
-			if msg != "" {
-				writeErr(w, http.StatusNotFound, msg)
-				return
-			}
-			f.PortID, f.FixedIP, f.Status = *p, fixed, "ACTIVE"
+	var b fipBody
+	if v, ok := raw.FloatingIP["port_id"]; ok && string(v) == "null" {
+		f.PortID, f.FixedIP, f.Status = "", "", "DOWN" // Neutron disassociates on null only
+	} else if ok {
+		if err := json.Unmarshal(v, &b.FloatingIP.PortID); err != nil || b.FloatingIP.PortID == nil || *b.FloatingIP.PortID == "" {
+			writeErr(w, http.StatusBadRequest, "Invalid input for port_id: '' is not a valid UUID")
+			return
 		}
+	}
+	if v, ok := raw.FloatingIP["description"]; ok {
+		if err := json.Unmarshal(v, &b.FloatingIP.Description); err != nil {
+			writeErr(w, http.StatusBadRequest, "malformed description")
+			return
+		}
+	}
+	if p := b.FloatingIP.PortID; p != nil {
+		fixed, msg := c.fixedOf(*p)
+		if msg != "" {
+			writeErr(w, http.StatusNotFound, msg)
+			return
+		}
+		f.PortID, f.FixedIP, f.Status = *p, fixed, "ACTIVE"
 	}
 	if d := b.FloatingIP.Description; d != nil {
 		f.Description = *d

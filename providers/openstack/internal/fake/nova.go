@@ -3,6 +3,7 @@ package fake
 import (
 	"net/http"
 	"regexp"
+	"strings"
 )
 
 type server struct {
@@ -19,6 +20,8 @@ type ServerSpec struct {
 	IPs    []string // fixed IPs of its port on the private network (v4 and/or v6)
 	// FloatingIP, when set, is associated with the server's port.
 	FloatingIP string
+	// NetworkID and SubnetID place its port; default the private network and subnet.
+	NetworkID, SubnetID string
 }
 
 // AddServer creates an ACTIVE server with one port and returns its ID.
@@ -43,9 +46,16 @@ func (c *Cloud) AddServer(s ServerSpec) string {
 	}
 	id := c.nextID("server")
 	c.servers[id] = &server{ID: id, Name: s.Name, Status: "ACTIVE", AZ: s.AZ, FlavorID: flavorID}
-	p := &port{ID: c.nextID("port"), NetworkID: PrivateNetworkID, DeviceID: id, DeviceOwner: "compute:" + s.AZ}
+	if s.NetworkID == "" {
+		s.NetworkID, s.SubnetID = PrivateNetworkID, PrivateSubnetID
+	}
+	p := &port{ID: c.nextID("port"), NetworkID: s.NetworkID, DeviceID: id, DeviceOwner: "compute:" + s.AZ}
 	for _, ip := range s.IPs {
-		p.FixedIPs = append(p.FixedIPs, fixedIP{SubnetID: PrivateSubnetID, IPAddress: ip})
+		sub := s.SubnetID
+		if s.NetworkID == PrivateNetworkID && strings.Contains(ip, ":") {
+			sub = PrivateSubnetV6ID
+		}
+		p.FixedIPs = append(p.FixedIPs, fixedIP{SubnetID: sub, IPAddress: ip})
 	}
 	c.ports[p.ID] = p
 	if s.FloatingIP != "" && len(s.IPs) > 0 {

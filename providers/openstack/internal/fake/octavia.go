@@ -3,6 +3,7 @@ package fake
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
@@ -18,11 +19,12 @@ type loadBalancer struct {
 type listener struct {
 	ID, Name, Description, Protocol, LBID, PoolID string
 	Port                                          int
+	AllowedCIDRs                                  []string
 }
 
 type pool struct {
-	ID, Name, Protocol, Method, LBID, ListenerID, MonitorID string
-	Members                                                 []*member
+	ID, Name, Description, Protocol, Method, LBID, ListenerID, MonitorID string
+	Members                                                              []*member
 }
 
 type member struct {
@@ -47,6 +49,8 @@ type Listener struct {
 	Protocol, PoolProtocol, Method, Monitor string // Monitor is the monitor type, "" if none
 	Port                                    int
 	Members                                 []string // "address:port", sorted
+	Description                             string
+	AllowedCIDRs                            []string
 }
 
 // LoadBalancers lists the load balancers (any state), sorted by name.
@@ -62,7 +66,7 @@ func (c *Cloud) LoadBalancers() []LoadBalancer {
 			if l.LBID != lb.ID {
 				continue
 			}
-			li := Listener{Protocol: l.Protocol, Port: l.Port}
+			li := Listener{Protocol: l.Protocol, Port: l.Port, Description: l.Description, AllowedCIDRs: append([]string(nil), l.AllowedCIDRs...)}
 			if p := c.pools[l.PoolID]; p != nil {
 				li.PoolProtocol, li.Method = p.Protocol, p.Method
 				if m := c.monitors[p.MonitorID]; m != nil {
@@ -112,14 +116,35 @@ func (c *Cloud) ForgetListenerDescriptions(name string) {
 	}
 }
 
+// AddListener adds a listener with a pool of one member (and a TCP monitor) to load balancer
+// lbID, as a user would outside Kubernetes, and returns the listener's ID.
+func (c *Cloud) AddListener(lbID, description, protocol string, port int, member string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.addListener(lbID, listenerBody{Name: fmt.Sprintf("users-%s-%d", protocol, port), Description: description, Protocol: protocol, Port: port,
+		DefaultPool: &poolBody{Name: "users-pool", Description: description, Method: "ROUND_ROBIN", Protocol: protocol,
+			Members: []memberBody{{Address: member, Port: 8080}}}})
+	p := c.pools[l.PoolID]
+	m := &monitor{ID: c.nextID("hm"), PoolID: p.ID, Type: "TCP", Delay: 5, Timeout: 3, MaxRetries: 1}
+	c.monitors[m.ID] = m
+	p.MonitorID = m.ID
+	return l.ID
+}
+
 // AddLoadBalancer creates an ACTIVE load balancer without listeners on the private subnet,
 // as a user would outside Kubernetes, and returns its ID.
 func (c *Cloud) AddLoadBalancer(name string) string {
+	return c.AddLoadBalancerTagged(name, "")
+}
+
+// AddLoadBalancerTagged is AddLoadBalancer with a description and tags ("key=value"), e.g.
+// a hand-made load balancer carrying forged ownership tags.
+func (c *Cloud) AddLoadBalancerTagged(name, description string, tags ...string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.vipSeq++
-	lb := &loadBalancer{ID: c.nextID("lb"), Name: name, Status: "ACTIVE", VipAddress: fmt.Sprintf("10.0.250.%d", c.vipSeq%250+1),
-		VipSubnetID: PrivateSubnetID, VipNetworkID: PrivateNetworkID, Provider: "amphora", created: time.Now()}
+	lb := &loadBalancer{ID: c.nextID("lb"), Name: name, Description: description, Status: "ACTIVE", VipAddress: fmt.Sprintf("10.0.250.%d", c.vipSeq%250+1),
+		VipSubnetID: PrivateSubnetID, VipNetworkID: PrivateNetworkID, Provider: "amphora", created: time.Now(), Tags: tags}
 	vp := &port{ID: c.nextID("port"), NetworkID: PrivateNetworkID, DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia",
 		FixedIPs: []fixedIP{{SubnetID: PrivateSubnetID, IPAddress: lb.VipAddress}}}
 	c.ports[vp.ID] = vp
@@ -253,11 +278,12 @@ type memberBody struct {
 }
 
 type poolBody struct {
-	Name     string       `json:"name"`
-	Method   string       `json:"lb_algorithm"`
-	Protocol string       `json:"protocol"`
-	Members  []memberBody `json:"members"`
-	Monitor  *struct {
+	Name        string       `json:"name"`
+	Description string       `json:"description"`
+	Method      string       `json:"lb_algorithm"`
+	Protocol    string       `json:"protocol"`
+	Members     []memberBody `json:"members"`
+	Monitor     *struct {
 		Type       string `json:"type"`
 		Delay      int    `json:"delay"`
 		Timeout    int    `json:"timeout"`
@@ -267,12 +293,13 @@ type poolBody struct {
 }
 
 type listenerBody struct {
-	LBID        string    `json:"loadbalancer_id"`
-	Name        string    `json:"name"`
-	Description string    `json:"description"`
-	Protocol    string    `json:"protocol"`
-	Port        int       `json:"protocol_port"`
-	DefaultPool *poolBody `json:"default_pool"`
+	LBID         string    `json:"loadbalancer_id"`
+	AllowedCIDRs []string  `json:"allowed_cidrs"`
+	Name         string    `json:"name"`
+	Description  string    `json:"description"`
+	Protocol     string    `json:"protocol"`
+	Port         int       `json:"protocol_port"`
+	DefaultPool  *poolBody `json:"default_pool"`
 }
 
 var (
@@ -282,10 +309,20 @@ var (
 	monitorTypes      = map[string]bool{"TCP": true, "HTTP": true, "HTTPS": true, "PING": true, "UDP-CONNECT": true, "SCTP": true, "TLS-HELLO": true}
 )
 
-// checkListener validates a listener with its pool as Octavia would (400 on bad input).
-func checkListener(l listenerBody, taken map[string]bool) string {
+// checkListener validates a listener with its pool as Octavia would (400 on bad input);
+// allowed_cidrs must be of the VIP's IP version (v6 says which).
+func checkListener(l listenerBody, taken map[string]bool, v6 bool) string {
 	if !listenerProtocols[l.Protocol] || l.Port < 1 || l.Port > 65535 {
 		return fmt.Sprintf("invalid listener protocol %q or port %d", l.Protocol, l.Port)
+	}
+	for _, cidr := range l.AllowedCIDRs {
+		p, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			return fmt.Sprintf("allowed_cidrs: %q is not a CIDR", cidr)
+		}
+		if p.Addr().Is6() != v6 {
+			return fmt.Sprintf("allowed_cidrs: CIDR %s IP version incompatible with VIP IP version", cidr)
+		}
 	}
 	if taken[fmt.Sprint(l.Protocol == "UDP", l.Port)] {
 		return fmt.Sprintf("another listener on this load balancer already uses port %d", l.Port)
@@ -312,10 +349,11 @@ func checkListener(l listenerBody, taken map[string]bool) string {
 
 // addListener stores l with its pool, members and monitor. Callers hold c.mu and validated l.
 func (c *Cloud) addListener(lbID string, l listenerBody) *listener {
-	li := &listener{ID: c.nextID("listener"), Name: l.Name, Description: l.Description, Protocol: l.Protocol, Port: l.Port, LBID: lbID}
+	li := &listener{ID: c.nextID("listener"), Name: l.Name, Description: l.Description, Protocol: l.Protocol, Port: l.Port, LBID: lbID,
+		AllowedCIDRs: l.AllowedCIDRs}
 	c.lis[li.ID] = li
 	if p := l.DefaultPool; p != nil {
-		po := &pool{ID: c.nextID("pool"), Name: p.Name, Protocol: p.Protocol, Method: p.Method, LBID: lbID, ListenerID: li.ID}
+		po := &pool{ID: c.nextID("pool"), Name: p.Name, Description: p.Description, Protocol: p.Protocol, Method: p.Method, LBID: lbID, ListenerID: li.ID}
 		po.Members = c.members(p.Members)
 		if p.Monitor != nil {
 			m := &monitor{ID: c.nextID("hm"), PoolID: po.ID, Type: p.Monitor.Type, Delay: p.Monitor.Delay, Timeout: p.Monitor.Timeout,
@@ -379,7 +417,7 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 	}
 	taken := map[string]bool{}
 	for _, l := range in.Listeners {
-		if msg := checkListener(l, taken); msg != "" {
+		if msg := checkListener(l, taken, sub.IPVersion == 6); msg != "" {
 			writeErr(w, http.StatusBadRequest, "Validation failure: "+msg)
 			return
 		}
@@ -495,8 +533,12 @@ func (c *Cloud) listListeners(w http.ResponseWriter, r *http.Request) {
 		if id != "" && l.LBID != id {
 			continue
 		}
+		cidrs := l.AllowedCIDRs
+		if cidrs == nil {
+			cidrs = []string{}
+		}
 		out = append(out, map[string]any{"id": l.ID, "name": l.Name, "description": l.Description, "protocol": l.Protocol,
-			"protocol_port": l.Port, "default_pool_id": l.PoolID, "loadbalancers": []any{map[string]any{"id": l.LBID}}})
+			"protocol_port": l.Port, "default_pool_id": l.PoolID, "allowed_cidrs": cidrs, "loadbalancers": []any{map[string]any{"id": l.LBID}}})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"listeners": out})
 }
@@ -519,7 +561,7 @@ func (c *Cloud) createListener(w http.ResponseWriter, r *http.Request) {
 			taken[fmt.Sprint(l.Protocol == "UDP", l.Port)] = true
 		}
 	}
-	if msg := checkListener(b.L, taken); msg != "" {
+	if msg := checkListener(b.L, taken, strings.Contains(lb.VipAddress, ":")); msg != "" {
 		writeErr(w, http.StatusConflict, msg)
 		return
 	}
@@ -586,7 +628,7 @@ func (c *Cloud) poolJSON(p *pool) map[string]any {
 	if p.ListenerID != "" {
 		ls = append(ls, map[string]any{"id": p.ListenerID})
 	}
-	return map[string]any{"id": p.ID, "name": p.Name, "protocol": p.Protocol, "lb_algorithm": p.Method,
+	return map[string]any{"id": p.ID, "name": p.Name, "description": p.Description, "protocol": p.Protocol, "lb_algorithm": p.Method,
 		"healthmonitor_id": p.MonitorID, "members": ms, "listeners": ls, "loadbalancers": []any{map[string]any{"id": p.LBID}}}
 }
 

@@ -102,7 +102,7 @@ func (c *Cloud) SetPortSecurityGroups(portID string, groups ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p := c.ports[portID]; p != nil {
-		p.SecurityGroups = slices.Clone(groups)
+		c.setPortGroups(p, groups)
 	}
 }
 
