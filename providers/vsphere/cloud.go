@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	ccmmetrics "github.com/ccm-project/ccm/common/metrics"
+	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/provider"
 )
 
@@ -26,6 +27,11 @@ func init() {
 
 // Cloud is the vSphere cloudprovider.Interface.
 type Cloud struct {
+	// ClusterScope holds --cluster-name as ccm checked it (ownership.ClusterNameScoped): the
+	// load balancer records carry it, so two clusters sharing a vCenter never take each
+	// other's.
+	ownership.ClusterScope
+
 	cfg     *Config
 	conns   []*conn
 	inv     *inventory
@@ -35,7 +41,10 @@ type Cloud struct {
 	lb      *loadBalancers
 }
 
-var _ cloudprovider.Interface = (*Cloud)(nil)
+var (
+	_ cloudprovider.Interface     = (*Cloud)(nil)
+	_ ownership.ClusterNameScoped = (*Cloud)(nil)
+)
 
 // Factory reads and validates vsphere.conf (INI or YAML). It opens no connection.
 func Factory(r io.Reader) (cloudprovider.Interface, error) { return New(r) }
@@ -135,8 +144,9 @@ func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
 // ProviderName implements cloudprovider.Interface.
 func (c *Cloud) ProviderName() string { return ProviderName }
 
-// HasClusterID implements cloudprovider.Interface.
-func (c *Cloud) HasClusterID() bool { return true }
+// HasClusterID implements cloudprovider.Interface: true once ccm handed over a checked
+// --cluster-name (UseClusterName).
+func (c *Cloud) HasClusterID() bool { return c.ClusterScope.HasClusterID() }
 
 // String never shows credentials (a %v of the Cloud in a log line must be safe).
 func (c *Cloud) String() string { return fmt.Sprintf("vsphere(%d vCenters)", len(c.conns)) }

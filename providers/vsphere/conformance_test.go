@@ -2,14 +2,12 @@ package vsphere
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/vmware/govmomi/vapi/rest"
-	"github.com/vmware/govmomi/vapi/tags"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,20 +54,25 @@ cidr = 192.0.2.0/24
 }
 
 type harness struct {
-	s      *sim.Sim
-	mu     sync.Mutex
-	n      int
-	clouds []*Cloud
+	s  *sim.Sim
+	mu sync.Mutex
+	n  int
 }
 
+var _ cloudtest.HostileHarness = (*harness)(nil)
+
 func (h *harness) NewCloud(t cloudtest.T) cloudprovider.Interface {
+	return h.NewCloudFor(t, "conformance")
+}
+
+// NewCloudFor is a cloud of another cluster on the same vCenter, with the same pool range: the
+// clusters share the address space as well as the tag category.
+func (h *harness) NewCloudFor(t cloudtest.T, cluster string) cloudprovider.Interface {
 	c, err := New(strings.NewReader(testConfig(h.s, "")))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	h.mu.Lock()
-	h.clouds = append(h.clouds, c)
-	h.mu.Unlock()
+	c.UseClusterName(cluster)
 	return c
 }
 
@@ -98,43 +101,85 @@ func (h *harness) AddInstance(t cloudtest.T, name string) (*v1.Node, cloudprovid
 
 func (h *harness) BreakInstances(t cloudtest.T) func() { return h.s.FailReads() }
 
-func (h *harness) Writes() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, c := range h.clouds {
-		c.lb.mu.Lock()
-		n += c.lb.writes
-		c.lb.mu.Unlock()
+// Writes is counted by the simulator (every tagging or inventory change any cloud made), not by
+// the provider.
+func (h *harness) Writes() int { return h.s.Calls().Writes }
+
+// records reads the load balancer category through the simulator's own vAPI session.
+func (h *harness) records(t cloudtest.T) map[string]string {
+	recs, err := h.s.TagsInCategory(context.Background(), lbCategory)
+	if err != nil {
+		t.Fatalf("reading category %s at the simulator: %v", lbCategory, err)
 	}
-	return n
+	return recs
 }
 
-// LoadBalancerTags reads the record from vCenter with the test's own client.
+// LoadBalancerTags reads the record from vCenter with the simulator's own client.
 func (h *harness) LoadBalancerTags(t cloudtest.T, cluster string, svc *v1.Service) (map[string]string, bool) {
-	ctx := context.Background()
-	rc := rest.NewClient(h.s.Admin())
-	if err := rc.Login(ctx, h.s.Server.URL.User); err != nil {
-		t.Fatalf("vAPI login: %v", err)
-	}
-	m := tags.NewManager(rc)
-	ts, err := m.GetTagsForCategory(ctx, lbCategory)
-	if err != nil {
+	desc, ok := h.records(t)[names.Name(cluster, svc.Namespace, svc.Name)]
+	if !ok {
 		return nil, false
 	}
-	for _, tg := range ts {
-		if tg.Name == names.Name(cluster, svc.Namespace, svc.Name) {
-			var r lbRecord
-			if err := json.Unmarshal([]byte(tg.Description), &r); err != nil {
-				t.Fatalf("record %s: %v", tg.Name, err)
-			}
-			return r.tags(), true
-		}
+	r := parseRecord(desc)
+	if r.unreadable {
+		t.Fatalf("record of %s/%s: not a record: %q", svc.Namespace, svc.Name, desc)
 	}
-	return nil, false
+	return r.tags(), true
 }
 
 func (h *harness) MaxNameLen() int { return 255 }
+
+// Snapshot is every tag of the load balancer category, its description decoded where it is a
+// record, read at the simulator.
+func (h *harness) Snapshot(t cloudtest.T) string {
+	var lines []string
+	for name, desc := range h.records(t) {
+		if r := parseRecord(desc); !r.unreadable {
+			lines = append(lines, fmt.Sprintf("tag %q: cluster=%s service=%s uid=%s ips=%v fp=%s", name, r.Cluster, r.Service, r.UID, r.IPs, r.Fingerprint))
+		} else {
+			lines = append(lines, fmt.Sprintf("tag %q: description %q", name, desc))
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// HostileCases seeds the category with tags made by hand (the simulator's vAPI session, not the
+// provider) and returns what a tenant can write: spec.loadBalancerIP is the only tenant input
+// that names something (the provider reads no annotation).
+func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Service, attacker string) []cloudtest.HostileCase {
+	ctx := context.Background()
+	seed := func(name, desc string) {
+		if _, err := h.s.PutTag(ctx, lbCategory, name, desc); err != nil {
+			t.Fatalf("seeding tag %s: %v", name, err)
+		}
+	}
+	if len(victimSvc.Status.LoadBalancer.Ingress) == 0 {
+		t.Fatalf("the victim's Service has no address")
+	}
+	victimIP := victimSvc.Status.LoadBalancer.Ingress[0].IP
+	seed("storage-array-vip", "reserved by hand for the storage array: 192.0.2.250.")
+	seed("other-tool-vip", `{"ips":["192.0.2.251"]}`)
+	const held = "is held by another load balancer"
+	var cases []cloudtest.HostileCase
+	add := func(name, reason, ip string) {
+		cases = append(cases, cloudtest.HostileCase{Name: name, Reason: reason,
+			Mutate: func(svc *v1.Service) { svc.Spec.LoadBalancerIP = ip }})
+	}
+	// own is the record name of the next case's Service (the suite names it attack-<index>).
+	own := func() string { return names.Name(attacker, "tenant", fmt.Sprintf("attack-%d", len(cases))) }
+	add("loadBalancerIP of the other cluster's load balancer", held, victimIP)
+	add("loadBalancerIP of the other cluster's load balancer, IPv4-mapped IPv6", held, "::ffff:"+victimIP)
+	add("loadBalancerIP of a record made by hand (free text)", held, "192.0.2.250")
+	add("loadBalancerIP of a record made by another tool (no ownership)", held, "192.0.2.251")
+	seed(own(), "made by hand")
+	add("a tag made by hand under the Service's own record name", "not this Service's", "")
+	seed(own(), fmt.Sprintf(`{"c":%q,"s":"tenant/attack-%d","u":"uid-earlier","ips":["192.0.2.252"]}`, attacker, len(cases)))
+	add("a record of an earlier Service of the same name (other UID)", "UID differs", "")
+	seed(own(), fmt.Sprintf(`{"c":%q,"s":"%s/%s","u":%q,"ips":[%q]}`, victim, victimSvc.Namespace, victimSvc.Name, victimSvc.UID, victimIP))
+	add("a record under the Service's own name claiming the other cluster's Service and address", "not this Service's", "")
+	return cases
+}
 
 func TestConformance(t *testing.T) {
 	cloudtest.Run(t, cloudtest.Config{Harness: &harness{s: startSim(t)}})

@@ -2,35 +2,50 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/ippool"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
-// names: vSphere tag names may be long; the Octavia-style scheme stays readable.
+// names: vSphere tag names may be long; the Octavia-style scheme stays readable. The cluster
+// name is part of it, so two clusters' records of Services with the same namespace/name are
+// two tags (vCenter keeps tag names unique in a category).
 var names = lbname.Scheme{Prefix: "k8s_", Sep: "_", MaxLen: 255}
+
+// conflicted marks an address that two records claim: it is nobody's to take or keep.
+const conflicted = "\x00two records"
 
 // loadBalancers hands out bare-metal-style virtual IPs from the [Pool] sections, as the dummy
 // provider does (the same ippool allocator). Announcing the address (ARP/BGP) is left to a
 // speaker such as kube-vip or MetalLB in speaker-only mode, which reads the Service status.
+//
+// Every record of the category counts, whichever cluster wrote it (or a person): an address
+// recorded anywhere is never handed out again, so clusters that share a vCenter and a pool
+// range do not collide. Before handing out an address a Service does not hold yet, the records
+// made since the last read are read (one list call).
 type loadBalancers struct {
 	pools []*ippool.Pool
 	store *lbStore
 
 	mu      sync.Mutex
 	loaded  bool
-	records map[string]lbRecord // by tag name
-	used    map[netip.Addr]string
-	writes  int // records written (created, updated, deleted) by this process
+	records map[string]lbRecord   // by tag name
+	byID    map[string]string     // tag ID -> tag name
+	used    map[netip.Addr]string // address -> tag name of the record holding it, or conflicted
+	writes  int                   // records written (created, updated, deleted) by this process
 }
 
 type lbDesired struct {
@@ -43,7 +58,7 @@ type lbDesired struct {
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
 func newLoadBalancers(c *Cloud) *loadBalancers {
-	l := &loadBalancers{records: map[string]lbRecord{}, used: map[netip.Addr]string{}}
+	l := &loadBalancers{records: map[string]lbRecord{}, byID: map[string]string{}, used: map[netip.Addr]string{}}
 	for _, n := range sortedKeys(c.cfg.Pool) {
 		p, _ := ippool.New(n, c.cfg.Pool[n]) // validated by the factory
 		l.pools = append(l.pools, p)
@@ -54,22 +69,64 @@ func newLoadBalancers(c *Cloud) *loadBalancers {
 	return l
 }
 
+// load reads every record once per process.
 func (l *loadBalancers) load(ctx context.Context) error {
 	if l.loaded {
 		return nil
 	}
-	recs, err := l.store.load(ctx)
-	if err != nil {
+	if err := l.refresh(ctx); err != nil {
 		return err
-	}
-	for name, r := range recs {
-		l.records[name] = r
-		for _, a := range ippool.ParseAddrs(r.IPs) {
-			l.used[a] = name
-		}
 	}
 	l.loaded = true
 	return nil
+}
+
+// refresh lists the category and reads the records it does not know yet; records gone from
+// vCenter are forgotten.
+func (l *loadBalancers) refresh(ctx context.Context) error {
+	ids, err := l.store.list(ctx)
+	if err != nil {
+		return err
+	}
+	var unknown []string
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		seen[id] = true
+		if _, ok := l.byID[id]; !ok {
+			unknown = append(unknown, id)
+		}
+	}
+	for id, name := range l.byID {
+		if !seen[id] {
+			delete(l.byID, id)
+			delete(l.records, name)
+		}
+	}
+	recs, err := l.store.get(ctx, unknown)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		l.records[r.name] = r.lbRecord
+		l.byID[r.tagID] = r.name
+	}
+	l.reindex()
+	return nil
+}
+
+// reindex rebuilds the address index from the records.
+func (l *loadBalancers) reindex() {
+	clear(l.used)
+	for name, r := range l.records {
+		for _, a := range ippool.ParseAddrs(r.IPs) {
+			if prev, taken := l.used[a]; taken && prev != name {
+				l.used[a] = conflicted
+			} else {
+				l.used[a] = name
+			}
+		}
+	}
+	l.poolMetrics()
 }
 
 // GetLoadBalancerName implements cloudprovider.LoadBalancer.
@@ -77,15 +134,16 @@ func (l *loadBalancers) GetLoadBalancerName(_ context.Context, clusterName strin
 	return names.Name(clusterName, svc.Namespace, svc.Name)
 }
 
-// GetLoadBalancer implements cloudprovider.LoadBalancer.
+// GetLoadBalancer implements cloudprovider.LoadBalancer: only a record this Service owns.
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.load(ctx); err != nil {
-		return nil, false, err
+		return nil, false, eventSafe("reading", err)
 	}
-	r, ok := l.records[names.Name(clusterName, svc.Namespace, svc.Name)]
-	if !ok {
+	name := names.Name(clusterName, svc.Namespace, svc.Name)
+	r, ok := l.records[name]
+	if !ok || ownership.Check(ownership.Of(clusterName, svc), recordKind, name, r.tags()) != nil {
 		return nil, false, nil
 	}
 	return ippool.Status(r.IPs, svc), true, nil
@@ -98,17 +156,35 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.load(ctx); err != nil {
-		return nil, err
+		return nil, eventSafe("reading", err)
 	}
+	id := ownership.Of(clusterName, svc)
 	name := names.Name(clusterName, svc.Namespace, svc.Name)
 	have, exists := l.records[name]
-	ips, err := l.addressesFor(name, svc, have)
-	if err != nil {
-		return nil, err
+	if exists {
+		if err := owns(id, name, have); err != nil {
+			return nil, err
+		}
 	}
-	r, err := l.write(ctx, clusterName, name, svc, ips, nodes, have, exists)
+	ips, err := l.addressesFor(name, svc, have)
+	if err != nil || !holds(have, ips) {
+		// A new address, or none to give: records other clusters (or people) made since the
+		// last read decide which are free, and a tag of this name may have appeared.
+		if err := l.refresh(ctx); err != nil {
+			return nil, eventSafe("reading", err)
+		}
+		if have, exists = l.records[name]; exists {
+			if err := owns(id, name, have); err != nil {
+				return nil, err
+			}
+		}
+		if ips, err = l.addressesFor(name, svc, have); err != nil {
+			return nil, err
+		}
+	}
+	r, err := l.write(ctx, id, name, svc, ips, nodes, have, exists)
 	if err != nil {
-		return nil, err
+		return nil, eventSafe("writing", err)
 	}
 	return ippool.Status(r.IPs, svc), nil
 }
@@ -119,24 +195,50 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.load(ctx); err != nil {
-		return err
+		return eventSafe("reading", err)
 	}
+	id := ownership.Of(clusterName, svc)
 	name := names.Name(clusterName, svc.Namespace, svc.Name)
 	have, exists := l.records[name]
 	if !exists {
 		return fmt.Errorf("load balancer for %s/%s does not exist yet", svc.Namespace, svc.Name)
 	}
-	_, err = l.write(ctx, clusterName, name, svc, ippool.ParseAddrs(have.IPs), nodes, have, true)
-	return err
+	if err := owns(id, name, have); err != nil {
+		return err
+	}
+	if _, err := l.write(ctx, id, name, svc, ippool.ParseAddrs(have.IPs), nodes, have, true); err != nil {
+		return eventSafe("writing", err)
+	}
+	return nil
 }
 
-func (l *loadBalancers) write(ctx context.Context, cluster, name string, svc *v1.Service, ips []netip.Addr, nodes []*v1.Node, have lbRecord, exists bool) (lbRecord, error) {
-	want := lbRecord{Cluster: cluster, Service: svc.Namespace + "/" + svc.Name, tagID: have.tagID}
+// owns is nil when record name is id's; else the refusal, with what an admin can do.
+func owns(id ownership.Identity, name string, r lbRecord) error {
+	err := ownership.Check(id, recordKind, name, r.tags())
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w; ccm never changes, reuses or deletes it for this Service (if it is stale, a vSphere admin can delete tag %q in category %s)",
+		err, name, lbCategory)
+}
+
+// holds reports whether the record already holds exactly ips.
+func holds(r lbRecord, ips []netip.Addr) bool {
+	have := ippool.ParseAddrs(r.IPs)
+	return len(have) == len(ips) && slices.Equal(have, ips)
+}
+
+func (l *loadBalancers) write(ctx context.Context, id ownership.Identity, name string, svc *v1.Service, ips []netip.Addr, nodes []*v1.Node, have lbRecord, exists bool) (lbRecord, error) {
+	want := lbRecord{Cluster: id.Cluster, Service: id.Service(), UID: id.UID, tagID: have.tagID}
+	if want.UID == "" {
+		want.UID = have.UID
+	}
 	for _, a := range ips {
 		want.IPs = append(want.IPs, a.String())
 	}
 	want.Fingerprint = fingerprint.Of(lbDesired{Name: name, IPs: want.IPs, Ports: ippool.Ports(svc), Nodes: ippool.NodeNames(nodes)})
-	if exists && !fingerprint.Changed(have.Fingerprint, want.Fingerprint) {
+	// A record written before UIDs gets this Service's at its next write (ownership.NeedsUID).
+	if exists && !fingerprint.Changed(have.Fingerprint, want.Fingerprint) && have.UID == want.UID {
 		return have, nil
 	}
 	r, err := l.store.put(ctx, name, want)
@@ -144,78 +246,89 @@ func (l *loadBalancers) write(ctx context.Context, cluster, name string, svc *v1
 		return lbRecord{}, err
 	}
 	l.writes++
-	for _, a := range ippool.ParseAddrs(have.IPs) {
-		delete(l.used, a)
-	}
-	for _, a := range ips {
-		l.used[a] = name
-	}
 	l.records[name] = r
-	l.poolMetrics()
+	l.byID[r.tagID] = name
+	l.reindex()
 	return r, nil
 }
 
-// EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer; a missing one is fine, and
-// a record another cluster owns is never deleted.
+// EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer. Only this Service's own
+// record is deleted: a missing one, or one this Service does not own (another cluster's, a
+// tag made by hand, an earlier Service's of the same name), means there is nothing of its to
+// delete.
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) (err error) {
 	defer observe("delete", time.Now(), &err)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.load(ctx); err != nil {
-		return err
+		return eventSafe("reading", err)
 	}
 	name := names.Name(clusterName, svc.Namespace, svc.Name)
 	r, ok := l.records[name]
 	if !ok {
 		return nil
 	}
-	if ns, n, owned := lbname.Owner(clusterName, r.tags()); !owned || ns != svc.Namespace || n != svc.Name {
-		return fmt.Errorf("load balancer record %s is not owned by Service %s/%s of cluster %s; not deleting it", name, svc.Namespace, svc.Name, clusterName)
+	if err := ownership.Check(ownership.Of(clusterName, svc), recordKind, name, r.tags()); err != nil {
+		klog.InfoS("Not deleting a load balancer record the Service does not own", "service", klog.KObj(svc), "record", name, "reason", err)
+		return nil
 	}
 	if err := l.store.delete(ctx, r); err != nil {
-		return err
+		return eventSafe("deleting", err)
 	}
 	l.writes++
-	for _, a := range ippool.ParseAddrs(r.IPs) {
-		delete(l.used, a)
-	}
 	delete(l.records, name)
-	l.poolMetrics()
+	delete(l.byID, r.tagID)
+	l.reindex()
 	return nil
 }
 
 // addressesFor picks one address per IP family the Service asks for: the requested one
 // (spec.loadBalancerIP), else the one it holds, else the one in its status (after a restart),
-// else the first free one of a pool serving its namespace.
+// else the first free one of a pool serving its namespace. name is the Service's own record
+// (already checked to be its own); an address any other record holds is never picked.
 func (l *loadBalancers) addressesFor(name string, svc *v1.Service, have lbRecord) ([]netip.Addr, error) {
 	pools := ippool.For(l.pools, svc.Namespace)
 	if len(pools) == 0 {
 		return nil, fmt.Errorf("no address pool serves namespace %q: add a [Pool] with namespace = %s, or one without namespaces", svc.Namespace, svc.Namespace)
 	}
-	usable := func(a netip.Addr, v6 bool) bool {
+	// An address two records claim is handed to nobody, but the Service whose own record holds
+	// it keeps it: a duplicate made by hand or by a race must not move a live address.
+	ours := ippool.ParseAddrs(have.IPs)
+	free := func(a netip.Addr) bool {
 		owner, taken := l.used[a]
-		return a.Is6() == v6 && (!taken || owner == name) && slicesAny(pools, func(p *ippool.Pool) bool { return p.Contains(a) })
+		return !taken || owner == name || owner == conflicted && slices.Contains(ours, a)
 	}
+	inPools := func(a netip.Addr) bool {
+		return slices.ContainsFunc(pools, func(p *ippool.Pool) bool { return p.Contains(a) })
+	}
+	usable := func(a netip.Addr, v6 bool) bool { return a.Is6() == v6 && free(a) && inPools(a) }
 	families := svc.Spec.IPFamilies
 	if len(families) == 0 {
 		families = []v1.IPFamily{v1.IPv4Protocol}
 	}
-	var requested []netip.Addr
-	if svc.Spec.LoadBalancerIP != "" {
-		a, err := netip.ParseAddr(svc.Spec.LoadBalancerIP)
-		if err != nil {
-			return nil, fmt.Errorf("spec.loadBalancerIP: %q is not an IP address", svc.Spec.LoadBalancerIP)
+	requested, err := requestedIP(svc.Spec.LoadBalancerIP)
+	if err != nil {
+		return nil, err
+	}
+	if requested.IsValid() {
+		switch {
+		case !inPools(requested):
+			return nil, fmt.Errorf("spec.loadBalancerIP: %s is not in a pool serving namespace %q", requested, svc.Namespace)
+		case !free(requested):
+			// Never say whose: it may be another cluster's or another namespace's.
+			return nil, fmt.Errorf("spec.loadBalancerIP: %s is held by another load balancer", requested)
 		}
-		if !usable(a, a.Is6()) {
-			return nil, fmt.Errorf("spec.loadBalancerIP: %s is not free in a pool serving namespace %q", a, svc.Namespace)
-		}
-		requested = append(requested, a)
 	}
 	var out []netip.Addr
 	for i, fam := range families {
 		v6 := fam == v1.IPv6Protocol
 		var got netip.Addr
-		for _, a := range append(append(requested, ippool.ParseAddrs(have.IPs)...), ippool.StatusAddrs(svc)...) {
+		var candidates []netip.Addr
+		if requested.IsValid() {
+			candidates = append(candidates, requested)
+		}
+		candidates = append(append(candidates, ippool.ParseAddrs(have.IPs)...), ippool.StatusAddrs(svc)...)
+		for _, a := range candidates {
 			if usable(a, v6) {
 				got = a
 				break
@@ -238,17 +351,63 @@ func (l *loadBalancers) addressesFor(name string, svc *v1.Service, have lbRecord
 	return out, nil
 }
 
+// requestedIP parses spec.loadBalancerIP ("" asks for none).
+func requestedIP(s string) (netip.Addr, error) {
+	if s == "" {
+		return netip.Addr{}, nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Addr{}, fmt.Errorf("spec.loadBalancerIP: %q is not an IP address", s)
+	}
+	return a.Unmap(), nil
+}
+
+// eventSafe is what a Service's Events may show of a vCenter failure: errors of the LoadBalancer
+// methods become Warning Events that the Service's tenants read, and a vCenter error can carry
+// the vCenter user name (a refused login), the name of the credentials Secret or a response
+// body. The whole error goes to the ccm log; the Event says what failed and where to look.
+func eventSafe(op string, err error) error {
+	if err == nil || errors.Is(err, ownership.ErrNotOwned) {
+		return err
+	}
+	klog.ErrorS(err, "vCenter call for a load balancer record failed", "op", op)
+	cause := "the vCenter call failed"
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		cause = "the vCenter call timed out"
+	case isLoginErr(err):
+		cause = "ccm cannot log in to vCenter"
+	}
+	return &safeError{msg: fmt.Sprintf("%s the load balancer record in vCenter: %s (the cloud-controller-manager's log has the details)", opText(op), cause), err: err}
+}
+
+func opText(op string) string {
+	switch op {
+	case "reading":
+		return "reading"
+	case "deleting":
+		return "deleting"
+	}
+	return "writing"
+}
+
+// safeError shows msg; errors.Is/As still reach the vCenter error.
+type safeError struct {
+	msg string
+	err error
+}
+
+func (e *safeError) Error() string { return e.msg }
+func (e *safeError) Unwrap() error { return e.err }
+
+func isLoginErr(err error) bool {
+	var le *loginError
+	return errors.As(err, &le)
+}
+
 func (l *loadBalancers) poolMetrics() { ippool.ReportUsage(ProviderName, l.pools, l.used) }
 
 func observe(op string, start time.Time, err *error) {
 	metrics.ObserveReconcile(ProviderName, "loadbalancer", op, start, *err)
-}
-
-func slicesAny[T any](s []T, f func(T) bool) bool {
-	for _, v := range s {
-		if f(v) {
-			return true
-		}
-	}
-	return false
 }

@@ -77,7 +77,21 @@ func (c *conn) get(ctx context.Context) (*vim25.Client, int, error) {
 	return c.client, c.gen, nil
 }
 
+// loginError is a failure to open a session: credentials, certificate or network. Its text
+// may name the vCenter user; it goes to the log, never into a Service's Events (eventSafe).
+type loginError struct{ err error }
+
+func (e *loginError) Error() string { return e.err.Error() }
+func (e *loginError) Unwrap() error { return e.err }
+
 func (c *conn) connectLocked(ctx context.Context) error {
+	if err := c.connectRawLocked(ctx); err != nil {
+		return &loginError{err}
+	}
+	return nil
+}
+
+func (c *conn) connectRawLocked(ctx context.Context) error {
 	user, pass, err := c.creds()
 	if err != nil {
 		return fmt.Errorf("vCenter %s: %w", c.vc.Server, err)
@@ -125,7 +139,8 @@ func connectError(vc vcenter, err error) error {
 	var he x509.HostnameError
 	switch {
 	case soap.IsCertificateUntrusted(err) || errors.As(err, &ue) || errors.As(err, &he):
-		return fmt.Errorf("vCenter %s: certificate not trusted (%v): set ca-file or thumbprint, or insecure-flag = true", vc.Server, err)
+		// Never suggest insecure-flag: it turns verification off for every call.
+		return fmt.Errorf("vCenter %s: certificate not trusted (%v): set ca-file to the CA bundle that signed it, or thumbprint to its SHA-1 thumbprint", vc.Server, err)
 	case isNetErr(err):
 		return fmt.Errorf("vCenter %s: cannot connect to %s:%s: %v", vc.Server, vc.Server, vc.Port, err)
 	}
@@ -215,10 +230,10 @@ func (c *conn) restClient(ctx context.Context) (*rest.Client, error) {
 	rc.Client.Client.Transport = &throttleRetry{next: &metrics.Transport{Provider: ProviderName, Service: "vapi", Operation: restOperation, Next: rc.Client.Client.Transport}}
 	user, pass, err := c.creds()
 	if err != nil {
-		return nil, err
+		return nil, &loginError{err}
 	}
 	if err := rc.Login(ctx, url.UserPassword(user, pass)); err != nil {
-		return nil, fmt.Errorf("vCenter %s: vAPI login for tags: %v", c.vc.Server, err)
+		return nil, &loginError{fmt.Errorf("vCenter %s: vAPI login for tags: %v", c.vc.Server, err)}
 	}
 	c.rest, c.restGen = rc, gen
 	return rc, nil

@@ -328,3 +328,17 @@ func (s *Sim) TagsInCategory(ctx context.Context, category string) (map[string]s
 	}
 	return nil, nil
 }
+
+// PutTag creates tag name with description in category (made if missing) through the
+// simulator's own vAPI session, as a vSphere admin or another tool would, and returns its ID.
+func (s *Sim) PutTag(ctx context.Context, category, name, description string) (string, error) {
+	m := tags.NewManager(s.rest)
+	cat, err := m.GetCategory(ctx, category)
+	var catID string
+	if err == nil {
+		catID = cat.ID
+	} else if catID, err = m.CreateCategory(ctx, &tags.Category{Name: category, Cardinality: "MULTIPLE"}); err != nil {
+		return "", err
+	}
+	return m.CreateTag(ctx, &tags.Tag{Name: name, CategoryID: catID, Description: description})
+}
