@@ -37,16 +37,32 @@ type SecurityGroup struct {
 	Rules                      []Rule
 }
 
-// Rule is one ingress permission: a protocol and port range from a CIDR or a group.
+// Rule is one ingress permission: a protocol and port range from a CIDR (IPv4 or IPv6) or a
+// group, with its description. As in EC2, a rule is identified by everything but its
+// description: a second rule that differs only in the description is a duplicate.
 type Rule struct {
 	Protocol       string
 	From, To       int
 	CIDR, SourceSG string
+	Description    string
 }
 
 func (r Rule) String() string {
-	return fmt.Sprintf("%s %d-%d from %s%s", r.Protocol, r.From, r.To, r.CIDR, r.SourceSG)
+	s := fmt.Sprintf("%s %d-%d from %s%s", r.Protocol, r.From, r.To, r.CIDR, r.SourceSG)
+	if r.Description != "" {
+		s += fmt.Sprintf(" %q", r.Description)
+	}
+	return s
 }
+
+// key is the rule without its description: what EC2 compares for duplicates and revokes.
+func (r Rule) key() Rule {
+	r.Description = ""
+	return r
+}
+
+// isIPv6 tells an Ipv6Ranges CIDR from an IpRanges one.
+func isIPv6(cidr string) bool { return strings.Contains(cidr, ":") }
 
 // AddSubnet adds a subnet with tags and returns its ID.
 func (s *Server) AddSubnet(vpc, zone, cidr string, tags map[string]string) string {
@@ -411,16 +427,27 @@ func (s *Server) describeSecurityGroups(f form) (string, *apiError) {
 			if r.SourceSG != "" {
 				x.open("item")
 				x.leaf("groupId", r.SourceSG)
+				if r.Description != "" {
+					x.leaf("description", r.Description)
+				}
 				x.close("item")
 			}
 			x.close("groups")
-			x.open("ipRanges")
-			if r.CIDR != "" {
-				x.open("item")
-				x.leaf("cidrIp", r.CIDR)
-				x.close("item")
+			for _, fam := range []struct {
+				list, leaf string
+				v6         bool
+			}{{"ipRanges", "cidrIp", false}, {"ipv6Ranges", "cidrIpv6", true}} {
+				x.open(fam.list)
+				if r.CIDR != "" && isIPv6(r.CIDR) == fam.v6 {
+					x.open("item")
+					x.leaf(fam.leaf, r.CIDR)
+					if r.Description != "" {
+						x.leaf("description", r.Description)
+					}
+					x.close("item")
+				}
+				x.close(fam.list)
 			}
-			x.close("ipRanges")
 			x.close("item")
 		}
 		x.close("ipPermissions")
@@ -488,30 +515,52 @@ func (s *Server) changeIngress(f form, add bool) (string, *apiError) {
 			from, to = 0, 0
 		}
 		for _, r := range f.structs(p + "IpRanges") {
-			rules = append(rules, Rule{Protocol: proto, From: from, To: to, CIDR: f.get(r + "CidrIp")})
+			cidr := f.get(r + "CidrIp")
+			if isIPv6(cidr) {
+				return "", invalid("CIDR block %s is malformed", cidr)
+			}
+			rules = append(rules, Rule{Protocol: proto, From: from, To: to, CIDR: cidr, Description: f.get(r + "Description")})
+		}
+		for _, r := range f.structs(p + "Ipv6Ranges") {
+			cidr := f.get(r + "CidrIpv6")
+			if !isIPv6(cidr) {
+				return "", invalid("CIDR block %s is malformed", cidr)
+			}
+			rules = append(rules, Rule{Protocol: proto, From: from, To: to, CIDR: cidr, Description: f.get(r + "Description")})
 		}
 		for _, r := range f.structs(p + "Groups") {
 			src := f.get(r + "GroupId")
 			if _, ok := s.groups[src]; !ok {
 				return "", notFound("InvalidGroup.NotFound", "The security group '%s' does not exist", src)
 			}
-			rules = append(rules, Rule{Protocol: proto, From: from, To: to, SourceSG: src})
+			rules = append(rules, Rule{Protocol: proto, From: from, To: to, SourceSG: src, Description: f.get(r + "Description")})
 		}
 	}
+	// EC2 applies a request whole or not at all, and matches rules without their descriptions.
+	next := slices.Clone(g.Rules)
 	for _, r := range rules {
-		i := slices.Index(g.Rules, r)
+		if len(r.Description) > 255 || strings.ContainsFunc(r.Description, func(c rune) bool { return !descChar(c) }) {
+			return "", invalid("Invalid rule description: %q", r.Description)
+		}
+		i := slices.IndexFunc(next, func(o Rule) bool { return o.key() == r.key() })
 		switch {
 		case add && i >= 0:
-			return "", &apiError{Status: 400, Code: "InvalidPermission.Duplicate", Message: "the specified rule " + r.String() + " already exists"}
+			return "", &apiError{Status: 400, Code: "InvalidPermission.Duplicate", Message: "the specified rule " + r.key().String() + " already exists"}
 		case add:
-			g.Rules = append(g.Rules, r)
+			next = append(next, r)
 		case i < 0:
 			return "", notFound("InvalidPermission.NotFound", "The specified rule does not exist in this security group.")
 		default:
-			g.Rules = slices.Delete(g.Rules, i, i+1)
+			next = slices.Delete(next, i, i+1)
 		}
 	}
+	g.Rules = next
 	return "<return>true</return>", nil
+}
+
+// descChar is a character EC2 accepts in a rule description: a-zA-Z0-9. _-:/()#,@[]+=&;{}!$*
+func descChar(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(". _-:/()#,@[]+=&;{}!$*", c)
 }
 
 func (s *Server) createTags(f form) (string, *apiError) {

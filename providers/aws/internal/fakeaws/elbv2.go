@@ -24,6 +24,7 @@ type TargetGroup struct {
 	Port                     int
 	HealthProtocol           string
 	HealthPort, HealthPath   string
+	HealthThresholds         string // "healthy/unhealthy/interval/timeout" as created
 	Targets                  []string // instance IDs (on Port)
 	Tags                     map[string]string
 	ProxyProtocolV2          bool // attribute proxy_protocol_v2.enabled
@@ -84,7 +85,7 @@ func (s *Server) MinTargets() (minimum, groups int) {
 
 func (s *Server) arn(kind, name string) string {
 	s.seq++
-	return fmt.Sprintf("arn:aws:elasticloadbalancing:us-east-1:111122223333:%s/%s/%08x", kind, name, s.seq)
+	return fmt.Sprintf("arn:aws:elasticloadbalancing:us-east-1:%s:%s/%s/%08x", Account, kind, name, s.seq)
 }
 
 func (s *Server) elbv2(action string, f form) (string, *apiError) {
@@ -179,7 +180,8 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 		}
 		port, _ := strconv.Atoi(f.get("Port"))
 		tg := &TargetGroup{ARN: s.arn("targetgroup", name), Name: name, Protocol: f.get("Protocol"), Port: port, VPC: f.get("VpcId"),
-			HealthProtocol: f.get("HealthCheckProtocol"), HealthPort: f.get("HealthCheckPort"), HealthPath: f.get("HealthCheckPath"), Tags: f.tags("Tags.member")}
+			HealthProtocol: f.get("HealthCheckProtocol"), HealthPort: f.get("HealthCheckPort"), HealthPath: f.get("HealthCheckPath"), Tags: f.tags("Tags.member"),
+			HealthThresholds: f.get("HealthyThresholdCount") + "/" + f.get("UnhealthyThresholdCount") + "/" + f.get("HealthCheckIntervalSeconds") + "/" + f.get("HealthCheckTimeoutSeconds")}
 		s.tgs[tg.ARN] = tg
 		var x w
 		x.open("TargetGroups")

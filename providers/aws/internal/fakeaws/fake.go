@@ -68,7 +68,19 @@ type Faults struct {
 	// LoseAnswers carries out these operations, then answers 500 as if the answer were lost on
 	// the way (a timeout); the count says how many times.
 	LoseAnswers map[string]int
+	// EmptyAnswers makes these operations do their work and answer success with an empty
+	// result (no load balancer, no target group, no group ID in a Create answer).
+	EmptyAnswers map[string]bool
+	// DenyOps makes these operations answer 403 AccessDenied (UnauthorizedOperation for EC2)
+	// with a message that names the caller's role ARN and account ID, as AWS does.
+	DenyOps map[string]bool
 }
+
+// DeniedMessage is the message of a DenyOps answer; Account is the fake's account ID.
+const (
+	Account       = "111122223333"
+	DeniedMessage = "User: arn:aws:sts::" + Account + ":assumed-role/ccm-controller/ccm-aws is not authorized to perform this operation on resource: arn:aws:iam::" + Account + ":role/ccm-controller"
+)
 
 // New returns a fake with one VPC (vpc-1), a public and a private subnet per zone of region,
 // tagged for load balancers and the cluster, and a node security group.
@@ -296,6 +308,13 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	case s.faults.FailOps[action]:
 		s.failed++
 		aerr = &apiError{Status: 500, Code: "InternalError", Message: "injected failure"}
+	case s.faults.DenyOps[action]:
+		s.failed++
+		code := "AccessDenied"
+		if svc == "ec2" {
+			code = "UnauthorizedOperation"
+		}
+		aerr = &apiError{Status: 403, Code: code, Message: DeniedMessage}
 	case svc == "ec2":
 		out, aerr = s.ec2(action, f)
 	case svc == "elbv2":
@@ -308,6 +327,9 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if aerr == nil && s.faults.LoseAnswers[action] > 0 {
 		s.faults.LoseAnswers[action]--
 		aerr = &apiError{Status: 500, Code: "InternalError", Message: "injected: done, answer lost"}
+	}
+	if aerr == nil && s.faults.EmptyAnswers[action] {
+		out = ""
 	}
 	rw.Header().Set("Content-Type", "text/xml")
 	rid := s.newID("req")
