@@ -48,6 +48,10 @@ type Config struct {
 		ExcludeExternalNetworkSubnetCIDR string `gcfg:"exclude-external-network-subnet-cidr"`
 	}
 	Pool map[string]*PoolConfig // [Pool "name"]: load balancer addresses
+
+	// lineOf finds where a key is written (0: not written, or not known), so that a problem
+	// about two keys can name the line of the other one too. Set by readConfig.
+	lineOf func(section, sub, key string) int
 }
 
 // VirtualCenterConfig is one [VirtualCenter "host"] section; empty keys inherit [Global].
@@ -151,6 +155,7 @@ func (c *Config) Validate() config.Problems {
 			ps.Add("Global", "ca-file", "cannot read: %v", err)
 		}
 	}
+	c.checkVerification(&ps)
 	for _, v := range c.vcenters() {
 		sub, sec := v.Server, "VirtualCenter"
 		if len(c.VirtualCenter) == 0 {
@@ -243,4 +248,64 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// checkVerification refuses ca-file or thumbprint together with insecure-flag = true for one
+// vCenter. govmomi (and so the upstream CCM) skips verification altogether when insecure-flag
+// is on, so the CA bundle or the pinned thumbprint would be silently ignored and any
+// certificate accepted: the operator asked for both, and only one can hold.
+func (c *Config) checkVerification(ps *config.Problems) {
+	type place struct{ sec, sub string }
+	type setting struct {
+		at       place
+		key, val string
+	}
+	where := func(p place, key string) string {
+		s := "[" + p.sec
+		if p.sub != "" {
+			s += fmt.Sprintf(" %q", p.sub)
+		}
+		s += "] " + key
+		if c.lineOf != nil {
+			if n := c.lineOf(p.sec, p.sub, key); n > 0 {
+				s += fmt.Sprintf(" (line %d)", n)
+			}
+		}
+		return s
+	}
+	seen := map[setting]bool{}
+	check := func(insecureAt place, settings ...setting) {
+		for _, k := range settings {
+			if k.val == "" || seen[k] {
+				continue
+			}
+			seen[k] = true
+			ps.AddSub(k.at.sec, k.at.sub, k.key, "is set together with %s = true, which turns certificate verification off, so %s would be ignored and any certificate accepted: "+
+				"remove insecure-flag (or set it to false) to verify vCenter's certificate with %s", where(insecureAt, "insecure-flag"), k.key, k.key)
+		}
+	}
+	g := c.Global
+	global := place{"Global", ""}
+	if len(c.VirtualCenter) == 0 {
+		if g.InsecureFlag {
+			check(global, setting{global, "ca-file", g.CAFile}, setting{global, "thumbprint", g.Thumbprint})
+		}
+		return
+	}
+	for _, host := range sortedKeys(c.VirtualCenter) {
+		s := c.VirtualCenter[host]
+		vc := place{"VirtualCenter", host}
+		insecure, insecureAt := g.InsecureFlag, global
+		if s.InsecureFlag != nil {
+			insecure, insecureAt = *s.InsecureFlag, vc
+		}
+		if !insecure {
+			continue
+		}
+		ca := setting{vc, "ca-file", s.CAFile}
+		if s.CAFile == "" {
+			ca = setting{global, "ca-file", g.CAFile}
+		}
+		check(insecureAt, ca, setting{vc, "thumbprint", s.Thumbprint})
+	}
 }

@@ -83,6 +83,7 @@ func readConfig(r io.Reader) (*Config, error) {
 	}
 	cfg := &Config{}
 	if !isYAML(src) {
+		cfg.lineOf = iniLineOf(src)
 		if err := config.ReadINI(bytes.NewReader(src), cfg); err != nil {
 			return nil, err
 		}
@@ -94,12 +95,95 @@ func readConfig(r io.Reader) (*Config, error) {
 	if err := dec.Decode(&y); err != nil && !errors.Is(err, io.EOF) {
 		return nil, yamlError(err)
 	}
+	var root yaml.Node
+	_ = yaml.Unmarshal(src, &root) // decoded above; only the lines are wanted here
+	cfg.lineOf = yamlLineOf(&root)
 	cfg.SetDefaults()
 	y.into(cfg)
-	if err := cfg.Validate().Err(); err != nil {
+	ps := cfg.Validate()
+	for i := range ps {
+		if ps[i].Line == 0 {
+			ps[i].Line = cfg.lineOf(ps[i].Section, ps[i].Subsection, ps[i].Key)
+		}
+	}
+	if err := ps.Err(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// iniLineOf finds the line of a key in an INI document (0 if it is not there).
+func iniLineOf(src []byte) func(section, sub, key string) int {
+	type at struct{ sec, sub, key string }
+	lines := map[at]int{}
+	var cur at
+	for i, l := range strings.Split(string(src), "\n") {
+		l = strings.TrimSpace(l)
+		if m := iniHeaderRE.FindStringSubmatch(l); m != nil {
+			cur = at{sec: strings.ToLower(m[1]), sub: m[2]}
+			continue
+		}
+		if m := iniKeyRE.FindStringSubmatch(l); m != nil {
+			k := at{cur.sec, cur.sub, strings.ToLower(m[1])}
+			if lines[k] == 0 {
+				lines[k] = i + 1
+			}
+		}
+	}
+	return func(section, sub, key string) int {
+		return lines[at{strings.ToLower(section), sub, strings.ToLower(key)}]
+	}
+}
+
+var (
+	iniHeaderRE = regexp.MustCompile(`^\[\s*([A-Za-z][-A-Za-z0-9.]*)\s*(?:"((?:[^"\\]|\\.)*)")?\s*\]`)
+	iniKeyRE    = regexp.MustCompile(`^([A-Za-z][-A-Za-z0-9]*)\s*(?:=|$)`)
+)
+
+// yamlSections maps the INI section names that problems use to the YAML keys.
+var yamlSections = map[string]string{"global": "global", "virtualcenter": "vcenter", "labels": "labels", "nodes": "nodes", "pool": "pools"}
+
+// yamlLineOf finds the line of a key in the YAML form, named as in INI: ("Global", "",
+// "insecure-flag") is global.insecureFlag; a VirtualCenter subsection is the vcenter entry of
+// that name or with that server.
+func yamlLineOf(root *yaml.Node) func(section, sub, key string) int {
+	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "")) }
+	get := func(m *yaml.Node, match func(k, v *yaml.Node) bool) (*yaml.Node, *yaml.Node) {
+		if m == nil || m.Kind != yaml.MappingNode {
+			return nil, nil
+		}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if match(m.Content[i], m.Content[i+1]) {
+				return m.Content[i], m.Content[i+1]
+			}
+		}
+		return nil, nil
+	}
+	byKey := func(name string) func(k, v *yaml.Node) bool {
+		return func(k, _ *yaml.Node) bool { return norm(k.Value) == norm(name) }
+	}
+	return func(section, sub, key string) int {
+		if root == nil || root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
+			return 0
+		}
+		_, sec := get(root.Content[0], byKey(yamlSections[strings.ToLower(section)]))
+		if sub != "" {
+			_, sec = get(sec, func(k, v *yaml.Node) bool {
+				if k.Value == sub {
+					return true
+				}
+				_, server := get(v, byKey("server"))
+				return server != nil && server.Value == sub
+			})
+		}
+		if key == "" {
+			return 0
+		}
+		if k, _ := get(sec, byKey(key)); k != nil {
+			return k.Line
+		}
+		return 0
+	}
 }
 
 // yamlError keeps the line and the key of a YAML error but never the value (it may be a

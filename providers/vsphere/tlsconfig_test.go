@@ -1,0 +1,103 @@
+package vsphere
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// ca-file or thumbprint with insecure-flag = true: govmomi would skip verification and ignore
+// both (before: accepted silently). Every combination, in both forms; the error names both keys
+// and their lines.
+func TestInsecureFlagWithVerificationIsAnError(t *testing.T) {
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const tp = "AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB"
+	ini := func(global, vc string) string {
+		s := "[Global]\nuser = u\npassword = p\n" + global
+		if vc == "" {
+			return s + "server = vc.example.com\n"
+		}
+		return s + "\n[VirtualCenter \"vc.example.com\"]\n" + vc
+	}
+	yml := func(global, vc string) string {
+		s := "global:\n  user: u\n  password: p\n" + global
+		if vc == "" {
+			return s + "  server: vc.example.com\n"
+		}
+		return s + "vcenter:\n  one:\n    server: vc.example.com\n" + vc
+	}
+	cases := []struct {
+		name string
+		src  string
+		want []string // substrings of the error; none = valid
+	}{
+		{"INI insecure alone", ini("insecure-flag = true\n", ""), nil},
+		{"INI ca-file alone", ini("ca-file = "+ca+"\n", ""), nil},
+		{"INI thumbprint alone", ini("thumbprint = "+tp+"\n", ""), nil},
+		{"INI ca-file and thumbprint", ini("ca-file = "+ca+"\nthumbprint = "+tp+"\n", ""), nil},
+		{"INI insecure and ca-file", ini("insecure-flag = 1\nca-file = "+ca+"\n", ""),
+			[]string{"line 5: [Global] ca-file: is set together with [Global] insecure-flag (line 4) = true", "verification off"}},
+		{"INI insecure and thumbprint", ini("thumbprint = "+tp+"\ninsecure-flag = true\n", ""),
+			[]string{"line 4: [Global] thumbprint: is set together with [Global] insecure-flag (line 5) = true"}},
+		{"INI insecure, ca-file and thumbprint", ini("insecure-flag = true\nca-file = "+ca+"\nthumbprint = "+tp+"\n", ""),
+			[]string{"2 problems", "[Global] ca-file", "[Global] thumbprint"}},
+		{"INI global insecure, vCenter ca-file", ini("insecure-flag = true\n", "ca-file = "+ca+"\n"),
+			[]string{`line 7: [VirtualCenter "vc.example.com"] ca-file: is set together with [Global] insecure-flag (line 4) = true`}},
+		{"INI vCenter insecure, global ca-file", ini("ca-file = "+ca+"\n", "insecure-flag = true\n"),
+			[]string{`line 4: [Global] ca-file: is set together with [VirtualCenter "vc.example.com"] insecure-flag (line 7) = true`}},
+		{"INI vCenter turns insecure off", ini("insecure-flag = true\n", "insecure-flag = false\nthumbprint = "+tp+"\n"), nil},
+		{"INI vCenter insecure and thumbprint", ini("", "insecure-flag = true\nthumbprint = "+tp+"\n"),
+			[]string{`line 7: [VirtualCenter "vc.example.com"] thumbprint: is set together with [VirtualCenter "vc.example.com"] insecure-flag (line 6)`}},
+		{"YAML insecure alone", yml("  insecureFlag: true\n", ""), nil},
+		{"YAML ca-file alone", yml("  caFile: "+ca+"\n", ""), nil},
+		{"YAML insecure and ca-file", yml("  insecureFlag: true\n  caFile: "+ca+"\n", ""),
+			[]string{"line 5: [Global] ca-file: is set together with [Global] insecure-flag (line 4) = true"}},
+		{"YAML insecure and thumbprint", yml("  insecureFlag: true\n  thumbprint: "+tp+"\n", ""),
+			[]string{"line 5: [Global] thumbprint: is set together with [Global] insecure-flag (line 4)"}},
+		{"YAML vCenter insecure and thumbprint", yml("", "    insecureFlag: true\n    thumbprint: "+tp+"\n"),
+			[]string{`line 8: [VirtualCenter "vc.example.com"] thumbprint: is set together with [VirtualCenter "vc.example.com"] insecure-flag (line 7)`}},
+		{"YAML vCenter turns insecure off", yml("  insecureFlag: true\n", "    insecureFlag: false\n    caFile: "+ca+"\n"), nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := readConfig(strings.NewReader(c.src))
+			if len(c.want) == 0 {
+				if err != nil {
+					t.Fatalf("%s\nerror: %v", c.src, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("%s\naccepted (insecure=%v)", c.src, cfg.vcenters()[0].Insecure)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s\nerror %q\ndoes not contain %q", c.src, err, w)
+				}
+			}
+		})
+	}
+}
+
+// The hint for an untrusted certificate names ca-file and thumbprint, never insecure-flag
+// (before: "set ca-file or thumbprint, or insecure-flag = true").
+func TestUntrustedCertificateHint(t *testing.T) {
+	s := startSim(t)
+	cfg := strings.Replace(testConfig(s, ""), "insecure-flag = 1", "insecure-flag = 0", 1)
+	c, err := New(strings.NewReader(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.conns[0].get(t.Context())
+	if err == nil {
+		t.Fatal("an untrusted certificate was accepted")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "certificate not trusted") || !strings.Contains(msg, "ca-file") || !strings.Contains(msg, "thumbprint") || strings.Contains(msg, "insecure") {
+		t.Errorf("hint: %s", msg)
+	}
+}
