@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/config"
 	ccmmetrics "github.com/ccm-project/ccm/common/metrics"
+	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/provider"
 )
 
@@ -28,13 +29,19 @@ func init() {
 
 // Cloud is the OpenStack cloudprovider.Interface.
 type Cloud struct {
+	// ClusterScope holds the --cluster-name ccm hands over (UseClusterName) before Initialize.
+	ownership.ClusterScope
+
 	cfg      Config
 	sess     *session
 	lb       *loadBalancers
 	recorder record.EventRecorder // nil until Initialize; events are then skipped
 }
 
-var _ cloudprovider.Interface = (*Cloud)(nil)
+var (
+	_ cloudprovider.Interface     = (*Cloud)(nil)
+	_ ownership.ClusterNameScoped = (*Cloud)(nil)
+)
 
 // Factory reads and validates cloud.conf. No network I/O: the first cloud call authenticates.
 func Factory(r io.Reader) (cloudprovider.Interface, error) { return New(r) }
@@ -104,5 +111,6 @@ func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
 // ProviderName implements cloudprovider.Interface.
 func (c *Cloud) ProviderName() string { return ProviderName }
 
-// HasClusterID implements cloudprovider.Interface.
-func (c *Cloud) HasClusterID() bool { return true }
+// HasClusterID implements cloudprovider.Interface: true once ccm has handed over a checked
+// --cluster-name, which scopes every load balancer, floating IP and security group.
+func (c *Cloud) HasClusterID() bool { return c.ClusterScope.HasClusterID() }

@@ -10,13 +10,9 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-)
 
-// fipDescription marks a floating IP we allocated: only those are ever deleted. It is the
-// upstream provider's wording, so floating IPs it allocated are released the same way.
-func fipDescription(clusterName string, svc *v1.Service) string {
-	return fmt.Sprintf("Floating IP for Kubernetes external service %s/%s from cluster %s", svc.Namespace, svc.Name, clusterName)
-}
+	"github.com/ccm-project/ccm/common/ownership"
+)
 
 func (l *loadBalancers) portFIP(ctx context.Context, cl *clients, portID string) (*floatingips.FloatingIP, error) {
 	if portID == "" {
@@ -37,10 +33,28 @@ func listFIPs(ctx context.Context, cl *clients, o floatingips.ListOpts) ([]float
 	return floatingips.ExtractFloatingIPs(pages)
 }
 
-// ensureFIP gives the VIP port a floating IP and returns its address: the one it has, the
-// Service's spec.loadBalancerIP (associated if it exists, allocated if not), or a new one
-// from the floating network.
-func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, spec *lbSpec, lb *loadbalancers.LoadBalancer) (string, error) {
+// checkRequestedFIP refuses, before anything is written, a spec.loadBalancerIP that is an
+// existing floating IP the Service does not own and the operator did not allow.
+func (l *loadBalancers) checkRequestedFIP(ctx context.Context, cl *clients, id ownership.Identity, spec *lbSpec) error {
+	if spec.fixedFIP == "" || spec.internal || spec.family == v1.IPv6Protocol {
+		return nil
+	}
+	fips, err := listFIPs(ctx, cl, floatingips.ListOpts{FloatingIP: spec.fixedFIP})
+	if err != nil {
+		return err
+	}
+	for i := range fips {
+		if f := &fips[i]; !fipOwned(id, f) && !l.fipAllowed(id, f) {
+			return errFIPNotOwned(spec.fixedFIP)
+		}
+	}
+	return nil
+}
+
+// ensureFIP gives the VIP port of the Service's own load balancer a floating IP and returns
+// its address: the one it has, the Service's spec.loadBalancerIP (associated if it exists
+// and is the Service's or allowed, allocated if not), or a new one from the floating network.
+func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, spec *lbSpec, lb *loadbalancers.LoadBalancer) (string, error) {
 	cur, err := l.portFIP(ctx, cl, lb.VipPortID)
 	if err != nil {
 		return "", err
@@ -48,28 +62,39 @@ func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, clusterName 
 	if cur != nil && (spec.fixedFIP == "" || cur.FloatingIP == spec.fixedFIP) {
 		return cur.FloatingIP, nil
 	}
-	if cur != nil { // spec.loadBalancerIP changed: give the old one back first
-		if err := l.releaseFIP(ctx, cl, clusterName, svc, lb.VipPortID, spec.keepFIP); err != nil {
-			return "", err
-		}
-	}
 	port := lb.VipPortID
+	var existing *floatingips.FloatingIP
 	if spec.fixedFIP != "" {
 		fips, err := listFIPs(ctx, cl, floatingips.ListOpts{FloatingIP: spec.fixedFIP})
 		if err != nil {
 			return "", err
 		}
 		if len(fips) > 0 {
-			f := fips[0]
-			if f.PortID != "" && f.PortID != port {
-				return "", fmt.Errorf("spec.loadBalancerIP %s is a floating IP already in use by port %s", spec.fixedFIP, f.PortID)
+			existing = &fips[0]
+			if !fipOwned(id, existing) && !l.fipAllowed(id, existing) {
+				return "", errFIPNotOwned(spec.fixedFIP)
 			}
-			if _, err := floatingips.Update(ctx, cl.network, f.ID, floatingips.UpdateOpts{PortID: &port}).Extract(); err != nil {
-				return "", fmt.Errorf("associating floating IP %s: %w", f.FloatingIP, err)
+			if existing.PortID != "" && existing.PortID != port {
+				return "", fmt.Errorf("spec.loadBalancerIP %s is a floating IP already associated with another port", spec.fixedFIP)
 			}
-			klog.InfoS("Associated existing floating IP", "service", klog.KObj(svc), "ip", f.FloatingIP)
-			return f.FloatingIP, nil
 		}
+	}
+	if cur != nil { // spec.loadBalancerIP changed: give the old one back first
+		if err := l.releaseFIP(ctx, cl, id, svc, lb.VipPortID, spec.keepFIP); err != nil {
+			return "", err
+		}
+		if now, err := l.portFIP(ctx, cl, lb.VipPortID); err != nil {
+			return "", err
+		} else if now != nil {
+			return "", fmt.Errorf("the load balancer's VIP holds floating IP %s, which this Service does not own; spec.loadBalancerIP %s cannot replace it", now.FloatingIP, spec.fixedFIP)
+		}
+	}
+	if existing != nil {
+		if _, err := floatingips.Update(ctx, cl.network, existing.ID, floatingips.UpdateOpts{PortID: &port}).Extract(); err != nil {
+			return "", fmt.Errorf("associating floating IP %s: %w", existing.FloatingIP, err)
+		}
+		klog.InfoS("Associated existing floating IP", "service", klog.KObj(svc), "ip", existing.FloatingIP)
+		return existing.FloatingIP, nil
 	}
 	netID := spec.floatingNetworkID
 	if netID == "" {
@@ -79,7 +104,7 @@ func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, clusterName 
 	}
 	f, err := floatingips.Create(ctx, cl.network, floatingips.CreateOpts{
 		FloatingNetworkID: netID, SubnetID: spec.floatingSubnetID, FloatingIP: spec.fixedFIP,
-		PortID: port, Description: fipDescription(clusterName, svc),
+		PortID: port, Description: fipDescription(id),
 	}).Extract()
 	if err != nil {
 		return "", fmt.Errorf("allocating a floating IP on network %s: %w", netID, err)
@@ -88,25 +113,50 @@ func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, clusterName 
 	return f.FloatingIP, nil
 }
 
-// releaseFIP deletes the port's floating IP if we allocated it and keep is false; otherwise
-// it only disassociates it, so the user's address survives.
-func (l *loadBalancers) releaseFIP(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, portID string, keep bool) error {
+// adoptedAddress is the address of a load balancer the Service named by load-balancer-id and
+// does not own: its floating IP if it has one, else its VIP. Its VIP and floating IP are
+// never changed.
+func (l *loadBalancers) adoptedAddress(ctx context.Context, cl *clients, spec *lbSpec, lb *loadbalancers.LoadBalancer) (string, error) {
+	cur, err := l.portFIP(ctx, cl, lb.VipPortID)
+	if err != nil {
+		return "", err
+	}
+	addr := lb.VipAddress
+	if cur != nil {
+		addr = cur.FloatingIP
+	}
+	if spec.fixedFIP != "" && spec.fixedFIP != addr {
+		return "", fmt.Errorf("spec.loadBalancerIP %s: the load balancer named by annotation %s is not this Service's, and ccm never changes its address", spec.fixedFIP, annLoadBalancerID)
+	}
+	return addr, nil
+}
+
+// releaseFIP gives back the floating IP on the VIP port of the Service's own load balancer:
+// one ccm allocated for the Service is deleted (only disassociated with keep-floatingip); one
+// the operator allowed is disassociated; any other is left as it is (Neutron drops its
+// association when the load balancer's port goes).
+func (l *loadBalancers) releaseFIP(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, portID string, keep bool) error {
 	f, err := l.portFIP(ctx, cl, portID)
 	if err != nil || f == nil {
 		return err
 	}
-	if f.Description == fipDescription(clusterName, svc) && !keep {
+	owned := fipOwned(id, f)
+	switch {
+	case owned && !keep:
 		if err := floatingips.Delete(ctx, cl.network, f.ID).ExtractErr(); err != nil {
 			return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, err)
 		}
 		klog.InfoS("Deleted floating IP", "service", klog.KObj(svc), "ip", f.FloatingIP)
 		return nil
+	case owned || l.fipAllowed(id, f):
+		empty := "" // gophercloud sends "port_id": null
+		if _, err := floatingips.Update(ctx, cl.network, f.ID, floatingips.UpdateOpts{PortID: &empty}).Extract(); err != nil {
+			return fmt.Errorf("disassociating floating IP %s: %w", f.FloatingIP, err)
+		}
+		klog.InfoS("Kept floating IP (allowed by the operator, or keep-floatingip)", "service", klog.KObj(svc), "ip", f.FloatingIP)
+	default:
+		klog.InfoS("Leaving a floating IP this Service does not own as it is", "service", klog.KObj(svc), "ip", f.FloatingIP)
 	}
-	empty := ""
-	if _, err := floatingips.Update(ctx, cl.network, f.ID, floatingips.UpdateOpts{PortID: &empty}).Extract(); err != nil {
-		return fmt.Errorf("disassociating floating IP %s: %w", f.FloatingIP, err)
-	}
-	klog.InfoS("Kept floating IP (not allocated by us, or keep-floatingip)", "service", klog.KObj(svc), "ip", f.FloatingIP)
 	return nil
 }
 

@@ -2,6 +2,8 @@ package openstack
 
 import (
 	"fmt"
+	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/fingerprint"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // Annotations, in the upstream provider's vocabulary.
@@ -68,10 +71,8 @@ type monitorSpec struct {
 
 func (l listenerSpec) key() string { return fmt.Sprintf("%s/%d", l.Protocol, l.Port) }
 
-// descPrefix starts the description of every listener this provider writes.
-const descPrefix = "ccm:"
-
-func (l listenerSpec) description() string { return descPrefix + fingerprint.Of(l) }
+// fingerprint is the hash of the listener's spec, kept in its description.
+func (l listenerSpec) fingerprint() string { return fingerprint.Of(l) }
 
 // parseBool reads a boolean annotation; a bad value is a warning and the default stands.
 func parseBool(svc *v1.Service, key string, def bool, warn *[]string) bool {
@@ -103,6 +104,9 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 		s.subnetID, s.networkID = or(cls.SubnetID, s.subnetID), or(cls.NetworkID, s.networkID)
 		s.memberSubnetID = or(cls.MemberSubnetID, s.memberSubnetID)
 		s.floatingNetworkID, s.floatingSubnetID = or(cls.FloatingNetworkID, s.floatingNetworkID), or(cls.FloatingSubnetID, s.floatingSubnetID)
+	}
+	if err := l.checkNamedNetworks(svc); err != nil {
+		return nil, err
 	}
 	s.subnetID, s.networkID = or(a[annSubnetID], s.subnetID), or(a[annNetworkID], s.networkID)
 	s.memberSubnetID = or(a[annMemberSubnetID], or(s.memberSubnetID, s.subnetID))
@@ -143,11 +147,10 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	}
 	monitors := parseBool(svc, annHealthMonitor, cfg.CreateMonitor, &s.warnings)
 	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0
-	var ranges []string
-	for _, r := range svc.Spec.LoadBalancerSourceRanges {
-		ranges = append(ranges, strings.TrimSpace(r))
+	ranges, err := sourceRanges(svc)
+	if err != nil {
+		return nil, err
 	}
-	sort.Strings(ranges)
 	for _, p := range svc.Spec.Ports {
 		ls := listenerSpec{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort), PoolProtocol: string(p.Protocol), Method: method, SourceRanges: ranges}
 		switch p.Protocol {
@@ -177,6 +180,76 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	}
 	sort.Slice(s.listeners, func(i, j int) bool { return s.listeners[i].key() < s.listeners[j].key() })
 	return s, nil
+}
+
+// sourceRanges are the Service's loadBalancerSourceRanges as canonical prefixes, sorted; a
+// value that is not a CIDR is an error naming the field.
+func sourceRanges(svc *v1.Service) ([]string, error) {
+	var out []string
+	for i, r := range svc.Spec.LoadBalancerSourceRanges {
+		p, err := netip.ParsePrefix(strings.TrimSpace(r))
+		if err != nil {
+			return nil, fmt.Errorf("spec.loadBalancerSourceRanges[%d]: %q is not a CIDR (e.g. 203.0.113.0/24 or 2001:db8::/32)", i, r)
+		}
+		out = append(out, p.Masked().String())
+	}
+	sort.Strings(out)
+	return slices.Compact(out), nil
+}
+
+// familyRanges keeps the ranges of one IP family: Octavia refuses allowed_cidrs of the other
+// family than the VIP's. When the Service restricts its sources but names none of this
+// family, the family's listener gets a prefix no client can come from (0.0.0.0/32, ::/128):
+// an empty list would open it to everyone.
+func familyRanges(ranges []string, family v1.IPFamily) []string {
+	if len(ranges) == 0 {
+		return nil
+	}
+	v6 := family == v1.IPv6Protocol
+	var out []string
+	for _, r := range ranges {
+		if p, err := netip.ParsePrefix(r); err == nil && p.Addr().Is6() == v6 {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		if v6 {
+			return []string{"::/128"}
+		}
+		return []string{"0.0.0.0/32"}
+	}
+	return out
+}
+
+// networkAnnotations name networks and subnets; each is checked by checkNamedNetworks.
+var networkAnnotations = []struct{ key, kind string }{
+	{annSubnetID, "subnet"}, {annNetworkID, "network"}, {annMemberSubnetID, "subnet"},
+	{annFloatingNetworkID, "network"}, {annFloatingSubnetID, "subnet"},
+}
+
+// checkNamedNetworks refuses a network or subnet a Service names by annotation unless the
+// cloud config names it ([LoadBalancer] or a [LoadBalancerClass]) or the operator allowed it
+// (allowed-resource-namespaces / -ids): a tenant must not put its load balancer, its
+// members or its floating IP on another cluster's or a hand-made network.
+func (l *loadBalancers) checkNamedNetworks(svc *v1.Service) error {
+	cfg := l.c.cfg.LoadBalancer
+	known := map[string]bool{cfg.SubnetID: true, cfg.NetworkID: true, cfg.MemberSubnetID: true, cfg.FloatingNetworkID: true, cfg.FloatingSubnetID: true}
+	for _, c := range l.c.cfg.LoadBalancerClass {
+		for _, v := range []string{c.SubnetID, c.NetworkID, c.MemberSubnetID, c.FloatingNetworkID, c.FloatingSubnetID} {
+			known[v] = true
+		}
+	}
+	id := ownership.Identity{Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID)}
+	for _, a := range networkAnnotations {
+		v, ok := svc.Annotations[a.key]
+		if !ok || v == "" || known[v] {
+			continue
+		}
+		if err := cfg.allow.Named(id, a.key, a.kind, v, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // families are the Service's IP families, primary first; IPv4 when the field is unset.

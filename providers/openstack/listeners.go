@@ -14,6 +14,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // member is one backend: a node address of the load balancer's family.
@@ -74,28 +76,30 @@ func (ls listenerSpec) memberOpts(spec *lbSpec, ms []member) []pools.CreateMembe
 	return out
 }
 
-func listenerCreateOpts(spec *lbSpec, ls listenerSpec, ms []member) listeners.CreateOpts {
+func listenerCreateOpts(spec *lbSpec, ls listenerSpec, ms []member, desc string) listeners.CreateOpts {
 	pool := &pools.CreateOpts{
-		Name: "pool_" + ls.name(), LBMethod: pools.LBMethod(ls.Method), Protocol: pools.Protocol(ls.PoolProtocol),
+		Name: "pool_" + ls.name(), Description: desc, LBMethod: pools.LBMethod(ls.Method), Protocol: pools.Protocol(ls.PoolProtocol),
 		Members: ls.memberOpts(spec, ms),
 	}
 	if m := ls.Monitor; m != nil {
 		pool.Monitor = monitors.CreateOpts{Type: m.Type, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries, URLPath: m.URLPath}
 	}
 	return listeners.CreateOpts{
-		Name: ls.name(), Description: ls.description(), Protocol: listeners.Protocol(ls.Protocol), ProtocolPort: ls.Port,
+		Name: ls.name(), Description: desc, Protocol: listeners.Protocol(ls.Protocol), ProtocolPort: ls.Port,
 		AllowedCIDRs: ls.SourceRanges, DefaultPool: pool,
 	}
 }
 
 // syncListeners makes the load balancer's listeners match spec: a listener whose description
-// (the fingerprint of its spec) differs is replaced, a missing one is created with its pool
-// and members in one call, and a kept one gets its members replaced in one batch call if
-// they differ. Nothing is written when nothing changed.
+// (the Service's ownership mark with the fingerprint of its spec) differs is replaced, a
+// missing one is created with its pool and members in one call, and a kept one gets its
+// members replaced in one batch call if they differ. Nothing is written when nothing changed.
 //
-// On an adopted load balancer (load-balancer-id) onlyOurs leaves alone the listeners we did
-// not write, on other ports.
-func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID string, spec *lbSpec, ms []member, onlyOurs bool) error {
+// On a load balancer the Service does not own (adopted: named by load-balancer-id and allowed
+// by the operator), only listeners whose description proves they are this Service's are
+// changed or deleted; every other listener, pool and monitor is left as it is. On the
+// Service's own load balancer, listeners marked as another Service's are left alone too.
+func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID string, id ownership.Identity, spec *lbSpec, ms []member, adopted bool) error {
 	pages, err := listeners.List(cl.lb, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
 	if err != nil {
 		return fmt.Errorf("listing listeners of %s: %w", lbID, err)
@@ -111,35 +115,39 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 	kept := map[string]string{} // key -> pool ID
 	for _, h := range have {
 		key := fmt.Sprintf("%s/%d", h.Protocol, h.ProtocolPort)
-		if ls, ok := want[key]; ok && h.Description == ls.description() && h.DefaultPoolID != "" {
+		ls, wanted := want[key]
+		owner, role, marked := ownership.ParseDescription(h.Description)
+		mine := marked && ownership.DescribedBy(id, h.Description)
+		switch {
+		case adopted && !mine:
+			if wanted {
+				return fmt.Errorf("port %s of the load balancer named by annotation %s is taken by a listener this Service does not own", key, annLoadBalancerID)
+			}
+			continue
+		case !mine && marked && owner.Cluster != "":
+			// Another Service's (or cluster's) listener on this Service's load balancer (an
+			// operator allowed it there): never ours to change.
+			if wanted {
+				return fmt.Errorf("port %s of this Service's load balancer is taken by a listener it does not own", key)
+			}
+			continue
+		case wanted && mine && role == ls.fingerprint() && h.DefaultPoolID != "":
 			kept[key] = h.DefaultPoolID
 			continue
-		}
-		if ls, ok := want[key]; ok && !strings.HasPrefix(h.Description, descPrefix) && h.DefaultPoolID != "" {
-			adopted, err := l.adopt(ctx, cl, lbID, h, ls)
+		case wanted && !marked && h.DefaultPoolID != "":
+			// On the Service's own load balancer, a listener of an earlier ccm (its old
+			// "ccm:<fingerprint>" description) or of the upstream CCM (before a migration)
+			// gets the current mark instead of being replaced, so traffic is not interrupted.
+			relabelled, err := l.relabel(ctx, cl, lbID, id, h, ls)
 			if err != nil {
 				return err
 			}
-			if adopted {
+			if relabelled {
 				kept[key] = h.DefaultPoolID
 				continue
 			}
 		}
-		if _, wanted := want[key]; onlyOurs && !wanted && !strings.HasPrefix(h.Description, descPrefix) {
-			continue
-		}
-		if h.DefaultPoolID != "" {
-			if err := pools.Delete(ctx, cl.lb, h.DefaultPoolID).ExtractErr(); err != nil {
-				return l.conflict(err, "deleting pool of listener "+key)
-			}
-			if err := l.waitActive(ctx, cl, lbID); err != nil {
-				return err
-			}
-		}
-		if err := listeners.Delete(ctx, cl.lb, h.ID).ExtractErr(); err != nil {
-			return l.conflict(err, "deleting listener "+key)
-		}
-		if err := l.waitActive(ctx, cl, lbID); err != nil {
+		if err := l.deleteListener(ctx, cl, lbID, id, h, adopted); err != nil {
 			return err
 		}
 	}
@@ -150,7 +158,7 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 			}
 			continue
 		}
-		opts := listenerCreateOpts(spec, ls, ms)
+		opts := listenerCreateOpts(spec, ls, ms, listenerDescription(id, ls))
 		opts.LoadbalancerID = lbID
 		if _, err := listeners.Create(ctx, cl.lb, opts).Extract(); err != nil {
 			return l.conflict(err, "creating listener "+ls.key())
@@ -162,18 +170,74 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 	return nil
 }
 
-// adopt takes over a listener made by another controller (the upstream CCM, before a
-// migration) when its pool already has the wanted protocol and algorithm: it only gets our
-// description, so traffic is not interrupted. Its health monitor is left as it is.
-func (l *loadBalancers) adopt(ctx context.Context, cl *clients, lbID string, h listeners.Listener, ls listenerSpec) (bool, error) {
-	p, err := pools.Get(ctx, cl.lb, h.DefaultPoolID).Extract()
+// deleteListener deletes a listener of the Service with its default pool (and the pool's
+// members and monitor). On a load balancer the Service does not own, the pool goes only if
+// its description proves it is the Service's too.
+func (l *loadBalancers) deleteListener(ctx context.Context, cl *clients, lbID string, id ownership.Identity, h listeners.Listener, adopted bool) error {
+	key := fmt.Sprintf("%s/%d", h.Protocol, h.ProtocolPort)
+	if h.DefaultPoolID != "" {
+		ours := !adopted
+		if adopted {
+			p, err := pools.Get(ctx, cl.lb, h.DefaultPoolID).Extract()
+			if err != nil {
+				return fmt.Errorf("getting pool %s: %w", h.DefaultPoolID, err)
+			}
+			ours = ownership.DescribedBy(id, p.Description)
+		}
+		if ours {
+			if err := pools.Delete(ctx, cl.lb, h.DefaultPoolID).ExtractErr(); err != nil {
+				return l.conflict(err, "deleting pool of listener "+key)
+			}
+			if err := l.waitActive(ctx, cl, lbID); err != nil {
+				return err
+			}
+		}
+	}
+	if err := listeners.Delete(ctx, cl.lb, h.ID).ExtractErr(); err != nil {
+		return l.conflict(err, "deleting listener "+key)
+	}
+	return l.waitActive(ctx, cl, lbID)
+}
+
+// ourListeners counts the listeners of load balancer lbID whose description proves they are
+// id's.
+func (l *loadBalancers) ourListeners(ctx context.Context, cl *clients, lbID string, id ownership.Identity) (int, error) {
+	pages, err := listeners.List(cl.lb, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
 	if err != nil {
-		return false, fmt.Errorf("getting pool %s: %w", h.DefaultPoolID, err)
+		return 0, fmt.Errorf("listing listeners of %s: %w", lbID, err)
 	}
-	if p.Protocol != ls.PoolProtocol || p.LBMethod != ls.Method {
-		return false, nil
+	have, err := listeners.ExtractListeners(pages)
+	if err != nil {
+		return 0, err
 	}
-	desc := ls.description()
+	n := 0
+	for _, h := range have {
+		if ownership.DescribedBy(id, h.Description) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// relabel gives a listener of an earlier ccm or of the upstream CCM on the Service's own load
+// balancer the current mark when it already is what the spec asks: an earlier ccm's with the
+// same fingerprint, or an unmarked one whose pool has the wanted protocol and algorithm. Its
+// health monitor is left as it is.
+func (l *loadBalancers) relabel(ctx context.Context, cl *clients, lbID string, id ownership.Identity, h listeners.Listener, ls listenerSpec) (bool, error) {
+	switch {
+	case h.Description == legacyListenerPrefix+ls.fingerprint():
+	case strings.HasPrefix(h.Description, legacyListenerPrefix):
+		return false, nil // an earlier ccm's listener with another spec: replace it
+	default:
+		p, err := pools.Get(ctx, cl.lb, h.DefaultPoolID).Extract()
+		if err != nil {
+			return false, fmt.Errorf("getting pool %s: %w", h.DefaultPoolID, err)
+		}
+		if p.Protocol != ls.PoolProtocol || p.LBMethod != ls.Method {
+			return false, nil
+		}
+	}
+	desc := listenerDescription(id, ls)
 	if _, err := listeners.Update(ctx, cl.lb, h.ID, listeners.UpdateOpts{Description: &desc}).Extract(); err != nil {
 		return false, l.conflict(err, "adopting listener "+ls.key())
 	}

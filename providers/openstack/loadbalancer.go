@@ -22,6 +22,7 @@ import (
 	"github.com/ccm-project/ccm/common/keylock"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // loadBalancers implements cloudprovider.LoadBalancer over Octavia and Neutron floating IPs.
@@ -58,80 +59,71 @@ func (l *loadBalancers) GetLoadBalancerName(_ context.Context, clusterName strin
 	return lbname.Octavia.Name(clusterName, svc.Namespace, svc.Name)
 }
 
-// description is the upstream provider's, so load balancers it created are recognised as ours.
-func description(clusterName string, svc *v1.Service) string {
-	return fmt.Sprintf("Kubernetes external service %s/%s from cluster %s", svc.Namespace, svc.Name, clusterName)
-}
+// errNamedMissing: the load balancer named by load-balancer-id does not exist.
+var errNamedMissing = errors.New("does not exist")
 
-func ownerTags(clusterName string, svc *v1.Service) []string {
-	var out []string
-	for k, v := range lbname.Tags(clusterName, svc.Namespace, svc.Name) {
-		out = append(out, k+"="+v)
-	}
-	return out
-}
-
-// tagMap reads Octavia's string tags written as key=value.
-func tagMap(tags []string) map[string]string {
-	m := map[string]string{}
-	for _, t := range tags {
-		if k, v, ok := strings.Cut(t, "="); ok {
-			m[k] = v
+// find returns the load balancer named name for the Service id, or nil: the one named by
+// load-balancer-id (existingID), the one we created (by ID, as a new load balancer may be
+// missing from lists for a while), else the one with that name that the Service owns.
+//
+// adopted is true for a load balancer named by load-balancer-id that is not the Service's own
+// but that the operator allowed ([LoadBalancer] allowed-resource-*): ccm then only adds its
+// own listeners to it. One that is neither is refused with an error wrapping
+// ownership.ErrNotOwned, and returned with it (delete takes back only our listeners from it).
+func (l *loadBalancers) find(ctx context.Context, cl *clients, id ownership.Identity, name, existingID string) (lb *loadbalancers.LoadBalancer, adopted bool, err error) {
+	if existingID != "" {
+		lb, err := loadbalancers.Get(ctx, cl.lb, existingID).Extract()
+		if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return nil, false, fmt.Errorf("annotation %s: load balancer %q %w", annLoadBalancerID, existingID, errNamedMissing)
 		}
-	}
-	return m
-}
-
-// owned: tagged by this cluster for this Service, or described as the upstream provider did.
-func owned(lb *loadbalancers.LoadBalancer, clusterName string, svc *v1.Service) bool {
-	ns, name, ok := lbname.Owner(clusterName, tagMap(lb.Tags))
-	if ok {
-		return ns == svc.Namespace && name == svc.Name
-	}
-	return lb.Description == description(clusterName, svc)
-}
-
-// find returns the load balancer named name for svc, or nil: the adopted one (existingID,
-// from load-balancer-id), the one we created (by ID, as a new load balancer may be missing
-// from lists for a while), else the one with that name that we own.
-func (l *loadBalancers) find(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, name, existingID string) (*loadbalancers.LoadBalancer, error) {
-	id := existingID
-	if id == "" {
-		l.mu.Lock()
-		id = l.ids[name]
-		l.mu.Unlock()
-	}
-	if id != "" {
-		lb, err := loadbalancers.Get(ctx, cl.lb, id).Extract()
-		if err == nil {
-			return lb, nil
+		if err != nil {
+			return nil, false, fmt.Errorf("getting load balancer %s: %w", existingID, err)
 		}
-		if !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return nil, fmt.Errorf("getting load balancer %s: %w", id, err)
+		if lbOwned(id, lb) == nil {
+			return lb, false, nil
 		}
-		if existingID != "" {
-			return nil, fmt.Errorf("annotation %s: load balancer %s does not exist", annLoadBalancerID, id)
+		if err := l.c.cfg.LoadBalancer.allow.Named(id, annLoadBalancerID, kindLB, lb.ID, tagMap(lb.Tags)); err != nil {
+			return lb, false, err
+		}
+		return lb, true, nil
+	}
+	l.mu.Lock()
+	known := l.ids[name]
+	l.mu.Unlock()
+	if known != "" {
+		lb, err := loadbalancers.Get(ctx, cl.lb, known).Extract()
+		if err == nil && lbOwned(id, lb) == nil {
+			return lb, false, nil
+		}
+		if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return nil, false, fmt.Errorf("getting load balancer %s: %w", known, err)
 		}
 		l.forget(name)
 	}
 	pages, err := loadbalancers.List(cl.lb, loadbalancers.ListOpts{Name: name}).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing load balancers named %s: %w", name, err)
+		return nil, false, fmt.Errorf("listing load balancers named %s: %w", name, err)
 	}
 	all, err := loadbalancers.ExtractLoadBalancers(pages)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	var refusal error
 	for i := range all {
-		if all[i].Name == name && owned(&all[i], clusterName, svc) {
-			l.remember(name, all[i].ID)
-			return &all[i], nil
+		if all[i].Name != name {
+			continue
 		}
+		if err := lbOwned(id, &all[i]); err != nil {
+			refusal = err
+			continue
+		}
+		l.remember(name, all[i].ID)
+		return &all[i], false, nil
 	}
-	if len(all) > 0 {
-		return nil, fmt.Errorf("a load balancer named %s exists but is not tagged as owned by cluster %s for %s; not touching it", name, clusterName, svcKey(svc))
+	if refusal != nil {
+		return nil, false, fmt.Errorf("a load balancer named %s exists; not touching it: %w", name, refusal)
 	}
-	return nil, nil
+	return nil, false, nil
 }
 
 func (l *loadBalancers) remember(name, id string) {
@@ -169,6 +161,12 @@ func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterNam
 		if f == v1.IPv6Protocol {
 			s.fixedFIP = "" // IPv6 VIPs are routed, not NATed: no floating IP
 		}
+		// Each family's listeners get the source ranges of that family only.
+		s.listeners = make([]listenerSpec, len(base.listeners))
+		for j, ls := range base.listeners {
+			ls.SourceRanges = familyRanges(ls.SourceRanges, f)
+			s.listeners[j] = ls
+		}
 		var err error
 		if s.subnetID, err = familySubnet(ctx, cl, base.subnetID, base.networkID, f); err != nil {
 			return nil, err
@@ -184,20 +182,32 @@ func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterNam
 }
 
 // GetLoadBalancer implements cloudprovider.LoadBalancer: it exists if the first family's does.
+// A load balancer the Service names but does not own (or that does not exist) is not its: it
+// "exists" only while it holds listeners of the Service, so that deleting the Service takes
+// them back and never blocks on it.
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (_ *v1.LoadBalancerStatus, _ bool, err error) {
 	defer func() { err = l.c.cfg.sanitize(err) }()
 	cl, err := l.c.sess.get(ctx)
 	if err != nil {
 		return nil, false, err
 	}
+	id := ownership.Of(clusterName, svc)
 	var addrs []string
 	for i, f := range families(svc) {
 		existing := svc.Annotations[annLoadBalancerID]
 		if i > 0 {
 			existing = "" // it names the first family's load balancer
 		}
-		lb, err := l.find(ctx, cl, clusterName, svc, l.familyName(clusterName, svc, f), existing)
-		if err != nil {
+		lb, _, err := l.find(ctx, cl, id, l.familyName(clusterName, svc, f), existing)
+		switch {
+		case errors.Is(err, errNamedMissing):
+			return nil, false, nil
+		case isNotOwned(err) && lb != nil:
+			n, err := l.ourListeners(ctx, cl, lb.ID, id)
+			return nil, n > 0, err
+		case isNotOwned(err):
+			lb = nil
+		case err != nil:
 			return nil, false, err
 		}
 		if lb == nil {
@@ -272,9 +282,14 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 		l.c.event(svc, v1.EventTypeWarning, "InvalidLoadBalancerConfig", l.c.cfg.sanitize(err).Error())
 		return nil, err
 	}
+	id := ownership.Of(clusterName, svc)
+	// What the Service names is checked before anything is written.
+	if err := l.checkRequestedFIP(ctx, cl, id, specs[0]); err != nil {
+		return nil, err
+	}
 	var addrs, pending []string
 	for _, spec := range specs {
-		addr, err := l.syncOne(ctx, cl, clusterName, svc, nodes, spec, mustExist)
+		addr, err := l.syncOne(ctx, cl, id, svc, nodes, spec, mustExist)
 		var retry *api.RetryError
 		switch {
 		case errors.As(err, &retry):
@@ -285,7 +300,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 			addrs = append(addrs, addr)
 		}
 	}
-	if err := l.dropFamilies(ctx, cl, clusterName, svc); err != nil {
+	if err := l.dropFamilies(ctx, cl, id, clusterName, svc); err != nil {
 		return nil, err
 	}
 	if l.c.cfg.LoadBalancer.ManageSecurityGroups {
@@ -302,7 +317,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 
 // dropFamilies deletes the load balancer of a family the Service had (its status holds an
 // address of it) and no longer asks for: dual-stack turned off.
-func (l *loadBalancers) dropFamilies(ctx context.Context, cl *clients, clusterName string, svc *v1.Service) error {
+func (l *loadBalancers) dropFamilies(ctx context.Context, cl *clients, id ownership.Identity, clusterName string, svc *v1.Service) error {
 	for _, in := range svc.Status.LoadBalancer.Ingress {
 		a, err := netip.ParseAddr(in.IP)
 		if err != nil {
@@ -315,7 +330,7 @@ func (l *loadBalancers) dropFamilies(ctx context.Context, cl *clients, clusterNa
 		if slices.Contains(families(svc), f) {
 			continue
 		}
-		if err := l.deleteOne(ctx, cl, clusterName, svc, l.familyName(clusterName, svc, f), false); err != nil {
+		if err := l.deleteOne(ctx, cl, id, svc, l.familyName(clusterName, svc, f), "", false); err != nil {
 			return err
 		}
 	}
@@ -323,9 +338,9 @@ func (l *loadBalancers) dropFamilies(ctx context.Context, cl *clients, clusterNa
 }
 
 // syncOne reconciles the load balancer of one family and returns its address.
-func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, nodes []*v1.Node, spec *lbSpec, mustExist bool) (string, error) {
+func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, nodes []*v1.Node, spec *lbSpec, mustExist bool) (string, error) {
 	name := spec.name
-	lb, err := l.find(ctx, cl, clusterName, svc, name, spec.existingID)
+	lb, adopted, err := l.find(ctx, cl, id, name, spec.existingID)
 	if err != nil {
 		return "", err
 	}
@@ -337,13 +352,13 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, clusterName st
 		if err != nil {
 			return "", err
 		}
-		if lb, err = l.create(ctx, cl, clusterName, svc, spec, members); err != nil {
+		if lb, err = l.create(ctx, cl, id, svc, spec, members); err != nil {
 			return "", err
 		}
 	}
 	switch st := lb.ProvisioningStatus; {
 	case st == "ACTIVE":
-	case st == "ERROR" && spec.existingID == "":
+	case st == "ERROR" && !adopted:
 		// A failed provisioning does not heal: replace it. The retry creates a new one.
 		l.c.event(svc, v1.EventTypeWarning, "LoadBalancerError", fmt.Sprintf("load balancer %s (%s) is in ERROR; deleting it to create it again", name, lb.ID))
 		if err := loadbalancers.Delete(ctx, cl.lb, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
@@ -351,35 +366,50 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, clusterName st
 		}
 		l.forget(name)
 		return "", l.retry(fmt.Sprintf("load balancer %s was in ERROR and is being recreated", name))
+	case st == "ERROR":
+		return "", fmt.Errorf("the load balancer named by annotation %s is in ERROR", annLoadBalancerID)
 	default:
 		return "", l.retry(fmt.Sprintf("load balancer %s is %s", name, st))
+	}
+	if !adopted && lbNeedsTags(id, lb) {
+		// Written before the ownership tags held the Service's UID (or by the upstream CCM).
+		tags := ownerTags(id)
+		if _, err := loadbalancers.Update(ctx, cl.lb, lb.ID, loadbalancers.UpdateOpts{Tags: &tags}).Extract(); err != nil {
+			return "", l.conflict(err, "tagging load balancer "+name)
+		}
+		if err := l.waitActive(ctx, cl, lb.ID); err != nil {
+			return "", err
+		}
 	}
 	members, err := l.members(ctx, nodes, spec)
 	if err != nil {
 		return "", err
 	}
-	if err := l.syncListeners(ctx, cl, lb.ID, spec, members, spec.existingID != ""); err != nil {
+	if err := l.syncListeners(ctx, cl, lb.ID, id, spec, members, adopted); err != nil {
 		return "", err
 	}
-	if spec.internal || spec.family == v1.IPv6Protocol {
+	switch {
+	case adopted:
+		return l.adoptedAddress(ctx, cl, spec, lb)
+	case spec.internal || spec.family == v1.IPv6Protocol:
 		return lb.VipAddress, nil
 	}
-	return l.ensureFIP(ctx, cl, clusterName, svc, spec, lb)
+	return l.ensureFIP(ctx, cl, id, svc, spec, lb)
 }
 
 // create makes the load balancer with its listeners, pools, members and monitors in one call
 // (Octavia's fully populated create) and returns it, usually PENDING_CREATE.
-func (l *loadBalancers) create(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, spec *lbSpec, members []member) (*loadbalancers.LoadBalancer, error) {
+func (l *loadBalancers) create(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, spec *lbSpec, members []member) (*loadbalancers.LoadBalancer, error) {
 	if spec.existingID != "" {
-		return nil, fmt.Errorf("annotation %s: load balancer %s not found", annLoadBalancerID, spec.existingID)
+		return nil, fmt.Errorf("annotation %s: load balancer %q %w", annLoadBalancerID, spec.existingID, errNamedMissing)
 	}
 	opts := loadbalancers.CreateOpts{
-		Name: spec.name, Description: description(clusterName, svc), Provider: spec.provider,
-		VipSubnetID: spec.subnetID, Tags: ownerTags(clusterName, svc),
+		Name: spec.name, Description: legacyLBDescription(id), Provider: spec.provider,
+		VipSubnetID: spec.subnetID, Tags: ownerTags(id),
 	}
 	if !l.bare.Load() {
 		for _, ls := range spec.listeners {
-			opts.Listeners = append(opts.Listeners, listenerCreateOpts(spec, ls, members))
+			opts.Listeners = append(opts.Listeners, listenerCreateOpts(spec, ls, members, listenerDescription(id, ls)))
 		}
 	}
 	lb, err := loadbalancers.Create(ctx, cl.lb, opts).Extract()
@@ -457,14 +487,19 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 			names = append(names, l.familyName(clusterName, svc, f))
 		}
 	}
+	id := ownership.Of(clusterName, svc)
 	if l.c.cfg.LoadBalancer.ManageSecurityGroups {
-		if err := l.deleteSecurityGroup(ctx, cl, clusterName, svc); err != nil {
+		if err := l.deleteSecurityGroup(ctx, cl, id, clusterName, svc); err != nil {
 			return err
 		}
 	}
 	var pending []string
-	for _, name := range names {
-		err := l.deleteOne(ctx, cl, clusterName, svc, name, keep)
+	for i, name := range names {
+		existing := ""
+		if i == 0 {
+			existing = svc.Annotations[annLoadBalancerID] // it names the first family's
+		}
+		err := l.deleteOne(ctx, cl, id, svc, name, existing, keep)
 		var retry *api.RetryError
 		switch {
 		case errors.As(err, &retry):
@@ -479,29 +514,37 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	return nil
 }
 
-// deleteOne deletes the floating IP only if we created it and keep is false, then the load
-// balancer with its children.
-func (l *loadBalancers) deleteOne(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, name string, keep bool) error {
-	existing := ""
-	if name == l.GetLoadBalancerName(ctx, clusterName, svc) {
-		existing = svc.Annotations[annLoadBalancerID]
-	}
-	lb, err := l.find(ctx, cl, clusterName, svc, name, existing)
-	if err != nil || lb == nil {
+// deleteOne deletes the Service's own load balancer of one family, after its floating IP if
+// we allocated it and keep is false. From a load balancer the Service named by
+// load-balancer-id and does not own, it removes only the listeners (with their pools) whose
+// description proves they are the Service's; its VIP, floating IP and other listeners stay.
+func (l *loadBalancers) deleteOne(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, name, existing string, keep bool) error {
+	lb, adopted, err := l.find(ctx, cl, id, name, existing)
+	switch {
+	case errors.Is(err, errNamedMissing):
+		return nil
+	case isNotOwned(err) && lb != nil:
+		adopted = true // refused (no longer allowed?): still take back what is provably ours
+	case isNotOwned(err):
+		klog.InfoS("Leaving a load balancer this Service does not own", "service", klog.KObj(svc), "name", name, "reason", err)
+		return nil
+	case err != nil || lb == nil:
 		return err
 	}
-	if existing != "" && !owned(lb, clusterName, svc) {
-		// Not ours to delete: take back only what we added to it.
-		klog.InfoS("Keeping an adopted load balancer; removing our listeners", "service", klog.KObj(svc), "id", lb.ID)
-		if err := l.releaseFIP(ctx, cl, clusterName, svc, lb.VipPortID, keep); err != nil {
-			return err
+	if adopted {
+		klog.InfoS("Keeping a load balancer the Service does not own; removing its listeners", "service", klog.KObj(svc), "id", lb.ID)
+		if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
+			if n, err := l.ourListeners(ctx, cl, lb.ID, id); err != nil || n == 0 {
+				return err
+			}
+			return l.retry(fmt.Sprintf("the load balancer named by annotation %s is %s", annLoadBalancerID, lb.ProvisioningStatus))
 		}
-		return l.syncListeners(ctx, cl, lb.ID, &lbSpec{name: lb.Name}, nil, true)
+		return l.syncListeners(ctx, cl, lb.ID, id, &lbSpec{name: lb.Name}, nil, true)
 	}
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
 		return l.retry(fmt.Sprintf("load balancer %s is %s", lb.Name, lb.ProvisioningStatus))
 	}
-	if err := l.releaseFIP(ctx, cl, clusterName, svc, lb.VipPortID, keep); err != nil {
+	if err := l.releaseFIP(ctx, cl, id, svc, lb.VipPortID, keep); err != nil {
 		return err
 	}
 	err = loadbalancers.Delete(ctx, cl.lb, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()

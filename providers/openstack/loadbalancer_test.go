@@ -224,7 +224,8 @@ func TestHealthMonitorForLocalTraffic(t *testing.T) {
 
 func TestFloatingIPOwnership(t *testing.T) {
 	f := newFake(t, fake.Options{})
-	lb := lbOf(t, newTestCloud(t, f, ""))
+	// A floating IP allocated by hand is used only when the operator allows it (issue 14).
+	lb := lbOf(t, newTestCloud(t, f, "allowed-resource-ids = 172.24.4.50\n"))
 	ctx := context.Background()
 	nodes := lbNodes("10.0.0.5")
 
@@ -413,12 +414,12 @@ func TestSerialCreateFallback(t *testing.T) {
 	}
 }
 
-// load-balancer-id: our listener goes onto the user's load balancer, theirs are left alone, and
-// deleting the Service removes only what we added.
+// load-balancer-id of a load balancer the operator allowed: our listener goes onto the user's
+// load balancer, and deleting the Service removes only what we added.
 func TestAdoptedLoadBalancer(t *testing.T) {
 	f := newFake(t, fake.Options{})
 	id := f.AddLoadBalancer("users-lb")
-	lb := lbOf(t, newTestCloud(t, f, ""))
+	lb := lbOf(t, newTestCloud(t, f, "allowed-resource-ids = "+id+"\n"))
 	svc := lbService("adopt", map[string]string{annLoadBalancerID: id, annInternal: "true"})
 	st := ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
 	got := f.LoadBalancers()

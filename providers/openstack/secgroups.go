@@ -17,21 +17,25 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // [LoadBalancer] manage-security-groups: one Neutron security group per LoadBalancer Service,
-// named lb-sg-<load balancer name> and described with the Service and cluster (the proof of
-// ownership: a group without that exact description is never changed or deleted). Its ingress
+// named lb-sg-<load balancer name> and described with the Service's ownership mark (cluster,
+// namespace/name, UID: the proof of ownership; a group without it is never changed or
+// deleted), as is each of its rules (only marked rules are ever deleted). Its ingress
 // rules open the Service's NodePorts (and the health-check NodePort for
 // externalTrafficPolicy=Local) to the Service's loadBalancerSourceRanges, 0.0.0.0/0 and ::/0
 // when none are set, plus the member subnets (where Octavia amphorae connect from) when they
 // are set; it is attached to the member nodes' Neutron ports, next to the groups they have.
+// A node's port is found by its server (the port's device_id is the Nova server ID of the
+// Node's providerID) and its address, never by the address alone: another cluster's machine
+// on an overlapping network may hold the same one. A port's group list is changed with
+// Neutron's compare-and-swap (If-Match: revision_number=N), so a concurrent change by someone
+// else is never overwritten.
 
 func sgName(lbName string) string { return "lb-sg-" + lbName }
-
-func sgDescription(clusterName string, svc *v1.Service) string {
-	return fmt.Sprintf("Security Group for Service %s/%s LoadBalancer in cluster %s", svc.Namespace, svc.Name, clusterName)
-}
 
 // sgRule is one ingress rule as compared with Neutron's.
 type sgRule struct {
@@ -119,26 +123,30 @@ func sgRules(ctx context.Context, cl *clients, svc *v1.Service, specs []*lbSpec)
 	return out, nil
 }
 
-// findSG returns our group for the Service, nil if none; with foreign set, a group of that
-// name not described as ours is an error (never touched), else it is ignored.
-func findSG(ctx context.Context, cl *clients, name, desc string, foreign bool) (*groups.SecGroup, error) {
+// findSG returns the Service's group, nil if none, and whether an earlier ccm made it; with
+// foreign set, a group of that name not marked as the Service's is an error (never touched),
+// else it is ignored.
+func findSG(ctx context.Context, cl *clients, id ownership.Identity, name string, foreign bool) (*groups.SecGroup, bool, error) {
 	pages, err := groups.List(cl.network, groups.ListOpts{Name: name}).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing security groups named %s: %w", name, err)
+		return nil, false, fmt.Errorf("listing security groups named %s: %w", name, err)
 	}
 	all, err := groups.ExtractGroups(pages)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for i := range all {
-		if all[i].Name == name && all[i].Description == desc {
-			return &all[i], nil
+		if all[i].Name != name {
+			continue
+		}
+		if owned, legacy := sgOwnership(id, &all[i]); owned {
+			return &all[i], legacy, nil
 		}
 	}
 	if len(all) > 0 && foreign {
-		return nil, fmt.Errorf("a security group named %s exists but is not described as this Service's; not touching it", name)
+		return nil, false, fmt.Errorf("a security group named %s exists but is not marked as this Service's; not touching it: %w", name, ownership.ErrNotOwned)
 	}
-	return nil, nil
+	return nil, false, nil
 }
 
 // syncSecurityGroup makes the Service's group, its rules and its attachment to the member
@@ -148,50 +156,42 @@ func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clus
 	if err != nil {
 		return err
 	}
-	name, desc := sgName(l.GetLoadBalancerName(ctx, clusterName, svc)), sgDescription(clusterName, svc)
-	sg, err := findSG(ctx, cl, name, desc, true)
+	id := ownership.Of(clusterName, svc)
+	name := sgName(l.GetLoadBalancerName(ctx, clusterName, svc))
+	sg, legacy, err := findSG(ctx, cl, id, name, true)
 	if err != nil {
 		return err
 	}
 	if sg == nil {
-		if sg, err = groups.Create(ctx, cl.network, groups.CreateOpts{Name: name, Description: desc}).Extract(); err != nil {
+		if sg, err = groups.Create(ctx, cl.network, groups.CreateOpts{Name: name, Description: sgDescription(id)}).Extract(); err != nil {
 			return fmt.Errorf("creating security group %s: %w", name, err)
 		}
 		klog.InfoS("Created security group", "service", klog.KObj(svc), "name", name, "id", sg.ID)
 	}
-	if err := syncRules(ctx, cl, sg, want); err != nil {
+	if err := syncRules(ctx, cl, id, sg, want, legacy); err != nil {
 		return err
 	}
-	// The member ports: the ports holding a member address of each family.
-	wantPorts := map[string]ports.Port{}
-	for _, spec := range specs {
-		ms, err := l.members(ctx, nodes, spec)
-		if err != nil {
-			return err
-		}
-		for _, m := range ms {
-			ps, err := listPorts(ctx, cl, ports.ListOpts{FixedIPs: []ports.FixedIPOpts{{IPAddress: m.Address}}})
-			if err != nil {
-				return err
-			}
-			if len(ps) == 0 {
-				klog.InfoS("No Neutron port holds the node's address; security group not attached", "node", m.Node, "address", m.Address)
-			}
-			for _, p := range ps {
-				wantPorts[p.ID] = p
-			}
-		}
+	wantPorts, err := l.memberPorts(ctx, cl, nodes, specs)
+	if err != nil {
+		return err
 	}
 	attached, err := listPorts(ctx, cl, ports.ListOpts{SecurityGroups: []string{sg.ID}})
 	if err != nil {
 		return err
+	}
+	without := func(gs []string) []string { return slices.DeleteFunc(gs, func(g string) bool { return g == sg.ID }) }
+	with := func(gs []string) []string {
+		if slices.Contains(gs, sg.ID) {
+			return gs
+		}
+		return append(gs, sg.ID)
 	}
 	for _, p := range attached {
 		if _, ok := wantPorts[p.ID]; ok {
 			delete(wantPorts, p.ID) // already there
 			continue
 		}
-		if err := setPortGroups(ctx, cl, p, slices.DeleteFunc(slices.Clone(p.SecurityGroups), func(g string) bool { return g == sg.ID })); err != nil {
+		if err := updatePortGroups(ctx, cl, p, without); err != nil {
 			return err
 		}
 	}
@@ -200,21 +200,116 @@ func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clus
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	for _, id := range ids {
-		p := wantPorts[id]
-		if slices.Contains(p.SecurityGroups, sg.ID) {
-			continue
-		}
-		if err := setPortGroups(ctx, cl, p, append(slices.Clone(p.SecurityGroups), sg.ID)); err != nil {
+	for _, pid := range ids {
+		if err := updatePortGroups(ctx, cl, wantPorts[pid], with); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// syncRules creates the missing ingress rules and deletes the ingress rules of our group that
-// are no longer wanted; egress rules (Neutron's defaults) are left alone.
-func syncRules(ctx context.Context, cl *clients, sg *groups.SecGroup, want []sgRule) error {
+// nodeServers caches node name -> Nova server ID for Nodes without a providerID yet (found
+// by their name once).
+var nodeServers sync.Map
+
+// serverOf is the Nova server ID of a Node: from its providerID, else found by its name.
+func (l *loadBalancers) serverOf(ctx context.Context, n *v1.Node) (string, error) {
+	if n.Spec.ProviderID != "" {
+		return serverID(n.Spec.ProviderID)
+	}
+	if v, ok := nodeServers.Load(n.Name); ok {
+		return v.(string), nil
+	}
+	s, err := (&instances{c: l.c}).server(ctx, n)
+	if err != nil {
+		return "", err
+	}
+	if s == nil {
+		return "", nil
+	}
+	nodeServers.Store(n.Name, s.ID)
+	return s.ID, nil
+}
+
+// memberPorts are the Neutron ports of the member nodes that hold their member address of
+// each family: the ports of the node's own server (device_id) with that fixed IP.
+func (l *loadBalancers) memberPorts(ctx context.Context, cl *clients, nodes []*v1.Node, specs []*lbSpec) (map[string]ports.Port, error) {
+	byName := map[string]*v1.Node{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	serverPorts := map[string][]ports.Port{} // server ID -> its ports, listed once
+	out := map[string]ports.Port{}
+	for _, spec := range specs {
+		ms, err := l.members(ctx, nodes, spec)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range ms {
+			sid, err := l.serverOf(ctx, byName[m.Node])
+			if err != nil {
+				return nil, fmt.Errorf("server of node %s: %w", m.Node, err)
+			}
+			if sid == "" {
+				klog.InfoS("No server for the node; security group not attached", "node", m.Node)
+				continue
+			}
+			ps, ok := serverPorts[sid]
+			if !ok {
+				if ps, err = listPorts(ctx, cl, ports.ListOpts{DeviceID: sid}); err != nil {
+					return nil, err
+				}
+				serverPorts[sid] = ps
+			}
+			found := false
+			for _, p := range ps {
+				if p.DeviceID == sid && slices.ContainsFunc(p.FixedIPs, func(ip ports.IP) bool { return ip.IPAddress == m.Address }) {
+					out[p.ID], found = p, true
+				}
+			}
+			if !found {
+				klog.InfoS("No port of the node's server holds its address; security group not attached", "node", m.Node, "address", m.Address)
+			}
+		}
+	}
+	return out, nil
+}
+
+// portUpdateAttempts bounds the compare-and-swap retries of one port's group list.
+const portUpdateAttempts = 5
+
+// updatePortGroups applies change to a port's security group list with Neutron's
+// compare-and-swap: the update carries If-Match: revision_number=N of the port as read, and a
+// 412 (someone changed the port meanwhile) reads it again and re-applies change to the fresh
+// list. Nothing is written when change leaves the list as it is.
+func updatePortGroups(ctx context.Context, cl *clients, p ports.Port, change func([]string) []string) error {
+	for attempt := 1; ; attempt++ {
+		groups := change(slices.Clone(p.SecurityGroups))
+		if slices.Equal(groups, p.SecurityGroups) {
+			return nil
+		}
+		rev := p.RevisionNumber
+		_, err := ports.Update(ctx, cl.network, p.ID, ports.UpdateOpts{SecurityGroups: &groups, RevisionNumber: &rev}).Extract()
+		if err == nil {
+			return nil
+		}
+		if !gophercloud.ResponseCodeIs(err, http.StatusPreconditionFailed) || attempt == portUpdateAttempts {
+			return fmt.Errorf("setting the security groups of port %s: %w", p.ID, err)
+		}
+		klog.V(2).InfoS("Port changed since it was read; reading it again", "port", p.ID, "revision", rev)
+		fresh, err := ports.Get(ctx, cl.network, p.ID).Extract()
+		if err != nil {
+			return fmt.Errorf("getting port %s: %w", p.ID, err)
+		}
+		p = *fresh
+	}
+}
+
+// syncRules creates the missing ingress rules and deletes the ingress rules of the Service's
+// group that are no longer wanted and carry its mark (in a group of an earlier ccm, rules
+// without a description are taken as its); egress rules (Neutron's defaults) and rules someone
+// else added are left alone.
+func syncRules(ctx context.Context, cl *clients, id ownership.Identity, sg *groups.SecGroup, want []sgRule, legacy bool) error {
 	pages, err := rules.List(cl.network, rules.ListOpts{SecGroupID: sg.ID, Direction: "ingress"}).AllPages(ctx)
 	if err != nil {
 		return fmt.Errorf("listing rules of security group %s: %w", sg.ID, err)
@@ -236,6 +331,9 @@ func syncRules(ctx context.Context, cl *clients, sg *groups.SecGroup, want []sgR
 			delete(wanted, k)
 			continue
 		}
+		if !ownership.DescribedBy(id, h.Description) && !(legacy && h.Description == "") {
+			continue // not ours to delete
+		}
 		if err := rules.Delete(ctx, cl.network, h.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 			return fmt.Errorf("deleting rule %s of security group %s: %w", h.ID, sg.ID, err)
 		}
@@ -245,7 +343,7 @@ func syncRules(ctx context.Context, cl *clients, sg *groups.SecGroup, want []sgR
 			continue
 		}
 		_, err := rules.Create(ctx, cl.network, rules.CreateOpts{SecGroupID: sg.ID, Direction: rules.DirIngress,
-			EtherType: rules.RuleEtherType(r.EtherType), Protocol: rules.RuleProtocol(r.Protocol),
+			EtherType: rules.RuleEtherType(r.EtherType), Protocol: rules.RuleProtocol(r.Protocol), Description: ruleDescription(id),
 			PortRangeMin: r.Port, PortRangeMax: r.Port, RemoteIPPrefix: r.Prefix}).Extract()
 		if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusConflict) {
 			return fmt.Errorf("creating rule %s in security group %s: %w", r, sg.ID, err)
@@ -262,18 +360,11 @@ func listPorts(ctx context.Context, cl *clients, opts ports.ListOpts) ([]ports.P
 	return ports.ExtractPorts(pages)
 }
 
-func setPortGroups(ctx context.Context, cl *clients, p ports.Port, groups []string) error {
-	if _, err := ports.Update(ctx, cl.network, p.ID, ports.UpdateOpts{SecurityGroups: &groups}).Extract(); err != nil {
-		return fmt.Errorf("setting the security groups of port %s: %w", p.ID, err)
-	}
-	return nil
-}
-
 // deleteSecurityGroup detaches the Service's group from every port and deletes it. Groups
-// not described as this Service's are never touched.
-func (l *loadBalancers) deleteSecurityGroup(ctx context.Context, cl *clients, clusterName string, svc *v1.Service) error {
+// not marked as this Service's are never touched.
+func (l *loadBalancers) deleteSecurityGroup(ctx context.Context, cl *clients, id ownership.Identity, clusterName string, svc *v1.Service) error {
 	name := sgName(l.GetLoadBalancerName(ctx, clusterName, svc))
-	sg, err := findSG(ctx, cl, name, sgDescription(clusterName, svc), false)
+	sg, _, err := findSG(ctx, cl, id, name, false)
 	if err != nil || sg == nil {
 		return err
 	}
@@ -282,7 +373,9 @@ func (l *loadBalancers) deleteSecurityGroup(ctx context.Context, cl *clients, cl
 		return err
 	}
 	for _, p := range attached {
-		if err := setPortGroups(ctx, cl, p, slices.DeleteFunc(slices.Clone(p.SecurityGroups), func(g string) bool { return g == sg.ID })); err != nil {
+		if err := updatePortGroups(ctx, cl, p, func(gs []string) []string {
+			return slices.DeleteFunc(gs, func(g string) bool { return g == sg.ID })
+		}); err != nil {
 			return err
 		}
 	}

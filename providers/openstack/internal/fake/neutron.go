@@ -62,6 +62,18 @@ func (c *Cloud) AddFloatingIP(address string) string {
 	return f.ID
 }
 
+// AssociateFloatingIP associates floating IP fipID with the VIP port of load balancer lbID,
+// as a user would.
+func (c *Cloud) AssociateFloatingIP(fipID, lbID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, lb := c.fips[fipID], c.lbs[lbID]
+	if f == nil || lb == nil {
+		return
+	}
+	f.PortID, f.FixedIP, f.Status = lb.VipPortID, lb.VipAddress, "ACTIVE"
+}
+
 // AddNetwork creates a tenant network with one subnet (external if external), as an
 // operator or another tool would, and returns their IDs.
 func (c *Cloud) AddNetwork(name, cidr string, external bool) (networkID, subnetID string) {
