@@ -187,6 +187,8 @@ func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Servi
 			}
 		}
 	}
+	// Ports that collide with nobody's, so that only the scope of the sharing key refuses.
+	otherPort := func(s *v1.Service) { s.Spec.Ports[0].Port, s.Spec.Ports[0].NodePort = 8443, 30443 }
 	const inUse = "already in use"
 	cases := []cloudtest.HostileCase{
 		{Name: "loadBalancerIP is the victim's address", Mutate: lbIP(vaddr), Reason: inUse},
@@ -200,10 +202,10 @@ func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Servi
 		{Name: "the victim's IPv6 address in upper case", Mutate: lbIP(strings.ToUpper(v6a.StringExpanded()), ipv6), Reason: inUse},
 		{Name: "the victim's IPv6 address with leading zeros", Mutate: lbIP(v6a.StringExpanded(), ipv6), Reason: inUse},
 		{Name: "the victim's IPv6 address with a zone", Mutate: lbIP(v6+"%eth0", ipv6), Reason: "zone"},
-		{Name: "the victim's sharing key and shared address", Annotations: map[string]string{AnnotationSharedIP: victimKey, AnnotationLoadBalancerIPs: shared}, Reason: inUse},
-		{Name: "the victim's sharing key and its main address", Annotations: map[string]string{AnnotationSharedIP: victimKey}, Mutate: lbIP(vaddr), Reason: inUse},
+		{Name: "the victim's sharing key and shared address", Annotations: map[string]string{AnnotationSharedIP: victimKey, AnnotationLoadBalancerIPs: shared}, Mutate: otherPort, Reason: inUse},
+		{Name: "the victim's sharing key and its main address", Annotations: map[string]string{AnnotationSharedIP: victimKey}, Mutate: lbIP(vaddr, otherPort), Reason: inUse},
 		{Name: "an address reserved by hand", Mutate: lbIP("192.0.2.250"), Reason: inUse},
-		{Name: "the sharing key and address of a record made by hand", Annotations: map[string]string{AnnotationSharedIP: handKey}, Mutate: lbIP("192.0.2.250"), Reason: inUse},
+		{Name: "the sharing key and address of a record made by hand", Annotations: map[string]string{AnnotationSharedIP: handKey}, Mutate: lbIP("192.0.2.250", otherPort), Reason: inUse},
 	}
 	// Records under the very names ccm computes for the next attacks' Services.
 	squat := []struct {
