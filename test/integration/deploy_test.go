@@ -37,7 +37,7 @@ func TestOverlays(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{"--cloud-provider=" + name, "image: ccm.local/ccm-" + name + ":", "secretName: cloud-controller-manager-config"} {
+			for _, want := range []string{"--cloud-provider=" + name, "image: ccm.local/ccm-" + name + ":", "secretName: cloud-controller-manager-config", "--cluster-name=CHANGE-ME"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("rendered overlay lacks %q", want)
 				}
@@ -54,8 +54,13 @@ func TestOverlays(t *testing.T) {
 			if _, err := os.Stat(bin); err != nil {
 				t.Fatalf("no binary for the overlay's provider (set CCM_BIN_DIR; make integration does): %v", err)
 			}
-			if out, err := exec.Command(bin, "check-config", "--cloud-provider="+name, "--cloud-config="+conf).CombinedOutput(); err != nil {
+			if out, err := exec.Command(bin, "check-config", "--cloud-provider="+name, "--cloud-config="+conf, "--cluster-name=prod-eu-1").CombinedOutput(); err != nil {
 				t.Errorf("example config rejected: %s", out)
+			}
+			// The overlay's placeholder cluster name must be filled in: check-config says so.
+			out2, err := exec.Command(bin, "check-config", "--cloud-provider="+name, "--cloud-config="+conf, "--cluster-name=CHANGE-ME").CombinedOutput()
+			if err == nil || !strings.Contains(string(out2), "placeholder") {
+				t.Errorf("check-config accepted the placeholder cluster name: %s", out2)
 			}
 		})
 	}

@@ -96,6 +96,9 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 	deletionWindow := ccmFlags.Duration("node-deletion-confirmation", DefaultNodeDeletionConfirmation,
 		"How long the cloud must keep reporting a NotReady Node's instance as not found before the Node is deleted. "+
 			"Cloud errors never delete a Node. 0 deletes at the first not-found, as the upstream providers do.")
+	allowDefaultName := ccmFlags.Bool("allow-default-cluster-name", false,
+		"Allow --cluster-name to keep the default \"kubernetes\" for providers that mark what they own with it (openstack, vsphere, dummy). "+
+			"Only for a cloud account, project or vCenter that no other cluster uses.")
 	addMemoryOptions(ccmFlags, controllers)
 
 	cmd := ccmapp.NewCloudControllerManagerCommand(opts, initCloud, controllers, map[string]string{}, extra, stop)
@@ -118,6 +121,9 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		path := opts.KubeCloudShared.CloudProvider.CloudConfigFile
 		c, err := provider.New(name, path)
 		if err != nil {
+			return err
+		}
+		if err := applyClusterName(c, opts.KubeCloudShared.ClusterName, *allowDefaultName); err != nil {
 			return err
 		}
 		if *deletionWindow < 0 {

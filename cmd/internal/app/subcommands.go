@@ -12,29 +12,52 @@ import (
 )
 
 func newCheckConfigCommand() *cobra.Command {
-	var name, path string
+	var name, path, clusterName string
+	var allowDefault bool
 	cmd := &cobra.Command{
 		Use:   "check-config --cloud-provider=NAME [--cloud-config=FILE]",
 		Short: "Validate a cloud-config offline with the provider's own rules",
 		Long: `check-config reads the cloud-config the way the provider does at start-up, without
-contacting the cloud, and prints OK or every problem with its line. Exit code 0 or 1.`,
+contacting the cloud, and prints OK or every problem with its line. Exit code 0 or 1.
+With --cluster-name it also checks the name the way ccm does at start-up: providers that mark
+what they own with it (openstack, vsphere, dummy) refuse the default "kubernetes" unless
+--allow-default-cluster-name is given, and every provider refuses the manifests' placeholder.`,
 		Args: cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			if code := checkConfig(cmd.OutOrStdout(), cmd.ErrOrStderr(), name, path); code != 0 {
+			if code := checkConfig(cmd.OutOrStdout(), cmd.ErrOrStderr(), name, path, clusterName, allowDefault); code != 0 {
 				os.Exit(code)
 			}
 		},
 	}
 	cmd.Flags().StringVar(&name, "cloud-provider", "", "The provider whose rules apply.")
 	cmd.Flags().StringVar(&path, "cloud-config", "", "The cloud-config file to check.")
+	cmd.Flags().StringVar(&clusterName, "cluster-name", "", "The --cluster-name the ccm will run with (checked when set).")
+	cmd.Flags().BoolVar(&allowDefault, "allow-default-cluster-name", false, "As the ccm flag of that name.")
 	return cmd
 }
 
-// checkConfig prints OK or the problems and returns the exit code.
-func checkConfig(out, errOut io.Writer, name, path string) int {
+// checkConfig prints OK or the problems and returns the exit code. clusterName "" skips the
+// cluster name check.
+func checkConfig(out, errOut io.Writer, name, path, clusterName string, allowDefault bool) int {
 	if err := provider.CheckConfig(name, path); err != nil {
 		fmt.Fprintln(errOut, err)
 		return 1
+	}
+	if clusterName != "" {
+		// Factories read config only (no network I/O), so building the cloud is offline too.
+		c, err := provider.New(name, path)
+		if err != nil {
+			fmt.Fprintln(errOut, err)
+			return 1
+		}
+		note, err := clusterNameReport(c, clusterName, allowDefault)
+		if err != nil {
+			fmt.Fprintln(errOut, err)
+			return 1
+		}
+		if note != "" {
+			fmt.Fprintln(out, note)
+		}
 	}
 	fmt.Fprintln(out, "OK")
 	return 0

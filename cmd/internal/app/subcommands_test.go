@@ -47,7 +47,7 @@ func TestCheckConfig(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := checkConfig(&out, &errOut, tt.provider, tt.path)
+			code := checkConfig(&out, &errOut, tt.provider, tt.path, "", false)
 			if code != tt.code || !strings.Contains(out.String(), tt.out) || !strings.Contains(errOut.String(), tt.errOut) {
 				t.Errorf("code %d out %q err %q", code, out.String(), errOut.String())
 			}
@@ -89,7 +89,7 @@ func TestHelpNamesProviders(t *testing.T) {
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"providers"})
-	if err := cmd.Execute(); err != nil || strings.TrimSpace(out.String()) != "apptest" {
+	if err := cmd.Execute(); err != nil || strings.TrimSpace(out.String()) != "apptest\napptest-scoped" {
 		t.Errorf("providers: %q %v", out.String(), err)
 	}
 	for _, f := range []struct {
