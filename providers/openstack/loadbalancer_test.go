@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 
@@ -22,7 +23,7 @@ func lbService(name string, ann map[string]string, ports ...v1.ServicePort) *v1.
 	if len(ports) == 0 {
 		ports = []v1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}
 	}
-	return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Annotations: ann},
+	return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name), Annotations: ann},
 		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: ports, IPFamilies: []v1.IPFamily{v1.IPv4Protocol}}}
 }
 

@@ -75,7 +75,7 @@ type Cloud struct {
 	failed, throttled int
 	allTokens         []string // every token issued, expired or not
 	// beforePortUpdate, when set, runs once before the next port update (BeforeNextPortUpdate).
-	beforePortUpdate   func(portID string)
+	beforePortUpdate   func(groups []string) []string
 	preconditionFailed int // port updates refused with 412
 }
 

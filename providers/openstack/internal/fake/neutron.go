@@ -167,11 +167,11 @@ func (c *Cloud) getPort(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"port": portJSON(p)})
 }
 
-// BeforeNextPortUpdate runs fn (under the fake's lock) just before the next port update is
-// served, as another writer changing the port between the ccm's read and its write.
-func (c *Cloud) BeforeNextPortUpdate(fn func(portID string)) {
+// BeforeNextPortUpdate makes another writer change the next updated port's security groups
+// (to change(current)) just before the update is served: between the ccm's read and its write.
+func (c *Cloud) BeforeNextPortUpdate(change func(groups []string) []string) {
 	c.mu.Lock()
-	c.beforePortUpdate = fn
+	c.beforePortUpdate = change
 	c.mu.Unlock()
 }
 
@@ -188,9 +188,9 @@ func (c *Cloud) updatePort(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusNotFound, fmt.Sprintf("Port %s could not be found.", r.PathValue("id")))
 		return
 	}
-	if fn := c.beforePortUpdate; fn != nil {
+	if change := c.beforePortUpdate; change != nil {
 		c.beforePortUpdate = nil
-		fn(p.ID)
+		c.setPortGroups(p, change(slices.Clone(p.SecurityGroups)))
 	}
 	if m := r.Header.Get("If-Match"); m != "" {
 		v, ok := strings.CutPrefix(m, "revision_number=")

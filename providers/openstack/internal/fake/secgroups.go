@@ -70,6 +70,15 @@ func (c *Cloud) AddSecurityGroup(name string) string {
 	return c.newGroup(name, "").ID
 }
 
+// AddSecurityGroupRule adds an ingress TCP rule to a group as a user would (no description).
+func (c *Cloud) AddSecurityGroupRule(groupID, etherType, prefix string, port int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := &sgRule{ID: c.nextID("sgr"), GroupID: groupID, Direction: "ingress", EtherType: etherType, Protocol: "tcp",
+		RemoteIPPrefix: prefix, PortMin: &port, PortMax: &port}
+	c.sgRules[r.ID] = r
+}
+
 // ServerPortID is the ID of the (first) port of server id, or "".
 func (c *Cloud) ServerPortID(serverID string) string {
 	c.mu.Lock()
