@@ -2,12 +2,16 @@ package aws
 
 import (
 	"fmt"
+	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // annotationPrefix is upstream's; every Service annotation this provider reads starts with it.
@@ -46,12 +50,16 @@ type lbOptions struct {
 	Backend        string   // tcp (default), http, https, ssl
 	CrossZone      bool
 	ExtraTags      map[string]string
+	SourceRanges   []string // canonical CIDRs, sorted; IPv4 and IPv6
 	NodeSelector   labels.Selector
 	HC             hcOptions
 	ProxyProtocol  bool // PROXY protocol towards the nodes: v1 on a classic ELB, v2 on an NLB
 }
 
 type hcOptions struct{ Healthy, Unhealthy, Timeout, Interval int32 }
+
+// sgIDRE is the shape of a security group ID.
+var sgIDRE = regexp.MustCompile(`^sg-[0-9a-zA-Z]{1,32}$`)
 
 // annotationError names the annotation at fault; the service controller turns it into a
 // Warning event on the Service.
@@ -87,12 +95,18 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 			o.CrossZone, err = parseBool(suffix, v)
 		case annSubnets:
 			o.Subnets = splitList(v)
+			if len(o.Subnets) == 0 {
+				err = annotationError(suffix, "names no subnet")
+			}
 		case annSecurityGroup:
 			o.SecurityGroups = splitList(v)
 			for _, g := range o.SecurityGroups {
-				if !strings.HasPrefix(g, "sg-") {
+				if !sgIDRE.MatchString(g) {
 					err = annotationError(suffix, "%q is not a security group ID (sg-…)", g)
 				}
+			}
+			if len(o.SecurityGroups) == 0 {
+				err = annotationError(suffix, "names no security group")
 			}
 		case annSSLCert:
 			o.SSLCert = v
@@ -107,14 +121,7 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 				err = annotationError(suffix, "must be tcp, http, https or ssl, not %q", v)
 			}
 		case annExtraTags:
-			o.ExtraTags = map[string]string{}
-			for _, kv := range splitList(v) {
-				tk, tv, _ := strings.Cut(kv, "=")
-				if tk == "" || strings.HasPrefix(tk, "kubernetes.io/") || strings.HasPrefix(tk, "aws:") {
-					err = annotationError(suffix, "tag %q: keys must be non-empty and not in the kubernetes.io/ or aws: namespaces", kv)
-				}
-				o.ExtraTags[tk] = tv
-			}
+			o.ExtraTags, err = parseExtraTags(v)
 		case annNodeLabels:
 			o.NodeSelector, err = labels.Parse(v)
 			if err != nil {
@@ -132,6 +139,10 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	var err error
+	if o.SourceRanges, err = parseSourceRanges(svc); err != nil {
+		return nil, err
 	}
 	if len(o.SSLPorts) > 0 && o.SSLCert == "" {
 		return nil, annotationError(annSSLPorts, "needs %s%s", annotationPrefix, annSSLCert)
@@ -196,6 +207,62 @@ func splitList(v string) []string {
 	}
 	return out
 }
+
+// parseExtraTags reads additional-resource-tags ("k=v,k2=v2"). Keys of ccm's ownership records
+// and bookkeeping (kubernetes.io/, k8s.io/, ccm.k8s.io/) and AWS's own (aws:) are refused:
+// a Service must not be able to forge who owns a load balancer or what its delete removes.
+func parseExtraTags(v string) (map[string]string, error) {
+	out := map[string]string{}
+	var bad []string
+	for _, kv := range splitList(v) {
+		k, val, _ := strings.Cut(kv, "=")
+		k, val = strings.TrimSpace(k), strings.TrimSpace(val)
+		switch {
+		case k == "":
+			return nil, annotationError(annExtraTags, "tag %q has no key", kv)
+		case len(k) > 128 || len(val) > 256:
+			return nil, annotationError(annExtraTags, "tag %q: AWS takes keys of at most 128 and values of at most 256 characters", kv)
+		case reservedTag(k):
+			bad = append(bad, k)
+		}
+		out[k] = val
+	}
+	if len(bad) > 0 {
+		// The keys are not repeated: the tenant wrote them, and they may name another cluster.
+		return nil, annotationError(annExtraTags, "%d tag key(s) are reserved for ccm's ownership records and bookkeeping (prefixes %s, %s) and cannot be set by a Service",
+			len(bad), strings.Join(ownership.ReservedTagPrefixes, ", "), ccmTagPrefix)
+	}
+	return out, nil
+}
+
+// parseSourceRanges reads spec.loadBalancerSourceRanges (or, when empty, upstream's
+// service.beta.kubernetes.io/load-balancer-source-ranges annotation) as canonical, sorted
+// prefixes; none means every IPv4 client (classic ELBs and these NLBs are IPv4). IPv6 ranges
+// become IPv6 rules.
+func parseSourceRanges(svc *v1.Service) ([]string, error) {
+	field, raw := "spec.loadBalancerSourceRanges", svc.Spec.LoadBalancerSourceRanges
+	if len(raw) == 0 {
+		if v, ok := svc.Annotations[annSourceRanges]; ok {
+			field, raw = "annotation "+annSourceRanges, splitList(v)
+		}
+	}
+	var out []string
+	for _, r := range raw {
+		p, err := netip.ParsePrefix(strings.TrimSpace(r))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a CIDR (such as 192.0.2.0/24 or 2001:db8::/32)", field, r)
+		}
+		out = append(out, p.Masked().String())
+	}
+	if len(out) == 0 {
+		out = []string{"0.0.0.0/0"}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// annSourceRanges is the core annotation upstream reads when the spec field is empty.
+const annSourceRanges = "service.beta.kubernetes.io/load-balancer-source-ranges"
 
 // sslPort reports whether the Service port p terminates TLS.
 func (o *lbOptions) sslPort(p v1.ServicePort) bool {

@@ -1,11 +1,13 @@
 package aws
 
 import (
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
 
 	"github.com/ccm-project/ccm/common/config"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // Config is the aws provider's cloud-config. The [Global] keys are the upstream AWS CCM's, so
@@ -31,6 +33,11 @@ type Config struct {
 		CredentialsFile string
 		// Not upstream. InstanceCacheTTL bounds how old an instance answer may be (default 10s).
 		InstanceCacheTTL config.Duration
+		// Not upstream. The operator's exceptions to "a Service may name only what it owns"
+		// (comma lists): Services in AllowedResourceNamespaces may name any security group or
+		// subnet in their annotations; any Service may name the IDs in AllowedResourceIDs.
+		AllowedResourceNamespaces string
+		AllowedResourceIDs        string
 	}
 	// ServiceOverride points one AWS service at another endpoint, as upstream:
 	// [ServiceOverride "1"] Service = ec2, Region = ..., URL = ...
@@ -46,6 +53,10 @@ type ServiceOverride struct {
 }
 
 var regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-\d+$`)
+
+// clusterIDRE: the cluster ID is written into tag keys and into security group rule
+// descriptions (ownership.Description), whose characters EC2 limits.
+var clusterIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,127}$`)
 
 // SetDefaults implements config.Defaulter.
 func (c *Config) SetDefaults() {
@@ -96,6 +107,11 @@ func (c *Config) Validate() config.Problems {
 	}
 	if c.ClusterID() == "" {
 		ps.Add("Global", "KubernetesClusterID", "is required: it scopes every resource this cluster owns (tag kubernetes.io/cluster/<id>)")
+	} else if !clusterIDRE.MatchString(c.ClusterID()) {
+		ps.Add("Global", "KubernetesClusterID", "%q: use at most 128 letters, digits and . _ : / @ + = - (it goes into tags and security group rule descriptions)", c.ClusterID())
+	}
+	if _, err := ownership.ParseAllow(g.AllowedResourceNamespaces, g.AllowedResourceIDs); err != nil {
+		ps.Add("Global", "AllowedResourceNamespaces", "%v", err)
 	}
 	for _, f := range g.NodeIPFamilies {
 		if f != "ipv4" && f != "ipv6" {
@@ -118,12 +134,24 @@ func (c *Config) Validate() config.Problems {
 		}
 		if u, err := url.Parse(o.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			ps.AddSub("ServiceOverride", name, "URL", "must be an http(s) URL")
+		} else if u.Scheme == "http" && !loopback(u.Hostname()) {
+			ps.AddSub("ServiceOverride", name, "URL", "%q: http:// would send signed requests and STS credentials in clear text; use https:// (plain http is accepted only for a loopback host such as 127.0.0.1, for simulators)", o.URL)
 		}
 		if o.SigningMethod != "" && !strings.EqualFold(o.SigningMethod, "v4") {
 			ps.AddSub("ServiceOverride", name, "SigningMethod", "only v4 is supported")
 		}
 	}
 	return ps
+}
+
+// loopback reports whether host is localhost or a loopback IP: the only endpoints that may be
+// plain http (the fake and the simulator listen on 127.0.0.1).
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // region is Region, or Zone without its letter.

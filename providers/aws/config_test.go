@@ -13,6 +13,10 @@ func TestConfigErrorsNameKeyAndLine(t *testing.T) {
 		{"bad family", "[Global]\nRegion = us-east-1\nKubernetesClusterID = c\nNodeIPFamilies = ipv5\n", "line 4: [Global] NodeIPFamilies: must be ipv4 or ipv6"},
 		{"override service", "[Global]\nRegion = us-east-1\nKubernetesClusterID = c\n[ServiceOverride \"1\"]\nService = s3\nURL = http://x\n", `[ServiceOverride "1"] Service: "s3" is not a service`},
 		{"override url", "[Global]\nRegion = us-east-1\nKubernetesClusterID = c\n[ServiceOverride \"1\"]\nService = ec2\nURL = nope\n", `URL: must be an http(s) URL`},
+		{"plain http endpoint", "[Global]\nRegion = us-east-1\nKubernetesClusterID = c\n[ServiceOverride \"1\"]\nService = ec2\nURL = http://ec2.example.com\n", `line 6: [ServiceOverride "1"] URL: "http://ec2.example.com": http:// would send`},
+		{"plain http sts", "[Global]\nRegion = us-east-1\nKubernetesClusterID = c\n[ServiceOverride \"s\"]\nService = sts\nURL = http://10.0.0.1:8080\n", `line 6: [ServiceOverride "s"] URL:`},
+		{"allow everything", "[Global]\nRegion = us-east-1\nKubernetesClusterID = c\nAllowedResourceNamespaces = *\n", `line 4: [Global] AllowedResourceNamespaces:`},
+		{"cluster ID with a space", "[Global]\nRegion = us-east-1\nKubernetesClusterID = \"a b\"\n", `line 3: [Global] KubernetesClusterID: "a b"`},
 		{"conflicting cluster", "[Global]\nRegion = us-east-1\nKubernetesClusterID = a\nKubernetesClusterTag = b\n", "KubernetesClusterTag: differs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -21,6 +25,16 @@ func TestConfigErrorsNameKeyAndLine(t *testing.T) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Plain http is accepted only for loopback endpoints (the fake and the simulator); https anywhere.
+func TestConfigLoopbackHTTP(t *testing.T) {
+	for _, u := range []string{"http://127.0.0.1:4566", "http://localhost:4566", "http://[::1]:80", "https://ec2.example.com"} {
+		cfg := "[Global]\nRegion = us-east-1\nKubernetesClusterID = c\n[ServiceOverride \"1\"]\nService = ec2\nURL = " + u + "\n"
+		if _, err := New(strings.NewReader(cfg)); err != nil {
+			t.Errorf("%s: %v", u, err)
+		}
 	}
 }
 

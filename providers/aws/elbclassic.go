@@ -16,7 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/ccm-project/ccm/common/lbname"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 func listenerOf(s string) elbtypes.Listener {
@@ -40,10 +40,7 @@ func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *lbOpt
 	for _, s := range want.Listeners {
 		ls = append(ls, listenerOf(s))
 	}
-	tags := lbname.Tags(l.c.cfg.ClusterID(), svc.Namespace, svc.Name)
-	for k, v := range opts.ExtraTags {
-		tags[k] = v
-	}
+	tags := ownTags(l.identity(svc), opts.ExtraTags, nil)
 	out, err := l.c.api.elb.CreateLoadBalancer(ctx, &elb.CreateLoadBalancerInput{
 		LoadBalancerName: aws.String(name), Listeners: ls, Subnets: want.Subnets,
 		SecurityGroups: want.groupIDs, Scheme: aws.String(want.Scheme), Tags: elbTags(tags),
@@ -61,6 +58,8 @@ func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *lbOpt
 		}
 	case err != nil:
 		return nil, fmt.Errorf("aws: CreateLoadBalancer %s: %w", name, err)
+	case aws.ToString(out.DNSName) == "":
+		return nil, errEmptyAnswer("CreateLoadBalancer", name)
 	default:
 		cur = &elbtypes.LoadBalancerDescription{LoadBalancerName: aws.String(name), DNSName: out.DNSName, Scheme: aws.String(want.Scheme), Subnets: want.Subnets}
 	}
@@ -91,8 +90,8 @@ func (l *loadBalancers) adoptOwn(ctx context.Context, svc *v1.Service, name stri
 	if err != nil {
 		return nil, err
 	}
-	if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); !ok || ns != svc.Namespace || n != svc.Name {
-		return nil, fmt.Errorf("aws: load balancer %s exists but is not owned by this cluster for %s/%s; not touching it", name, svc.Namespace, svc.Name)
+	if err := ownership.Check(l.identity(svc), "load balancer", name, tags); err != nil {
+		return nil, err
 	}
 	klog.InfoS("Load balancer already created by an earlier attempt; continuing with it", "service", klog.KObj(svc), "name", name)
 	return cur, nil

@@ -25,6 +25,9 @@ type harness struct {
 	fake    *fakeaws.Server
 	cluster string
 	cfg     string // cloud-config text
+	url     string
+	creds   string
+	subnets []string // the fake's own load balancer subnets, tagged for every cluster of the harness
 
 	mu sync.Mutex
 	n  int
@@ -42,10 +45,16 @@ func newHarness(t *testing.T, cluster string) *harness {
 	if err := os.WriteFile(creds, []byte("[default]\naws_access_key_id = AKIDTEST\naws_secret_access_key = "+testSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf("[Global]\nRegion = us-east-1\nKubernetesClusterID = %s\nCredentialsFile = %s\n\n"+
+	h := &harness{fake: f, cluster: cluster, url: url, creds: creds, subnets: f.SubnetIDs()}
+	h.cfg = h.configFor(cluster)
+	return h
+}
+
+// configFor is the cloud-config of cluster on this fake.
+func (h *harness) configFor(cluster string) string {
+	return fmt.Sprintf("[Global]\nRegion = us-east-1\nKubernetesClusterID = %s\nCredentialsFile = %s\n\n"+
 		"[ServiceOverride \"1\"]\nService = ec2\nRegion = us-east-1\nURL = %s\nSigningRegion = us-east-1\n\n"+
-		"[ServiceOverride \"2\"]\nService = elasticloadbalancing\nRegion = us-east-1\nURL = %s\nSigningRegion = us-east-1\n", cluster, creds, url, url)
-	return &harness{fake: f, cluster: cluster, cfg: cfg}
+		"[ServiceOverride \"2\"]\nService = elasticloadbalancing\nRegion = us-east-1\nURL = %s\nSigningRegion = us-east-1\n", cluster, h.creds, h.url, h.url)
 }
 
 func (h *harness) cloud(t cloudtest.T, extra string) *Cloud {
@@ -94,8 +103,8 @@ func (h *harness) BreakInstances(cloudtest.T) func() {
 
 func (h *harness) Writes() int { return h.fake.Writes() }
 
-func (h *harness) LoadBalancerTags(_ cloudtest.T, _ string, svc *v1.Service) (map[string]string, bool) {
-	lb, ok := h.fake.ClassicLB(lbname.AWSELB.Name(h.cluster, svc.Namespace, svc.Name))
+func (h *harness) LoadBalancerTags(_ cloudtest.T, cluster string, svc *v1.Service) (map[string]string, bool) {
+	lb, ok := h.fake.ClassicLB(lbname.AWSELB.Name(cluster, svc.Namespace, svc.Name))
 	return lb.Tags, ok
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/ccm-project/ccm/common/keylock"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // fingerprintTag holds fingerprint.Of(the desired configuration) on each ELB, so a restart with
@@ -63,7 +64,23 @@ type desired struct {
 	ProxyProtocol bool `json:",omitempty"`
 
 	groupIDs []string // the groups to attach; not fingerprinted (an ID is known only after creation)
+	named    bool     // SecurityGroups come from the annotation (checked before use), not the config
 	vpc      string
+}
+
+// nodePorts are the ports the ELB reaches the nodes on: its listeners' instance ports and an
+// HTTP health check's port.
+func (d *desired) nodePorts() []int32 {
+	var out []int32
+	for _, s := range d.Listeners {
+		out = append(out, aws.ToInt32(listenerOf(s).InstancePort))
+	}
+	var hc int32
+	if _, err := fmt.Sscanf(d.HealthCheck, "HTTP:%d/", &hc); err == nil && hc > 0 {
+		out = append(out, hc)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func (l *loadBalancers) name(svc *v1.Service) string {
@@ -80,13 +97,13 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.S
 	if svc.Annotations[annotationPrefix+annType] == "nlb" {
 		lb, err := l.describeNLB(ctx, l.name(svc))
 		if err != nil || lb == nil {
-			return nil, false, err
+			return nil, false, publicError(err)
 		}
 		return nlbStatus(lb), true, nil
 	}
 	d, err := l.describe(ctx, l.name(svc))
 	if err != nil || d == nil {
-		return nil, false, err
+		return nil, false, publicError(err)
 	}
 	return status(d), true, nil
 }
@@ -140,7 +157,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
 	st, err := l.ensure(ctx, svc, nodes, false)
 	metrics.ObserveReconcile(ProviderName, "loadbalancer", "ensure", start, err)
-	return st, err
+	return st, publicError(err)
 }
 
 // UpdateLoadBalancer implements cloudprovider.LoadBalancer: the same reconcile, which changes
@@ -160,7 +177,7 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v
 		}
 	}
 	metrics.ObserveReconcile(ProviderName, "loadbalancer", "update", start, err)
-	return err
+	return publicError(err)
 }
 
 // ensure reconciles svc's load balancer; with mustExist it returns errNotCreatedYet rather
@@ -183,9 +200,10 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		return nil, err
 	}
 	fp := fingerprint.Of(want)
+	id := l.identity(svc)
 	// Nothing to do according to a recent listing: no further read, no write.
 	if d, tags := l.snap.get(ctx, name, l.listELBs); d != nil && !fingerprint.Changed(tags[fingerprintTag], fp) && sameSet(instanceIDs(d), members) {
-		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); ok && ns == svc.Namespace && n == svc.Name {
+		if ownership.Is(id, tags) && !ownership.NeedsUID(id, tags) {
 			return status(d), nil
 		}
 	}
@@ -202,11 +220,11 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		if curTags, err = l.tags(ctx, name); err != nil {
 			return nil, err
 		}
-		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), curTags); !ok || ns != svc.Namespace || n != svc.Name {
-			return nil, fmt.Errorf("aws: load balancer %s exists but is not owned by this cluster for %s/%s; not touching it", name, svc.Namespace, svc.Name)
+		if err := ownership.Check(id, "load balancer", name, curTags); err != nil {
+			return nil, err
 		}
 	}
-	if cur != nil && !fingerprint.Changed(curTags[fingerprintTag], fp) {
+	if cur != nil && !fingerprint.Changed(curTags[fingerprintTag], fp) && !ownership.NeedsUID(id, curTags) {
 		if err := l.syncMembers(ctx, name, cur, members); err != nil {
 			return nil, err
 		}
@@ -238,10 +256,9 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		return nil, err
 	}
 	// The fingerprint goes last: a failure above leaves the old one, so the next try rewrites.
-	tags := map[string]string{fingerprintTag: fp}
-	for k, v := range opts.ExtraTags {
-		tags[k] = v
-	}
+	// The ownership tags go with it (after the user's), so a load balancer written before
+	// UIDs were recorded gets its Service's UID.
+	tags := ownTags(id, opts.ExtraTags, map[string]string{fingerprintTag: fp})
 	if _, err := l.c.api.elb.AddTags(ctx, &elb.AddTagsInput{LoadBalancerNames: []string{name}, Tags: elbTags(tags)}); err != nil {
 		return nil, fmt.Errorf("aws: AddTags %s: %w", name, err)
 	}
@@ -254,19 +271,16 @@ func (l *loadBalancers) desired(ctx context.Context, svc *v1.Service, opts *lbOp
 		d.Scheme = "internal"
 	}
 	var err error
-	if d.Subnets, d.vpc, err = l.subnets(ctx, opts); err != nil {
+	if d.Subnets, d.vpc, err = l.subnets(ctx, svc, opts); err != nil {
 		return nil, err
 	}
 	d.SecurityGroups = opts.SecurityGroups
+	d.named = len(d.SecurityGroups) > 0
 	if len(d.SecurityGroups) == 0 && l.c.cfg.Global.ElbSecurityGroup != "" {
 		d.SecurityGroups = []string{l.c.cfg.Global.ElbSecurityGroup}
 	}
 	d.OwnGroup = len(d.SecurityGroups) == 0
-	d.SourceRanges = slices.Clone(svc.Spec.LoadBalancerSourceRanges)
-	if len(d.SourceRanges) == 0 {
-		d.SourceRanges = []string{"0.0.0.0/0"}
-	}
-	sort.Strings(d.SourceRanges)
+	d.SourceRanges = opts.SourceRanges
 	for _, p := range svc.Spec.Ports {
 		proto, iproto := strings.ToUpper(opts.Backend), strings.ToUpper(opts.Backend)
 		if opts.sslPort(p) {
@@ -362,30 +376,64 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 		err = l.deleteClassic(ctx, svc)
 	}
 	metrics.ObserveReconcile(ProviderName, "loadbalancer", "delete", start, err)
-	return err
+	return publicError(err)
 }
 
-// deleteClassic deletes svc's classic ELB and security group, if owned.
+// deleteClassic deletes svc's classic ELB, if this Service owns it, and what ccm added for it:
+// the rules carrying its description in the groups that admit the ELB's groups (its own, the
+// ones named by annotation, ElbSecurityGroup), and its own security group. Which rules go is
+// decided by their descriptions alone, never by a tag a Service could have set.
 func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) error {
 	name := l.name(svc)
+	id := l.identity(svc)
 	defer l.snap.forget(name)
 	cur, err := l.describe(ctx, name)
 	if err != nil {
 		return err
 	}
+	var sources []string
 	if cur != nil {
 		tags, err := l.tags(ctx, name)
 		if err != nil {
 			return err
 		}
-		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); !ok || ns != svc.Namespace || n != svc.Name {
-			klog.InfoS("Not deleting an ELB this cluster does not own", "service", klog.KObj(svc), "name", name)
+		if !ownership.Is(id, tags) {
+			klog.InfoS("Not deleting an ELB this Service does not own", "service", klog.KObj(svc), "name", name)
 			return nil
 		}
+		sources = slices.Clone(cur.SecurityGroups)
 		if _, err := l.c.api.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(name)}); err != nil {
 			return fmt.Errorf("aws: DeleteLoadBalancer %s: %w", name, err)
 		}
 		klog.InfoS("Deleted ELB", "service", klog.KObj(svc), "name", name)
 	}
-	return l.deleteGroup(ctx, svc, name)
+	if cur != nil || svc.Annotations[annotationPrefix+annType] != "nlb" {
+		// The ELB may be gone already (an interrupted delete): the groups it could have used.
+		for _, g := range splitList(svc.Annotations[annotationPrefix+annSecurityGroup]) {
+			if sgIDRE.MatchString(g) {
+				sources = append(sources, g)
+			}
+		}
+		sources = append(sources, l.c.cfg.Global.ElbSecurityGroup)
+	}
+	own, err := l.findGroup(ctx, name, l.c.cfg.Global.VPC)
+	if err != nil {
+		return err
+	}
+	if own != nil && !ownership.Is(id, groupTags(own)) {
+		klog.InfoS("Not deleting a security group this Service does not own", "group", aws.ToString(own.GroupId))
+		own = nil
+	}
+	ownID := ""
+	if own != nil {
+		ownID = aws.ToString(own.GroupId)
+		sources = append(sources, ownID)
+	}
+	if err := l.revokeRulesFrom(ctx, id, sources, ownID); err != nil {
+		return err
+	}
+	if own != nil {
+		return l.deleteGroup(ctx, svc, own)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -117,8 +119,8 @@ func TestForeignELBIsNotTouched(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := h.fake.Writes()
-	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nil); err == nil || !strings.Contains(err.Error(), "not owned") {
-		t.Errorf("Ensure on a foreign ELB: %v, want a 'not owned' error", err)
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nil); !errors.Is(err, ownership.ErrNotOwned) || !strings.Contains(err.Error(), "is not this Service's") {
+		t.Errorf("Ensure on a foreign ELB: %v, want a NotOwnedError", err)
 	}
 	if err := lb.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
 		t.Fatal(err)

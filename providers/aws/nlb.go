@@ -18,6 +18,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/lbname"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // nlbPoll is how soon a Service whose NLB is still provisioning is looked at again: the
@@ -61,7 +62,7 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 		d.Scheme = "internal"
 	}
 	var err error
-	if d.Subnets, d.vpc, err = l.subnets(ctx, opts); err != nil {
+	if d.Subnets, d.vpc, err = l.subnets(ctx, svc, opts); err != nil {
 		return nil, err
 	}
 	for _, p := range svc.Spec.Ports {
@@ -80,11 +81,7 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 		d.Health = fmt.Sprintf("HTTP:%d:/healthz", svc.Spec.HealthCheckNodePort)
 		d.HCNodePort = svc.Spec.HealthCheckNodePort
 	}
-	d.SourceRanges = slices.Clone(svc.Spec.LoadBalancerSourceRanges)
-	if len(d.SourceRanges) == 0 {
-		d.SourceRanges = []string{"0.0.0.0/0"}
-	}
-	sort.Strings(d.SourceRanges)
+	d.SourceRanges = opts.SourceRanges
 	return d, nil
 }
 
@@ -141,12 +138,13 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	}
 	want.NodeGroups = nodeGroups
 	fp := fingerprint.Of(want)
+	id := l.identity(svc)
 	// The NLB is as wanted according to a recent listing (active, owned for this Service, its
 	// fingerprint matching): only the members may differ, which costs no read when they are
 	// remembered and one write per target group when they changed (see nlbmembers.go).
 	if lb, tags := l.nsnap.get(ctx, name, l.listNLBs); lb != nil && lb.State != nil && lb.State.Code == v2types.LoadBalancerStateEnumActive &&
 		string(lb.Scheme) == want.Scheme && !fingerprint.Changed(tags[fingerprintTag], fp) {
-		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); ok && ns == svc.Namespace && n == svc.Name {
+		if ownership.Is(id, tags) && !ownership.NeedsUID(id, tags) {
 			if err := l.syncNLBMembers(ctx, name, aws.ToString(lb.LoadBalancerArn), members); err != nil {
 				// Maybe the listing is out of date: the next try reads the NLB in full.
 				l.nsnap.forget(name)
@@ -165,20 +163,25 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		return nil, errNotCreatedYet
 	}
 	changed := true
-	var prevPorts []string // nodePorts opened by an earlier reconcile, from the NLB's tag
+	var prevGroups []string // node groups of an earlier reconcile, from the NLB's tag: where to look
+	var named map[string]v2types.TargetGroup
 	if cur == nil {
+		// The target groups have deterministic names: one made by someone else with such a
+		// name must stop the creation before anything is written.
+		if named, err = l.targetGroupsByName(ctx, id, want); err != nil {
+			return nil, err
+		}
 		// Creating: this may be a type change, so the Service's classic ELB goes first.
 		if err := l.deleteClassic(ctx, svc); err != nil {
 			return nil, err
 		}
-		tags := lbname.Tags(l.c.cfg.ClusterID(), svc.Namespace, svc.Name)
-		for k, v := range opts.ExtraTags {
-			tags[k] = v
-		}
 		out, err := l.c.api.elbv2.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{Name: aws.String(name), Type: v2types.LoadBalancerTypeEnumNetwork,
-			Scheme: v2types.LoadBalancerSchemeEnum(want.Scheme), Subnets: want.Subnets, Tags: v2Tags(tags)})
+			Scheme: v2types.LoadBalancerSchemeEnum(want.Scheme), Subnets: want.Subnets, Tags: v2Tags(ownTags(id, opts.ExtraTags, nil))})
 		if err != nil {
 			return nil, fmt.Errorf("aws: CreateLoadBalancer (v2) %s: %w", name, err)
+		}
+		if len(out.LoadBalancers) == 0 || aws.ToString(out.LoadBalancers[0].LoadBalancerArn) == "" {
+			return nil, errEmptyAnswer("CreateLoadBalancer (v2)", name)
 		}
 		cur = &out.LoadBalancers[0]
 		klog.InfoS("Created NLB", "service", klog.KObj(svc), "name", name)
@@ -187,14 +190,14 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		if err != nil {
 			return nil, err
 		}
-		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); !ok || ns != svc.Namespace || n != svc.Name {
-			return nil, fmt.Errorf("aws: NLB %s exists but is not owned by this cluster for %s/%s; not touching it", name, svc.Namespace, svc.Name)
+		if err := ownership.Check(id, "load balancer", name, tags); err != nil {
+			return nil, err
 		}
 		if string(cur.Scheme) != want.Scheme {
 			return nil, annotationError(annInternal, "changing the scheme of an existing NLB needs the Service recreated")
 		}
-		changed = fingerprint.Changed(tags[fingerprintTag], fp)
-		prevPorts = strings.Fields(tags[nodePortsTag])
+		changed = fingerprint.Changed(tags[fingerprintTag], fp) || ownership.NeedsUID(id, tags)
+		prevGroups = groupIDs(tags[nodeGroupsTag])
 	}
 	arn := aws.ToString(cur.LoadBalancerArn)
 	defer l.tsnap.forget(arn)
@@ -204,10 +207,10 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	}
 	if changed {
 		l.targets.forget(name) // the target groups may change
-		if tgs, err = l.reconcileNLB(ctx, svc, arn, want, tgs); err != nil {
+		if tgs, err = l.reconcileNLB(ctx, svc, arn, want, tgs, named); err != nil {
 			return nil, err
 		}
-		if err := l.nodeRulesNLB(ctx, svc, want.NodeGroups, prevPorts, want); err != nil {
+		if err := l.nodeRulesNLB(ctx, svc, append(slices.Clone(want.NodeGroups), prevGroups...), want); err != nil {
 			return nil, err
 		}
 	}
@@ -220,10 +223,7 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	}
 	// The tags go last: a failure above leaves the old ones, so the next try reads and rewrites.
 	if changed {
-		tags := map[string]string{fingerprintTag: fp, nodeGroupsTag: strings.Join(want.NodeGroups, " "), nodePortsTag: strings.Join(want.nodePorts(), " ")}
-		for k, v := range opts.ExtraTags {
-			tags[k] = v
-		}
+		tags := ownTags(id, opts.ExtraTags, map[string]string{fingerprintTag: fp, nodeGroupsTag: strings.Join(want.NodeGroups, " ")})
 		if _, err := l.c.api.elbv2.AddTags(ctx, &elbv2.AddTagsInput{ResourceArns: []string{arn}, Tags: v2Tags(tags)}); err != nil {
 			return nil, fmt.Errorf("aws: AddTags (v2) %s: %w", name, err)
 		}
@@ -242,9 +242,54 @@ func (l *loadBalancers) attachedTGs(ctx context.Context, arn string) ([]v2types.
 	return out.TargetGroups, nil
 }
 
+// targetGroupsByName looks up want's target groups by their names (before an NLB is created):
+// each one that exists must be this Service's by its tags (left by an interrupted try), else
+// the creation is refused. It returns those found.
+func (l *loadBalancers) targetGroupsByName(ctx context.Context, id ownership.Identity, want *nlbDesired) (map[string]v2types.TargetGroup, error) {
+	found := map[string]v2types.TargetGroup{}
+	for _, p := range want.Ports {
+		tg, err := l.ownTargetGroup(ctx, id, p.TG)
+		if err != nil {
+			return nil, err
+		}
+		if tg != nil {
+			found[p.TG] = *tg
+		}
+	}
+	return found, nil
+}
+
+// ownTargetGroup finds the target group name; nil if there is none, an error if it is not
+// this Service's (found by name alone, it may be anyone's).
+func (l *loadBalancers) ownTargetGroup(ctx context.Context, id ownership.Identity, name string) (*v2types.TargetGroup, error) {
+	out, err := l.c.api.elbv2.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{Names: []string{name}})
+	if isCode(err, "TargetGroupNotFound") || (err == nil && len(out.TargetGroups) == 0) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("aws: DescribeTargetGroups %s: %w", name, err)
+	}
+	tg := out.TargetGroups[0]
+	tags, err := l.tagsV2(ctx, aws.ToString(tg.TargetGroupArn))
+	if err != nil {
+		return nil, err
+	}
+	if err := ownership.Check(id, "target group", name, tags); err != nil {
+		return nil, err
+	}
+	return &tg, nil
+}
+
+// groupIDs reads the node groups tag: security group IDs, space-separated.
+func groupIDs(v string) []string {
+	return slices.DeleteFunc(strings.Fields(v), func(g string) bool { return !sgIDRE.MatchString(g) })
+}
+
 // reconcileNLB makes the target groups and listeners match want and removes stale ones.
-// It returns the target groups now attached.
-func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn string, want *nlbDesired, attached []v2types.TargetGroup) ([]v2types.TargetGroup, error) {
+// It returns the target groups now attached. named holds target groups already looked up by
+// name (nil: look them up).
+func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn string, want *nlbDesired, attached []v2types.TargetGroup, named map[string]v2types.TargetGroup) ([]v2types.TargetGroup, error) {
+	id := l.identity(svc)
 	byName := map[string]v2types.TargetGroup{}
 	for _, tg := range attached {
 		byName[aws.ToString(tg.TargetGroupName)] = tg
@@ -254,12 +299,20 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 	for _, p := range want.Ports {
 		tg, ok := byName[p.TG]
 		if !ok {
-			// Not attached: maybe made by an earlier, interrupted try.
-			out, err := l.c.api.elbv2.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{Names: []string{p.TG}})
+			// Not attached: maybe made by an earlier, interrupted try (then it is ours).
+			var found *v2types.TargetGroup
+			if t, known := named[p.TG]; known {
+				found = &t
+			} else if named == nil {
+				var err error
+				if found, err = l.ownTargetGroup(ctx, id, p.TG); err != nil {
+					return nil, err
+				}
+			}
 			switch {
-			case err == nil && len(out.TargetGroups) > 0:
-				tg = out.TargetGroups[0]
-			case err == nil || isCode(err, "TargetGroupNotFound"):
+			case found != nil:
+				tg = *found
+			default:
 				backend := p.Protocol
 				if backend == "TLS" {
 					backend = "TCP"
@@ -269,13 +322,16 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 					HealthCheckProtocol: v2types.ProtocolEnum(hcProto), HealthCheckPort: aws.String(hcPort),
 					HealthyThresholdCount: aws.Int32(want.HC.Healthy), UnhealthyThresholdCount: aws.Int32(want.HC.Unhealthy),
 					HealthCheckIntervalSeconds: aws.Int32(want.HC.Interval), HealthCheckTimeoutSeconds: aws.Int32(want.HC.Timeout),
-					Tags: v2Tags(lbname.Tags(l.c.cfg.ClusterID(), svc.Namespace, svc.Name))}
+					Tags: v2Tags(ownTags(id, want.ExtraTags, nil))}
 				if hcPath != "" {
 					in.HealthCheckPath = aws.String(hcPath)
 				}
 				created, err := l.c.api.elbv2.CreateTargetGroup(ctx, in)
 				if err != nil {
 					return nil, fmt.Errorf("aws: CreateTargetGroup %s: %w", p.TG, err)
+				}
+				if len(created.TargetGroups) == 0 || aws.ToString(created.TargetGroups[0].TargetGroupArn) == "" {
+					return nil, errEmptyAnswer("CreateTargetGroup", p.TG)
 				}
 				tg = created.TargetGroups[0]
 				if want.ProxyProtocol { // a new group has proxy_protocol_v2.enabled false
@@ -285,8 +341,6 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 				}
 				result = append(result, tg)
 				continue
-			default:
-				return nil, fmt.Errorf("aws: DescribeTargetGroups %s: %w", p.TG, err)
 			}
 		} else if string(tg.HealthCheckProtocol) != hcProto || aws.ToString(tg.HealthCheckPort) != hcPort || aws.ToString(tg.HealthCheckPath) != hcPath {
 			in := &elbv2.ModifyTargetGroupInput{TargetGroupArn: tg.TargetGroupArn, HealthCheckProtocol: v2types.ProtocolEnum(hcProto), HealthCheckPort: aws.String(hcPort)}
@@ -387,7 +441,7 @@ func (l *loadBalancers) deleteTG(ctx context.Context, svc *v1.Service, tg v2type
 	if err != nil {
 		return err
 	}
-	if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); !ok || ns != svc.Namespace || n != svc.Name {
+	if !ownership.Is(l.identity(svc), tags) {
 		return nil
 	}
 	_, err = l.c.api.elbv2.DeleteTargetGroup(ctx, &elbv2.DeleteTargetGroupInput{TargetGroupArn: tg.TargetGroupArn})
@@ -418,17 +472,16 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) error {
 		if err != nil {
 			return err
 		}
-		if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); !ok || ns != svc.Namespace || n != svc.Name {
-			klog.InfoS("Not deleting an NLB this cluster does not own", "service", klog.KObj(svc), "name", name)
+		if !ownership.Is(l.identity(svc), tags) {
+			klog.InfoS("Not deleting an NLB this Service does not own", "service", klog.KObj(svc), "name", name)
 			return nil
 		}
 		if tgs, err = l.attachedTGs(ctx, arn); err != nil {
 			return err
 		}
-		if groups := strings.Fields(tags[nodeGroupsTag]); len(groups) > 0 {
-			if err := l.nodeRulesNLB(ctx, svc, groups, strings.Fields(tags[nodePortsTag]), nil); err != nil {
-				return err
-			}
+		// The tag only says where to look; what goes is decided by the rules' descriptions.
+		if err := l.nodeRulesNLB(ctx, svc, groupIDs(tags[nodeGroupsTag]), nil); err != nil {
+			return err
 		}
 		if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: cur.LoadBalancerArn}); err != nil {
 			return fmt.Errorf("aws: DeleteLoadBalancer (v2) %s: %w", name, err)

@@ -74,7 +74,8 @@ func TestNLBLifecycleAndTypeChange(t *testing.T) {
 	}
 
 	g, _ := h.fake.Group(fakeaws.NodeGroup)
-	for _, r := range []fakeaws.Rule{{Protocol: "tcp", From: 30080, To: 30080, CIDR: "0.0.0.0/0"}, {Protocol: "udp", From: 30053, To: 30053, CIDR: "0.0.0.0/0"}} {
+	desc := ruleDescription(c.lb.identity(svc), "client")
+	for _, r := range []fakeaws.Rule{{Protocol: "tcp", From: 30080, To: 30080, CIDR: "0.0.0.0/0", Description: desc}, {Protocol: "udp", From: 30053, To: 30053, CIDR: "0.0.0.0/0", Description: desc}} {
 		if !slices.Contains(g.Rules, r) {
 			t.Errorf("node group rules %v lack %v", g.Rules, r)
 		}
@@ -129,7 +130,7 @@ func TestNLBDeleteFindsLeftoverTargetGroups(t *testing.T) {
 	}
 	// Simulate a crash of deleteNLB after its first steps (node rules revoked, NLB deleted).
 	nlb, _, _, _ := h.fake.NLBByName(c.lb.name(svc))
-	if err := c.lb.nodeRulesNLB(ctx, svc, []string{fakeaws.NodeGroup}, []string{"30080", "30053"}, nil); err != nil {
+	if err := c.lb.nodeRulesNLB(ctx, svc, []string{fakeaws.NodeGroup}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.api.elbv2.DeleteLoadBalancer(ctx, deleteNLBInput(nlb.ARN)); err != nil {

@@ -12,7 +12,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/ccm-project/ccm/common/lbname"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // routes implements cloudprovider.Routes on one VPC route table: RouteTableID, or the table
@@ -27,7 +27,7 @@ func (r routes) table(ctx context.Context) (*types.RouteTable, error) {
 	if id := r.c.cfg.Global.RouteTableID; id != "" {
 		in.RouteTableIds = []string{id}
 	} else {
-		in.Filters = []types.Filter{filter("tag-key", lbname.ClusterTagPrefix+r.c.cfg.ClusterID())}
+		in.Filters = []types.Filter{filter("tag-key", ownership.ClusterTagPrefix+r.c.cfg.ClusterID())}
 		if v := r.c.cfg.Global.VPC; v != "" {
 			in.Filters = append(in.Filters, filter("vpc-id", v))
 		}
@@ -38,7 +38,7 @@ func (r routes) table(ctx context.Context) (*types.RouteTable, error) {
 	}
 	if len(out.RouteTables) != 1 {
 		return nil, fmt.Errorf("aws: %d route tables are tagged %s%s; tag exactly one or set [Global] RouteTableID",
-			len(out.RouteTables), lbname.ClusterTagPrefix, r.c.cfg.ClusterID())
+			len(out.RouteTables), ownership.ClusterTagPrefix, r.c.cfg.ClusterID())
 	}
 	return &out.RouteTables[0], nil
 }

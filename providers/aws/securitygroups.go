@@ -3,8 +3,8 @@ package aws
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,7 +15,7 @@ import (
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
-	"github.com/ccm-project/ccm/common/lbname"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // groupName is the name of the security group made for one ELB.
@@ -28,6 +28,10 @@ func nodeGroup(in *types.Instance, _ string) string {
 		return ""
 	}
 	return aws.ToString(in.SecurityGroups[0].GroupId)
+}
+
+func groupTags(g *types.SecurityGroup) map[string]string {
+	return tagMap(g.Tags, func(t types.Tag) (*string, *string) { return t.Key, t.Value })
 }
 
 func (l *loadBalancers) findGroup(ctx context.Context, lbName, vpc string) (*types.SecurityGroup, error) {
@@ -45,12 +49,47 @@ func (l *loadBalancers) findGroup(ctx context.Context, lbName, vpc string) (*typ
 	return &out.SecurityGroups[0], nil
 }
 
-// rule is one ingress permission in a comparable form.
+// describeGroups reads groups by ID, skipping those that no longer exist (one missing ID fails
+// the whole call in EC2, so then each is read alone).
+func (l *loadBalancers) describeGroups(ctx context.Context, ids []string) ([]types.SecurityGroup, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	out, err := l.c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: ids})
+	if err == nil {
+		return out.SecurityGroups, nil
+	}
+	if !isCode(err, "InvalidGroup.NotFound") || len(ids) == 1 {
+		if isCode(err, "InvalidGroup.NotFound") {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
+	}
+	var gs []types.SecurityGroup
+	for _, id := range ids {
+		one, err := l.describeGroups(ctx, []string{id})
+		if err != nil {
+			return nil, err
+		}
+		gs = append(gs, one...)
+	}
+	return gs, nil
+}
+
+// rule is one ingress permission in a comparable form. EC2 identifies a rule by everything but
+// its description; the description says whose it is (ownership.Description).
 type rule struct {
 	proto    string
 	from, to int32
-	cidr     string
+	cidr     string // IPv4 or IPv6
 	group    string
+	desc     string
+}
+
+// key is the rule as EC2 compares it: without the description.
+func (r rule) key() rule {
+	r.desc = ""
+	return r
 }
 
 func rulesOf(g *types.SecurityGroup) []rule {
@@ -62,52 +101,199 @@ func rulesOf(g *types.SecurityGroup) []rule {
 		}
 		for _, ip := range p.IpRanges {
 			c := r
-			c.cidr = aws.ToString(ip.CidrIp)
+			c.cidr, c.desc = aws.ToString(ip.CidrIp), aws.ToString(ip.Description)
+			out = append(out, c)
+		}
+		for _, ip := range p.Ipv6Ranges {
+			c := r
+			c.cidr, c.desc = aws.ToString(ip.CidrIpv6), aws.ToString(ip.Description)
 			out = append(out, c)
 		}
 		for _, ug := range p.UserIdGroupPairs {
 			c := r
-			c.group = aws.ToString(ug.GroupId)
+			c.group, c.desc = aws.ToString(ug.GroupId), aws.ToString(ug.Description)
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-func permissions(rs []rule) []types.IpPermission {
+// permissions is rs in the API's shape: IPv6 ranges as Ipv6Ranges, descriptions only when
+// authorizing (a revoke matches rules without them).
+func permissions(rs []rule, withDesc bool) []types.IpPermission {
 	var out []types.IpPermission
 	for _, r := range rs {
 		p := types.IpPermission{IpProtocol: aws.String(r.proto)}
 		if r.proto != "-1" {
 			p.FromPort, p.ToPort = aws.Int32(r.from), aws.Int32(r.to)
 		}
-		if r.cidr != "" {
-			p.IpRanges = []types.IpRange{{CidrIp: aws.String(r.cidr)}}
-		} else {
-			p.UserIdGroupPairs = []types.UserIdGroupPair{{GroupId: aws.String(r.group)}}
+		var desc *string
+		if withDesc && r.desc != "" {
+			desc = aws.String(r.desc)
+		}
+		switch {
+		case r.cidr == "":
+			p.UserIdGroupPairs = []types.UserIdGroupPair{{GroupId: aws.String(r.group), Description: desc}}
+		case isIPv6(r.cidr):
+			p.Ipv6Ranges = []types.Ipv6Range{{CidrIpv6: aws.String(r.cidr), Description: desc}}
+		default:
+			p.IpRanges = []types.IpRange{{CidrIp: aws.String(r.cidr), Description: desc}}
 		}
 		out = append(out, p)
 	}
 	return out
 }
 
+func isIPv6(cidr string) bool {
+	p, err := netip.ParsePrefix(cidr)
+	return err == nil && p.Addr().Is6() && !p.Addr().Is4In6()
+}
+
+// halves splits a CIDR into its two halves; ok is false for a single address.
+func halves(cidr string) (a, b string, ok bool) {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil || p.Bits() >= p.Addr().BitLen() {
+		return "", "", false
+	}
+	lo := netip.PrefixFrom(p.Masked().Addr(), p.Bits()+1)
+	raw := lo.Addr().AsSlice()
+	raw[p.Bits()/8] |= 0x80 >> (p.Bits() % 8)
+	hiAddr, _ := netip.AddrFromSlice(raw)
+	return lo.String(), netip.PrefixFrom(hiAddr, p.Bits()+1).String(), true
+}
+
+// claim resolves want against the rules a group has. A wanted rule whose key is held by a rule
+// that is not ours (mine false: another Service's or cluster's, in a node group shared by two
+// clusters with the same nodePorts) must not be taken over, or one cluster's delete would
+// remove the other's access: a CIDR rule is then wanted as its two halves, which carry our
+// description, so each owner removes only its own rules and both admit the same clients. A
+// rule from a group, or from one address, cannot be split: the other's rule admits the same
+// traffic and is left alone. A rule with the key and no ccm description (made by hand or by an
+// earlier version) admits the traffic too and is never removed.
+//
+// Within one cluster nodePorts are unique, so only clusters sharing a node group collide.
+// Splitting goes at most maxSplit levels deep (up to 2^maxSplit rules for one range): the
+// first 1+maxSplit owners of a range each hold rules of their own; further ones rely on theirs.
+func claim(have, want []rule, mine func(rule) bool) []rule {
+	var out []rule
+	var visit func(r rule, depth int)
+	visit = func(r rule, depth int) {
+		i := slices.IndexFunc(have, func(h rule) bool { return h.key() == r.key() })
+		switch {
+		case i < 0 || mine(have[i]):
+			if !slices.ContainsFunc(out, func(o rule) bool { return o.key() == r.key() }) {
+				out = append(out, r)
+			}
+			return
+		case r.cidr != "" && depth < maxSplit:
+			if _, _, isCCM := ownership.ParseDescription(have[i].desc); isCCM {
+				if a, b, ok := halves(r.cidr); ok {
+					lo, hi := r, r
+					lo.cidr, hi.cidr = a, b
+					visit(lo, depth+1)
+					visit(hi, depth+1)
+					return
+				}
+			}
+		}
+		klog.V(2).InfoS("An ingress rule that is not ours already admits this traffic; leaving it alone", "rule", r.key())
+	}
+	for _, r := range want {
+		visit(r, 0)
+	}
+	return out
+}
+
+// maxSplit bounds how far claim splits a range (see there).
+const maxSplit = 2
+
+// syncRules authorizes the missing wanted rules and revokes those of ours (mine) that are not
+// wanted. Rules that are not ours are never revoked, whatever their ports or sources.
+func (l *loadBalancers) syncRules(ctx context.Context, groupID string, have, want []rule, mine func(rule) bool) error {
+	want = claim(have, want, mine)
+	var add, del []rule
+	for _, r := range want {
+		if !slices.ContainsFunc(have, func(h rule) bool { return h.key() == r.key() }) {
+			add = append(add, r)
+		}
+	}
+	for _, h := range have {
+		if mine(h) && !slices.ContainsFunc(want, func(r rule) bool { return r.key() == h.key() }) {
+			del = append(del, h)
+		}
+	}
+	if len(add) > 0 {
+		if _, err := l.c.api.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(groupID), IpPermissions: permissions(add, true)}); err != nil {
+			return fmt.Errorf("aws: AuthorizeSecurityGroupIngress %s: %w", groupID, err)
+		}
+	}
+	if len(del) > 0 {
+		if _, err := l.c.api.ec2.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: aws.String(groupID), IpPermissions: permissions(del, false)}); err != nil && !isCode(err, "InvalidPermission.NotFound") {
+			return fmt.Errorf("aws: RevokeSecurityGroupIngress %s: %w", groupID, err)
+		}
+	}
+	return nil
+}
+
+// describedBy is the mine of node group rules: only rules carrying id's description.
+func describedBy(id ownership.Identity) func(rule) bool {
+	return func(r rule) bool { return ownership.DescribedBy(id, r.desc) }
+}
+
+// checkNamedGroups checks the security groups a Service names by annotation: each must exist
+// and be the Service's own by its tags, or be allowed by the operator.
+func (l *loadBalancers) checkNamedGroups(ctx context.Context, id ownership.Identity, ids []string) error {
+	ann := annotationPrefix + annSecurityGroup
+	out, err := l.c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: ids})
+	if isCode(err, "InvalidGroup.NotFound", "InvalidGroupId.Malformed") {
+		return annotationError(annSecurityGroup, "names a security group that does not exist")
+	}
+	if err != nil {
+		return fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
+	}
+	allow := l.c.cfg.allow()
+	for _, want := range ids {
+		i := slices.IndexFunc(out.SecurityGroups, func(g types.SecurityGroup) bool { return aws.ToString(g.GroupId) == want })
+		if i < 0 {
+			return annotationError(annSecurityGroup, "security group %q does not exist", want)
+		}
+		if err := allow.Named(id, ann, "security group", want, groupTags(&out.SecurityGroups[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ensureGroupRules makes the ELB's own security group (when it has one) with ingress on its
-// listener ports from the source ranges, and lets the ELB's group reach the node groups.
-// It sets want.groupIDs.
+// listener ports from the source ranges, and lets the ELB's group reach the node groups on the
+// Service's nodePorts. Every rule it adds carries the Service's description. It sets
+// want.groupIDs. Groups named by annotation are checked before anything is written.
 func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, name string, want *desired) error {
+	id := l.identity(svc)
+	ownID := ""
 	if !want.OwnGroup {
+		if want.named {
+			if err := l.checkNamedGroups(ctx, id, want.SecurityGroups); err != nil {
+				return err
+			}
+		}
 		want.groupIDs = want.SecurityGroups
 	} else {
 		g, err := l.findGroup(ctx, name, want.vpc)
 		if err != nil {
 			return err
 		}
-		if g == nil {
-			tags := lbname.Tags(l.c.cfg.ClusterID(), svc.Namespace, svc.Name)
+		if g != nil {
+			// Found by its name alone: a group someone else made with this name is not ours.
+			if err := ownership.Check(id, "security group", groupName(name), groupTags(g)); err != nil {
+				return err
+			}
+		} else {
 			var ts []types.Tag
-			for k, v := range tags {
+			for k, v := range id.Tags() {
 				ts = append(ts, types.Tag{Key: aws.String(k), Value: aws.String(v)})
 			}
+			slices.SortFunc(ts, func(a, b types.Tag) int { return strings.Compare(aws.ToString(a.Key), aws.ToString(b.Key)) })
 			out, err := l.c.api.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
 				GroupName: aws.String(groupName(name)), VpcId: aws.String(want.vpc),
 				Description:       aws.String(fmt.Sprintf("Kubernetes ELB %s for %s/%s", name, svc.Namespace, svc.Name)),
@@ -116,91 +302,79 @@ func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, n
 			if err != nil {
 				return fmt.Errorf("aws: CreateSecurityGroup %s: %w", groupName(name), err)
 			}
+			if aws.ToString(out.GroupId) == "" {
+				return errEmptyAnswer("CreateSecurityGroup", groupName(name))
+			}
 			g = &types.SecurityGroup{GroupId: out.GroupId}
 		}
 		var rs []rule
 		for _, ls := range want.Listeners {
-			port, _ := strconv.Atoi(strings.Split(ls, ":")[1])
+			port := listenerOf(ls).LoadBalancerPort
 			for _, cidr := range want.SourceRanges {
-				rs = append(rs, rule{proto: "tcp", from: int32(port), to: int32(port), cidr: cidr})
+				rs = append(rs, rule{proto: "tcp", from: port, to: port, cidr: cidr, desc: ruleDescription(id, "client")})
 			}
 		}
+		// The whole group is this Service's (its tags say so): every rule in it is ours.
 		if err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), rs, func(rule) bool { return true }); err != nil {
 			return err
 		}
-		want.groupIDs = []string{aws.ToString(g.GroupId)}
+		ownID = aws.ToString(g.GroupId)
+		want.groupIDs = []string{ownID}
 	}
 	if l.c.cfg.Global.DisableSecurityGroupIngress || len(want.NodeGroups) == 0 || len(want.groupIDs) == 0 {
 		return nil
 	}
-	out, err := l.c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: want.NodeGroups})
+	groups, err := l.describeGroups(ctx, want.NodeGroups)
 	if err != nil {
-		return fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
+		return err
 	}
 	from := want.groupIDs[0]
-	for i := range out.SecurityGroups {
-		g := &out.SecurityGroups[i]
-		need := []rule{{proto: "-1", group: from}}
-		// Only the rule for this ELB's group is ours to manage on a node group.
-		if err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), need, func(r rule) bool { return r.group == from }); err != nil {
+	var need []rule
+	for _, p := range want.nodePorts() {
+		need = append(need, rule{proto: "tcp", from: p, to: p, group: from, desc: ruleDescription(id, "elb")})
+	}
+	mine := describedBy(id)
+	if ownID != "" {
+		// Rules from the ELB's own group are its own, described or not (earlier versions
+		// admitted all traffic from it without a description).
+		mine = func(r rule) bool { return ownership.DescribedBy(id, r.desc) || r.group == ownID }
+	}
+	for i := range groups {
+		g := &groups[i]
+		if err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), need, mine); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// syncRules authorizes missing rules and revokes those of ours (mine) that are not wanted.
-func (l *loadBalancers) syncRules(ctx context.Context, groupID string, have, want []rule, mine func(rule) bool) error {
-	var add, del []rule
-	for _, r := range want {
-		if !slices.Contains(have, r) {
-			add = append(add, r)
-		}
-	}
-	for _, r := range have {
-		if mine(r) && !slices.Contains(want, r) {
-			del = append(del, r)
-		}
-	}
-	if len(add) > 0 {
-		if _, err := l.c.api.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(groupID), IpPermissions: permissions(add)}); err != nil && !isCode(err, "InvalidPermission.Duplicate") {
-			return fmt.Errorf("aws: AuthorizeSecurityGroupIngress %s: %w", groupID, err)
-		}
-	}
-	if len(del) > 0 {
-		if _, err := l.c.api.ec2.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: aws.String(groupID), IpPermissions: permissions(del)}); err != nil && !isCode(err, "InvalidPermission.NotFound") {
-			return fmt.Errorf("aws: RevokeSecurityGroupIngress %s: %w", groupID, err)
-		}
-	}
-	return nil
-}
-
-// deleteGroup removes the ELB's own security group and the rules in other groups that refer to
-// it, if this cluster owns it for svc.
-func (l *loadBalancers) deleteGroup(ctx context.Context, svc *v1.Service, name string) error {
-	g, err := l.findGroup(ctx, name, l.c.cfg.Global.VPC)
-	if err != nil || g == nil {
-		return err
-	}
-	tags := map[string]string{}
-	for _, t := range g.Tags {
-		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
-	}
-	if ns, n, ok := lbname.Owner(l.c.cfg.ClusterID(), tags); !ok || ns != svc.Namespace || n != svc.Name {
-		klog.InfoS("Not deleting a security group this cluster does not own", "group", aws.ToString(g.GroupId))
+// revokeRulesFrom removes, from every group with a rule whose source is one of sources, the
+// rules this Service added (its description), and any rule from ownID, the ELB's own group.
+func (l *loadBalancers) revokeRulesFrom(ctx context.Context, id ownership.Identity, sources []string, ownID string) error {
+	sources = slices.DeleteFunc(slices.Compact(slices.Sorted(slices.Values(sources))), func(s string) bool { return s == "" })
+	if len(sources) == 0 {
 		return nil
 	}
-	id := aws.ToString(g.GroupId)
-	refs, err := l.c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{filter("ip-permission.group-id", id)}})
+	refs, err := l.c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{filter("ip-permission.group-id", sources...)}})
 	if err != nil {
 		return fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
+	}
+	mine := func(r rule) bool {
+		return (ownership.DescribedBy(id, r.desc) && slices.Contains(sources, r.group)) || (ownID != "" && r.group == ownID)
 	}
 	for i := range refs.SecurityGroups {
 		ref := &refs.SecurityGroups[i]
-		if err := l.syncRules(ctx, aws.ToString(ref.GroupId), rulesOf(ref), nil, func(r rule) bool { return r.group == id }); err != nil {
+		if err := l.syncRules(ctx, aws.ToString(ref.GroupId), rulesOf(ref), nil, mine); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// deleteGroup removes the ELB's own security group, if this Service owns it, after the rules
+// that refer to it.
+func (l *loadBalancers) deleteGroup(ctx context.Context, svc *v1.Service, g *types.SecurityGroup) error {
+	id := aws.ToString(g.GroupId)
 	if _, err := l.c.api.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: g.GroupId}); err != nil {
 		if isCode(err, "DependencyViolation") {
 			// The ELB's network interfaces linger for a while after it is deleted.

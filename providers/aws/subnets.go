@@ -12,7 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/ccm-project/ccm/common/lbname"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // subnetTTL: subnets change rarely; caching them keeps a resync from costing a read per Service.
@@ -24,21 +26,41 @@ type subnetCache struct {
 }
 
 type subnetAnswer struct {
-	ids []string
-	vpc string
-	at  time.Time
+	ids      []string
+	vpc      string
+	untagged []string // of ids, those not tagged for this cluster (owned or shared)
+	at       time.Time
 }
 
 // subnets returns the ELB's subnets: the annotation's (IDs or Name tags), else those tagged
 // kubernetes.io/role/elb (internal-elb for internal ELBs) and kubernetes.io/cluster/<id>, one
-// per zone (the lowest ID, so the choice is stable).
-func (l *loadBalancers) subnets(ctx context.Context, opts *lbOptions) ([]string, string, error) {
+// per zone (the lowest ID, so the choice is stable). A subnet named by the annotation is used
+// only if it is tagged for this cluster (owned or shared) or the operator allowed it by the
+// Service's namespace or its ID: a tenant must not put a load balancer into another cluster's
+// (or anyone's) subnet.
+func (l *loadBalancers) subnets(ctx context.Context, svc *v1.Service, opts *lbOptions) ([]string, string, error) {
+	a, err := l.subnetAnswer(ctx, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	allow := l.c.cfg.allow()
+	for _, id := range a.untagged {
+		if !allow.Permits(svc.Namespace, id) {
+			return nil, "", fmt.Errorf("annotation %s%s: subnet %q is not tagged %s%s (owned or shared), so it is not this cluster's to use; "+
+				"an operator can allow it in the cloud config ([Global] AllowedResourceNamespaces or AllowedResourceIDs): %w",
+				annotationPrefix, annSubnets, id, ownership.ClusterTagPrefix, l.c.cfg.ClusterID(), ownership.ErrNotOwned)
+		}
+	}
+	return a.ids, a.vpc, nil
+}
+
+func (l *loadBalancers) subnetAnswer(ctx context.Context, opts *lbOptions) (subnetAnswer, error) {
 	key := fmt.Sprintf("%v|%v", opts.Internal, opts.Subnets)
 	l.sn.mu.Lock()
 	a, ok := l.sn.m[key]
 	l.sn.mu.Unlock()
 	if ok && time.Since(a.at) < subnetTTL {
-		return a.ids, a.vpc, nil
+		return a, nil
 	}
 	var filters []types.Filter
 	if v := l.c.cfg.Global.VPC; v != "" {
@@ -61,26 +83,28 @@ func (l *loadBalancers) subnets(ctx context.Context, opts *lbOptions) ([]string,
 	case len(opts.Subnets) == 0:
 		filters = append(filters, filter("tag-key", role))
 	case len(names) > 0 && len(in.SubnetIds) > 0:
-		return nil, "", annotationError(annSubnets, "use either subnet IDs or Name tags, not both")
+		return subnetAnswer{}, annotationError(annSubnets, "use either subnet IDs or Name tags, not both")
 	case len(names) > 0:
 		filters = append(filters, filter("tag:Name", names...))
 	}
 	in.Filters = filters
 	out, err := l.c.api.ec2.DescribeSubnets(ctx, in)
 	if err != nil {
-		if isCode(err, "InvalidSubnetID.NotFound") {
-			return nil, "", annotationError(annSubnets, "%v", err)
+		if isCode(err, "InvalidSubnetID.NotFound", "InvalidSubnetID.Malformed") {
+			return subnetAnswer{}, annotationError(annSubnets, "names a subnet that does not exist")
 		}
-		return nil, "", fmt.Errorf("aws: DescribeSubnets: %w", err)
+		return subnetAnswer{}, fmt.Errorf("aws: DescribeSubnets: %w", err)
 	}
 	byZone := map[string]string{}
 	vpc := ""
+	var untagged []string
 	for _, s := range out.Subnets {
-		if len(opts.Subnets) == 0 {
-			v := tagValue(s.Tags, lbname.ClusterTagPrefix+l.c.cfg.ClusterID())
-			if v != lbname.Owned && v != lbname.Shared {
+		v := tagValue(s.Tags, ownership.ClusterTagPrefix+l.c.cfg.ClusterID())
+		if v != ownership.Owned && v != ownership.Shared {
+			if len(opts.Subnets) == 0 {
 				continue
 			}
+			untagged = append(untagged, aws.ToString(s.SubnetId))
 		}
 		z, id := aws.ToString(s.AvailabilityZone), aws.ToString(s.SubnetId)
 		if cur, ok := byZone[z]; !ok || id < cur || len(opts.Subnets) > 0 {
@@ -98,18 +122,19 @@ func (l *loadBalancers) subnets(ctx context.Context, opts *lbOptions) ([]string,
 			ids = append(ids, aws.ToString(s.SubnetId))
 		}
 		if len(ids) < len(opts.Subnets) {
-			return nil, "", annotationError(annSubnets, "found %d of the %d subnets named", len(ids), len(opts.Subnets))
+			return subnetAnswer{}, annotationError(annSubnets, "found %d of the %d subnets named", len(ids), len(opts.Subnets))
 		}
 	}
 	if len(ids) == 0 {
-		return nil, "", fmt.Errorf("aws: no subnet is tagged %s and %s%s (owned or shared); tag the subnets or set the annotation %s%s",
-			role, lbname.ClusterTagPrefix, l.c.cfg.ClusterID(), annotationPrefix, annSubnets)
+		return subnetAnswer{}, fmt.Errorf("aws: no subnet is tagged %s and %s%s (owned or shared); tag the subnets or set the annotation %s%s",
+			role, ownership.ClusterTagPrefix, l.c.cfg.ClusterID(), annotationPrefix, annSubnets)
 	}
 	sort.Strings(ids)
+	a = subnetAnswer{ids: ids, vpc: vpc, untagged: untagged, at: time.Now()}
 	l.sn.mu.Lock()
-	l.sn.m[key] = subnetAnswer{ids: ids, vpc: vpc, at: time.Now()}
+	l.sn.m[key] = a
 	l.sn.mu.Unlock()
-	return ids, vpc, nil
+	return a, nil
 }
 
 func tagValue(tags []types.Tag, key string) string {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/ccm-project/ccm/common/lbname"
+	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/simcontrol"
 )
 
@@ -64,19 +64,19 @@ func (c control) Resources() []simcontrol.Resource {
 	defer s.mu.Unlock()
 	out := []simcontrol.Resource{} // "[]", not null, when the cloud is empty
 	for name, lb := range s.elbs {
-		out = append(out, simcontrol.Resource{Kind: "loadbalancer", Name: name, Service: lb.Tags[lbname.ServiceTag]})
+		out = append(out, simcontrol.Resource{Kind: "loadbalancer", Name: name, Service: lb.Tags[ownership.ServiceTag]})
 	}
 	for _, lb := range s.nlbs {
-		out = append(out, simcontrol.Resource{Kind: "loadbalancer", Name: lb.Name, Service: lb.Tags[lbname.ServiceTag]})
+		out = append(out, simcontrol.Resource{Kind: "loadbalancer", Name: lb.Name, Service: lb.Tags[ownership.ServiceTag]})
 	}
 	for _, tg := range s.tgs {
-		out = append(out, simcontrol.Resource{Kind: "target-group", Name: tg.Name, Service: tg.Tags[lbname.ServiceTag]})
+		out = append(out, simcontrol.Resource{Kind: "target-group", Name: tg.Name, Service: tg.Tags[ownership.ServiceTag]})
 	}
 	for id := range s.groups {
 		if id == NodeGroup { // made by New, not by a ccm
 			continue
 		}
-		out = append(out, simcontrol.Resource{Kind: "security-group", Name: id, Service: s.tags[id][lbname.ServiceTag]})
+		out = append(out, simcontrol.Resource{Kind: "security-group", Name: id, Service: s.tags[id][ownership.ServiceTag]})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Kind != out[j].Kind {

@@ -24,7 +24,7 @@ type TargetGroup struct {
 	Port                     int
 	HealthProtocol           string
 	HealthPort, HealthPath   string
-	HealthThresholds         string // "healthy/unhealthy/interval/timeout" as created
+	HealthThresholds         string   // "healthy/unhealthy/interval/timeout" as created
 	Targets                  []string // instance IDs (on Port)
 	Tags                     map[string]string
 	ProxyProtocolV2          bool // attribute proxy_protocol_v2.enabled

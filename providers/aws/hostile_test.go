@@ -1,0 +1,97 @@
+package aws
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccm-project/ccm/common/cloudtest"
+	"github.com/ccm-project/ccm/common/lbname"
+	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
+)
+
+// The harness as cloudtest.HostileHarness: several clusters (each its own KubernetesClusterID)
+// in one account, that is one fake. Every instance the harness adds is in the fake's one node
+// security group, so the clusters' nodes share it, with the same nodePorts.
+
+var _ cloudtest.HostileHarness = (*harness)(nil)
+
+// NewCloudFor is a cloud of cluster on the same fake. The fake's load balancer subnets are
+// tagged as shared with cluster too, as an operator would for a second cluster in the VPC.
+func (h *harness) NewCloudFor(t cloudtest.T, cluster string) cloudprovider.Interface {
+	for _, id := range h.subnets {
+		h.fake.TagResource(id, map[string]string{ownership.ClusterTagPrefix + cluster: ownership.Shared})
+	}
+	c, err := New(strings.NewReader(h.configFor(cluster)))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	c.Initialize(nil, nil)
+	return c
+}
+
+// attackName is the load balancer name of the suite's attack Service number i (the suite
+// names them tenant/attack-<i> in the order of HostileCases).
+func attackName(attacker string, i int) string {
+	return lbname.AWSELB.Name(attacker, "tenant", fmt.Sprintf("attack-%d", i))
+}
+
+// HostileCases seeds the fake with objects ccm did not make (or made for another cluster)
+// and returns the annotations a tenant of attacker could write against them.
+func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Service, attacker string) []cloudtest.HostileCase {
+	victimLB := lbname.AWSELB.Name(victim, victimSvc.Namespace, victimSvc.Name)
+	victimSG, ok := h.fake.GroupByName(groupName(victimLB))
+	if !ok {
+		t.Fatalf("the victim's ELB security group %s is not in the fake", groupName(victimLB))
+	}
+	victimTags := ownership.Of(victim, victimSvc).Tags()
+	handSG := h.fake.AddSecurityGroup("made-by-hand", "an operator's group", map[string]string{"team": "net"})
+	victimSubnet := h.fake.AddSubnet(fakeaws.VPC, "us-east-1a", "10.0.200.0/24", map[string]string{
+		ownership.ClusterTagPrefix + victim: ownership.Owned, "kubernetes.io/role/elb": "1"})
+	forged := fmt.Sprintf("%s%s=owned,%s=%s/%s,%s=%s", ownership.ClusterTagPrefix, victim, ownership.ServiceTag, victimSvc.Namespace, victimSvc.Name, ownership.ServiceUIDTag, victimSvc.UID)
+	typeNLB := annotationPrefix + annType
+	ann := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	cases := []cloudtest.HostileCase{
+		{Name: "additional-resource-tags forge the victim's ownership (classic)", Reason: "reserved",
+			Annotations: ann(annotationPrefix+annExtraTags, forged)},
+		{Name: "additional-resource-tags forge the victim's ownership (nlb)", Reason: "reserved",
+			Annotations: ann(annotationPrefix+annExtraTags, forged, typeNLB, "nlb")},
+		{Name: "additional-resource-tags forge ccm's bookkeeping (node groups, fingerprint)", Reason: "reserved",
+			Annotations: ann(annotationPrefix+annExtraTags, nodeGroupsTag+"="+fakeaws.NodeGroup+","+fingerprintTag+"=x", typeNLB, "nlb")},
+		{Name: "security-groups names the victim cluster's ELB group", Reason: "does not own",
+			Annotations: ann(annotationPrefix+annSecurityGroup, victimSG)},
+		{Name: "security-groups names a group made by hand", Reason: "does not own",
+			Annotations: ann(annotationPrefix+annSecurityGroup, handSG)},
+		{Name: "security-groups names the shared node group", Reason: "does not own",
+			Annotations: ann(annotationPrefix+annSecurityGroup, fakeaws.NodeGroup)},
+		{Name: "a group named k8s-elb-<the Service's ELB> exists with the victim's tags", Reason: "not this Service's"},
+		{Name: "a target group with ccm's name for the Service exists with the victim's tags", Reason: "not this Service's",
+			Annotations: ann(typeNLB, "nlb")},
+		{Name: "subnets names a subnet tagged for the victim cluster only (classic)", Reason: "not tagged",
+			Annotations: ann(annotationPrefix+annSubnets, victimSubnet)},
+		{Name: "subnets names a subnet tagged for the victim cluster only (nlb)", Reason: "not tagged",
+			Annotations: ann(annotationPrefix+annSubnets, victimSubnet, typeNLB, "nlb")},
+		{Name: "an ELB with the Service's name exists with the victim's tags", Reason: "not this Service's"},
+		{Name: "an NLB with the Service's name exists without tags", Reason: "not this Service's",
+			Annotations: ann(typeNLB, "nlb")},
+	}
+	// The objects found by name, for the cases that expect them.
+	h.fake.AddSecurityGroup(groupName(attackName(attacker, 6)), "not ccm's", victimTags)
+	h.fake.AddTargetGroup(tgNames.Name(attacker, "tenant/attack-7", "tcp30080"), "TCP", 30080, victimTags)
+	h.fake.AddClassicLB(attackName(attacker, 10), 80, 30080, victimTags)
+	h.fake.AddNLB(attackName(attacker, 11), nil)
+	return cases
+}
+
+// Snapshot is the fake's own dump of every load-balancing object with its settings, tags,
+// targets and every security group rule with its description.
+func (h *harness) Snapshot(cloudtest.T) string { return h.fake.Dump() }
