@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -51,17 +52,27 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// RetryAfter reads a Retry-After header: delay-seconds or an HTTP date (a past date is 0).
+// RetryAfter reads a Retry-After header: delay-seconds (digits only, RFC 9110) or an HTTP date
+// (a past date is 0). The result is never negative and never above MaxRetryAfter, however many
+// digits or however distant a date the server sends; ok is false when there is no header or it
+// is neither form.
 func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	v := h.Get("Retry-After")
+	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0, false
 	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
+	if strings.Trim(v, "0123456789") == "" {
+		// All digits: parse them saturating, never wrapping around.
+		if s, err := strconv.ParseUint(v, 10, 64); err == nil && s < uint64(MaxRetryAfter/time.Second) {
+			return time.Duration(s) * time.Second, true
+		}
+		return MaxRetryAfter, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
+		return min(max(t.Sub(now), 0), MaxRetryAfter), true
 	}
 	return 0, false
 }
+
+// MaxRetryAfter caps what RetryAfter returns (Policy.MaxWait caps the wait itself).
+const MaxRetryAfter = time.Hour

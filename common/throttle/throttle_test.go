@@ -14,14 +14,23 @@ func TestRetryAfter(t *testing.T) {
 		"3":                             3 * time.Second,
 		"0":                             0,
 		"Thu, 01 Jan 2026 12:00:07 GMT": 7 * time.Second,
-		"Thu, 01 Jan 2026 11:00:00 GMT": 0, // in the past: go now
+		"Thu, 01 Jan 2026 11:00:00 GMT": 0,               // in the past: go now
+		" 5 ":                           5 * time.Second, // optional white space around the value
+		// Far too long: capped, not wrapped around (9999999999 s overflowed to a negative wait;
+		// longer digit strings were refused as out of range).
+		"9999999999":                     MaxRetryAfter,
+		"99999999999999999999999":        MaxRetryAfter,
+		"Fri, 31 Dec 9999 23:59:59 GMT":  MaxRetryAfter,
+		"Thu, 01 Jan 2026 13:00:00 GMT":  MaxRetryAfter,
+		"Monday, 01-Jan-26 12:00:02 GMT": 2 * time.Second, // the obsolete forms HTTP allows
+		"Thu Jan  1 12:00:03 2026":       3 * time.Second,
 	} {
 		got, ok := RetryAfter(http.Header{"Retry-After": {v}}, now)
 		if !ok || got != want {
 			t.Errorf("Retry-After %q = %v, %v; want %v", v, got, ok, want)
 		}
 	}
-	for _, v := range []string{"", "soon", "-1"} {
+	for _, v := range []string{"", "soon", "-1", "+3", "3.5", "1e3", "0x10", "3 s"} {
 		if _, ok := RetryAfter(http.Header{"Retry-After": {v}}, now); ok {
 			t.Errorf("Retry-After %q accepted", v)
 		}
