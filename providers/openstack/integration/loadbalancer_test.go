@@ -17,13 +17,15 @@ import (
 // provisioning delay: pending load balancers do not hold the worker. A new node is added to
 // every pool with one batch call each; deleting releases the floating IPs we allocated and
 // keeps the one the user brought.
+// userFIP is a floating IP allocated by hand, allowed in the cloud config (main_test.go).
+const userFIP = "172.24.4.77"
+
 func TestLoadBalancerLifecycle(t *testing.T) {
 	machine(t, "os-lb-a", "10.0.2.11", "")
 	machine(t, "os-lb-b", "10.0.2.12", "")
 	waitInitialised(t, "os-lb-a")
 	waitInitialised(t, "os-lb-b")
 	ns := namespace(t)
-	userFIP := "172.24.4.77"
 	cloud.AddFloatingIP(userFIP)
 	names := []string{"web-0", "web-1", "web-2"}
 	before := cloud.Calls()

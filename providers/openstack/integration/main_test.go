@@ -68,7 +68,9 @@ func run(m *testing.M) int {
 	}
 	defer cloud.Close()
 	conf := filepath.Join(env.Dir, "cloud.conf")
-	if err := os.WriteFile(conf, []byte(cloud.CloudConfig("floating-network-id = "+fake.PublicNetworkID, "create-monitor = true", "pending-retry = 500ms")), 0o600); err != nil {
+	// TestLoadBalancerLifecycle brings a floating IP allocated by hand: the operator allows it.
+	if err := os.WriteFile(conf, []byte(cloud.CloudConfig("floating-network-id = "+fake.PublicNetworkID, "create-monitor = true", "pending-retry = 500ms",
+		"allowed-resource-ids = "+userFIP)), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
