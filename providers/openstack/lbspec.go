@@ -3,6 +3,7 @@ package openstack
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -112,9 +113,19 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	s.memberSubnetID = or(a[annMemberSubnetID], or(s.memberSubnetID, s.subnetID))
 	s.floatingNetworkID, s.floatingSubnetID = or(a[annFloatingNetworkID], s.floatingNetworkID), or(a[annFloatingSubnetID], s.floatingSubnetID)
 	s.existingID = a[annLoadBalancerID]
+	if s.existingID != "" && !objectIDRE.MatchString(s.existingID) {
+		return nil, fmt.Errorf("annotation %s: %q is not an Octavia load balancer ID", annLoadBalancerID, s.existingID)
+	}
 	s.internal = parseBool(svc, annInternal, cfg.InternalLB, &s.warnings)
 	s.keepFIP = parseBool(svc, annKeepFloatingIP, false, &s.warnings)
 	s.fixedFIP = svc.Spec.LoadBalancerIP //nolint:staticcheck // deprecated in the API, still the upstream way to ask for a floating IP
+	if s.fixedFIP != "" {
+		ip, err := netip.ParseAddr(s.fixedFIP)
+		if err != nil || ip.Zone() != "" {
+			return nil, fmt.Errorf("spec.loadBalancerIP: %q is not an IP address", s.fixedFIP)
+		}
+		s.fixedFIP = ip.String()
+	}
 	if s.subnetID == "" && s.networkID == "" {
 		return nil, fmt.Errorf("no VIP subnet: set [LoadBalancer] subnet-id or network-id, a class, or annotation %s", annSubnetID)
 	}
@@ -181,6 +192,10 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	sort.Slice(s.listeners, func(i, j int) bool { return s.listeners[i].key() < s.listeners[j].key() })
 	return s, nil
 }
+
+// objectIDRE is what an OpenStack object ID may look like (UUIDs; the fake's "lb-000001"): it
+// goes into a URL path, so nothing else (no "/", "..", "?") is accepted.
+var objectIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
 // sourceRanges are the Service's loadBalancerSourceRanges as canonical prefixes, sorted; a
 // value that is not a CIDR is an error naming the field.

@@ -296,3 +296,38 @@ func TestSecurityGroupForeignRuleKept(t *testing.T) {
 		t.Errorf("rules = %v, want %v (the hand-made rule kept, ours replaced)", got, want)
 	}
 }
+
+// Values that go into URLs or cloud filters are checked first, with errors naming the field.
+func TestNamedValuesValidated(t *testing.T) {
+	c := newTestCloud(t, newFake(t, fake.Options{}), "")
+	for _, tc := range []struct {
+		ann  map[string]string
+		lbIP string
+		want string
+	}{
+		{map[string]string{annLoadBalancerID: "../../listeners"}, "", annLoadBalancerID},
+		{map[string]string{annLoadBalancerID: "lb-1?x=y"}, "", annLoadBalancerID},
+		{nil, "172.24.4.300", "spec.loadBalancerIP"},
+		{nil, "fe80::1%eth0", "spec.loadBalancerIP"},
+	} {
+		svc := lbService("w", tc.ann)
+		svc.Spec.LoadBalancerIP = tc.lbIP
+		if _, err := c.lb.spec("n", svc); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %q: %v, want an error naming %s", tc.ann, tc.lbIP, err, tc.want)
+		}
+	}
+}
+
+// The provider scopes ownership by the cluster name ccm hands over: HasClusterID is false
+// until then (it was always true).
+func TestHasClusterIDFollowsClusterName(t *testing.T) {
+	c := newTestCloud(t, newFake(t, fake.Options{}), "")
+	if c.HasClusterID() {
+		t.Errorf("HasClusterID before UseClusterName = true")
+	}
+	var scoped ownership.ClusterNameScoped = c
+	scoped.UseClusterName("prod-eu-1")
+	if !c.HasClusterID() || c.ClusterName() != "prod-eu-1" {
+		t.Errorf("after UseClusterName: HasClusterID=%v name=%q", c.HasClusterID(), c.ClusterName())
+	}
+}
