@@ -284,8 +284,10 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 	}
 	id := ownership.Of(clusterName, svc)
 	// What the Service names is checked before anything is written.
-	if err := l.checkRequestedFIP(ctx, cl, id, specs[0]); err != nil {
-		return nil, err
+	for _, spec := range specs {
+		if err := l.checkRequestedFIP(ctx, cl, id, spec); err != nil {
+			return nil, err
+		}
 	}
 	var addrs, pending []string
 	for _, spec := range specs {
