@@ -38,7 +38,11 @@ type loadBalancers struct {
 	loaded  bool
 	records map[string]Record // by record key (the load balancer name), as in the store
 	owner   holders           // address -> the record keys of the Services using it
-	seen    int               // the shared store's change count when last read (revisioned)
+	// seen is the shared store's change count as known: when last read, plus our own writes
+	// since (revisioned). inflight counts our store writes under way: a read meanwhile may or
+	// may not count them, so it leaves seen unknown (-1) and the next operation reads again.
+	seen     int
+	inflight int
 }
 
 // desiredState is what a Record's fingerprint covers.
@@ -183,6 +187,9 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		return err
 	}
 	_, exists, notMine := l.mine(id, k)
+	if exists && notMine == nil {
+		l.inflight++
+	}
 	l.mu.Unlock()
 	if notMine != nil {
 		klog.InfoS("Not deleting a load balancer record that is not the Service's", "service", klog.KObj(svc), "record", k, "reason", notMine)
@@ -200,14 +207,17 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		return nil
 	}
 	if exists {
-		if err := l.store.Delete(ctx, k); err != nil {
-			return err
-		}
+		err = l.store.Delete(ctx, k)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if exists {
+		l.inflight--
+		if err != nil {
+			return err
+		}
 		delete(l.records, k)
+		l.seen++ // our own write: no need to re-read a shared store for it
 	}
 	l.owner.releaseAll(k)
 	l.updatePoolMetrics()
@@ -238,10 +248,12 @@ func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
 		l.owner.claim(ip, k)
 	}
 	l.records[k] = r
+	l.inflight++
 	l.mu.Unlock()
 	err := l.store.Put(ctx, k, r)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.inflight--
 	drop := oldIPs // on success, the addresses the Service no longer uses
 	if err != nil {
 		drop = newIPs // on failure, the ones it did not have
@@ -259,6 +271,7 @@ func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
 	if err != nil {
 		return err
 	}
+	l.seen++ // our own write: no need to re-read a shared store for it
 	l.updatePoolMetrics()
 	return nil
 }
@@ -334,6 +347,9 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string) error {
 		return nil
 	}
 	l.seen = rs.Writes()
+	if l.inflight > 0 {
+		l.seen = -1
+	}
 	records, err := l.store.Load(ctx)
 	if err != nil {
 		return err
