@@ -148,7 +148,7 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 		return nil, annotationError(annSSLPorts, "needs %s%s", annotationPrefix, annSSLCert)
 	}
 	if o.HC.Timeout >= o.HC.Interval {
-		return nil, annotationError(annHCTimeout, "must be less than the interval (%ds)", o.HC.Interval)
+		return nil, annotationError(annHCTimeout, "(%ds) must be less than %s%s (%ds)", o.HC.Timeout, annotationPrefix, annHCInterval, o.HC.Interval)
 	}
 	if o.NLB {
 		for _, a := range []string{annSecurityGroup, annBackend, annCrossZone} {

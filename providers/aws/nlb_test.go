@@ -106,6 +106,13 @@ func TestNLBLifecycleAndTypeChange(t *testing.T) {
 	if _, _, _, ok := h.fake.NLBByName(c.lb.name(svc)); ok {
 		t.Error("the NLB survived the change back to classic")
 	}
+	// The classic ELB's node rule (from its group) survives the NLB's removal, and the NLB's
+	// rules are gone.
+	e, _ := h.fake.ClassicLB(c.lb.name(classic))
+	g, _ = h.fake.Group(fakeaws.NodeGroup)
+	if want := []fakeaws.Rule{{Protocol: "tcp", From: 30080, To: 30080, SourceSG: e.SecurityGroups[0], Description: ruleDescription(c.lb.identity(classic), "elb")}}; !slices.Equal(g.Rules, want) {
+		t.Errorf("node group rules after the change back to classic: %v, want %v", g.Rules, want)
+	}
 	if err := lb2.EnsureLoadBalancerDeleted(ctx, "x", classic); err != nil {
 		t.Fatal(err)
 	}

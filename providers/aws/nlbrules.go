@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // nodeGroupsTag lists (space-separated) the node security groups an NLB's rules were added to,
@@ -53,7 +55,10 @@ func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, group
 		if slices.Contains(want.nodeGroups(), aws.ToString(g.GroupId)) {
 			rs = need
 		}
-		if err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), rs, describedBy(id)); err != nil {
+		// An NLB's rules are from CIDRs; the Service's classic ELB rules (from its group) are not
+		// these, during a type change either.
+		mine := func(r rule) bool { return r.cidr != "" && ownership.DescribedBy(id, r.desc) }
+		if err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), rs, mine); err != nil {
 			return err
 		}
 	}

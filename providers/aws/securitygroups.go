@@ -235,11 +235,6 @@ func (l *loadBalancers) syncRules(ctx context.Context, groupID string, have, wan
 	return nil
 }
 
-// describedBy is the mine of node group rules: only rules carrying id's description.
-func describedBy(id ownership.Identity) func(rule) bool {
-	return func(r rule) bool { return ownership.DescribedBy(id, r.desc) }
-}
-
 // checkNamedGroups checks the security groups a Service names by annotation: each must exist
 // and be the Service's own by its tags, or be allowed by the operator.
 func (l *loadBalancers) checkNamedGroups(ctx context.Context, id ownership.Identity, ids []string) error {
@@ -333,12 +328,10 @@ func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, n
 	for _, p := range want.nodePorts() {
 		need = append(need, rule{proto: "tcp", from: p, to: p, group: from, desc: ruleDescription(id, "elb")})
 	}
-	mine := describedBy(id)
-	if ownID != "" {
-		// Rules from the ELB's own group are its own, described or not (earlier versions
-		// admitted all traffic from it without a description).
-		mine = func(r rule) bool { return ownership.DescribedBy(id, r.desc) || r.group == ownID }
-	}
+	// The ELB's rules in node groups are from a group (the Service's NLB rules, from CIDRs, are
+	// not these). Rules from the ELB's own group are its own, described or not (earlier versions
+	// admitted all traffic from it without a description).
+	mine := func(r rule) bool { return r.group != "" && (ownership.DescribedBy(id, r.desc) || r.group == ownID) }
 	for i := range groups {
 		g := &groups[i]
 		if err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), need, mine); err != nil {
