@@ -164,3 +164,16 @@ func TestSecretChangeResetsTheSession(t *testing.T) {
 		t.Fatalf("resets after a password change: %v, want [vc]", reset)
 	}
 }
+
+// A YAML entry with no keys is a null: an error or a default, never a panic (found by
+// FuzzReadConfig: "vcenter:\n  a:" crashed the factory).
+func TestYAMLEmptyEntries(t *testing.T) {
+	for _, src := range []string{
+		"global:\n  user: u\n  password: p\nvcenter:\n  vc.example.com:\n",
+		"global:\n  server: vc\n  user: u\n  password: p\npools:\n  a:\n",
+	} {
+		if _, err := readConfig(strings.NewReader(src)); err == nil && strings.Contains(src, "pools") {
+			t.Errorf("%q: a pool without addresses was accepted", src)
+		}
+	}
+}

@@ -34,12 +34,14 @@ type yamlConfig struct {
 		ExcludeInternalNetworkSubnetCIDR string `yaml:"excludeInternalNetworkSubnetCidr"`
 		ExcludeExternalNetworkSubnetCIDR string `yaml:"excludeExternalNetworkSubnetCidr"`
 	} `yaml:"nodes"`
-	Pools map[string]*struct {
-		CIDR      []string `yaml:"cidr"`
-		Range     []string `yaml:"range"`
-		Namespace []string `yaml:"namespace"`
-		Reserved  []string `yaml:"reserved"`
-	} `yaml:"pools"`
+	Pools map[string]*yamlPool `yaml:"pools"`
+}
+
+type yamlPool struct {
+	CIDR      []string `yaml:"cidr"`
+	Range     []string `yaml:"range"`
+	Namespace []string `yaml:"namespace"`
+	Reserved  []string `yaml:"reserved"`
 }
 
 type yamlVC struct {
@@ -230,6 +232,9 @@ func (y *yamlConfig) into(c *Config) {
 		g.CacheTTL = y.Global.CacheTTL
 	}
 	for name, v := range y.VCenter {
+		if v == nil { // "vcenter: {name: }": an entry with no keys
+			v = &yamlVC{}
+		}
 		if c.VirtualCenter == nil {
 			c.VirtualCenter = map[string]*VirtualCenterConfig{}
 		}
@@ -246,6 +251,9 @@ func (y *yamlConfig) into(c *Config) {
 	n.InternalVMNetworkName, n.ExternalVMNetworkName = y.Nodes.InternalVMNetworkName, y.Nodes.ExternalVMNetworkName
 	n.ExcludeInternalNetworkSubnetCIDR, n.ExcludeExternalNetworkSubnetCIDR = y.Nodes.ExcludeInternalNetworkSubnetCIDR, y.Nodes.ExcludeExternalNetworkSubnetCIDR
 	for name, p := range y.Pools {
+		if p == nil { // an entry with no keys: Validate says what a pool needs
+			p = &yamlPool{}
+		}
 		if c.Pool == nil {
 			c.Pool = map[string]*PoolConfig{}
 		}
