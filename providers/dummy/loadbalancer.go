@@ -134,7 +134,8 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		l.mu.Unlock()
 		return nil, err
 	}
-	want := l.record(id, svc, ips, ippool.NodeNames(nodes))
+	shareKey, _ := sharingKey(svc) // checked by addressesFor
+	want := l.record(id, svc, ips, shareKey, ippool.NodeNames(nodes))
 	if exists && !fingerprint.Changed(have.Fingerprint, want.Fingerprint) && !ownership.NeedsUID(id, have.Tags) {
 		l.mu.Unlock()
 		return ippool.Status(have.IPs, svc), nil
@@ -165,7 +166,9 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 		l.mu.Unlock()
 		return fmt.Errorf("load balancer %s does not exist yet", k)
 	}
-	want := l.record(id, svc, canonicalAddrs(have.IPs), ippool.NodeNames(nodes))
+	// The sharing key stays the one the addresses were picked with: a change of it is an
+	// EnsureLoadBalancer's to check.
+	want := l.record(id, svc, canonicalAddrs(have.IPs), have.SharingKey, ippool.NodeNames(nodes))
 	if !fingerprint.Changed(have.Fingerprint, want.Fingerprint) && !ownership.NeedsUID(id, have.Tags) {
 		l.mu.Unlock()
 		return nil
@@ -224,13 +227,12 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	return nil
 }
 
-func (l *loadBalancers) record(id ownership.Identity, svc *v1.Service, ips []netip.Addr, nodes []string) Record {
+func (l *loadBalancers) record(id ownership.Identity, svc *v1.Service, ips []netip.Addr, shareKey string, nodes []string) Record {
 	r := Record{Name: names.Name(id.Cluster, id.Namespace, id.Name), Tags: id.Tags()}
 	for _, ip := range ips {
 		r.IPs = append(r.IPs, ip.String())
 	}
-	r.Ports = ippool.Ports(svc)
-	r.SharingKey, _ = sharingKey(svc) // checked by addressesFor; an update keeps what was there
+	r.Ports, r.SharingKey = ippool.Ports(svc), shareKey
 	r.Fingerprint = fingerprint.Of(desiredState{Name: r.Name, IPs: r.IPs, Ports: r.Ports, Nodes: nodes, SharingKey: r.SharingKey})
 	return r
 }

@@ -158,7 +158,7 @@ func TestOwnershipCheckedBeforeEveryWrite(t *testing.T) {
 		c, _ := New(strings.NewReader("[Pool \"p\"]\ncidr = 192.0.2.0/28\n"))
 		store := NewMemStore()
 		c.UseStore(store)
-		legacy := c.lb.record(ownership.Identity{Cluster: "c", Namespace: "ns", Name: "web"}, s, []netip.Addr{netip.MustParseAddr("192.0.2.5")}, ippool.NodeNames(nil))
+		legacy := c.lb.record(ownership.Identity{Cluster: "c", Namespace: "ns", Name: "web"}, s, []netip.Addr{netip.MustParseAddr("192.0.2.5")}, "", ippool.NodeNames(nil))
 		_ = store.Put(ctx, k, legacy)
 		before := store.Writes()
 		st, err := c.lb.EnsureLoadBalancer(ctx, "c", s, nil)
