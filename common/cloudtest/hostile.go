@@ -101,6 +101,10 @@ func leaks(err error, svc *v1.Service) string {
 	text := err.Error()
 	for _, v := range svc.Annotations {
 		text = strings.ReplaceAll(text, v, "")
+		// and each piece of it (a tag key, a list item), which an error may quote on its own
+		for _, piece := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '=' || r == ' ' }) {
+			text = strings.ReplaceAll(text, piece, "")
+		}
 	}
 	for _, s := range []string{victimCluster, victimNamespace} {
 		if strings.Contains(text, s) {

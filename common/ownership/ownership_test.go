@@ -109,7 +109,7 @@ func TestWithUserTags(t *testing.T) {
 	if err != nil || got["team"] != "a" || !Is(me, got) {
 		t.Fatalf("WithUserTags(plain) = %v, %v", got, err)
 	}
-	for _, forged := range []string{ServiceTag, ClusterTagPrefix + "prod", ServiceUIDTag, "Kubernetes.io/Cluster/prod", " kubernetes.io/x", "aws:cloudformation:stack", "AWS:x", "k8s.io/role"} {
+	for _, forged := range []string{ServiceTag, ClusterTagPrefix + "prod", ServiceUIDTag, "Kubernetes.io/Cluster/prod", " kubernetes.io/x", "aws:cloudformation:stack", "AWS:x", "k8s.io/role", "ccm.k8s.io/fingerprint", "CCM.k8s.io/node-groups"} {
 		_, err := WithUserTags(me, map[string]string{forged: "owned"}, "service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags")
 		if err == nil || !strings.Contains(err.Error(), "reserved") || !strings.Contains(err.Error(), "additional-resource-tags") {
 			t.Errorf("user tag %q: %v, want a refusal naming the annotation", forged, err)

@@ -6,10 +6,11 @@ import (
 	"strings"
 )
 
-// ReservedTagPrefixes are tag key prefixes no Service annotation may set: ccm's own bookkeeping
-// (kubernetes.io/), and names the clouds reserve (aws:). Compared case-insensitively, as some
-// clouds treat keys so.
-var ReservedTagPrefixes = []string{"kubernetes.io/", "k8s.io/", "aws:"}
+// ReservedTagPrefixes are tag key prefixes no Service annotation may set: ownership
+// (kubernetes.io/), ccm's own bookkeeping (ccm.k8s.io/: a forged fingerprint would hide drift,
+// forged node groups would point a delete at another group), and names the clouds reserve (aws:).
+// Compared case-insensitively, as some clouds treat keys so.
+var ReservedTagPrefixes = []string{"kubernetes.io/", "k8s.io/", "ccm.k8s.io/", "aws:"}
 
 // Reserved reports whether key is a reserved tag key.
 func Reserved(key string) bool {

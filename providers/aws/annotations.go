@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -222,15 +223,15 @@ func parseExtraTags(v string) (map[string]string, error) {
 			return nil, annotationError(annExtraTags, "tag %q has no key", kv)
 		case len(k) > 128 || len(val) > 256:
 			return nil, annotationError(annExtraTags, "tag %q: AWS takes keys of at most 128 and values of at most 256 characters", kv)
-		case reservedTag(k):
+		case ownership.Reserved(k):
 			bad = append(bad, k)
 		}
 		out[k] = val
 	}
 	if len(bad) > 0 {
-		// The keys are not repeated: the tenant wrote them, and they may name another cluster.
-		return nil, annotationError(annExtraTags, "%d tag key(s) are reserved for ccm's ownership records and bookkeeping (prefixes %s, %s) and cannot be set by a Service",
-			len(bad), strings.Join(ownership.ReservedTagPrefixes, ", "), ccmTagPrefix)
+		sort.Strings(bad)
+		return nil, annotationError(annExtraTags, "tag key(s) %s are reserved for ccm's ownership records and bookkeeping (prefixes %s) and cannot be set by a Service",
+			strings.Join(bad, ", "), strings.Join(ownership.ReservedTagPrefixes, ", "))
 	}
 	return out, nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // Fuzz targets for every parser of tenant input (Service annotations and spec fields).
@@ -37,7 +39,7 @@ func FuzzParseOptions(f *testing.F) {
 			t.Fatalf("unsupported annotation %q accepted", suffix)
 		}
 		for k := range o.ExtraTags {
-			if reservedTag(k) || k == "" {
+			if ownership.Reserved(k) || k == "" {
 				t.Fatalf("%q: reserved or empty tag key %q accepted", value, k)
 			}
 		}
@@ -71,7 +73,7 @@ func FuzzExtraTags(f *testing.F) {
 		}
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(tags)) {
-			if reservedTag(k) || k == "" || len(k) > 128 || len(tags[k]) > 256 {
+			if ownership.Reserved(k) || k == "" || len(k) > 128 || len(tags[k]) > 256 {
 				t.Fatalf("%q: tag %q=%q accepted", v, k, tags[k])
 			}
 			if strings.ContainsAny(k, ",=") || strings.Contains(tags[k], ",") {

@@ -6,23 +6,11 @@ package aws
 import (
 	"fmt"
 	"regexp"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/ownership"
 )
-
-// ccmTagPrefix is this provider's own bookkeeping (fingerprint, node groups). Like the
-// ownership tags, no Service annotation may set a key under it: a forged fingerprint would
-// hide drift, forged node groups would point the delete path at another group.
-// (Belongs in ownership.ReservedTagPrefixes.)
-const ccmTagPrefix = "ccm.k8s.io/"
-
-// reservedTag reports whether a user tag key is ccm's or the cloud's.
-func reservedTag(key string) bool {
-	return ownership.Reserved(key) || strings.HasPrefix(strings.ToLower(strings.TrimSpace(key)), ccmTagPrefix)
-}
 
 // maxRuleDescription is EC2's limit on a security group rule's description.
 const maxRuleDescription = 255
