@@ -30,6 +30,12 @@ type HostileHarness interface {
 	Snapshot(t T) string
 }
 
+// AttackService is the attacking tenant's Service for case i of HostileCases (before the case's
+// annotations and Mutate): harnesses seed objects under the names ccm computes for it.
+func AttackService(i int) *v1.Service {
+	return sameNamedService("tenant", fmt.Sprintf("attack-%d", i), fmt.Sprintf("uid-attack-%d", i))
+}
+
 // HostileCase is one attack: a Service of the attacking cluster with these annotations (and
 // Mutate applied) asks ccm to use or change an object it does not own.
 type HostileCase struct {
@@ -126,7 +132,7 @@ func hostileRefused(t T, c Config) {
 	anodes := twoNodes(t, c, "cloudtest-attacker")
 	ac := Config{Harness: h, ClusterName: attackerCluster}
 	for i, hc := range cases {
-		svc := sameNamedService("tenant", fmt.Sprintf("attack-%d", i), fmt.Sprintf("uid-attack-%d", i))
+		svc := AttackService(i)
 		svc.Annotations = hc.Annotations
 		if hc.Mutate != nil {
 			hc.Mutate(svc)

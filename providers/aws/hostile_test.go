@@ -33,10 +33,10 @@ func (h *harness) NewCloudFor(t cloudtest.T, cluster string) cloudprovider.Inter
 	return c
 }
 
-// attackName is the load balancer name of the suite's attack Service number i (the suite
-// names them tenant/attack-<i> in the order of HostileCases).
+// attackName is the load balancer name of the suite's attack Service for case i.
 func attackName(attacker string, i int) string {
-	return lbname.AWSELB.Name(attacker, "tenant", fmt.Sprintf("attack-%d", i))
+	svc := cloudtest.AttackService(i)
+	return lbname.AWSELB.Name(attacker, svc.Namespace, svc.Name)
 }
 
 // HostileCases seeds the fake with objects ccm did not make (or made for another cluster)
@@ -86,7 +86,7 @@ func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Servi
 	}
 	// The objects found by name, for the cases that expect them.
 	h.fake.AddSecurityGroup(groupName(attackName(attacker, 6)), "not ccm's", victimTags)
-	h.fake.AddTargetGroup(tgNames.Name(attacker, "tenant/attack-7", "tcp30080"), "TCP", 30080, victimTags)
+	h.fake.AddTargetGroup(tgNames.Name(attacker, ownership.Of(attacker, cloudtest.AttackService(7)).Service(), "tcp30080"), "TCP", 30080, victimTags)
 	h.fake.AddClassicLB(attackName(attacker, 10), 80, 30080, victimTags)
 	h.fake.AddNLB(attackName(attacker, 11), nil)
 	return cases

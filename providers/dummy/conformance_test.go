@@ -134,12 +134,6 @@ func (h *harness) NewCloudFor(t cloudtest.T, clusterName string) cloudprovider.I
 	return c
 }
 
-// The hostile suite names the attacking tenant's Services tenant/attack-<index of the case>;
-// a record squatting the name ccm computes for one is seeded for that index.
-const attackNamespace = "tenant"
-
-func attackName(i int) string { return fmt.Sprintf("attack-%d", i) }
-
 // HostileCases seeds the store with what a tenant could aim at: more Services of the victim
 // (one sharing an address by key, one with an IPv6 address) made through the victim's own
 // ccm, a record made by hand holding an address and a sharing key, and records made by hand
@@ -232,7 +226,7 @@ func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Servi
 	}
 	for j, sq := range squat {
 		i := len(cases)
-		id := ownership.Identity{Cluster: attacker, Namespace: attackNamespace, Name: attackName(i), UID: fmt.Sprintf("uid-attack-%d", i)}
+		id := ownership.Of(attacker, cloudtest.AttackService(i)) // a record squatting the name ccm computes for it
 		put(names.Name(attacker, id.Namespace, id.Name), Record{IPs: []string{fmt.Sprintf("192.0.2.%d", 240+j)}, Ports: []string{"TCP/80"}, Tags: sq.tags(id)})
 		cases = append(cases, cloudtest.HostileCase{Name: sq.name, Reason: sq.reason})
 	}

@@ -166,15 +166,16 @@ func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Servi
 		cases = append(cases, cloudtest.HostileCase{Name: name, Reason: reason,
 			Mutate: func(svc *v1.Service) { svc.Spec.LoadBalancerIP = ip }})
 	}
-	// own is the record name of the next case's Service (the suite names it attack-<index>).
-	own := func() string { return names.Name(attacker, "tenant", fmt.Sprintf("attack-%d", len(cases))) }
+	// own is the record name of the next case's Service.
+	next := func() *v1.Service { return cloudtest.AttackService(len(cases)) }
+	own := func() string { return names.Name(attacker, next().Namespace, next().Name) }
 	add("loadBalancerIP of the other cluster's load balancer", held, victimIP)
 	add("loadBalancerIP of the other cluster's load balancer, IPv4-mapped IPv6", held, "::ffff:"+victimIP)
 	add("loadBalancerIP of a record made by hand (free text)", held, "192.0.2.250")
 	add("loadBalancerIP of a record made by another tool (no ownership)", held, "192.0.2.251")
 	seed(own(), "made by hand")
 	add("a tag made by hand under the Service's own record name", "not this Service's", "")
-	seed(own(), fmt.Sprintf(`{"c":%q,"s":"tenant/attack-%d","u":"uid-earlier","ips":["192.0.2.252"]}`, attacker, len(cases)))
+	seed(own(), fmt.Sprintf(`{"c":%q,"s":"%s/%s","u":"uid-earlier","ips":["192.0.2.252"]}`, attacker, next().Namespace, next().Name))
 	add("a record of an earlier Service of the same name (other UID)", "UID differs", "")
 	seed(own(), fmt.Sprintf(`{"c":%q,"s":"%s/%s","u":%q,"ips":[%q]}`, victim, victimSvc.Namespace, victimSvc.Name, victimSvc.UID, victimIP))
 	add("a record under the Service's own name claiming the other cluster's Service and address", "not this Service's", "")
