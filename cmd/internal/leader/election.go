@@ -12,17 +12,29 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ccmconfig "k8s.io/cloud-provider/app/config"
 	"k8s.io/klog/v2"
 )
 
+// HealthzTimeout is how long past its lease duration a leader that has not renewed still passes
+// /healthz: the library's value (k8s.io/cloud-provider app.Run).
+const HealthzTimeout = 20 * time.Second
+
 // Election is a running leader election.
 type Election struct {
 	leading  chan struct{}
 	released chan struct{}
+	health   *leaderelection.HealthzAdaptor
 }
+
+// HealthChecker is the check the library puts on /healthz when it elects (it no longer does:
+// Start turns its election off): it fails when this process leads but has not renewed its
+// Lease for the lease duration plus HealthzTimeout (renewing is stuck, yet the process did not
+// exit), and passes on a standby. Controller mounts it.
+func (e *Election) HealthChecker() healthz.HealthChecker { return e.health }
 
 // Leading is closed when this process becomes the leader.
 func (e *Election) Leading() <-chan struct{} { return e.leading }
@@ -51,28 +63,51 @@ func Start(c *ccmconfig.CompletedConfig, stop <-chan struct{}, drain func(contex
 		return nil, fmt.Errorf("leader election lock %s/%s: %w", le.ResourceNamespace, le.ResourceName, err)
 	}
 	le.LeaderElect = false // the library runs its controllers at once; Gate holds them back
-	e := &Election{leading: make(chan struct{}), released: make(chan struct{})}
+	return start(lock, timings{
+		name:          le.ResourceName,
+		where:         le.ResourceNamespace + "/" + le.ResourceName,
+		leaseDuration: le.LeaseDuration.Duration,
+		renewDeadline: le.RenewDeadline.Duration,
+		retryPeriod:   le.RetryPeriod.Duration,
+		healthz:       HealthzTimeout,
+	}, stop, drain)
+}
+
+// timings are the election's parameters beyond the lock.
+type timings struct {
+	name, where                               string
+	leaseDuration, renewDeadline, retryPeriod time.Duration
+	healthz                                   time.Duration
+}
+
+// lostLease ends the process when the Lease is lost while running (a variable for the tests).
+var lostLease = func() { klog.FlushAndExit(klog.ExitFlushTimeout, 1) }
+
+func start(lock resourcelock.Interface, t timings, stop <-chan struct{}, drain func(context.Context)) (*Election, error) {
+	id := lock.Identity()
+	e := &Election{leading: make(chan struct{}), released: make(chan struct{}), health: leaderelection.NewLeaderHealthzAdaptor(t.healthz)}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopping := make(chan struct{})
 	go func() {
 		<-stop
 		close(stopping)
 		// Let the old leader's last writes finish before anyone else may start theirs.
-		dctx, dcancel := context.WithTimeout(context.Background(), le.RenewDeadline.Duration)
+		dctx, dcancel := context.WithTimeout(context.Background(), t.renewDeadline)
 		drain(dctx)
 		dcancel()
 		cancel()
 	}()
 	cfg := leaderelection.LeaderElectionConfig{
 		Lock:            lock,
-		LeaseDuration:   le.LeaseDuration.Duration,
-		RenewDeadline:   le.RenewDeadline.Duration,
-		RetryPeriod:     le.RetryPeriod.Duration,
+		LeaseDuration:   t.leaseDuration,
+		RenewDeadline:   t.renewDeadline,
+		RetryPeriod:     t.retryPeriod,
 		ReleaseOnCancel: true,
-		Name:            le.ResourceName,
+		Name:            t.name,
+		WatchDog:        e.health,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(context.Context) {
-				klog.InfoS("Became the leader", "lease", le.ResourceNamespace+"/"+le.ResourceName, "identity", id)
+				klog.InfoS("Became the leader", "lease", t.where, "identity", id)
 				close(e.leading)
 			},
 			// Called whenever the election ends, leader or not.
@@ -83,7 +118,7 @@ func Start(c *ccmconfig.CompletedConfig, stop <-chan struct{}, drain func(contex
 					close(e.released)
 				default:
 					klog.ErrorS(nil, "Lost the leader lease; exiting so that only one ccm reconciles", "identity", id)
-					klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+					lostLease()
 				}
 			},
 		},
@@ -93,6 +128,7 @@ func Start(c *ccmconfig.CompletedConfig, stop <-chan struct{}, drain func(contex
 		cancel()
 		return nil, fmt.Errorf("leader election: %w", err)
 	}
+	e.health.SetLeaderElection(elector) // as leaderelection.RunOrDie does; NewLeaderElector does not
 	go elector.Run(ctx)
 	return e, nil
 }

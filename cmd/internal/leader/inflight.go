@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -10,25 +11,54 @@ import (
 
 // Tracked is a cloud whose writing calls (load balancers, routes) are counted while in flight,
 // so a stopping leader can wait for them before it hands the Lease over.
+//
+// The library's controllers call with a context that ends the moment ccm is told to stop, so a
+// write in flight would be cut off half-done and the drain would wait for nothing. Each writing
+// call therefore runs with the caller's values and deadline but not its cancellation: once the
+// caller's context ends, the call has grace more to finish (the renew deadline: as long as the
+// drain waits, and the old leader holds the Lease meanwhile) before its context is cancelled.
 type Tracked struct {
 	cloudprovider.Interface
-	mu   sync.Mutex
-	n    int
-	idle *sync.Cond
+	grace time.Duration
+	mu    sync.Mutex
+	n     int
+	idle  *sync.Cond
 }
 
-// Track wraps cloud.
-func Track(cloud cloudprovider.Interface) *Tracked {
-	t := &Tracked{Interface: cloud}
+// Track wraps cloud; a writing call may run grace past its caller's cancellation.
+func Track(cloud cloudprovider.Interface, grace time.Duration) *Tracked {
+	t := &Tracked{Interface: cloud, grace: grace}
 	t.idle = sync.NewCond(&t.mu)
 	return t
 }
 
-func (t *Tracked) begin() func() {
+// begin counts a writing call and returns its context and the function that ends it.
+func (t *Tracked) begin(caller context.Context) (context.Context, func()) {
 	t.mu.Lock()
 	t.n++
 	t.mu.Unlock()
-	return func() {
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if dl, ok := caller.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(context.WithoutCancel(caller), dl)
+	} else {
+		ctx, cancel = context.WithCancel(context.WithoutCancel(caller))
+	}
+	var graceTimer *time.Timer
+	var timerMu sync.Mutex
+	stopAfter := context.AfterFunc(caller, func() {
+		timerMu.Lock()
+		graceTimer = time.AfterFunc(t.grace, cancel)
+		timerMu.Unlock()
+	})
+	return ctx, func() {
+		stopAfter()
+		timerMu.Lock()
+		if graceTimer != nil {
+			graceTimer.Stop()
+		}
+		timerMu.Unlock()
+		cancel()
 		t.mu.Lock()
 		t.n--
 		if t.n == 0 {
@@ -87,17 +117,20 @@ type trackedLB struct {
 }
 
 func (l *trackedLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	defer l.t.begin()()
+	ctx, end := l.t.begin(ctx)
+	defer end()
 	return l.LoadBalancer.EnsureLoadBalancer(ctx, cluster, svc, nodes)
 }
 
 func (l *trackedLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
-	defer l.t.begin()()
+	ctx, end := l.t.begin(ctx)
+	defer end()
 	return l.LoadBalancer.UpdateLoadBalancer(ctx, cluster, svc, nodes)
 }
 
 func (l *trackedLB) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) error {
-	defer l.t.begin()()
+	ctx, end := l.t.begin(ctx)
+	defer end()
 	return l.LoadBalancer.EnsureLoadBalancerDeleted(ctx, cluster, svc)
 }
 
@@ -107,11 +140,13 @@ type trackedRoutes struct {
 }
 
 func (r *trackedRoutes) CreateRoute(ctx context.Context, cluster, hint string, route *cloudprovider.Route) error {
-	defer r.t.begin()()
+	ctx, end := r.t.begin(ctx)
+	defer end()
 	return r.Routes.CreateRoute(ctx, cluster, hint, route)
 }
 
 func (r *trackedRoutes) DeleteRoute(ctx context.Context, cluster string, route *cloudprovider.Route) error {
-	defer r.t.begin()()
+	ctx, end := r.t.begin(ctx)
+	defer end()
 	return r.Routes.DeleteRoute(ctx, cluster, route)
 }

@@ -31,7 +31,7 @@ func (c *lbCloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c.l
 
 func TestDrainWaitsForWritesInFlight(t *testing.T) {
 	lb := &blockingLB{entered: make(chan struct{}), release: make(chan struct{})}
-	tr := Track(&lbCloud{Cloud: &fakecloud.Cloud{}, lb: lb})
+	tr := Track(&lbCloud{Cloud: &fakecloud.Cloud{}, lb: lb}, time.Minute)
 	l, _ := tr.LoadBalancer()
 	go l.EnsureLoadBalancer(context.Background(), "c", &v1.Service{}, nil) //nolint:errcheck
 	<-lb.entered
