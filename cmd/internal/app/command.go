@@ -70,6 +70,8 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 
 	var cloud cloudprovider.Interface
 	var election *leader.Election // ours, when leader election is on (see package leader)
+	// The library's /healthz check of its election, for ours (a controller is its only hook).
+	controllers[leader.HealthzController] = leader.HealthzInit(func() *leader.Election { return election })
 	// The library calls initCloud with the completed config just before it runs: the one
 	// place to adjust what it built (informers, leader election) without forking it.
 	initCloud := func(c *ccmconfig.CompletedConfig) cloudprovider.Interface {
@@ -81,13 +83,14 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 		if !c.ComponentConfig.Generic.LeaderElection.LeaderElect || leadermigration.Enabled(&c.ComponentConfig.Generic) {
 			return cloud
 		}
-		tracked := leader.Track(cloud)
+		tracked := leader.Track(cloud, c.ComponentConfig.Generic.LeaderElection.RenewDeadline.Duration)
 		el, err := leader.Start(c, stop, tracked.Drain)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
 			os.Exit(1)
 		}
 		election = el
+		leader.EnableHealthz(c)
 		return leader.Gate(tracked, el.Leading())
 	}
 
