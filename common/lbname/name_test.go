@@ -90,21 +90,6 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestTags(t *testing.T) {
-	tags := Tags("c1", "default", "web")
-	ns, name, ok := Owner("c1", tags)
-	if !ok || ns != "default" || name != "web" {
-		t.Fatalf("Owner = %q %q %v", ns, name, ok)
-	}
-	if _, _, ok := Owner("c2", tags); ok {
-		t.Error("another cluster claims the resource")
-	}
-	tags[ClusterTagPrefix+"c1"] = Shared
-	if _, _, ok := Owner("c1", tags); ok {
-		t.Error("shared resource reported as owned")
-	}
-}
-
 // Names are cut in bytes; a cut inside a multi-byte character (possible wherever Allowed is nil,
 // as for Octavia) gave invalid UTF-8, which the cloud refuses or stores garbled.
 func TestNameIsValidUTF8WhenCut(t *testing.T) {
