@@ -33,12 +33,25 @@ type Config struct {
 		ApplicationCredentialID     string `gcfg:"application-credential-id"`
 		ApplicationCredentialName   string `gcfg:"application-credential-name"`
 		ApplicationCredentialSecret string `gcfg:"application-credential-secret"`
+
+		upstreamGlobal // upstream keys ccm does not use or support (upstreamkeys.go)
 	}
 	LoadBalancer      LBConfig
 	LoadBalancerClass map[string]*LBClass
 	Networking        struct {
 		IPv6SupportDisabled bool `gcfg:"ipv6-support-disabled"`
+
+		upstreamNetworking
 	}
+	// Sections the upstream CCM (or its chart, which always renders them) has and ccm does
+	// not use: accepted and reported, see upstreamkeys.go.
+	Metadata     upstreamMetadata
+	Route        upstreamRoute
+	BlockStorage upstreamBlockStorage
+
+	// notices are the upstream keys in the file that ccm reads but does not use, one line
+	// each, filled by Validate and logged once.
+	notices []string
 }
 
 // LBConfig is [LoadBalancer].
@@ -68,6 +81,8 @@ type LBConfig struct {
 	AllowedResourceNamespaces string `gcfg:"allowed-resource-namespaces"`
 	AllowedResourceIDs        string `gcfg:"allowed-resource-ids"`
 
+	upstreamLB
+
 	allow ownership.Allow // parsed by Validate
 }
 
@@ -78,6 +93,8 @@ type LBClass struct {
 	SubnetID          string `gcfg:"subnet-id"`
 	NetworkID         string `gcfg:"network-id"`
 	MemberSubnetID    string `gcfg:"member-subnet-id"`
+
+	upstreamLBClass
 }
 
 // SetDefaults implements config.Defaulter.
@@ -144,6 +161,14 @@ func (c *Config) Validate() config.Problems {
 		ps.Add("LoadBalancer", "allowed-resource-namespaces", "%v", err)
 	}
 	c.LoadBalancer.allow = allow
+	notices, ups := c.upstreamReport()
+	ps = append(ps, ups...)
+	c.notices = notices
+	if len(ps) == 0 {
+		for _, n := range notices {
+			logNotice(n)
+		}
+	}
 	return ps
 }
 

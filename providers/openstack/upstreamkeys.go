@@ -1,0 +1,401 @@
+package openstack
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/common/config"
+)
+
+// "Strict for typos, not for upstream" (DESIGN.md section 4): every section and key that the
+// upstream openstack-cloud-controller-manager reads (its config structs, the sections its
+// chart always renders, in-tree leftovers it tolerates) is known here. upstreamKeys says, for
+// each, whether ccm implements it, accepts it and reports it once ("read by the upstream CCM,
+// not used by ccm"), or refuses it because ignoring it would weaken security or move traffic.
+// A name in neither ccm's nor this table's set stays an "unknown key" error with its line.
+
+type keyStatus int
+
+const (
+	implemented keyStatus = iota // ccm reads it and acts on it
+	unused                       // accepted, reported once at start-up and by check-config
+	unsupported                  // refused (an error with its line) unless harmless(value)
+)
+
+func (s keyStatus) String() string {
+	return [...]string{"implemented", "accepted, not used", "error: not supported yet"}[s]
+}
+
+// upstreamKey is one row of the table.
+type upstreamKey struct {
+	section, key string
+	status       keyStatus
+	// example is a value the tests set (it must parse; for implemented keys it must take
+	// effect, i.e. differ from the default).
+	example string
+	// why ccm does not use or support the key, and what to do instead (unused, unsupported).
+	why, instead string
+	// harmless, for unsupported keys, is true for values that mean what ccm does anyway.
+	harmless func(value string) bool
+}
+
+const (
+	secGlobal  = "Global"
+	secLB      = "LoadBalancer"
+	secLBClass = "LoadBalancerClass"
+	secNet     = "Networking"
+	secMeta    = "Metadata"
+	secRoute   = "Route"
+	secBS      = "BlockStorage"
+)
+
+func impl(section, key, example string) upstreamKey {
+	return upstreamKey{section: section, key: key, status: implemented, example: example}
+}
+
+func notUsed(section, key, example, why, instead string) upstreamKey {
+	return upstreamKey{section: section, key: key, status: unused, example: example, why: why, instead: instead}
+}
+
+func refused(section, key, example, why, instead string, harmless func(string) bool) upstreamKey {
+	return upstreamKey{section: section, key: key, status: unsupported, example: example, why: why, instead: instead, harmless: harmless}
+}
+
+func isFalse(v string) bool { b, err := strconv.ParseBool(v); return err == nil && !b }
+
+const blockStorageWhy = "volumes are the Cinder CSI driver's business (it reads [BlockStorage] from the same file); ccm has no volume code"
+const blockStorageInstead = "nothing to do for ccm; keep it if the Cinder CSI driver reads this file"
+
+// upstreamKeys is every (section, key) the upstream OpenStack CCM reads. Written from the
+// upstream config structs (AuthOpts, LoadBalancerOpts, LBClass, NetworkingOpts, RouterOpts,
+// metadata.Opts, the Cinder CSI BlockStorageOpts and the in-tree provider's leftovers) and
+// the chart's cloud.conf template; docs/providers/openstack.md carries it as a table
+// (TestUpstreamKeysDocumented).
+var upstreamKeys = []upstreamKey{
+	impl(secGlobal, "auth-url", "https://other.example.com:5000/v3"),
+	impl(secGlobal, "username", "someone"),
+	impl(secGlobal, "user-id", "uid"),
+	impl(secGlobal, "password", `"other"`),
+	impl(secGlobal, "tenant-id", "pid"),
+	impl(secGlobal, "tenant-name", "other"),
+	impl(secGlobal, "domain-id", "did"),
+	impl(secGlobal, "domain-name", "other"),
+	impl(secGlobal, "tenant-domain-id", "tdid"),
+	impl(secGlobal, "tenant-domain-name", "tdn"),
+	impl(secGlobal, "user-domain-id", "udid"),
+	impl(secGlobal, "user-domain-name", "udn"),
+	impl(secGlobal, "region", "RegionTwo"),
+	impl(secGlobal, "ca-file", "testdata/upstream/ca.pem"),
+	impl(secGlobal, "tls-insecure", "true"),
+	impl(secGlobal, "application-credential-id", "acid"),
+	impl(secGlobal, "application-credential-name", "acn"),
+	impl(secGlobal, "application-credential-secret", `"other"`),
+	refused(secGlobal, "os-endpoint-type", "internal",
+		"ccm always uses the public endpoints of the catalog; with internal or admin the upstream CCM talks to other endpoints (another network path, often other TLS)",
+		"remove the key or set it to public, and make the public endpoints reachable from the ccm",
+		func(v string) bool { v = strings.ToLower(v); return v == "public" || v == "publicurl" }),
+	refused(secGlobal, "cert-file", "/etc/ssl/client.crt",
+		"ccm does not present a TLS client certificate yet, so Keystone and the services would see a different client",
+		"authenticate with a password or an application credential, or keep the upstream CCM until client certificates are supported", nil),
+	refused(secGlobal, "key-file", "/etc/ssl/client.key",
+		"ccm does not present a TLS client certificate yet, so Keystone and the services would see a different client",
+		"authenticate with a password or an application credential, or keep the upstream CCM until client certificates are supported", nil),
+	refused(secGlobal, "trust-id", "tid",
+		"ccm does not authenticate through Keystone trusts yet; ignoring the trust would act with the trustee's own roles",
+		"use an application credential (application-credential-id and -secret) restricted to the project", nil),
+	refused(secGlobal, "trustee-id", "tuid",
+		"ccm does not authenticate through Keystone trusts yet",
+		"use an application credential (application-credential-id and -secret) restricted to the project", nil),
+	refused(secGlobal, "trustee-password", `"x"`,
+		"ccm does not authenticate through Keystone trusts yet",
+		"use an application credential (application-credential-id and -secret) restricted to the project", nil),
+	refused(secGlobal, "use-clouds", "true",
+		"ccm does not read clouds.yaml; with use-clouds = true the upstream CCM takes credentials, endpoint type and certificates from it",
+		"copy the credentials into [Global] (auth-url, application-credential-id/-secret or username/password, region, ca-file)", isFalse),
+	notUsed(secGlobal, "clouds-file", "/etc/openstack/clouds.yaml",
+		"ccm does not read clouds.yaml", "put the credentials in [Global]"),
+	notUsed(secGlobal, "cloud", "openstack",
+		"ccm does not read clouds.yaml", "put the credentials in [Global]"),
+	notUsed(secGlobal, "secret-name", "cloud-config",
+		"an in-tree provider leftover the upstream CCM tolerates", "remove it; ccm reads credentials from this file"),
+	notUsed(secGlobal, "secret-namespace", "kube-system",
+		"an in-tree provider leftover the upstream CCM tolerates", "remove it; ccm reads credentials from this file"),
+	notUsed(secGlobal, "kubeconfig-path", "/etc/kubernetes/kubeconfig",
+		"an in-tree provider leftover the upstream CCM tolerates", "remove it; ccm uses its --kubeconfig flag"),
+
+	impl(secLB, "enabled", "false"),
+	impl(secLB, "subnet-id", "sid"),
+	impl(secLB, "member-subnet-id", "msid"),
+	impl(secLB, "network-id", "nid"),
+	impl(secLB, "floating-network-id", "fnid"),
+	impl(secLB, "floating-subnet-id", "fsid"),
+	impl(secLB, "lb-method", "LEAST_CONNECTIONS"),
+	impl(secLB, "lb-provider", "ovn"),
+	impl(secLB, "create-monitor", "true"),
+	impl(secLB, "monitor-delay", "10s"),
+	impl(secLB, "monitor-timeout", "2s"),
+	impl(secLB, "monitor-max-retries", "3"),
+	impl(secLB, "manage-security-groups", "true"),
+	impl(secLB, "internal-lb", "true"),
+	notUsed(secLB, "lb-version", "v2",
+		"ccm speaks the Octavia v2 API only, which is what v2 selects", "remove it"),
+	notUsed(secLB, "use-octavia", "true",
+		"ccm always uses Octavia (Neutron LBaaS is gone)", "remove it"),
+	refused(secLB, "floating-subnet", "public-*",
+		"ccm does not pick floating IP subnets by name pattern yet, so floating IPs could come from another subnet of the floating network",
+		"set floating-subnet-id (or the loadbalancer.openstack.org/floating-subnet-id annotation)", nil),
+	refused(secLB, "floating-subnet-tags", "public",
+		"ccm does not pick floating IP subnets by tag yet, so floating IPs could come from another subnet of the floating network",
+		"set floating-subnet-id (or the loadbalancer.openstack.org/floating-subnet-id annotation)", nil),
+	notUsed(secLB, "monitor-max-retries-down", "3",
+		"ccm leaves max_retries_down to Octavia's default (3, as upstream's default)", "remove it; ask for a health monitor setting if you need another value"),
+	refused(secLB, "node-selector", "env=prod",
+		"ccm does not filter load balancer members by node labels yet: every node would become a member and receive traffic",
+		"remove it (all nodes become members), or keep the upstream CCM until node-selector is supported", nil),
+	notUsed(secLB, "cascade-delete", "false",
+		"ccm always deletes its load balancers with Octavia's cascade delete", "remove it"),
+	notUsed(secLB, "flavor-id", "fid",
+		"ccm creates load balancers with the cloud's default Octavia flavor", "remove it, or make the wanted flavor the cloud's default"),
+	notUsed(secLB, "availability-zone", "az1",
+		"ccm creates load balancers without an Octavia availability zone (the cloud's default placement)", "remove it"),
+	notUsed(secLB, "enable-ingress-hostname", "true",
+		"ccm reports the load balancer address as an IP, never as a nip.io-style host name", "remove it; for PROXY protocol use a Service annotation the ingress controller understands"),
+	notUsed(secLB, "ingress-hostname-suffix", "nip.io",
+		"ccm reports the load balancer address as an IP, never as a host name", "remove it"),
+	refused(secLB, "default-tls-container-ref", "https://barbican.example.com/v1/containers/x",
+		"ccm does not create TERMINATED_HTTPS listeners yet: the listener would pass the TLS traffic through instead of terminating it",
+		"terminate TLS in the cluster (an ingress controller) and remove the key, or keep the upstream CCM", nil),
+	notUsed(secLB, "container-store", "barbican",
+		"it only qualifies default-tls-container-ref, which ccm does not support", "remove it"),
+	notUsed(secLB, "max-shared-lb", "3",
+		"ccm does not share load balancers between Services (except an operator-allowed load-balancer-id)", "remove it"),
+	notUsed(secLB, "provider-requires-serial-api-calls", "true",
+		"ccm tries Octavia's fully populated create and, when the provider refuses it, creates the load balancer bare and adds listeners and pools one by one", "remove it"),
+
+	impl(secLBClass, "floating-network-id", "fnid"),
+	impl(secLBClass, "floating-subnet-id", "fsid"),
+	impl(secLBClass, "network-id", "nid"),
+	impl(secLBClass, "subnet-id", "sid"),
+	impl(secLBClass, "member-subnet-id", "msid"),
+	refused(secLBClass, "floating-subnet", "public-*",
+		"ccm does not pick floating IP subnets by name pattern yet, so floating IPs could come from another subnet of the floating network",
+		"set floating-subnet-id in the class", nil),
+	refused(secLBClass, "floating-subnet-tags", "public",
+		"ccm does not pick floating IP subnets by tag yet, so floating IPs could come from another subnet of the floating network",
+		"set floating-subnet-id in the class", nil),
+
+	impl(secNet, "ipv6-support-disabled", "true"),
+	notUsed(secNet, "public-network-name", "public",
+		"ccm reports every floating IP of a server as ExternalIP and every fixed IP as InternalIP, whatever the network's name",
+		"check the Node addresses after the switch; attach floating IPs to the nodes that need an ExternalIP"),
+	notUsed(secNet, "internal-network-name", "private",
+		"ccm reports every fixed IP of a server's ports as InternalIP, whatever the network's name",
+		"check the Node addresses after the switch; load balancer members use member-subnet-id (or subnet-id)"),
+	notUsed(secNet, "address-sort-order", "10.0.0.0/8",
+		"ccm orders Node addresses by port and family, not by CIDR", "check the Node addresses after the switch"),
+
+	notUsed(secMeta, "search-order", "configDrive,metadataService",
+		"ccm looks servers up by providerID through the Nova API, never through the config drive or metadata service", "remove it"),
+	notUsed(secMeta, "request-timeout", "10s",
+		"ccm does not query the metadata service; its OpenStack API calls time out after 60s", "remove it"),
+
+	notUsed(secRoute, "router-id", "rid",
+		"ccm does not implement Routes: it neither adds nor removes Neutron router routes (existing ones stay)",
+		"use a CNI that does not need cloud routes (an overlay or BGP), or keep the upstream CCM for routes"),
+
+	notUsed(secBS, "bs-version", "v3", blockStorageWhy, blockStorageInstead),
+	notUsed(secBS, "trust-device-path", "false", blockStorageWhy, blockStorageInstead),
+	notUsed(secBS, "ignore-volume-az", "true", blockStorageWhy, blockStorageInstead),
+	notUsed(secBS, "node-volume-attach-limit", "128", blockStorageWhy, blockStorageInstead),
+	notUsed(secBS, "rescan-on-resize", "true", blockStorageWhy, blockStorageInstead),
+	notUsed(secBS, "ignore-volume-microversion", "true", blockStorageWhy, blockStorageInstead),
+}
+
+// The fields below hold the keys the table marks unused or unsupported. Pointers (and the
+// multi-valued slices) tell "not in the file" from a zero value; gcfg allocates them.
+
+type upstreamGlobal struct {
+	EndpointType    *string `gcfg:"os-endpoint-type"`
+	CertFile        *string `gcfg:"cert-file"`
+	KeyFile         *string `gcfg:"key-file"`
+	TrustID         *string `gcfg:"trust-id"`
+	TrusteeID       *string `gcfg:"trustee-id"`
+	TrusteePassword *string `gcfg:"trustee-password"`
+	UseClouds       *bool   `gcfg:"use-clouds"`
+	CloudsFile      *string `gcfg:"clouds-file"`
+	Cloud           *string `gcfg:"cloud"`
+	SecretName      *string `gcfg:"secret-name"`
+	SecretNamespace *string `gcfg:"secret-namespace"`
+	KubeconfigPath  *string `gcfg:"kubeconfig-path"`
+}
+
+type upstreamLB struct {
+	LBVersion                      *string `gcfg:"lb-version"`
+	UseOctavia                     *bool   `gcfg:"use-octavia"`
+	FloatingSubnet                 *string `gcfg:"floating-subnet"`
+	FloatingSubnetTags             *string `gcfg:"floating-subnet-tags"`
+	MonitorMaxRetriesDown          *string `gcfg:"monitor-max-retries-down"`
+	NodeSelector                   *string `gcfg:"node-selector"`
+	CascadeDelete                  *bool   `gcfg:"cascade-delete"`
+	FlavorID                       *string `gcfg:"flavor-id"`
+	AvailabilityZone               *string `gcfg:"availability-zone"`
+	EnableIngressHostname          *bool   `gcfg:"enable-ingress-hostname"`
+	IngressHostnameSuffix          *string `gcfg:"ingress-hostname-suffix"`
+	DefaultTLSContainerRef         *string `gcfg:"default-tls-container-ref"`
+	ContainerStore                 *string `gcfg:"container-store"`
+	MaxSharedLB                    *string `gcfg:"max-shared-lb"`
+	ProviderRequiresSerialAPICalls *bool   `gcfg:"provider-requires-serial-api-calls"`
+}
+
+type upstreamLBClass struct {
+	FloatingSubnet     *string `gcfg:"floating-subnet"`
+	FloatingSubnetTags *string `gcfg:"floating-subnet-tags"`
+}
+
+type upstreamNetworking struct {
+	PublicNetworkName   []string `gcfg:"public-network-name"`
+	InternalNetworkName []string `gcfg:"internal-network-name"`
+	AddressSortOrder    *string  `gcfg:"address-sort-order"`
+}
+
+type upstreamMetadata struct {
+	SearchOrder    *string `gcfg:"search-order"`
+	RequestTimeout *string `gcfg:"request-timeout"`
+}
+
+type upstreamRoute struct {
+	RouterID *string `gcfg:"router-id"`
+}
+
+type upstreamBlockStorage struct {
+	BSVersion                *string `gcfg:"bs-version"`
+	TrustDevicePath          *bool   `gcfg:"trust-device-path"`
+	IgnoreVolumeAZ           *bool   `gcfg:"ignore-volume-az"`
+	NodeVolumeAttachLimit    *string `gcfg:"node-volume-attach-limit"`
+	RescanOnResize           *bool   `gcfg:"rescan-on-resize"`
+	IgnoreVolumeMicroversion *bool   `gcfg:"ignore-volume-microversion"`
+}
+
+// logNotice is where the start-up report goes; tests replace it.
+var logNotice = func(msg string) { klog.Warning(msg) }
+
+// Notices returns the "read by the upstream CCM, not used by ccm" lines for this config.
+func (c *Config) Notices() []string { return append([]string(nil), c.notices...) }
+
+// upstreamReport walks the table: each unused key present in the file gives one notice, each
+// unsupported key present with a value that is not harmless gives one problem (the reader
+// adds its line). Values are never repeated: some are secrets.
+func (c *Config) upstreamReport() (notices []string, ps config.Problems) {
+	v := reflect.ValueOf(c).Elem()
+	for _, k := range upstreamKeys {
+		if k.status == implemented {
+			continue
+		}
+		for _, s := range sectionValues(v, k.section) {
+			f, ok := fieldByKey(s.v, k.key)
+			if !ok {
+				continue // the table test catches a row without a field
+			}
+			value, set := fieldValue(f)
+			if !set {
+				continue
+			}
+			switch {
+			case k.status == unused:
+				notices = append(notices, config.Problem{Section: k.section, Subsection: s.sub, Key: k.key,
+					Msg: fmt.Sprintf("read by the upstream CCM, not used by ccm: %s; %s", k.why, k.instead)}.String())
+			case k.harmless == nil || !k.harmless(value):
+				ps.AddSub(k.section, s.sub, k.key, "read by the upstream CCM, not supported by ccm yet: %s; %s", k.why, k.instead)
+			}
+		}
+	}
+	return notices, ps
+}
+
+type sectionValue struct {
+	sub string
+	v   reflect.Value
+}
+
+// sectionValues is the struct of a section, or one per subsection of a map section.
+func sectionValues(cfg reflect.Value, section string) []sectionValue {
+	f := cfg.FieldByName(section)
+	if !f.IsValid() {
+		return nil
+	}
+	if f.Kind() != reflect.Map {
+		return []sectionValue{{v: f}}
+	}
+	var out []sectionValue
+	for _, key := range f.MapKeys() {
+		if e := f.MapIndex(key); !e.IsNil() {
+			out = append(out, sectionValue{sub: key.String(), v: e.Elem()})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].sub < out[j].sub })
+	return out
+}
+
+// fieldByKey finds the field gcfg stores key in: by its gcfg tag, else by its name as gcfg
+// matches it (case-insensitive, '-' as '_'); promoted fields of embedded structs included.
+func fieldByKey(s reflect.Value, key string) (reflect.Value, bool) {
+	for _, sf := range reflect.VisibleFields(s.Type()) {
+		if sf.Anonymous || !sf.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(sf.Tag.Get("gcfg"), ",")
+		if (name != "" && strings.EqualFold(name, key)) ||
+			(name == "" && strings.EqualFold(sf.Name, strings.ReplaceAll(key, "-", "_"))) {
+			return s.FieldByIndex(sf.Index), true
+		}
+	}
+	return reflect.Value{}, false
+}
+
+// fieldValue is the value of an upstream-only field as text, and whether the file set it
+// (an empty string counts as not set: the chart renders `key = ""` for unset values).
+func fieldValue(f reflect.Value) (string, bool) {
+	switch f.Kind() {
+	case reflect.Ptr:
+		if f.IsNil() {
+			return "", false
+		}
+		e := f.Elem()
+		if e.Kind() == reflect.Bool {
+			return strconv.FormatBool(e.Bool()), true
+		}
+		return e.String(), e.String() != ""
+	case reflect.Slice:
+		var vs []string
+		for i := 0; i < f.Len(); i++ {
+			if s := f.Index(i).String(); s != "" {
+				vs = append(vs, s)
+			}
+		}
+		return strings.Join(vs, ","), len(vs) > 0
+	}
+	return "", false
+}
+
+// upstreamKeysMarkdown is the table of docs/providers/openstack.md, between its markers.
+func upstreamKeysMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| Section | Key | ccm | Why, and what to do instead |\n|---|---|---|---|\n")
+	for _, k := range upstreamKeys {
+		sec := "[" + k.section + "]"
+		if k.section == secLBClass {
+			sec = `[LoadBalancerClass "name"]`
+		}
+		note := ""
+		if k.status != implemented {
+			note = k.why + "; " + k.instead
+		}
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", sec, k.key, k.status, strings.ReplaceAll(note, "|", `\|`))
+	}
+	return b.String()
+}

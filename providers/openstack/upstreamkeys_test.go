@@ -1,0 +1,237 @@
+package openstack
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ccm-project/ccm/common/provider"
+)
+
+const upstreamBase = "[Global]\nauth-url = https://k:5000/v3\nusername = u\npassword = p\ntenant-name = t\napplication-credential-secret = \"s\"\n"
+
+// withKey returns a config of upstreamBase plus key = value in section (class "c" for
+// [LoadBalancerClass]) and the line the key is on.
+func withKey(section, key, value string) (string, int) {
+	conf := upstreamBase
+	switch section {
+	case secGlobal:
+	case secLBClass:
+		conf += "[LoadBalancerClass \"c\"]\n"
+	default:
+		conf += "[" + section + "]\n"
+	}
+	conf += key + " = " + value + "\n"
+	return conf, strings.Count(conf, "\n")
+}
+
+// captureNotices replaces logNotice for the test and returns what it was called with.
+func captureNotices(t *testing.T) *[]string {
+	t.Helper()
+	var got []string
+	old := logNotice
+	logNotice = func(msg string) { got = append(got, msg) }
+	t.Cleanup(func() { logNotice = old })
+	return &got
+}
+
+func sectionOf(cfg *Config, section string) reflect.Value {
+	v := reflect.ValueOf(cfg).Elem()
+	if section == secLBClass {
+		if c := cfg.LoadBalancerClass["c"]; c != nil {
+			return reflect.ValueOf(c).Elem()
+		}
+		return reflect.ValueOf(&LBClass{}).Elem()
+	}
+	return v.FieldByName(section)
+}
+
+// Every row of the table: the key has a field, parses, and does what its status says.
+func TestUpstreamKeyTable(t *testing.T) {
+	base, err := New(strings.NewReader(upstreamBase))
+	if err != nil {
+		t.Fatalf("base config: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, k := range upstreamKeys {
+		id := k.section + "/" + k.key
+		t.Run(id, func(t *testing.T) {
+			if seen[id] {
+				t.Fatalf("%s is in the table twice", id)
+			}
+			seen[id] = true
+			if _, ok := fieldByKey(sectionOf(&base.cfg, k.section), k.key); !ok {
+				t.Fatalf("no config field reads [%s] %s", k.section, k.key)
+			}
+			if k.status != implemented && (k.why == "" || k.instead == "") {
+				t.Fatalf("row needs a reason and advice")
+			}
+			logged := captureNotices(t)
+			conf, line := withKey(k.section, k.key, k.example)
+			c, err := New(strings.NewReader(conf))
+			switch k.status {
+			case implemented:
+				if err != nil {
+					t.Fatalf("config with %s = %s: %v", k.key, k.example, err)
+				}
+				if n := c.cfg.Notices(); len(n) != 0 || len(*logged) != 0 {
+					t.Errorf("implemented key reported: %q %q", n, *logged)
+				}
+				got, _ := fieldByKey(sectionOf(&c.cfg, k.section), k.key)
+				was, _ := fieldByKey(sectionOf(&base.cfg, k.section), k.key)
+				if reflect.DeepEqual(got.Interface(), was.Interface()) {
+					t.Errorf("%s = %s did not take effect (still %v)", k.key, k.example, got.Interface())
+				}
+			case unused:
+				if err != nil {
+					t.Fatalf("config with %s = %s: %v", k.key, k.example, err)
+				}
+				n := c.cfg.Notices()
+				if len(n) != 1 || len(*logged) != 1 || n[0] != (*logged)[0] {
+					t.Fatalf("want exactly one report, got notices %q, logged %q", n, *logged)
+				}
+				sec := "[" + k.section + "] "
+				if k.section == secLBClass {
+					sec = `[LoadBalancerClass "c"] `
+				}
+				for _, w := range []string{sec + k.key + ": read by the upstream CCM, not used by ccm: ", k.why, k.instead} {
+					if !strings.Contains(n[0], w) {
+						t.Errorf("report %q lacks %q", n[0], w)
+					}
+				}
+			case unsupported:
+				if err == nil {
+					t.Fatalf("%s = %s accepted; want an error", k.key, k.example)
+				}
+				if len(*logged) != 0 {
+					t.Errorf("a refused config logged notices: %q", *logged)
+				}
+				sec := "[" + k.section + "] "
+				if k.section == secLBClass {
+					sec = `[LoadBalancerClass "c"] `
+				}
+				want := fmt.Sprintf("line %d: %s%s: read by the upstream CCM, not supported by ccm yet: %s; %s", line, sec, k.key, k.why, k.instead)
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q\nlacks %q", err, want)
+				}
+				if v := strings.Trim(k.example, `"`); len(v) > 3 && !strings.Contains(k.why+k.instead, v) && strings.Contains(err.Error(), v) {
+					t.Errorf("error echoes the value %q: %v", v, err)
+				}
+			}
+		})
+	}
+}
+
+// Values of refused keys that mean what ccm does anyway, and empty values, are fine.
+func TestUpstreamHarmlessValues(t *testing.T) {
+	for _, kv := range [][2]string{
+		{"os-endpoint-type", "public"}, {"os-endpoint-type", "publicURL"}, {"use-clouds", "false"},
+		{"cert-file", `""`}, {"key-file", `""`}, {"trust-id", `""`}, {"os-endpoint-type", `""`},
+	} {
+		logged := captureNotices(t)
+		conf, _ := withKey(secGlobal, kv[0], kv[1])
+		c, err := New(strings.NewReader(conf))
+		if err != nil {
+			t.Errorf("%s = %s: %v", kv[0], kv[1], err)
+			continue
+		}
+		if len(c.cfg.Notices()) != 0 || len(*logged) != 0 {
+			t.Errorf("%s = %s reported: %q", kv[0], kv[1], c.cfg.Notices())
+		}
+	}
+	for _, kv := range [][2]string{{"os-endpoint-type", "admin"}, {"use-clouds", "true"}, {"use-clouds", ""}} {
+		conf := upstreamBase + kv[0] + "\n"
+		if kv[1] != "" {
+			conf = upstreamBase + kv[0] + " = " + kv[1] + "\n"
+		}
+		if _, err := New(strings.NewReader(conf)); err == nil || !strings.Contains(err.Error(), "line 7: [Global] "+kv[0]+": read by the upstream CCM, not supported") {
+			t.Errorf("%s = %s: got %v", kv[0], kv[1], err)
+		}
+	}
+}
+
+// A name neither upstream nor ccm knows still fails, with its line.
+func TestUpstreamTyposStillFail(t *testing.T) {
+	for _, tc := range []struct{ conf, want string }{
+		{upstreamBase + "os-endpoint-typ = public\n", "line 7: [Global] os-endpoint-typ: unknown key"},
+		{upstreamBase + "[Metadata]\nsearch-ordr = configDrive\n", "line 8: [Metadata] search-ordr: unknown key"},
+		{upstreamBase + "[Route]\nrouter = r\n", "line 8: [Route] router: unknown key"},
+		{upstreamBase + "[BlockStorage]\nrescan-on-resise = true\n", "line 8: [BlockStorage] rescan-on-resise: unknown key"},
+		{upstreamBase + "[Networking]\npublic-network = x\n", "line 8: [Networking] public-network: unknown key"},
+		{upstreamBase + "[LoadBalancer]\nflavour-id = f\n", "line 8: [LoadBalancer] flavour-id: unknown key"},
+		{upstreamBase + "[LoadBalancerClass \"c\"]\nfloating-subnet-tag = t\n", `line 8: [LoadBalancerClass "c"] floating-subnet-tag: unknown key`},
+		{upstreamBase + "[BlockStorag]\n", "line 7: [BlockStorag] unknown section"},
+	} {
+		_, err := New(strings.NewReader(tc.conf))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// Files shaped like the upstream chart's rendered cloud.conf (every section present, several
+// empty) pass `ccm check-config`, i.e. the provider's CheckConfig path.
+func TestUpstreamChartConfigs(t *testing.T) {
+	files, err := filepath.Glob("testdata/upstream/*.conf")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata/upstream/*.conf: %v", err)
+	}
+	for _, f := range files {
+		captureNotices(t)
+		if err := provider.CheckConfig(ProviderName, f); err != nil {
+			t.Errorf("check-config %s: %v", f, err)
+		}
+	}
+	logged := captureNotices(t)
+	data, err := os.ReadFile("testdata/upstream/chart-typical.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(strings.NewReader(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// lb-version, use-octavia, cascade-delete, max-shared-lb, monitor-max-retries-down,
+	// public/internal-network-name, ignore-volume-az, rescan-on-resize, search-order.
+	if n := c.cfg.Notices(); len(n) != 10 || len(*logged) != 10 {
+		t.Errorf("want 10 reports, got %d (logged %d):\n%s", len(n), len(*logged), strings.Join(n, "\n"))
+	}
+	if !c.cfg.LoadBalancer.CreateMonitor || c.cfg.LoadBalancer.SubnetID == "" || c.cfg.Global.Password != "change;me" {
+		t.Errorf("implemented keys lost: %+v", c.cfg.LoadBalancer)
+	}
+}
+
+const docsPath = "../../docs/providers/openstack.md"
+const docsBegin = "<!-- upstream-keys:begin (generated from providers/openstack/upstreamkeys.go: UPDATE_DOCS=1 go test -run TestUpstreamKeysDocumented .) -->\n"
+const docsEnd = "<!-- upstream-keys:end -->\n"
+
+// The docs carry the table as the code has it. UPDATE_DOCS=1 rewrites it.
+func TestUpstreamKeysDocumented(t *testing.T) {
+	data, err := os.ReadFile(docsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	i, j := strings.Index(doc, docsBegin), strings.Index(doc, docsEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the upstream-keys markers", docsPath)
+	}
+	want := upstreamKeysMarkdown()
+	if got := doc[i+len(docsBegin) : j]; got != want {
+		if os.Getenv("UPDATE_DOCS") != "" {
+			if err := os.WriteFile(docsPath, []byte(doc[:i+len(docsBegin)]+want+doc[j:]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		t.Errorf("the upstream key table in %s is out of date; run UPDATE_DOCS=1 go test -run TestUpstreamKeysDocumented .", docsPath)
+	}
+	for _, k := range upstreamKeys {
+		if !strings.Contains(doc, "| `"+k.key+"` |") {
+			t.Errorf("%s: [%s] %s is not in the table", docsPath, k.section, k.key)
+		}
+	}
+}
