@@ -185,6 +185,14 @@ func TestUpstreamChartConfigs(t *testing.T) {
 			t.Errorf("check-config %s: %v", f, err)
 		}
 	}
+	// A Magnum-style trust config: refused, naming each unsupported key with its line.
+	err = provider.CheckConfig(ProviderName, "testdata/upstream/refused/trust.conf")
+	for _, w := range []string{"line 5: [Global] trust-id: read by the upstream CCM, not supported by ccm yet",
+		"line 11: [LoadBalancer] node-selector: read by the upstream CCM, not supported by ccm yet"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("check-config refused/trust.conf: got %v, want %q", err, w)
+		}
+	}
 	logged := captureNotices(t)
 	data, err := os.ReadFile("testdata/upstream/chart-typical.conf")
 	if err != nil {
