@@ -217,7 +217,8 @@ var upstreamKeys = []upstreamKey{
 }
 
 // The fields below hold the keys the table marks unused or unsupported. Pointers (and the
-// multi-valued slices) tell "not in the file" from a zero value; gcfg allocates them.
+// multi-valued slices) tell "not in the file" from a zero value; gcfg allocates them. Their
+// types are upstream's, so a value upstream could not parse is an error here too.
 
 type upstreamGlobal struct {
 	EndpointType    *string `gcfg:"os-endpoint-type"`
@@ -239,7 +240,7 @@ type upstreamLB struct {
 	UseOctavia                     *bool   `gcfg:"use-octavia"`
 	FloatingSubnet                 *string `gcfg:"floating-subnet"`
 	FloatingSubnetTags             *string `gcfg:"floating-subnet-tags"`
-	MonitorMaxRetriesDown          *string `gcfg:"monitor-max-retries-down"`
+	MonitorMaxRetriesDown          *uint   `gcfg:"monitor-max-retries-down"`
 	NodeSelector                   *string `gcfg:"node-selector"`
 	CascadeDelete                  *bool   `gcfg:"cascade-delete"`
 	FlavorID                       *string `gcfg:"flavor-id"`
@@ -248,7 +249,7 @@ type upstreamLB struct {
 	IngressHostnameSuffix          *string `gcfg:"ingress-hostname-suffix"`
 	DefaultTLSContainerRef         *string `gcfg:"default-tls-container-ref"`
 	ContainerStore                 *string `gcfg:"container-store"`
-	MaxSharedLB                    *string `gcfg:"max-shared-lb"`
+	MaxSharedLB                    *int    `gcfg:"max-shared-lb"`
 	ProviderRequiresSerialAPICalls *bool   `gcfg:"provider-requires-serial-api-calls"`
 }
 
@@ -264,8 +265,8 @@ type upstreamNetworking struct {
 }
 
 type upstreamMetadata struct {
-	SearchOrder    *string `gcfg:"search-order"`
-	RequestTimeout *string `gcfg:"request-timeout"`
+	SearchOrder    *string          `gcfg:"search-order"`
+	RequestTimeout *config.Duration `gcfg:"request-timeout"`
 }
 
 type upstreamRoute struct {
@@ -276,7 +277,7 @@ type upstreamBlockStorage struct {
 	BSVersion                *string `gcfg:"bs-version"`
 	TrustDevicePath          *bool   `gcfg:"trust-device-path"`
 	IgnoreVolumeAZ           *bool   `gcfg:"ignore-volume-az"`
-	NodeVolumeAttachLimit    *string `gcfg:"node-volume-attach-limit"`
+	NodeVolumeAttachLimit    *int64  `gcfg:"node-volume-attach-limit"`
 	RescanOnResize           *bool   `gcfg:"rescan-on-resize"`
 	IgnoreVolumeMicroversion *bool   `gcfg:"ignore-volume-microversion"`
 }
@@ -366,10 +367,10 @@ func fieldValue(f reflect.Value) (string, bool) {
 			return "", false
 		}
 		e := f.Elem()
-		if e.Kind() == reflect.Bool {
-			return strconv.FormatBool(e.Bool()), true
+		if e.Kind() == reflect.String {
+			return e.String(), e.String() != ""
 		}
-		return e.String(), e.String() != ""
+		return fmt.Sprint(e.Interface()), true // bools, numbers, durations
 	case reflect.Slice:
 		var vs []string
 		for i := 0; i < f.Len(); i++ {

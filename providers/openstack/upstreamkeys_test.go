@@ -164,6 +164,10 @@ func TestUpstreamTyposStillFail(t *testing.T) {
 		{upstreamBase + "[LoadBalancer]\nflavour-id = f\n", "line 8: [LoadBalancer] flavour-id: unknown key"},
 		{upstreamBase + "[LoadBalancerClass \"c\"]\nfloating-subnet-tag = t\n", `line 8: [LoadBalancerClass "c"] floating-subnet-tag: unknown key`},
 		{upstreamBase + "[BlockStorag]\n", "line 7: [BlockStorag] unknown section"},
+		// Values upstream could not parse either.
+		{upstreamBase + "[LoadBalancer]\nmax-shared-lb = many\n", "line 8: [LoadBalancer] max-shared-lb: "},
+		{upstreamBase + "[Metadata]\nrequest-timeout = 10\n", "line 8: [Metadata] request-timeout: "},
+		{upstreamBase + "[BlockStorage]\nrescan-on-resize = maybe\n", "line 8: [BlockStorage] rescan-on-resize: "},
 	} {
 		_, err := New(strings.NewReader(tc.conf))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
