@@ -18,7 +18,9 @@
 #
 # FUZZ_ROOT: the directory whose modules are fuzzed (default: this repository).
 # FUZZ_SELFTEST=1: first check this script against a throwaway module (build/fuzz_selftest.sh).
-set -euo pipefail
+set -Eeuo pipefail
+# set -e ends the script at a failed command; say which, so that a failure never passes silently.
+trap 'echo "fuzz.sh: line $LINENO: \"$BASH_COMMAND\" failed (exit $?)" >&2' ERR
 fuzztime=${1:-10s}
 hang=${FUZZ_HANG:-3} # seconds one input may run before the watchdog stops its worker
 input_timeout=${FUZZ_INPUT_TIMEOUT:-10s}
@@ -49,9 +51,14 @@ header() {
   local fd
   for fd in /proc/"$1"/fd/*; do
     case $(readlink "$fd" 2>/dev/null) in
-    */fuzz-*) head -c 64 "$fd" 2>/dev/null | cksum; return ;;
+    */fuzz-*)
+      # The worker may exit while it is read: then there is no header, not an error.
+      head -c 64 "$fd" 2>/dev/null | cksum || true
+      return 0
+      ;;
     esac
   done
+  return 0
 }
 
 # run_fuzz MOD PKG TARGET OUT: one watched go test -fuzz run; sets rc and stopped (the number of
@@ -67,7 +74,7 @@ run_fuzz() {
     sleep 0.5
     now=$(ms)
     for w in $(workers "$gopid"); do
-      h=$(header "$w")
+      h=$(header "$w") || h=
       [ -n "$h" ] || continue
       if [ "${seen[$w]:-}" != "$h" ]; then
         seen[$w]=$h since[$w]=$now
