@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/svcevents"
 )
 
 // breakage names one way a provider can break the contract.
@@ -38,7 +40,13 @@ const (
 	adoptsForeign      breakage = "adopts any load balancer named by annotation"
 	ignoresCluster     breakage = "names load balancers without the cluster"
 	leaksOwner         breakage = "a refusal names the owner"
+	trustsFingerprint  breakage = "skips the comparison when the fingerprint matches"
+	repairsSilently    breakage = "repairs without an Event"
+	rewritesAll        breakage = "a repair rewrites everything"
 )
+
+// idleTimeout is the one setting of the fake's load balancers.
+const idleTimeout = 60
 
 // annAdopt names an existing load balancer for the Service to use, as load-balancer-id does.
 const annAdopt = "fake/adopt"
@@ -53,9 +61,11 @@ type sim struct {
 }
 
 type simLB struct {
-	ip   string
-	fp   string
-	tags map[string]string
+	ip      string
+	fp      string
+	tags    map[string]string
+	members []string
+	idle    int
 }
 
 // fakeHarness implements Harness over sim, with a provider that breaks the contract as told.
@@ -63,14 +73,17 @@ type fakeHarness struct {
 	sim    *sim
 	brk    breakage
 	nextIP int
+	events *EventSink
 }
 
 func newFake(b breakage) *fakeHarness {
-	return &fakeHarness{sim: &sim{machines: map[string]cloudprovider.InstanceMetadata{}, lbs: map[string]simLB{}}, brk: b}
+	return &fakeHarness{sim: &sim{machines: map[string]cloudprovider.InstanceMetadata{}, lbs: map[string]simLB{}}, brk: b, events: NewEventSink()}
 }
 
 func (h *fakeHarness) NewCloud(T) cloudprovider.Interface {
-	return &fakeCloud{h: h, mem: map[string]string{}}
+	c := &fakeCloud{h: h, mem: map[string]string{}, rec: svcevents.New(nil)}
+	c.Initialize(h.events, nil)
+	return c
 }
 
 func (h *fakeHarness) AddInstance(_ T, name string) (*v1.Node, cloudprovider.InstanceMetadata) {
@@ -117,17 +130,20 @@ func (h *fakeHarness) name(cluster string, svc *v1.Service) string {
 type fakeCloud struct {
 	h   *fakeHarness
 	mem map[string]string // fingerprints, for the forgetsOnRestart breakage
+	rec *svcevents.Recorder
 }
 
-func (c *fakeCloud) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
-func (c *fakeCloud) LoadBalancer() (cloudprovider.LoadBalancer, bool)                  { return c, true }
-func (c *fakeCloud) Instances() (cloudprovider.Instances, bool)                        { return nil, false }
-func (c *fakeCloud) InstancesV2() (cloudprovider.InstancesV2, bool)                    { return c, true }
-func (c *fakeCloud) Zones() (cloudprovider.Zones, bool)                                { return nil, false }
-func (c *fakeCloud) Clusters() (cloudprovider.Clusters, bool)                          { return nil, false }
-func (c *fakeCloud) Routes() (cloudprovider.Routes, bool)                              { return nil, false }
-func (c *fakeCloud) ProviderName() string                                              { return "fake" }
-func (c *fakeCloud) HasClusterID() bool                                                { return true }
+func (c *fakeCloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	c.rec.Start(b, "fake-cloud-provider", stop)
+}
+func (c *fakeCloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c, true }
+func (c *fakeCloud) Instances() (cloudprovider.Instances, bool)       { return nil, false }
+func (c *fakeCloud) InstancesV2() (cloudprovider.InstancesV2, bool)   { return c, true }
+func (c *fakeCloud) Zones() (cloudprovider.Zones, bool)               { return nil, false }
+func (c *fakeCloud) Clusters() (cloudprovider.Clusters, bool)         { return nil, false }
+func (c *fakeCloud) Routes() (cloudprovider.Routes, bool)             { return nil, false }
+func (c *fakeCloud) ProviderName() string                             { return "fake" }
+func (c *fakeCloud) HasClusterID() bool                               { return true }
 
 var errOutage = errors.New("cloud API unavailable")
 
@@ -202,34 +218,57 @@ func nodeNames(nodes []*v1.Node) []string {
 	return out
 }
 
+// write makes svc's load balancer what it should be: it compares the cloud's with the desired
+// one and writes each difference (one write per field). A difference while the desired state
+// is the one last applied (same fingerprint) is drift, and is reported.
 func (c *fakeCloud) write(cluster string, svc *v1.Service, nodes []*v1.Node, newIP bool) (*v1.LoadBalancerStatus, error) {
 	s := c.h.sim
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	name := c.h.name(cluster, svc)
 	lb, exists := s.lbs[name]
 	id := ownership.Of(cluster, svc)
 	if exists && c.h.brk != adoptsForeign && c.h.brk != ignoresCluster {
 		if err := ownership.Check(id, "load balancer", name, lb.tags); err != nil {
+			s.mu.Unlock()
 			if c.h.brk == leaksOwner {
 				return nil, fmt.Errorf("%w (owner tags %v)", err, lb.tags)
 			}
 			return nil, err
 		}
 	}
-	fp := fingerprint.Of(nodeNames(nodes))
+	members := nodeNames(nodes)
+	fp := fingerprint.Of([]any{members, idleTimeout})
 	stored := lb.fp
 	if c.h.brk == forgetsOnRestart {
 		stored = c.mem[name]
 	}
-	if exists && !newIP && !fingerprint.Changed(stored, fp) && c.h.brk != alwaysWrites {
+	unchanged := exists && !fingerprint.Changed(stored, fp)
+	if unchanged && !newIP && (c.h.brk == trustsFingerprint || c.h.brk == forgetsOnRestart) {
+		s.mu.Unlock()
 		return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: lb.ip}}}, nil
+	}
+	var diffs []string
+	if c.h.brk == forgetsOnRestart && !unchanged {
+		diffs = append(diffs, "everything") // no comparison: what memory does not hold is rewritten
 	}
 	if !exists || newIP {
 		c.h.nextIP++
 		lb.ip = fmt.Sprintf("192.0.2.%d", c.h.nextIP)
+		diffs = append(diffs, "load balancer")
 	}
-	lb.fp = fp
+	if exists && !slices.Equal(lb.members, members) {
+		diffs = append(diffs, "members")
+	}
+	if exists && lb.idle != idleTimeout {
+		diffs = append(diffs, "idle timeout")
+	}
+	if c.h.brk == alwaysWrites && len(diffs) == 0 {
+		diffs = append(diffs, "nothing")
+	}
+	if c.h.brk == rewritesAll && len(diffs) > 0 {
+		diffs = append(diffs, "members (again)", "idle timeout (again)", "tags")
+	}
+	lb.members, lb.idle, lb.fp = members, idleTimeout, fp
 	c.mem[name] = fp
 	switch c.h.brk {
 	case noTags:
@@ -240,7 +279,15 @@ func (c *fakeCloud) write(cluster string, svc *v1.Service, nodes []*v1.Node, new
 		lb.tags = id.Tags()
 	}
 	s.lbs[name] = lb
-	s.writes++
+	s.writes += len(diffs)
+	s.mu.Unlock()
+	if unchanged && len(diffs) > 0 && c.h.brk != repairsSilently {
+		c.rec.Repaired(svc, diffs)
+	}
+	// A Service with an address whose load balancer is gone had it deleted out of band.
+	if !exists && len(svc.Status.LoadBalancer.Ingress) > 0 && c.h.brk != repairsSilently {
+		c.rec.Repaired(svc, []string{"load balancer was deleted"})
+	}
 	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: lb.ip}}}, nil
 }
 
@@ -289,6 +336,47 @@ func (h *fakeHarness) HostileCases(_ T, victim string, victimSvc *v1.Service, _ 
 		{Name: "adopt an unowned load balancer", Annotations: map[string]string{annAdopt: "made-by-hand"}, Reason: "no ownership mark"},
 		{Name: "adopt the other cluster's load balancer", Annotations: map[string]string{annAdopt: h.name(victim, victimSvc)}, Reason: "no ownership mark"},
 	}
+}
+
+// The drift part of the harness.
+
+func (h *fakeHarness) Events() *EventSink { return h.events }
+
+// change applies f to svc's load balancer in the simulator; f returns false to delete it.
+func (h *fakeHarness) change(cluster string, svc *v1.Service, f func(lb *simLB) bool) {
+	h.sim.mu.Lock()
+	defer h.sim.mu.Unlock()
+	name := h.name(cluster, svc)
+	lb := h.sim.lbs[name]
+	if f(&lb) {
+		h.sim.lbs[name] = lb
+	} else {
+		delete(h.sim.lbs, name)
+	}
+}
+
+func (h *fakeHarness) DriftCases(T) []DriftCase {
+	return []DriftCase{
+		{Name: "member removed", MaxWrites: 1, Mentions: "members",
+			Break: func(_ T, cluster string, svc *v1.Service) {
+				h.change(cluster, svc, func(lb *simLB) bool { lb.members = lb.members[1:]; return true })
+			}},
+		{Name: "setting changed", MaxWrites: 1, Mentions: "idle timeout",
+			Break: func(_ T, cluster string, svc *v1.Service) {
+				h.change(cluster, svc, func(lb *simLB) bool { lb.idle = 5; return true })
+			}},
+		{Name: "load balancer deleted", MaxWrites: 1, Mentions: "deleted",
+			Break: func(_ T, cluster string, svc *v1.Service) {
+				h.change(cluster, svc, func(*simLB) bool { return false })
+			}},
+	}
+}
+
+func (h *fakeHarness) LoadBalancerState(_ T, cluster string, svc *v1.Service) (string, bool) {
+	h.sim.mu.Lock()
+	defer h.sim.mu.Unlock()
+	lb, ok := h.sim.lbs[h.name(cluster, svc)]
+	return fmt.Sprintf("members=%v idle=%d tags=%v", lb.members, lb.idle, lb.tags), ok
 }
 
 func (h *fakeHarness) Snapshot(T) string {

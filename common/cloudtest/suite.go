@@ -53,6 +53,7 @@ type Check struct {
 	Name         string
 	LoadBalancer bool // needs a LoadBalancer implementation
 	Hostile      bool // needs a HostileHarness (every provider with load balancers has one)
+	Drift        bool // needs a DriftHarness (every provider with load balancers has one)
 	Run          func(t T, c Config)
 }
 
