@@ -275,6 +275,42 @@ func (s *Server) elb(action string, f form) (string, *apiError) {
 	case "ModifyLoadBalancerAttributes":
 		lb.CrossZone = f.get("LoadBalancerAttributes.CrossZoneLoadBalancing.Enabled") == "true"
 		return "<LoadBalancerName>" + name + "</LoadBalancerName>", nil
+	case "DescribeLoadBalancerAttributes":
+		return fmt.Sprintf("<LoadBalancerAttributes><CrossZoneLoadBalancing><Enabled>%v</Enabled></CrossZoneLoadBalancing></LoadBalancerAttributes>", lb.CrossZone), nil
+	case "AttachLoadBalancerToSubnets", "DetachLoadBalancerFromSubnets":
+		for _, sn := range f.list("Subnets.member") {
+			if _, known := s.subnets[sn]; !known {
+				return "", &apiError{Status: 400, Code: "SubnetNotFound", Message: "subnet " + sn + " not found"}
+			}
+			i := slices.Index(lb.Subnets, sn)
+			if action[0] == 'A' && i < 0 {
+				lb.Subnets = append(lb.Subnets, sn)
+			} else if action[0] == 'D' && i >= 0 {
+				lb.Subnets = slices.Delete(lb.Subnets, i, i+1)
+			}
+		}
+		var x w
+		x.open("Subnets")
+		for _, sn := range lb.Subnets {
+			x.leaf("member", sn)
+		}
+		x.close("Subnets")
+		return x.b.String(), nil
+	case "ApplySecurityGroupsToLoadBalancer":
+		gs := f.list("SecurityGroups.member")
+		for _, g := range gs {
+			if _, known := s.groups[g]; !known {
+				return "", &apiError{Status: 400, Code: "InvalidSecurityGroup", Message: "security group " + g + " not found"}
+			}
+		}
+		lb.SecurityGroups = gs
+		var x w
+		x.open("SecurityGroups")
+		for _, g := range gs {
+			x.leaf("member", g)
+		}
+		x.close("SecurityGroups")
+		return x.b.String(), nil
 	}
 	return "", &apiError{Status: 400, Code: "InvalidAction", Message: "the fake does not implement " + action}
 }
