@@ -158,11 +158,16 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 		return nil, err
 	}
 	r := &result{Nodes: nNodes, Services: nServices, NodeAddedLBs: nNodeAdded}
-	writesNow := func(c *testenv.CCM) (writes, all float64) {
-		up, _ := c.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Update",provider="dummy"`)
-		cr, _ := c.Metric(metricsToken, `ccm_cloud_api_requests_total{operation="Create",provider="dummy"`)
-		all, _ = c.Metric(metricsToken, `ccm_cloud_api_requests_total{`)
-		return up + cr, all
+	// writesNow reads the dummy's store writes (Create, Update) and all its cloud calls. A
+	// failed scrape fails the bench (see scrape).
+	writesNow := func(c *testenv.CCM) (writes, all float64, err error) {
+		m, err := scrape(c.Get, metricsToken)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", c.Name, err)
+		}
+		up := m.sum(`ccm_cloud_api_requests_total{operation="Update",provider="dummy"`)
+		cr := m.sum(`ccm_cloud_api_requests_total{operation="Create",provider="dummy"`)
+		return up + cr, m.sum(`ccm_cloud_api_requests_total{`), nil
 	}
 	createServices := func(ns, prefix string, n int) error {
 		if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -187,9 +192,9 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 		return nil, err
 	}
 	r.NodeTimes = benchscenario.Since(nodeDone(ccm.Done()), start)
-	calls, err := ccm.Metric(metricsToken, `ccm_cloud_api_requests_total{`)
+	_, calls, err := writesNow(ccm)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cloud calls of %d Nodes: %w", nNodes, err)
 	}
 	r.CloudCallsPerNode = calls / float64(nNodes)
 
@@ -206,7 +211,7 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 			return nil, err
 		}
 		naDone(ccm.Done())
-		if err := nodeAddedScenario(ctx, env, r, func() float64 { w, _ := writesNow(ccm); return w }); err != nil {
+		if err := nodeAddedScenario(ctx, env, r, func() (float64, error) { w, _, err := writesNow(ccm); return w, err }); err != nil {
 			return nil, err
 		}
 	}
@@ -218,7 +223,10 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 		return nil, err
 	}
 	defer svcWatch.Stop()
-	before, _ := writesNow(ccm)
+	before, _, err := writesNow(ccm)
+	if err != nil {
+		return nil, fmt.Errorf("store writes before %d Services: %w", nServices, err)
+	}
 	start = time.Now()
 	if err := createServices("bench", "svc", nServices); err != nil {
 		return nil, err
@@ -231,7 +239,10 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 		r.MaxAPIWritesOneSvc = max(r.MaxAPIWritesOneSvc, w)
 	}
 	r.APIWritesPerService = float64(total) / float64(nServices)
-	after, _ := writesNow(ccm)
+	after, _, err := writesNow(ccm)
+	if err != nil {
+		return nil, fmt.Errorf("store writes after %d Services: %w", nServices, err)
+	}
 	r.CloudWritesCreate = after - before
 
 	// Restart with nothing changed.
@@ -246,7 +257,10 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 		return nil, err
 	}
 	time.Sleep(2 * time.Second) // a late write would show
-	w, all := writesNow(ccm2)
+	w, all, err := writesNow(ccm2)
+	if err != nil {
+		return nil, fmt.Errorf("cloud calls after the restart: %w", err)
+	}
 	r.RestartCloudWrites, r.RestartCloudReads = w, all-w
 	return r, nil
 }
@@ -254,7 +268,7 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 // nodeAddedScenario registers one more Node and waits until every LB record has changed.
 // The dummy keeps one record per LB (with a fingerprint of its desired state, nodes included)
 // in ConfigMaps: an LB is updated when its fingerprint changes.
-func nodeAddedScenario(ctx context.Context, env *testenv.Env, r *result, writesNow func() float64) error {
+func nodeAddedScenario(ctx context.Context, env *testenv.Env, r *result, writesNow func() (float64, error)) error {
 	fingerprints := func() (map[string]string, error) {
 		cms, err := env.Client.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -281,7 +295,10 @@ func nodeAddedScenario(ctx context.Context, env *testenv.Env, r *result, writesN
 	if len(old) != r.NodeAddedLBs {
 		return fmt.Errorf("node added: %d LB records before, want %d", len(old), r.NodeAddedLBs)
 	}
-	before := writesNow()
+	before, err := writesNow()
+	if err != nil {
+		return fmt.Errorf("node added: store writes before: %w", err)
+	}
 	start := time.Now()
 	if err := testenv.RegisterNode(ctx, env.Client, fmt.Sprintf("bench-node-%04d", r.Nodes)); err != nil {
 		return err
@@ -305,7 +322,11 @@ func nodeAddedScenario(ctx context.Context, env *testenv.Env, r *result, writesN
 	}
 	r.NodeAddedAllUpdatedS = time.Since(start).Seconds()
 	time.Sleep(3 * time.Second) // more writes than LBs would show here
-	r.NodeAddedCloudWrites = writesNow() - before
+	after, err := writesNow()
+	if err != nil {
+		return fmt.Errorf("node added: store writes after: %w", err)
+	}
+	r.NodeAddedCloudWrites = after - before
 	return nil
 }
 
