@@ -5,12 +5,8 @@ package openstack
 
 import (
 	"io"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
@@ -18,6 +14,7 @@ import (
 	ccmmetrics "github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/provider"
+	"github.com/ccm-project/ccm/common/svcevents"
 )
 
 // ProviderName is what --cloud-provider selects and the build tag that compiles this in.
@@ -32,10 +29,10 @@ type Cloud struct {
 	// ClusterScope holds the --cluster-name ccm hands over (UseClusterName) before Initialize.
 	ownership.ClusterScope
 
-	cfg      Config
-	sess     *session
-	lb       *loadBalancers
-	recorder record.EventRecorder // nil until Initialize; events are then skipped
+	cfg    Config
+	sess   *session
+	lb     *loadBalancers
+	events *svcevents.Recorder // logs only until Initialize connects it; messages redacted
 }
 
 var (
@@ -53,6 +50,7 @@ func New(r io.Reader) (*Cloud, error) {
 		return nil, err
 	}
 	c.sess = newSession(&c.cfg)
+	c.events = svcevents.New(c.cfg.redact)
 	c.lb = newLoadBalancers(c)
 	ccmmetrics.Register()
 	return c, nil
@@ -60,33 +58,12 @@ func New(r io.Reader) (*Cloud, error) {
 
 // Initialize implements cloudprovider.Interface: it sets up Service events.
 func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
-	client, err := b.Client("openstack-cloud-provider")
-	if err != nil {
-		klog.ErrorS(err, "No API client; load balancer warnings will only be logged")
-		return
-	}
-	bc := record.NewBroadcaster()
-	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	eventMu.Lock()
-	c.recorder = bc.NewRecorder(scheme.Scheme, v1.EventSource{Component: "openstack-cloud-provider"})
-	eventMu.Unlock()
-	go func() { <-stop; bc.Shutdown() }()
+	c.events.Start(b, "openstack-cloud-provider", stop)
 	klog.InfoS("OpenStack cloud ready", "authURL", c.cfg.Global.AuthURL, "region", c.cfg.Global.Region, "loadBalancer", c.cfg.LoadBalancer.Enabled)
 }
 
-var eventMu sync.Mutex
-
-// event records an event on svc, and logs it either way.
-func (c *Cloud) event(svc *v1.Service, typ, reason, msg string) {
-	msg = c.cfg.redact(msg)
-	klog.InfoS("Service event", "service", klog.KObj(svc), "type", typ, "reason", reason, "message", msg)
-	eventMu.Lock()
-	r := c.recorder
-	eventMu.Unlock()
-	if r != nil {
-		r.Event(svc, typ, reason, msg)
-	}
-}
+// event records an event on svc (redacted), and logs it either way.
+func (c *Cloud) event(svc *v1.Service, typ, reason, msg string) { c.events.Event(svc, typ, reason, msg) }
 
 // LoadBalancer implements cloudprovider.Interface.
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {

@@ -19,10 +19,19 @@ import (
 
 // harness is the fake OpenStack as the conformance suite sees it, driven through gophercloud.
 type harness struct {
-	fake  *fake.Cloud
-	extra string // cloud.conf lines added to [LoadBalancer]
-	mu    sync.Mutex
-	n     int
+	fake   *fake.Cloud
+	extra  string // cloud.conf lines added to [LoadBalancer]
+	events *cloudtest.EventSink
+	stop   chan struct{}
+	mu     sync.Mutex
+	n      int
+}
+
+// newHarness is a harness over a new fake whose clouds record Events into one sink.
+func newHarness(t *testing.T, extra string) *harness {
+	h := &harness{fake: newFake(t, fake.Options{}), extra: extra, events: cloudtest.NewEventSink(), stop: make(chan struct{})}
+	t.Cleanup(func() { close(h.stop) })
+	return h
 }
 
 func newFake(t testing.TB, o fake.Options) *fake.Cloud {
@@ -45,7 +54,9 @@ func newTestCloud(t cloudtest.T, f *fake.Cloud, extra string) *Cloud {
 
 // NewCloud names the floating network: HostileCases adds a second external network.
 func (h *harness) NewCloud(t cloudtest.T) cloudprovider.Interface {
-	return newTestCloud(t, h.fake, "floating-network-id = "+fake.PublicNetworkID+"\n"+h.extra)
+	c := newTestCloud(t, h.fake, "floating-network-id = "+fake.PublicNetworkID+"\n"+h.extra)
+	c.Initialize(h.events, h.stop)
+	return c
 }
 
 func (h *harness) AddInstance(t cloudtest.T, name string) (*v1.Node, cloudprovider.InstanceMetadata) {
@@ -144,11 +155,70 @@ func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Servi
 // floating IP, security group and rule, and the group lists of ports.
 func (h *harness) Snapshot(t cloudtest.T) string { return h.fake.Snapshot() }
 
+// The drift part of the harness.
+
+func (h *harness) Events() *cloudtest.EventSink { return h.events }
+
+func (h *harness) lbName(cluster string, svc *v1.Service) string {
+	return lbname.Octavia.Name(cluster, svc.Namespace, svc.Name)
+}
+
+func (h *harness) LoadBalancerState(t cloudtest.T, cluster string, svc *v1.Service) (string, bool) {
+	name := h.lbName(cluster, svc)
+	return h.fake.LoadBalancerState(name, sgName(name))
+}
+
+// DriftCases break the Service's load balancer in the fake's state, one thing each, as an
+// operator at the console would. The Service has one port, TCP/80.
+func (h *harness) DriftCases(t cloudtest.T) []cloudtest.DriftCase {
+	brk := func(what string, f func(name string) bool) func(cloudtest.T, string, *v1.Service) {
+		return func(t cloudtest.T, cluster string, svc *v1.Service) {
+			if !f(h.lbName(cluster, svc)) {
+				t.Fatalf("%s: nothing to break in the fake", what)
+			}
+		}
+	}
+	monitored := func(svc *v1.Service) {
+		if svc.Annotations == nil {
+			svc.Annotations = map[string]string{}
+		}
+		svc.Annotations[annHealthMonitor] = "true"
+	}
+	cases := []cloudtest.DriftCase{
+		// A listener create (with its pool, members and monitor) and the delete of the pool the
+		// deleted listener left behind.
+		{Name: "listener deleted", MaxWrites: 2, Mentions: "listener TCP/80 was deleted",
+			Break: brk("listener", func(n string) bool { return h.fake.DeleteListener(n, 80) })},
+		{Name: "health monitor deleted", Mutate: monitored, MaxWrites: 1, Mentions: "health monitor of TCP/80 was deleted",
+			Break: brk("monitor", func(n string) bool { return h.fake.DeleteMonitor(n, 80) })},
+		{Name: "health monitor changed", Mutate: monitored, MaxWrites: 1, Mentions: "health monitor of TCP/80 settings",
+			Break: brk("monitor", func(n string) bool { return h.fake.SetMonitorDelay(n, 80, 60, 30) })},
+		{Name: "member removed", MaxWrites: 1, Mentions: "members of TCP/80",
+			Break: brk("member", func(n string) bool { return h.fake.RemoveMember(n, 80) })},
+		{Name: "pool lb-method changed", MaxWrites: 1, Mentions: "lb-method was SOURCE_IP",
+			Break: brk("pool", func(n string) bool { return h.fake.SetPoolMethod(n, 80, "SOURCE_IP") })},
+		{Name: "listener allowed CIDRs changed", MaxWrites: 1, Mentions: "allowed CIDRs",
+			Break: brk("listener", func(n string) bool { return h.fake.SetAllowedCIDRs(n, 80, "192.0.2.0/24") })},
+		{Name: "floating IP detached", MaxWrites: 1, Mentions: "was detached",
+			Break: brk("floating IP", func(n string) bool { return h.fake.DetachFloatingIP(n) })},
+		// A load balancer create (populated) and the association of the Service's floating IP.
+		{Name: "load balancer deleted", MaxWrites: 2, Mentions: "was deleted; created again",
+			Break: brk("load balancer", func(n string) bool { return h.fake.DeleteLoadBalancerNamed(n) })},
+	}
+	if h.extra == manageSG {
+		cases = append(cases, cloudtest.DriftCase{Name: "security group rule revoked", MaxWrites: 1, Mentions: "security group rule",
+			Break: brk("rule", func(n string) bool { return h.fake.RevokeRule(sgName(n)) })})
+	}
+	return cases
+}
+
+var _ cloudtest.DriftHarness = (*harness)(nil)
+
 func TestConformance(t *testing.T) {
-	cloudtest.Run(t, cloudtest.Config{Harness: &harness{fake: newFake(t, fake.Options{})}})
+	cloudtest.Run(t, cloudtest.Config{Harness: newHarness(t, "")})
 }
 
 // The same suite with per-Service security groups: two clusters' groups and port lists.
 func TestConformanceWithSecurityGroups(t *testing.T) {
-	cloudtest.Run(t, cloudtest.Config{Harness: &harness{fake: newFake(t, fake.Options{}), extra: manageSG}})
+	cloudtest.Run(t, cloudtest.Config{Harness: newHarness(t, manageSG)})
 }

@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
@@ -54,7 +55,7 @@ func (l *loadBalancers) checkRequestedFIP(ctx context.Context, cl *clients, id o
 // ensureFIP gives the VIP port of the Service's own load balancer a floating IP and returns
 // its address: the one it has, the Service's spec.loadBalancerIP (associated if it exists
 // and is the Service's or allowed, allocated if not), or a new one from the floating network.
-func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, spec *lbSpec, lb *loadbalancers.LoadBalancer) (string, error) {
+func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, spec *lbSpec, lb *loadbalancers.LoadBalancer, rep *syncReport) (string, error) {
 	cur, err := l.portFIP(ctx, cl, lb.VipPortID)
 	if err != nil {
 		return "", err
@@ -63,6 +64,21 @@ func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, id ownership
 		return cur.FloatingIP, nil
 	}
 	port := lb.VipPortID
+	if cur == nil && spec.fixedFIP == "" {
+		// The VIP has none, but the Service has an address: its floating IP was detached (or
+		// its load balancer deleted) out of band. The Service's own one goes back, so its
+		// address does not change.
+		if f, err := l.detachedFIP(ctx, cl, id, svc); err != nil || f != nil {
+			if err != nil {
+				return "", err
+			}
+			if _, err := floatingips.Update(ctx, cl.network, f.ID, floatingips.UpdateOpts{PortID: &port}).Extract(); err != nil {
+				return "", fmt.Errorf("associating floating IP %s again: %w", f.FloatingIP, err)
+			}
+			rep.repairs = append(rep.repairs, fmt.Sprintf("floating IP %s was detached from load balancer %s", f.FloatingIP, spec.name))
+			return f.FloatingIP, nil
+		}
+	}
 	var existing *floatingips.FloatingIP
 	if spec.fixedFIP != "" {
 		fips, err := listFIPs(ctx, cl, floatingips.ListOpts{FloatingIP: spec.fixedFIP})
@@ -111,6 +127,26 @@ func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, id ownership
 	}
 	klog.InfoS("Allocated floating IP", "service", klog.KObj(svc), "ip", f.FloatingIP, "network", netID)
 	return f.FloatingIP, nil
+}
+
+// detachedFIP is the floating IP of the Service's status that ccm allocated for it and that
+// is associated with nothing, or nil.
+func (l *loadBalancers) detachedFIP(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service) (*floatingips.FloatingIP, error) {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if a, err := netip.ParseAddr(in.IP); err != nil || !a.Is4() {
+			continue
+		}
+		fips, err := listFIPs(ctx, cl, floatingips.ListOpts{FloatingIP: in.IP})
+		if err != nil {
+			return nil, err
+		}
+		for i := range fips {
+			if f := &fips[i]; f.PortID == "" && fipOwned(id, f) {
+				return f, nil
+			}
+		}
+	}
+	return nil, nil
 }
 
 // adoptedAddress is the address of a load balancer the Service named by load-balancer-id and

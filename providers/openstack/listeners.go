@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -66,12 +65,19 @@ func (ls listenerSpec) name() string { return fmt.Sprintf("listener_%s_%d", ls.P
 
 func (ls listenerSpec) memberOpts(spec *lbSpec, ms []member) []pools.CreateMemberOpts {
 	var out []pools.CreateMemberOpts
+	var keys []memberKey
 	for _, m := range ms {
 		o := pools.CreateMemberOpts{Name: m.Node, Address: m.Address, ProtocolPort: ls.NodePort, SubnetID: spec.memberSubnetID}
+		mp := 0
 		if ls.Monitor != nil && ls.Monitor.Port != 0 {
-			o.MonitorPort = &ls.Monitor.Port
+			o.MonitorPort, mp = &ls.Monitor.Port, ls.Monitor.Port
 		}
+		keys = append(keys, memberKey{o.Address, o.SubnetID, o.ProtocolPort, mp})
 		out = append(out, o)
+	}
+	tag := membersTag(keys) // each member carries the fingerprint of the set (see planPool)
+	for i := range out {
+		out[i].Tags = []string{tag}
 	}
 	return out
 }
@@ -90,16 +96,22 @@ func listenerCreateOpts(spec *lbSpec, ls listenerSpec, ms []member, desc string)
 	}
 }
 
-// syncListeners makes the load balancer's listeners match spec: a listener whose description
-// (the Service's ownership mark with the fingerprint of its spec) differs is replaced, a
-// missing one is created with its pool and members in one call, and a kept one gets its
-// members replaced in one batch call if they differ. Nothing is written when nothing changed.
+// syncListeners makes the load balancer's listeners match spec: observe (the listeners and
+// pools of the load balancer, listed once; members and monitor of each kept listener), plan
+// (per listener: keep, replace or create; per kept listener: planPool), apply. A listener
+// whose description (the Service's ownership mark with the fingerprint of its spec) differs
+// is replaced; a missing one is created with its pool, members and monitor in one call; a
+// kept one is compared with Octavia all the same, and only its differences are written.
+// Nothing is written when nothing differs. Out-of-band changes found are added to rep.
 //
 // On a load balancer the Service does not own (adopted: named by load-balancer-id and allowed
 // by the operator), only listeners whose description proves they are this Service's are
 // changed or deleted; every other listener, pool and monitor is left as it is. On the
 // Service's own load balancer, listeners marked as another Service's are left alone too.
-func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID string, id ownership.Identity, spec *lbSpec, ms []member, adopted bool) error {
+func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID string, id ownership.Identity, spec *lbSpec, ms []member, adopted bool, rep *syncReport) error {
+	if rep == nil {
+		rep = &syncReport{}
+	}
 	pages, err := listeners.List(cl.lb, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
 	if err != nil {
 		return fmt.Errorf("listing listeners of %s: %w", lbID, err)
@@ -108,11 +120,23 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 	if err != nil {
 		return err
 	}
+	ppages, err := pools.List(cl.lb, pools.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
+	if err != nil {
+		return fmt.Errorf("listing pools of %s: %w", lbID, err)
+	}
+	allPools, err := pools.ExtractPools(ppages)
+	if err != nil {
+		return err
+	}
+	poolByID := map[string]*pools.Pool{}
+	for i := range allPools {
+		poolByID[allPools[i].ID] = &allPools[i]
+	}
 	want := map[string]listenerSpec{}
 	for _, ls := range spec.listeners {
 		want[ls.key()] = ls
 	}
-	kept := map[string]string{} // key -> pool ID
+	kept := map[string]listeners.Listener{}
 	for _, h := range have {
 		key := fmt.Sprintf("%s/%d", h.Protocol, h.ProtocolPort)
 		ls, wanted := want[key]
@@ -132,7 +156,7 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 			}
 			continue
 		case wanted && mine && role == ls.fingerprint() && h.DefaultPoolID != "":
-			kept[key] = h.DefaultPoolID
+			kept[key] = h
 			continue
 		case wanted && !marked && h.DefaultPoolID != "":
 			// On the Service's own load balancer, a listener of an earlier ccm (its old
@@ -143,25 +167,63 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 				return err
 			}
 			if relabelled {
-				kept[key] = h.DefaultPoolID
+				kept[key] = h
 				continue
 			}
+		}
+		if wanted {
+			rep.specChanged = true
 		}
 		if err := l.deleteListener(ctx, cl, lbID, id, h, adopted); err != nil {
 			return err
 		}
+		delete(poolByID, h.DefaultPoolID)
+	}
+	// A pool of the Service without a listener: its listener was deleted out of band (or a
+	// replacement failed half-way). It is deleted; the listener is created again below.
+	orphaned := map[string]bool{} // descriptions of the orphaned pools
+	for _, p := range allPools {
+		if len(p.Listeners) > 0 || poolByID[p.ID] == nil || !ownership.DescribedBy(id, p.Description) {
+			continue
+		}
+		if err := pools.Delete(ctx, cl.lb, p.ID).ExtractErr(); err != nil {
+			return l.conflict(err, "deleting pool "+p.Name+" without a listener")
+		}
+		if err := l.waitActive(ctx, cl, lbID); err != nil {
+			return err
+		}
+		orphaned[p.Description] = true
 	}
 	for _, ls := range spec.listeners {
-		if poolID, ok := kept[ls.key()]; ok {
-			if err := l.syncMembers(ctx, cl, lbID, poolID, spec, ls, ms); err != nil {
+		if h, ok := kept[ls.key()]; ok {
+			obs, err := l.observePool(ctx, cl, h, poolByID[h.DefaultPoolID])
+			if err != nil {
 				return err
+			}
+			wantState := poolState{Method: ls.Method, CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms)}
+			plan := planPool(ls.key(), wantState, obs)
+			if plan.writes() == 0 {
+				continue
+			}
+			if err := l.applyPool(ctx, cl, lbID, spec, ls, ms, h, obs, plan); err != nil {
+				return err
+			}
+			rep.repairs = append(rep.repairs, plan.Repairs...)
+			if plan.SetMembers {
+				klog.InfoS("Updated load balancer members", "loadBalancer", spec.name, "listener", ls.key(), "members", len(ms))
 			}
 			continue
 		}
-		opts := listenerCreateOpts(spec, ls, ms, listenerDescription(id, ls))
+		desc := listenerDescription(id, ls)
+		opts := listenerCreateOpts(spec, ls, ms, desc)
 		opts.LoadbalancerID = lbID
 		if _, err := listeners.Create(ctx, cl.lb, opts).Extract(); err != nil {
 			return l.conflict(err, "creating listener "+ls.key())
+		}
+		if orphaned[desc] {
+			rep.repairs = append(rep.repairs, fmt.Sprintf("listener %s was deleted", ls.key()))
+		} else {
+			rep.specChanged = true
 		}
 		if err := l.waitActive(ctx, cl, lbID); err != nil {
 			return err
@@ -248,57 +310,4 @@ func (l *loadBalancers) relabel(ctx context.Context, cl *clients, lbID string, i
 type memberKey struct {
 	Address, Subnet   string
 	Port, MonitorPort int
-}
-
-// syncMembers replaces the pool's members in one batch call when they differ from ms.
-func (l *loadBalancers) syncMembers(ctx context.Context, cl *clients, lbID, poolID string, spec *lbSpec, ls listenerSpec, ms []member) error {
-	pages, err := pools.ListMembers(cl.lb, poolID, pools.ListMembersOpts{}).AllPages(ctx)
-	if err != nil {
-		return fmt.Errorf("listing members of pool %s: %w", poolID, err)
-	}
-	have, err := pools.ExtractMembers(pages)
-	if err != nil {
-		return err
-	}
-	opts := ls.memberOpts(spec, ms)
-	var h, w []memberKey
-	for _, m := range have {
-		h = append(h, memberKey{m.Address, m.SubnetID, m.ProtocolPort, m.MonitorPort})
-	}
-	for _, o := range opts {
-		mp := 0
-		if o.MonitorPort != nil {
-			mp = *o.MonitorPort
-		}
-		w = append(w, memberKey{o.Address, o.SubnetID, o.ProtocolPort, mp})
-	}
-	less := func(a, b memberKey) int {
-		if a.Address != b.Address {
-			if a.Address < b.Address {
-				return -1
-			}
-			return 1
-		}
-		return a.Port - b.Port
-	}
-	slices.SortFunc(h, less)
-	slices.SortFunc(w, less)
-	if slices.Equal(h, w) {
-		return nil
-	}
-	batch := make([]pools.BatchUpdateMemberOpts, 0, len(opts))
-	for _, o := range opts {
-		b := pools.BatchUpdateMemberOpts{Address: o.Address, ProtocolPort: o.ProtocolPort, MonitorPort: o.MonitorPort}
-		name, subnet := o.Name, o.SubnetID
-		b.Name = &name
-		if subnet != "" {
-			b.SubnetID = &subnet
-		}
-		batch = append(batch, b)
-	}
-	if err := pools.BatchUpdateMembers(ctx, cl.lb, poolID, batch).ExtractErr(); err != nil {
-		return l.conflict(err, "updating members of "+ls.key())
-	}
-	klog.InfoS("Updated load balancer members", "loadBalancer", spec.name, "listener", ls.key(), "members", len(batch))
-	return l.waitActive(ctx, cl, lbID)
 }

@@ -262,9 +262,20 @@ func (l *loadBalancers) retry(msg string) error {
 	return api.NewRetryError(fmt.Sprintf("%s; checking again in %v", msg, d), d)
 }
 
+// syncReport is what one sync found besides its result: the out-of-band changes it repaired
+// (reported as one Warning Event), and whether the Service's spec changed (then a difference
+// in the cloud is the spec's, not drift) or an object was created for the first time.
+type syncReport struct {
+	repairs              []string
+	specChanged, created bool
+}
+
 // sync reconciles one load balancer per IP family. Families provision in parallel: a pending
 // one does not stop the other from being created in the same pass.
 func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
+	rep := &syncReport{}
+	// What was repaired is reported even when a later step fails: those writes were made.
+	defer func() { l.c.events.Repaired(svc, rep.repairs) }()
 	base, err := l.spec(l.GetLoadBalancerName(ctx, clusterName, svc), svc)
 	if err != nil {
 		l.c.event(svc, v1.EventTypeWarning, "InvalidLoadBalancerConfig", l.c.cfg.sanitize(err).Error())
@@ -291,7 +302,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 	}
 	var addrs, pending []string
 	for _, spec := range specs {
-		addr, err := l.syncOne(ctx, cl, id, svc, nodes, spec, mustExist)
+		addr, err := l.syncOne(ctx, cl, id, svc, nodes, spec, mustExist, rep)
 		var retry *api.RetryError
 		switch {
 		case errors.As(err, &retry):
@@ -306,7 +317,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 		return nil, err
 	}
 	if l.c.cfg.LoadBalancer.ManageSecurityGroups {
-		if err := l.syncSecurityGroup(ctx, cl, clusterName, svc, nodes, specs); err != nil {
+		if err := l.syncSecurityGroup(ctx, cl, clusterName, svc, nodes, specs, rep); err != nil {
 			l.c.event(svc, v1.EventTypeWarning, "SecurityGroupSyncFailed", l.c.cfg.sanitize(err).Error())
 			return nil, err
 		}
@@ -340,7 +351,7 @@ func (l *loadBalancers) dropFamilies(ctx context.Context, cl *clients, id owners
 }
 
 // syncOne reconciles the load balancer of one family and returns its address.
-func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, nodes []*v1.Node, spec *lbSpec, mustExist bool) (string, error) {
+func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, nodes []*v1.Node, spec *lbSpec, mustExist bool, rep *syncReport) (string, error) {
 	name := spec.name
 	lb, adopted, err := l.find(ctx, cl, id, name, spec.existingID)
 	if err != nil {
@@ -356,6 +367,13 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 		}
 		if lb, err = l.create(ctx, cl, id, svc, spec, members); err != nil {
 			return "", err
+		}
+		if hadAddress(svc, spec.family) && spec.existingID == "" {
+			// The Service has an address of this family: its load balancer existed and was
+			// deleted out of band. Its floating IP is given back to it below (ensureFIP).
+			rep.repairs = append(rep.repairs, fmt.Sprintf("load balancer %s was deleted; created again", name))
+		} else {
+			rep.created = true
 		}
 	}
 	switch st := lb.ProvisioningStatus; {
@@ -387,7 +405,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	if err != nil {
 		return "", err
 	}
-	if err := l.syncListeners(ctx, cl, lb.ID, id, spec, members, adopted); err != nil {
+	if err := l.syncListeners(ctx, cl, lb.ID, id, spec, members, adopted, rep); err != nil {
 		return "", err
 	}
 	switch {
@@ -396,7 +414,17 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	case spec.internal || spec.family == v1.IPv6Protocol:
 		return lb.VipAddress, nil
 	}
-	return l.ensureFIP(ctx, cl, id, svc, spec, lb)
+	return l.ensureFIP(ctx, cl, id, svc, spec, lb, rep)
+}
+
+// hadAddress: the Service's status holds an address of family f.
+func hadAddress(svc *v1.Service, f v1.IPFamily) bool {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if a, err := netip.ParseAddr(in.IP); err == nil && a.Is6() == (f == v1.IPv6Protocol) {
+			return true
+		}
+	}
+	return false
 }
 
 // create makes the load balancer with its listeners, pools, members and monitors in one call
@@ -541,7 +569,7 @@ func (l *loadBalancers) deleteOne(ctx context.Context, cl *clients, id ownership
 			}
 			return l.retry(fmt.Sprintf("the load balancer named by annotation %s is %s", annLoadBalancerID, lb.ProvisioningStatus))
 		}
-		return l.syncListeners(ctx, cl, lb.ID, id, &lbSpec{name: lb.Name}, nil, true)
+		return l.syncListeners(ctx, cl, lb.ID, id, &lbSpec{name: lb.Name}, nil, true, nil)
 	}
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
 		return l.retry(fmt.Sprintf("load balancer %s is %s", lb.Name, lb.ProvisioningStatus))

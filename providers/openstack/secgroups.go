@@ -151,7 +151,7 @@ func findSG(ctx context.Context, cl *clients, id ownership.Identity, name string
 
 // syncSecurityGroup makes the Service's group, its rules and its attachment to the member
 // ports match; nothing is written when they already do.
-func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, nodes []*v1.Node, specs []*lbSpec) error {
+func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, nodes []*v1.Node, specs []*lbSpec, rep *syncReport) error {
 	want, err := sgRules(ctx, cl, svc, specs)
 	if err != nil {
 		return err
@@ -167,9 +167,18 @@ func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clus
 			return fmt.Errorf("creating security group %s: %w", name, err)
 		}
 		klog.InfoS("Created security group", "service", klog.KObj(svc), "name", name, "id", sg.ID)
+		rep.created = true
 	}
-	if err := syncRules(ctx, cl, id, sg, want, legacy); err != nil {
+	added, err := syncRules(ctx, cl, id, sg, want, legacy)
+	if err != nil {
 		return err
+	}
+	if len(added) > 0 && !rep.created && !rep.specChanged {
+		// The group and the Service's listeners were there as the spec asks: a rule the
+		// spec needs was revoked out of band.
+		for _, r := range added {
+			rep.repairs = append(rep.repairs, fmt.Sprintf("security group rule %s was revoked", r))
+		}
 	}
 	wantPorts, err := l.memberPorts(ctx, cl, nodes, specs)
 	if err != nil {
@@ -309,14 +318,14 @@ func updatePortGroups(ctx context.Context, cl *clients, p ports.Port, change fun
 // group that are no longer wanted and carry its mark (in a group of an earlier ccm, rules
 // without a description are taken as its); egress rules (Neutron's defaults) and rules someone
 // else added are left alone.
-func syncRules(ctx context.Context, cl *clients, id ownership.Identity, sg *groups.SecGroup, want []sgRule, legacy bool) error {
+func syncRules(ctx context.Context, cl *clients, id ownership.Identity, sg *groups.SecGroup, want []sgRule, legacy bool) (added []sgRule, _ error) {
 	pages, err := rules.List(cl.network, rules.ListOpts{SecGroupID: sg.ID, Direction: "ingress"}).AllPages(ctx)
 	if err != nil {
-		return fmt.Errorf("listing rules of security group %s: %w", sg.ID, err)
+		return nil, fmt.Errorf("listing rules of security group %s: %w", sg.ID, err)
 	}
 	have, err := rules.ExtractRules(pages)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	wanted := map[sgRule]bool{}
 	for _, r := range want {
@@ -335,7 +344,7 @@ func syncRules(ctx context.Context, cl *clients, id ownership.Identity, sg *grou
 			continue // not ours to delete
 		}
 		if err := rules.Delete(ctx, cl.network, h.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return fmt.Errorf("deleting rule %s of security group %s: %w", h.ID, sg.ID, err)
+			return added, fmt.Errorf("deleting rule %s of security group %s: %w", h.ID, sg.ID, err)
 		}
 	}
 	for _, r := range want {
@@ -346,10 +355,11 @@ func syncRules(ctx context.Context, cl *clients, id ownership.Identity, sg *grou
 			EtherType: rules.RuleEtherType(r.EtherType), Protocol: rules.RuleProtocol(r.Protocol), Description: ruleDescription(id),
 			PortRangeMin: r.Port, PortRangeMax: r.Port, RemoteIPPrefix: r.Prefix}).Extract()
 		if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusConflict) {
-			return fmt.Errorf("creating rule %s in security group %s: %w", r, sg.ID, err)
+			return added, fmt.Errorf("creating rule %s in security group %s: %w", r, sg.ID, err)
 		}
+		added = append(added, r)
 	}
-	return nil
+	return added, nil
 }
 
 func listPorts(ctx context.Context, cl *clients, opts ports.ListOpts) ([]ports.Port, error) {

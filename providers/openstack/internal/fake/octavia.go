@@ -30,6 +30,7 @@ type pool struct {
 type member struct {
 	ID, Address, SubnetID string
 	Port, MonitorPort     int
+	Tags                  []string
 }
 
 type monitor struct {
@@ -242,6 +243,13 @@ func (c *Cloud) octaviaRoutes(m *http.ServeMux) {
 	m.HandleFunc("DELETE "+lbBase+"pools/{id}", c.op("octavia.DeletePool", c.deletePool))
 	m.HandleFunc("GET "+lbBase+"pools/{id}/members", c.op("octavia.ListMembers", c.listMembers))
 	m.HandleFunc("PUT "+lbBase+"pools/{id}/members", c.op("octavia.BatchUpdateMembers", c.batchMembers))
+	m.HandleFunc("DELETE "+lbBase+"pools/{id}/members/{member}", c.op("octavia.DeleteMember", c.deleteMember))
+	m.HandleFunc("PUT "+lbBase+"pools/{id}", c.op("octavia.UpdatePool", c.updatePool))
+	m.HandleFunc("GET "+lbBase+"healthmonitors", c.op("octavia.ListHealthMonitors", c.listMonitors))
+	m.HandleFunc("GET "+lbBase+"healthmonitors/{id}", c.op("octavia.GetHealthMonitor", c.getMonitor))
+	m.HandleFunc("POST "+lbBase+"healthmonitors", c.op("octavia.CreateHealthMonitor", c.createMonitor))
+	m.HandleFunc("PUT "+lbBase+"healthmonitors/{id}", c.op("octavia.UpdateHealthMonitor", c.updateMonitor))
+	m.HandleFunc("DELETE "+lbBase+"healthmonitors/{id}", c.op("octavia.DeleteHealthMonitor", c.deleteMonitor))
 }
 
 func (c *Cloud) lbJSON(lb *loadBalancer) map[string]any {
@@ -271,10 +279,11 @@ func (c *Cloud) lbJSON(lb *loadBalancer) map[string]any {
 }
 
 type memberBody struct {
-	Address     string `json:"address"`
-	Port        int    `json:"protocol_port"`
-	SubnetID    string `json:"subnet_id"`
-	MonitorPort *int   `json:"monitor_port"`
+	Address     string   `json:"address"`
+	Port        int      `json:"protocol_port"`
+	SubnetID    string   `json:"subnet_id"`
+	MonitorPort *int     `json:"monitor_port"`
+	Tags        []string `json:"tags"`
 }
 
 type poolBody struct {
@@ -374,7 +383,7 @@ func (c *Cloud) members(in []memberBody) []*member {
 		if m.MonitorPort != nil {
 			mp = *m.MonitorPort
 		}
-		out = append(out, &member{ID: c.nextID("member"), Address: m.Address, Port: m.Port, SubnetID: m.SubnetID, MonitorPort: mp})
+		out = append(out, &member{ID: c.nextID("member"), Address: m.Address, Port: m.Port, SubnetID: m.SubnetID, MonitorPort: mp, Tags: m.Tags})
 	}
 	return out
 }
@@ -602,11 +611,20 @@ func (c *Cloud) updateListener(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		L struct {
 			Name, Description *string
+			AllowedCIDRs      *[]string `json:"allowed_cidrs"`
 		} `json:"listener"`
 	}
 	if err := decode(r, &b); err != nil {
 		writeErr(w, http.StatusBadRequest, "malformed request")
 		return
+	}
+	if b.L.AllowedCIDRs != nil {
+		if msg := checkListener(listenerBody{Protocol: l.Protocol, Port: l.Port, AllowedCIDRs: *b.L.AllowedCIDRs}, map[string]bool{},
+			strings.Contains(lb.VipAddress, ":")); msg != "" {
+			writeErr(w, http.StatusBadRequest, msg)
+			return
+		}
+		l.AllowedCIDRs = *b.L.AllowedCIDRs
 	}
 	if b.L.Name != nil {
 		l.Name = *b.L.Name
@@ -687,6 +705,11 @@ func (c *Cloud) listMembers(w http.ResponseWriter, r *http.Request) {
 		if m.MonitorPort != 0 {
 			v["monitor_port"] = m.MonitorPort
 		}
+		tags := m.Tags
+		if tags == nil {
+			tags = []string{}
+		}
+		v["tags"] = tags
 		out = append(out, v)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"members": out})
@@ -719,4 +742,194 @@ func (c *Cloud) batchMembers(w http.ResponseWriter, r *http.Request) {
 	p.Members = c.members(b.Members)
 	c.busy(lb)
 	w.WriteHeader(http.StatusAccepted)
+}
+
+func (c *Cloud) deleteMember(w http.ResponseWriter, r *http.Request) {
+	p := c.pools[r.PathValue("id")]
+	if p == nil {
+		writeErr(w, http.StatusNotFound, "Pool not found.")
+		return
+	}
+	lb := c.activeLB(w, p.LBID)
+	if lb == nil {
+		return
+	}
+	for i, m := range p.Members {
+		if m.ID == r.PathValue("member") {
+			p.Members = append(p.Members[:i:i], p.Members[i+1:]...)
+			c.busy(lb)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	writeErr(w, http.StatusNotFound, "Member not found.")
+}
+
+func (c *Cloud) updatePool(w http.ResponseWriter, r *http.Request) {
+	p := c.pools[r.PathValue("id")]
+	if p == nil {
+		writeErr(w, http.StatusNotFound, "Pool not found.")
+		return
+	}
+	lb := c.activeLB(w, p.LBID)
+	if lb == nil {
+		return
+	}
+	var b struct {
+		P struct {
+			Name, Description *string
+			Method            *string `json:"lb_algorithm"`
+		} `json:"pool"`
+	}
+	if err := decode(r, &b); err != nil {
+		writeErr(w, http.StatusBadRequest, "malformed request")
+		return
+	}
+	if b.P.Method != nil {
+		if !methods[*b.P.Method] {
+			writeErr(w, http.StatusBadRequest, "invalid lb_algorithm")
+			return
+		}
+		p.Method = *b.P.Method
+	}
+	if b.P.Name != nil {
+		p.Name = *b.P.Name
+	}
+	if b.P.Description != nil {
+		p.Description = *b.P.Description
+	}
+	c.busy(lb)
+	writeJSON(w, http.StatusOK, map[string]any{"pool": c.poolJSON(p)})
+}
+
+func monitorJSON(m *monitor) map[string]any {
+	return map[string]any{"id": m.ID, "type": m.Type, "delay": m.Delay, "timeout": m.Timeout, "max_retries": m.MaxRetries,
+		"url_path": m.URLPath, "pools": []any{map[string]any{"id": m.PoolID}}, "admin_state_up": true, "provisioning_status": "ACTIVE"}
+}
+
+func (c *Cloud) listMonitors(w http.ResponseWriter, r *http.Request) {
+	pid := r.URL.Query().Get("pool_id")
+	out := []any{}
+	for _, m := range c.monitors {
+		if pid == "" || m.PoolID == pid {
+			out = append(out, monitorJSON(m))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"healthmonitors": out})
+}
+
+func (c *Cloud) getMonitor(w http.ResponseWriter, r *http.Request) {
+	m := c.monitors[r.PathValue("id")]
+	if m == nil {
+		writeErr(w, http.StatusNotFound, "Health Monitor not found.")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"healthmonitor": monitorJSON(m)})
+}
+
+type monitorBody struct {
+	PoolID     string  `json:"pool_id"`
+	Type       *string `json:"type"`
+	Delay      *int    `json:"delay"`
+	Timeout    *int    `json:"timeout"`
+	MaxRetries *int    `json:"max_retries"`
+	URLPath    *string `json:"url_path"`
+}
+
+// apply sets the fields b carries and validates the result as Octavia does.
+func (b monitorBody) apply(m *monitor) string {
+	if b.Type != nil {
+		m.Type = *b.Type
+	}
+	if b.Delay != nil {
+		m.Delay = *b.Delay
+	}
+	if b.Timeout != nil {
+		m.Timeout = *b.Timeout
+	}
+	if b.MaxRetries != nil {
+		m.MaxRetries = *b.MaxRetries
+	}
+	if b.URLPath != nil {
+		m.URLPath = *b.URLPath
+	}
+	if !monitorTypes[m.Type] || m.Delay < m.Timeout || m.Delay < 1 || m.MaxRetries < 1 || m.MaxRetries > 10 {
+		return "invalid health monitor"
+	}
+	return ""
+}
+
+func (c *Cloud) createMonitor(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		M monitorBody `json:"healthmonitor"`
+	}
+	if err := decode(r, &b); err != nil {
+		writeErr(w, http.StatusBadRequest, "malformed request")
+		return
+	}
+	p := c.pools[b.M.PoolID]
+	if p == nil {
+		writeErr(w, http.StatusNotFound, "Pool not found.")
+		return
+	}
+	lb := c.activeLB(w, p.LBID)
+	if lb == nil {
+		return
+	}
+	if p.MonitorID != "" {
+		writeErr(w, http.StatusConflict, "This pool already has a health monitor")
+		return
+	}
+	m := &monitor{ID: c.nextID("hm"), PoolID: p.ID}
+	if msg := b.M.apply(m); msg != "" {
+		writeErr(w, http.StatusBadRequest, msg)
+		return
+	}
+	c.monitors[m.ID] = m
+	p.MonitorID = m.ID
+	c.busy(lb)
+	writeJSON(w, http.StatusCreated, map[string]any{"healthmonitor": monitorJSON(m)})
+}
+
+func (c *Cloud) updateMonitor(w http.ResponseWriter, r *http.Request) {
+	m := c.monitors[r.PathValue("id")]
+	if m == nil {
+		writeErr(w, http.StatusNotFound, "Health Monitor not found.")
+		return
+	}
+	lb := c.activeLB(w, c.pools[m.PoolID].LBID)
+	if lb == nil {
+		return
+	}
+	var b struct {
+		M monitorBody `json:"healthmonitor"`
+	}
+	if err := decode(r, &b); err != nil || b.M.Type != nil {
+		writeErr(w, http.StatusBadRequest, "malformed request (the type of a monitor cannot change)")
+		return
+	}
+	next := *m
+	if msg := b.M.apply(&next); msg != "" {
+		writeErr(w, http.StatusBadRequest, msg)
+		return
+	}
+	*m = next
+	c.busy(lb)
+	writeJSON(w, http.StatusOK, map[string]any{"healthmonitor": monitorJSON(m)})
+}
+
+func (c *Cloud) deleteMonitor(w http.ResponseWriter, r *http.Request) {
+	m := c.monitors[r.PathValue("id")]
+	if m == nil {
+		writeErr(w, http.StatusNotFound, "Health Monitor not found.")
+		return
+	}
+	lb := c.activeLB(w, c.pools[m.PoolID].LBID)
+	if lb == nil {
+		return
+	}
+	delete(c.monitors, m.ID)
+	c.pools[m.PoolID].MonitorID = ""
+	c.busy(lb)
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -1,0 +1,251 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+
+	"github.com/ccm-project/ccm/common/fingerprint"
+)
+
+// A kept listener (its description's fingerprint matches the spec) is still compared with what
+// Octavia holds on every sync: its allowed CIDRs, its pool's algorithm, its health monitor and
+// its members. The fingerprint only says the spec did not change, so every other difference was
+// made out of band: planPool names it as a repair and the apply writes only that difference.
+
+// membersTagPrefix starts the tag each member carries: the fingerprint of the member set it was
+// written with. A member set that differs while a member still carries the fingerprint of the
+// wanted set was changed out of band (a member removed or added by hand); one that carries an
+// older fingerprint is a Node change. The tag costs no write: it travels with the members.
+const membersTagPrefix = "ccm-members:"
+
+func membersTag(ms []memberKey) string {
+	ms = slices.Clone(ms)
+	slices.SortFunc(ms, compareMembers)
+	return membersTagPrefix + fingerprint.Of(ms)
+}
+
+func compareMembers(a, b memberKey) int {
+	return strings.Compare(fmt.Sprintf("%s/%05d/%05d/%s", a.Address, a.Port, a.MonitorPort, a.Subnet),
+		fmt.Sprintf("%s/%05d/%05d/%s", b.Address, b.Port, b.MonitorPort, b.Subnet))
+}
+
+// observedMonitor is a health monitor as Octavia holds it.
+type observedMonitor struct {
+	ID, Type, URLPath          string
+	Delay, Timeout, MaxRetries int
+}
+
+// poolState is a listener with its pool, monitor and members: wanted (from the spec) or
+// observed (read from Octavia).
+type poolState struct {
+	Method  string
+	CIDRs   []string
+	Monitor *observedMonitor // nil: none
+	Members []memberKey
+	Tags    []string // member tags seen (observed only)
+}
+
+type monitorAction int
+
+const (
+	monitorKeep monitorAction = iota
+	monitorCreate
+	monitorUpdate
+	monitorReplace // the type cannot be updated in place
+	monitorDelete
+)
+
+// poolPlan is the difference between a kept listener's wanted and observed state.
+type poolPlan struct {
+	SetCIDRs, SetMethod, SetMembers bool
+	Monitor                         monitorAction
+	// Repairs name the out-of-band changes among the differences.
+	Repairs []string
+}
+
+func (p poolPlan) writes() int {
+	n := 0
+	for _, b := range []bool{p.SetCIDRs, p.SetMethod, p.SetMembers} {
+		if b {
+			n++
+		}
+	}
+	switch p.Monitor {
+	case monitorCreate, monitorUpdate, monitorDelete:
+		n++
+	case monitorReplace:
+		n += 2
+	}
+	return n
+}
+
+// planPool compares the wanted and observed state of the kept listener key. Pure.
+func planPool(key string, want, have poolState) poolPlan {
+	var p poolPlan
+	if !sameSet(want.CIDRs, have.CIDRs) {
+		p.SetCIDRs = true
+		p.Repairs = append(p.Repairs, fmt.Sprintf("listener %s allowed CIDRs were [%s]", key, strings.Join(have.CIDRs, ",")))
+	}
+	if want.Method != have.Method {
+		p.SetMethod = true
+		p.Repairs = append(p.Repairs, fmt.Sprintf("pool %s lb-method was %s", key, have.Method))
+	}
+	w, h := want.Monitor, have.Monitor
+	switch {
+	case w == nil && h == nil:
+	case h == nil:
+		p.Monitor = monitorCreate
+		p.Repairs = append(p.Repairs, fmt.Sprintf("health monitor of %s was deleted", key))
+	case w == nil:
+		p.Monitor = monitorDelete
+		p.Repairs = append(p.Repairs, fmt.Sprintf("health monitor of %s was added", key))
+	case w.Type != h.Type:
+		p.Monitor = monitorReplace
+		p.Repairs = append(p.Repairs, fmt.Sprintf("health monitor of %s was of type %s", key, h.Type))
+	case w.Delay != h.Delay || w.Timeout != h.Timeout || w.MaxRetries != h.MaxRetries || w.URLPath != h.URLPath:
+		p.Monitor = monitorUpdate
+		p.Repairs = append(p.Repairs, fmt.Sprintf("health monitor of %s settings were delay=%d timeout=%d retries=%d", key, h.Delay, h.Timeout, h.MaxRetries))
+	}
+	wm, hm := slices.Clone(want.Members), slices.Clone(have.Members)
+	slices.SortFunc(wm, compareMembers)
+	slices.SortFunc(hm, compareMembers)
+	if !slices.Equal(wm, hm) {
+		p.SetMembers = true
+		if slices.Contains(have.Tags, membersTag(want.Members)) {
+			p.Repairs = append(p.Repairs, fmt.Sprintf("members of %s were changed (%d, want %d)", key, len(hm), len(wm)))
+		}
+	}
+	return p
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// wantedMonitor is the spec's monitor in the observed shape (nil if none).
+func wantedMonitor(m *monitorSpec) *observedMonitor {
+	if m == nil {
+		return nil
+	}
+	return &observedMonitor{Type: m.Type, URLPath: m.URLPath, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries}
+}
+
+// wantedMembers are the member keys of ls for ms.
+func wantedMembers(spec *lbSpec, ls listenerSpec, ms []member) []memberKey {
+	var out []memberKey
+	for _, o := range ls.memberOpts(spec, ms) {
+		mp := 0
+		if o.MonitorPort != nil {
+			mp = *o.MonitorPort
+		}
+		out = append(out, memberKey{o.Address, o.SubnetID, o.ProtocolPort, mp})
+	}
+	return out
+}
+
+// observePool reads a kept listener's pool members and monitor (the pool itself comes from the
+// load balancer's pool list).
+func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listeners.Listener, p *pools.Pool) (poolState, error) {
+	st := poolState{CIDRs: h.AllowedCIDRs}
+	if p == nil {
+		return st, fmt.Errorf("pool %s of listener %s is not in the load balancer's pool list", h.DefaultPoolID, h.ID)
+	}
+	st.Method = p.LBMethod
+	pages, err := pools.ListMembers(cl.lb, p.ID, pools.ListMembersOpts{}).AllPages(ctx)
+	if err != nil {
+		return st, fmt.Errorf("listing members of pool %s: %w", p.ID, err)
+	}
+	have, err := pools.ExtractMembers(pages)
+	if err != nil {
+		return st, err
+	}
+	for _, m := range have {
+		st.Members = append(st.Members, memberKey{m.Address, m.SubnetID, m.ProtocolPort, m.MonitorPort})
+		for _, t := range m.Tags {
+			if strings.HasPrefix(t, membersTagPrefix) && !slices.Contains(st.Tags, t) {
+				st.Tags = append(st.Tags, t)
+			}
+		}
+	}
+	if p.MonitorID != "" {
+		m, err := monitors.Get(ctx, cl.lb, p.MonitorID).Extract()
+		if err != nil {
+			return st, fmt.Errorf("getting health monitor %s: %w", p.MonitorID, err)
+		}
+		st.Monitor = &observedMonitor{ID: m.ID, Type: m.Type, URLPath: m.URLPath, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries}
+	}
+	return st, nil
+}
+
+// applyPool writes plan for the kept listener h of ls, waiting for the load balancer between
+// writes (Octavia refuses a write while it is PENDING_UPDATE).
+func (l *loadBalancers) applyPool(ctx context.Context, cl *clients, lbID string, spec *lbSpec, ls listenerSpec, ms []member, h listeners.Listener, have poolState, plan poolPlan) error {
+	key := ls.key()
+	step := func(what string, err error) error {
+		if err != nil {
+			return l.conflict(err, what+" of "+key)
+		}
+		return l.waitActive(ctx, cl, lbID)
+	}
+	if plan.SetCIDRs {
+		cidrs := slices.Clone(ls.SourceRanges)
+		if cidrs == nil {
+			cidrs = []string{}
+		}
+		_, err := listeners.Update(ctx, cl.lb, h.ID, listeners.UpdateOpts{AllowedCIDRs: &cidrs}).Extract()
+		if err := step("setting the allowed CIDRs", err); err != nil {
+			return err
+		}
+	}
+	if plan.SetMethod {
+		_, err := pools.Update(ctx, cl.lb, h.DefaultPoolID, pools.UpdateOpts{LBMethod: pools.LBMethod(ls.Method)}).Extract()
+		if err := step("setting the lb-method", err); err != nil {
+			return err
+		}
+	}
+	if plan.Monitor == monitorDelete || plan.Monitor == monitorReplace {
+		if err := step("deleting the health monitor", monitors.Delete(ctx, cl.lb, have.Monitor.ID).ExtractErr()); err != nil {
+			return err
+		}
+	}
+	if m := ls.Monitor; m != nil && (plan.Monitor == monitorCreate || plan.Monitor == monitorReplace) {
+		_, err := monitors.Create(ctx, cl.lb, monitors.CreateOpts{PoolID: h.DefaultPoolID, Type: m.Type, Delay: m.Delay,
+			Timeout: m.Timeout, MaxRetries: m.MaxRetries, URLPath: m.URLPath}).Extract()
+		if err := step("creating the health monitor", err); err != nil {
+			return err
+		}
+	}
+	if m := ls.Monitor; m != nil && plan.Monitor == monitorUpdate {
+		_, err := monitors.Update(ctx, cl.lb, have.Monitor.ID, monitors.UpdateOpts{Delay: m.Delay, Timeout: m.Timeout,
+			MaxRetries: m.MaxRetries, URLPath: m.URLPath}).Extract()
+		if err := step("updating the health monitor", err); err != nil {
+			return err
+		}
+	}
+	if plan.SetMembers {
+		opts := ls.memberOpts(spec, ms)
+		batch := make([]pools.BatchUpdateMemberOpts, 0, len(opts))
+		for _, o := range opts {
+			b := pools.BatchUpdateMemberOpts{Address: o.Address, ProtocolPort: o.ProtocolPort, MonitorPort: o.MonitorPort, Tags: o.Tags}
+			name, subnet := o.Name, o.SubnetID
+			b.Name = &name
+			if subnet != "" {
+				b.SubnetID = &subnet
+			}
+			batch = append(batch, b)
+		}
+		if err := step("updating the members", pools.BatchUpdateMembers(ctx, cl.lb, h.DefaultPoolID, batch).ExtractErr()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
