@@ -63,7 +63,9 @@ func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan 
 }
 
 // event records an event on svc (redacted), and logs it either way.
-func (c *Cloud) event(svc *v1.Service, typ, reason, msg string) { c.events.Event(svc, typ, reason, msg) }
+func (c *Cloud) event(svc *v1.Service, typ, reason, msg string) {
+	c.events.Event(svc, typ, reason, msg)
+}
 
 // LoadBalancer implements cloudprovider.Interface.
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {

@@ -31,9 +31,13 @@ func TestPlanPool(t *testing.T) {
 		{"lb-method changed", with(func(s *poolState) { s.Method = "SOURCE_IP" }), want, 1, []string{"lb-method was SOURCE_IP"}},
 		{"allowed CIDRs changed", with(func(s *poolState) { s.CIDRs = nil }), want, 1, []string{"allowed CIDRs were []"}},
 		{"monitor deleted", with(func(s *poolState) { s.Monitor = nil }), want, 1, []string{"health monitor of TCP/80 was deleted"}},
-		{"monitor settings changed", with(func(s *poolState) { s.Monitor = &observedMonitor{ID: "hm", Type: "TCP", Delay: 60, Timeout: 30, MaxRetries: 1} }), want, 1,
+		{"monitor settings changed", with(func(s *poolState) {
+			s.Monitor = &observedMonitor{ID: "hm", Type: "TCP", Delay: 60, Timeout: 30, MaxRetries: 1}
+		}), want, 1,
 			[]string{"settings were delay=60 timeout=30"}},
-		{"monitor type changed: delete and create", with(func(s *poolState) { s.Monitor = &observedMonitor{ID: "hm", Type: "PING", Delay: 5, Timeout: 3, MaxRetries: 1} }), want, 2,
+		{"monitor type changed: delete and create", with(func(s *poolState) {
+			s.Monitor = &observedMonitor{ID: "hm", Type: "PING", Delay: 5, Timeout: 3, MaxRetries: 1}
+		}), want, 2,
 			[]string{"was of type PING"}},
 		{"monitor added by hand", same, with(func(s *poolState) { s.Monitor = nil; s.Members = want.Members; s.Tags = nil; s.CIDRs = want.CIDRs }), 1, []string{"was added"}},
 		{"member removed out of band: the others carry the wanted set's tag", with(func(s *poolState) { s.Members = []memberKey{a} }), want, 1, []string{"members of TCP/80 were changed (1, want 2)"}},
