@@ -172,11 +172,12 @@ func (c *Cloud) Resources() []simcontrol.Resource {
 	return out
 }
 
-// Secrets are the password and every token Keystone handed out.
+// Secrets are the password, the application credential's secret and every token Keystone
+// handed out.
 func (c *Cloud) Secrets() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]string{c.opts.Password}, c.allTokens...)
+	return append([]string{c.opts.Password, c.opts.AppCredSecret}, c.allTokens...)
 }
 
 // Control is c as the harness drives it.

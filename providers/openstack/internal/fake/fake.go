@@ -28,6 +28,11 @@ type Options struct {
 	// NoFullyPopulated makes load balancer creates with listeners fail with 400, as providers
 	// without single-call creation do.
 	NoFullyPopulated bool
+	// TokenTTL is how long a token is valid (default 1h): an expired one gets a 401.
+	TokenTTL time.Duration
+	// The application credential Keystone knows (of the user, scoped to the project):
+	// defaults "appcred-ccm", "ccm" and "appcred-secret".
+	AppCredID, AppCredName, AppCredSecret string
 }
 
 // Fault is an injected failure: Status is answered (with a JSON error body) Count times, or
@@ -48,7 +53,7 @@ type Cloud struct {
 	srv      *http.Server
 	url      string
 	seq      int
-	tokens   map[string]bool
+	tokens   map[string]*token
 	issued   int
 	calls    map[string]int
 	faults   map[string]*Fault // by operation, "*" for all but Keystone
@@ -104,7 +109,19 @@ func New(o Options) *Cloud {
 	if o.DomainName == "" {
 		o.DomainName = "Default"
 	}
-	c := &Cloud{opts: o, tokens: map[string]bool{}, calls: map[string]int{}, faults: map[string]*Fault{},
+	if o.TokenTTL == 0 {
+		o.TokenTTL = time.Hour
+	}
+	if o.AppCredID == "" {
+		o.AppCredID = "appcred-ccm"
+	}
+	if o.AppCredName == "" {
+		o.AppCredName = "ccm"
+	}
+	if o.AppCredSecret == "" {
+		o.AppCredSecret = "appcred-secret"
+	}
+	c := &Cloud{opts: o, tokens: map[string]*token{}, calls: map[string]int{}, faults: map[string]*Fault{},
 		servers: map[string]*server{}, flavors: map[string]string{}, ports: map[string]*port{},
 		networks: map[string]*network{}, subnets: map[string]*subnet{}, fips: map[string]*floatingIP{},
 		lbs: map[string]*loadBalancer{}, lis: map[string]*listener{}, pools: map[string]*pool{}, monitors: map[string]*monitor{},
@@ -205,7 +222,7 @@ func (c *Cloud) SetDelays(provision, update time.Duration) {
 // ExpireTokens invalidates every token issued so far: the next call with one gets a 401.
 func (c *Cloud) ExpireTokens() {
 	c.mu.Lock()
-	c.tokens = map[string]bool{}
+	c.tokens = map[string]*token{}
 	c.mu.Unlock()
 }
 
@@ -281,8 +298,15 @@ func (c *Cloud) op(name string, fn opFunc) http.HandlerFunc {
 			return
 		}
 		if name != "keystone.CreateToken" {
-			if !c.tokens[r.Header.Get("X-Auth-Token")] {
+			tok := c.tokens[r.Header.Get("X-Auth-Token")]
+			if tok == nil || !time.Now().Before(tok.expires) {
 				writeErr(w, http.StatusUnauthorized, "The request you have made requires authentication.")
+				return
+			}
+			if tok.projectID != c.projectID() && !strings.HasSuffix(name, ".Versions") {
+				// Nova, Neutron and Octavia act in the token's project: the fake's resources
+				// are all in one, and a token of another project (or a domain) gets none.
+				writeErr(w, http.StatusForbidden, "You are not authorized to perform the requested action: the token is not scoped to project "+c.projectID())
 				return
 			}
 			for _, k := range []string{name, "*"} {
