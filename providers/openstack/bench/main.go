@@ -30,6 +30,7 @@ type options struct {
 	extra                      []string
 	command                    string
 	provisionUpdates           time.Duration
+	steadyLBs                  int
 }
 
 func main() {
@@ -42,6 +43,7 @@ func main() {
 	flag.DurationVar(&o.latency, "latency", 5*time.Millisecond, "latency of every fake OpenStack call")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after")
 	flag.StringVar(&o.out, "out", "bin/bench", "folder for openstack.{md,json,svg}")
+	flag.IntVar(&o.steadyLBs, "steady-lbs", 100, "unchanged LBs of the in-process restart and resync cost (0: skip)")
 	extra := flag.String("ccm-args", "", "more ccm flags, space-separated (e.g. --concurrent-service-syncs=1)")
 	flag.Parse()
 	o.extra = strings.Fields(*extra)
@@ -58,6 +60,23 @@ func run(o options) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
+	var steadyRows []benchreport.Row
+	if o.steadyLBs > 0 {
+		for _, sg := range []string{"", "manage-security-groups = true"} {
+			fmt.Printf("bench: restart and resync cost of %d unchanged LBs in-process %s\n", o.steadyLBs, sg)
+			s, err := measureSteady(ctx, o.steadyLBs, sg)
+			if err != nil {
+				return fmt.Errorf("steady-state cost: %w", err)
+			}
+			label := ""
+			if sg != "" {
+				label = " with security groups"
+			}
+			fmt.Printf("bench: restart%s: %d writes, %.2f reads per LB (%s)\n", label, s.RestartWrites, float64(s.RestartReads)/float64(s.LBs), benchscenario.Format(s.RestartByOp))
+			fmt.Printf("bench: resync%s: %d writes, %.2f reads per LB (%s)\n", label, s.ResyncWrites, float64(s.ResyncReads)/float64(s.LBs), benchscenario.Format(s.ResyncByOp))
+			steadyRows = append(steadyRows, s.rows(label)...)
+		}
+	}
 	cl, err := benchscenario.StartCluster(ctx, "openstack")
 	if err != nil {
 		return err
@@ -174,7 +193,7 @@ func run(o options) error {
 
 	rep := benchreport.New("openstack")
 	rep.Command = o.command
-	rep.Rows = append(benchscenario.Rows(f), extra...)
+	rep.Rows = append(append(benchscenario.Rows(f), extra...), steadyRows...)
 	rep.Latencies = benchscenario.Latencies(f)
 	return benchscenario.Write(rep, o.out)
 }

@@ -17,3 +17,20 @@ func TestWithMember(t *testing.T) {
 		t.Errorf("withMember: %d, want 1 (only the LB with the member in every listener)", n)
 	}
 }
+
+// Nothing changed: a restart and a resync write nothing; counted at the fake.
+func TestSteadyStateWritesNothing(t *testing.T) {
+	for _, sg := range []string{"", "manage-security-groups = true"} {
+		s, err := measureSteady(t.Context(), 4, sg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.RestartWrites != 0 || s.ResyncWrites != 0 {
+			t.Errorf("%q: %d writes after a restart, %d on a resync, want 0 (%v / %v)", sg, s.RestartWrites, s.ResyncWrites, s.RestartByOp, s.ResyncByOp)
+		}
+		if s.RestartReads == 0 || s.ResyncReads == 0 {
+			t.Errorf("%q: no reads: the sync did not compare with the cloud", sg)
+		}
+		t.Logf("%q: restart %d reads for 4 LBs %v; resync %d %v", sg, s.RestartReads, s.RestartByOp, s.ResyncReads, s.ResyncByOp)
+	}
+}
