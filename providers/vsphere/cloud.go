@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	cloudprovider "k8s.io/cloud-provider"
@@ -117,6 +118,7 @@ func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan 
 			}
 		}
 	}()
+	c.lb.rec.Start(b, "vsphere-cloud-provider", stop)
 	klog.InfoS("vSphere cloud ready", "vcenters", len(c.conns), "pools", len(c.lb.pools))
 }
 
@@ -147,6 +149,18 @@ func (c *Cloud) ProviderName() string { return ProviderName }
 // HasClusterID implements cloudprovider.Interface: true once ccm handed over a checked
 // --cluster-name (UseClusterName).
 func (c *Cloud) HasClusterID() bool { return c.ClusterScope.HasClusterID() }
+
+// redact hides the configured vCenter users and passwords in a Service Event's text.
+func (c *Cloud) redact(s string) string {
+	for _, cn := range c.conns {
+		for _, secret := range []string{cn.vc.User, cn.vc.Password} {
+			if secret != "" {
+				s = strings.ReplaceAll(s, secret, "***")
+			}
+		}
+	}
+	return s
+}
 
 // String never shows credentials (a %v of the Cloud in a log line must be safe).
 func (c *Cloud) String() string { return fmt.Sprintf("vsphere(%d vCenters)", len(c.conns)) }

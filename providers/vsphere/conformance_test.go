@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -54,12 +55,16 @@ cidr = 192.0.2.0/24
 }
 
 type harness struct {
-	s  *sim.Sim
-	mu sync.Mutex
-	n  int
+	s      *sim.Sim
+	mu     sync.Mutex
+	n      int
+	events *cloudtest.EventSink
 }
 
-var _ cloudtest.HostileHarness = (*harness)(nil)
+var (
+	_ cloudtest.HostileHarness = (*harness)(nil)
+	_ cloudtest.DriftHarness   = (*harness)(nil)
+)
 
 func (h *harness) NewCloud(t cloudtest.T) cloudprovider.Interface {
 	return h.NewCloudFor(t, "conformance")
@@ -73,6 +78,7 @@ func (h *harness) NewCloudFor(t cloudtest.T, cluster string) cloudprovider.Inter
 		t.Fatalf("New: %v", err)
 	}
 	c.UseClusterName(cluster)
+	c.Initialize(h.events, nil)
 	return c
 }
 
@@ -135,7 +141,7 @@ func (h *harness) Snapshot(t cloudtest.T) string {
 	var lines []string
 	for name, desc := range h.records(t) {
 		if r := parseRecord(desc); !r.unreadable {
-			lines = append(lines, fmt.Sprintf("tag %q: cluster=%s service=%s uid=%s ips=%v fp=%s", name, r.Cluster, r.Service, r.UID, r.IPs, r.Fingerprint))
+			lines = append(lines, fmt.Sprintf("tag %q: cluster=%s service=%s uid=%s ips=%v ports=%v fp=%s", name, r.Cluster, r.Service, r.UID, r.IPs, r.Ports, r.Fingerprint))
 		} else {
 			lines = append(lines, fmt.Sprintf("tag %q: description %q", name, desc))
 		}
@@ -183,5 +189,64 @@ func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Servi
 }
 
 func TestConformance(t *testing.T) {
-	cloudtest.Run(t, cloudtest.Config{Harness: &harness{s: startSim(t)}})
+	cloudtest.Run(t, cloudtest.Config{Harness: &harness{s: startSim(t), events: cloudtest.NewEventSink()}})
+}
+
+// The drift part of the harness: out-of-band changes made through govmomi against vcsim with
+// the simulator's own session, as a vSphere admin editing the tag in the vSphere Client would.
+
+func (h *harness) Events() *cloudtest.EventSink { return h.events }
+
+// editRecord rewrites fields of svc's record (its description's JSON) in vCenter.
+func (h *harness) editRecord(t cloudtest.T, cluster string, svc *v1.Service, edit func(map[string]any)) {
+	err := h.s.EditTag(context.Background(), lbCategory, names.Name(cluster, svc.Namespace, svc.Name), func(desc string) string {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(desc), &m); err != nil {
+			t.Fatalf("record %q: %v", desc, err)
+		}
+		edit(m)
+		b, _ := json.Marshal(m)
+		return string(b)
+	})
+	if err != nil {
+		t.Fatalf("editing the record at the simulator: %v", err)
+	}
+}
+
+func (h *harness) DriftCases(cloudtest.T) []cloudtest.DriftCase {
+	return []cloudtest.DriftCase{
+		{Name: "record deleted", MaxWrites: 1, Mentions: "was deleted",
+			Break: func(t cloudtest.T, cluster string, svc *v1.Service) {
+				if err := h.s.DeleteTag(context.Background(), lbCategory, names.Name(cluster, svc.Namespace, svc.Name)); err != nil {
+					t.Fatalf("deleting the record at the simulator: %v", err)
+				}
+			}},
+		{Name: "address changed", MaxWrites: 1, Mentions: "address",
+			Break: func(t cloudtest.T, cluster string, svc *v1.Service) {
+				h.editRecord(t, cluster, svc, func(m map[string]any) { m["ips"] = []string{"192.0.2.200"} })
+			}},
+		{Name: "port changed", MaxWrites: 1, Mentions: "ports",
+			Break: func(t cloudtest.T, cluster string, svc *v1.Service) {
+				h.editRecord(t, cluster, svc, func(m map[string]any) { m["p"] = []string{"TCP/8080"} })
+			}},
+		{Name: "second port added to the record", MaxWrites: 1, Mentions: "ports",
+			Mutate: func(svc *v1.Service) {
+				svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "https", Port: 443, NodePort: 30443, Protocol: v1.ProtocolTCP})
+			},
+			Break: func(t cloudtest.T, cluster string, svc *v1.Service) {
+				h.editRecord(t, cluster, svc, func(m map[string]any) { m["p"] = []string{"TCP/443", "TCP/80", "UDP/53"} })
+			}},
+	}
+}
+
+// LoadBalancerState is svc's record as vCenter holds it (read at the simulator): owner,
+// addresses, ports and the fingerprint of the desired state (which covers the members; vSphere
+// records do not list them). No tag ID.
+func (h *harness) LoadBalancerState(t cloudtest.T, cluster string, svc *v1.Service) (string, bool) {
+	desc, ok := h.records(t)[names.Name(cluster, svc.Namespace, svc.Name)]
+	if !ok {
+		return "", false
+	}
+	r := parseRecord(desc)
+	return fmt.Sprintf("owner=%s/%s/%s ips=%v ports=%v fp=%s unreadable=%v", r.Cluster, r.Service, r.UID, r.IPs, r.Ports, r.Fingerprint, r.unreadable), true
 }

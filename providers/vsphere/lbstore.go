@@ -30,7 +30,8 @@ type lbRecord struct {
 	Service     string   `json:"s"`           // namespace/name
 	UID         string   `json:"u,omitempty"` // the Service's metadata.uid; "" in records written before UIDs
 	IPs         []string `json:"ips"`
-	Fingerprint string   `json:"fp"` // of the desired state, members included
+	Ports       []string `json:"p,omitempty"` // "TCP/80"; records written before ports were recorded have none
+	Fingerprint string   `json:"fp"`          // of the desired state, members included
 	tagID       string
 	// unreadable: the description is not a record (a tag made by hand or by another tool). It is
 	// never ours; IPs holds every address its text mentions, so none of them is handed out.
@@ -151,6 +152,26 @@ func (s *lbStore) get(ctx context.Context, ids []string) ([]namedRecord, error) 
 		return nil, fmt.Errorf("vCenter %s: reading load balancer records: %w", s.c.vc.Server, err)
 	}
 	return out, nil
+}
+
+// getOne reads tag id (one call); found is false if it is gone.
+func (s *lbStore) getOne(ctx context.Context, id string) (r namedRecord, found bool, err error) {
+	err = s.do(ctx, func(m *tags.Manager) error {
+		t, err := m.GetTag(ctx, id)
+		if err != nil {
+			if notFound(err) {
+				return nil
+			}
+			return err
+		}
+		r, found = namedRecord{name: t.Name, lbRecord: parseRecord(t.Description)}, true
+		r.tagID = t.ID
+		return nil
+	})
+	if err != nil {
+		return namedRecord{}, false, fmt.Errorf("vCenter %s: reading load balancer record: %w", s.c.vc.Server, err)
+	}
+	return r, found, nil
 }
 
 // put creates or updates the tag name with r and returns r with its tag ID. A create that

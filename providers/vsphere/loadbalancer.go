@@ -18,6 +18,7 @@ import (
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/svcevents"
 )
 
 // names: vSphere tag names may be long; the Octavia-style scheme stays readable. The cluster
@@ -39,14 +40,24 @@ const conflicted = "\x00two records"
 type loadBalancers struct {
 	pools []*ippool.Pool
 	store *lbStore
+	rec   *svcevents.Recorder
 
 	mu      sync.Mutex
 	loaded  bool
-	records map[string]lbRecord   // by tag name
+	records map[string]lbRecord   // by tag name, as last read or written
 	byID    map[string]string     // tag ID -> tag name
 	used    map[netip.Addr]string // address -> tag name of the record holding it, or conflicted
-	writes  int                   // records written (created, updated, deleted) by this process
+	// fresh: records a listing read and no sync compared yet, with when they were read. After a
+	// restart one listing serves every Service's first sync; any other sync reads its record
+	// again, so a change made in vCenter is seen by the next sync.
+	fresh map[string]time.Time
+	// applied is the fingerprint this process last found or wrote in each record: a record that
+	// differs while the desired state is still that one was changed behind ccm's back.
+	applied map[string]string
 }
+
+// freshFor bounds how long a listed record stands for vCenter's copy without being read again.
+const freshFor = time.Minute
 
 type lbDesired struct {
 	Name  string
@@ -58,7 +69,8 @@ type lbDesired struct {
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
 func newLoadBalancers(c *Cloud) *loadBalancers {
-	l := &loadBalancers{records: map[string]lbRecord{}, byID: map[string]string{}, used: map[netip.Addr]string{}}
+	l := &loadBalancers{records: map[string]lbRecord{}, byID: map[string]string{}, used: map[netip.Addr]string{},
+		fresh: map[string]time.Time{}, applied: map[string]string{}, rec: svcevents.New(c.redact)}
 	for _, n := range sortedKeys(c.cfg.Pool) {
 		p, _ := ippool.New(n, c.cfg.Pool[n]) // validated by the factory
 		l.pools = append(l.pools, p)
@@ -106,9 +118,11 @@ func (l *loadBalancers) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	now := time.Now()
 	for _, r := range recs {
 		l.records[r.name] = r.lbRecord
 		l.byID[r.tagID] = r.name
+		l.fresh[r.name] = now
 	}
 	l.reindex()
 	return nil
@@ -149,8 +163,9 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 	return ippool.Status(r.IPs, svc), true, nil
 }
 
-// EnsureLoadBalancer implements cloudprovider.LoadBalancer: it writes the record only when
-// the desired state's fingerprint differs from the stored one.
+// EnsureLoadBalancer implements cloudprovider.LoadBalancer: it reconciles the Service's record
+// (desired record, the record as vCenter holds it now, their difference, then the write if
+// any), so a record changed or deleted in vCenter is put back by the next sync.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (_ *v1.LoadBalancerStatus, err error) {
 	defer observe("ensure", time.Now(), &err)
 	l.mu.Lock()
@@ -160,36 +175,42 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	}
 	id := ownership.Of(clusterName, svc)
 	name := names.Name(clusterName, svc.Namespace, svc.Name)
-	have, exists := l.records[name]
+	have, exists, listed, err := l.current(ctx, name)
+	if err != nil {
+		return nil, eventSafe("reading", err)
+	}
 	if exists {
 		if err := owns(id, name, have); err != nil {
 			return nil, err
 		}
 	}
 	ips, err := l.addressesFor(name, svc, have)
-	if err != nil || !holds(have, ips) {
+	if (err != nil || !holds(have, ips)) && !listed {
 		// A new address, or none to give: records other clusters (or people) made since the
 		// last read decide which are free, and a tag of this name may have appeared.
 		if err := l.refresh(ctx); err != nil {
 			return nil, eventSafe("reading", err)
 		}
 		if have, exists = l.records[name]; exists {
+			delete(l.fresh, name) // just read
 			if err := owns(id, name, have); err != nil {
 				return nil, err
 			}
 		}
-		if ips, err = l.addressesFor(name, svc, have); err != nil {
-			return nil, err
-		}
+		ips, err = l.addressesFor(name, svc, have)
 	}
-	r, err := l.write(ctx, id, name, svc, ips, nodes, have, exists)
+	if err != nil {
+		return nil, err
+	}
+	r, err := l.reconcile(ctx, svc, l.desired(id, name, svc, ips, nodes, have), have, exists)
 	if err != nil {
 		return nil, eventSafe("writing", err)
 	}
 	return ippool.Status(r.IPs, svc), nil
 }
 
-// UpdateLoadBalancer implements cloudprovider.LoadBalancer: only the members change.
+// UpdateLoadBalancer implements cloudprovider.LoadBalancer: only the members change; the
+// record is compared with vCenter's as in EnsureLoadBalancer.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (err error) {
 	defer observe("update", time.Now(), &err)
 	l.mu.Lock()
@@ -199,14 +220,17 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	}
 	id := ownership.Of(clusterName, svc)
 	name := names.Name(clusterName, svc.Namespace, svc.Name)
-	have, exists := l.records[name]
+	have, exists, _, err := l.current(ctx, name)
+	if err != nil {
+		return eventSafe("reading", err)
+	}
 	if !exists {
 		return fmt.Errorf("load balancer for %s/%s does not exist yet", svc.Namespace, svc.Name)
 	}
 	if err := owns(id, name, have); err != nil {
 		return err
 	}
-	if _, err := l.write(ctx, id, name, svc, ippool.ParseAddrs(have.IPs), nodes, have, true); err != nil {
+	if _, err := l.reconcile(ctx, svc, l.desired(id, name, svc, ippool.ParseAddrs(have.IPs), nodes, have), have, true); err != nil {
 		return eventSafe("writing", err)
 	}
 	return nil
@@ -228,27 +252,78 @@ func holds(r lbRecord, ips []netip.Addr) bool {
 	return len(have) == len(ips) && slices.Equal(have, ips)
 }
 
-func (l *loadBalancers) write(ctx context.Context, id ownership.Identity, name string, svc *v1.Service, ips []netip.Addr, nodes []*v1.Node, have lbRecord, exists bool) (lbRecord, error) {
-	want := lbRecord{Cluster: id.Cluster, Service: id.Service(), UID: id.UID, tagID: have.tagID}
+// current returns record name as vCenter holds it now. A record a listing read less than
+// freshFor ago and no sync compared yet is used as read; any other known record is read again
+// (one call). listed reports that the category was listed meanwhile (the record was gone, and
+// a tag of that name may have been made since). A record not known at all is left to the
+// listing EnsureLoadBalancer makes before handing out an address.
+func (l *loadBalancers) current(ctx context.Context, name string) (r lbRecord, exists, listed bool, err error) {
+	r, ok := l.records[name]
+	if !ok {
+		return lbRecord{}, false, false, nil
+	}
+	if at, fresh := l.fresh[name]; fresh {
+		delete(l.fresh, name)
+		if time.Since(at) < freshFor {
+			return r, true, false, nil
+		}
+	}
+	got, found, err := l.store.getOne(ctx, r.tagID)
+	if err != nil {
+		return lbRecord{}, false, false, err
+	}
+	if found && got.name == name {
+		l.records[name] = got.lbRecord
+		if !slices.Equal(got.IPs, r.IPs) {
+			l.reindex()
+		}
+		return got.lbRecord, true, false, nil
+	}
+	// Deleted (or renamed) in vCenter: forget it, and look for a tag of that name made since.
+	delete(l.records, name)
+	delete(l.byID, r.tagID)
+	if err := l.refresh(ctx); err != nil {
+		return lbRecord{}, false, true, err
+	}
+	r, ok = l.records[name]
+	delete(l.fresh, name)
+	return r, ok, true, nil
+}
+
+// desired is the record the Service should have: pure.
+func (l *loadBalancers) desired(id ownership.Identity, name string, svc *v1.Service, ips []netip.Addr, nodes []*v1.Node, have lbRecord) lbRecord {
+	want := lbRecord{Cluster: id.Cluster, Service: id.Service(), UID: id.UID, Ports: ippool.Ports(svc), tagID: have.tagID}
 	if want.UID == "" {
 		want.UID = have.UID
 	}
 	for _, a := range ips {
 		want.IPs = append(want.IPs, a.String())
 	}
-	want.Fingerprint = fingerprint.Of(lbDesired{Name: name, IPs: want.IPs, Ports: ippool.Ports(svc), Nodes: ippool.NodeNames(nodes)})
-	// A record written before UIDs gets this Service's at its next write (ownership.NeedsUID).
-	if exists && !fingerprint.Changed(have.Fingerprint, want.Fingerprint) && have.UID == want.UID {
+	want.Fingerprint = fingerprint.Of(lbDesired{Name: name, IPs: want.IPs, Ports: want.Ports, Nodes: ippool.NodeNames(nodes)})
+	return want
+}
+
+// reconcile writes the difference between want and have (as vCenter holds it): nothing when
+// there is none, else one create or update of the tag. A repair of a change made out of band
+// is recorded as a Warning Event on the Service.
+func (l *loadBalancers) reconcile(ctx context.Context, svc *v1.Service, want, have lbRecord, exists bool) (lbRecord, error) {
+	name := names.Name(want.Cluster, svc.Namespace, svc.Name)
+	plan := planRecord(want, have, exists, l.applied[name], len(ippool.StatusAddrs(svc)) > 0)
+	if !plan.write {
+		l.applied[name] = have.Fingerprint
 		return have, nil
 	}
 	r, err := l.store.put(ctx, name, want)
 	if err != nil {
 		return lbRecord{}, err
 	}
-	l.writes++
 	l.records[name] = r
 	l.byID[r.tagID] = name
+	l.applied[name] = r.Fingerprint
 	l.reindex()
+	if plan.drift {
+		l.rec.Repaired(svc, plan.diffs)
+	}
 	return r, nil
 }
 
@@ -275,16 +350,17 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	if err := l.store.delete(ctx, r); err != nil {
 		return eventSafe("deleting", err)
 	}
-	l.writes++
 	delete(l.records, name)
 	delete(l.byID, r.tagID)
+	delete(l.applied, name)
+	delete(l.fresh, name)
 	l.reindex()
 	return nil
 }
 
 // addressesFor picks one address per IP family the Service asks for: the requested one
-// (spec.loadBalancerIP), else the one it holds, else the one in its status (after a restart),
-// else the first free one of a pool serving its namespace. name is the Service's own record
+// (spec.loadBalancerIP), else the one in its status (what its clients use), else the one its
+// record holds, else the first free one of a pool serving its namespace. name is the Service's own record
 // (already checked to be its own); an address any other record holds is never picked.
 func (l *loadBalancers) addressesFor(name string, svc *v1.Service, have lbRecord) ([]netip.Addr, error) {
 	pools := ippool.For(l.pools, svc.Namespace)
@@ -327,7 +403,9 @@ func (l *loadBalancers) addressesFor(name string, svc *v1.Service, have lbRecord
 		if requested.IsValid() {
 			candidates = append(candidates, requested)
 		}
-		candidates = append(append(candidates, ippool.ParseAddrs(have.IPs)...), ippool.StatusAddrs(svc)...)
+		// The status first: it is the address the Service's clients use, so a record whose
+		// address was changed in vCenter gets the Service's back.
+		candidates = append(append(candidates, ippool.StatusAddrs(svc)...), ippool.ParseAddrs(have.IPs)...)
 		for _, a := range candidates {
 			if usable(a, v6) {
 				got = a

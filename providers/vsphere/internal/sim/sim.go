@@ -342,3 +342,42 @@ func (s *Sim) PutTag(ctx context.Context, category, name, description string) (s
 	}
 	return m.CreateTag(ctx, &tags.Tag{Name: name, CategoryID: catID, Description: description})
 }
+
+// tagNamed finds tag name of category through the simulator's own vAPI session.
+func (s *Sim) tagNamed(ctx context.Context, m *tags.Manager, category, name string) (*tags.Tag, error) {
+	cat, err := m.GetCategory(ctx, category)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := m.GetTagsForCategory(ctx, cat.ID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ts {
+		if ts[i].Name == name {
+			return &ts[i], nil
+		}
+	}
+	return nil, fmt.Errorf("no tag %q in category %q", name, category)
+}
+
+// EditTag rewrites the description of tag name in category with edit, as a vSphere admin
+// editing it in the vSphere Client would (the simulator's own session, not counted).
+func (s *Sim) EditTag(ctx context.Context, category, name string, edit func(description string) string) error {
+	m := tags.NewManager(s.rest)
+	t, err := s.tagNamed(ctx, m, category, name)
+	if err != nil {
+		return err
+	}
+	return m.UpdateTag(ctx, &tags.Tag{ID: t.ID, Name: t.Name, Description: edit(t.Description)})
+}
+
+// DeleteTag deletes tag name of category, as a vSphere admin would.
+func (s *Sim) DeleteTag(ctx context.Context, category, name string) error {
+	m := tags.NewManager(s.rest)
+	t, err := s.tagNamed(ctx, m, category, name)
+	if err != nil {
+		return err
+	}
+	return m.DeleteTag(ctx, t)
+}
