@@ -205,10 +205,11 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, id ownership.Identity, k s
 			}
 			got = a
 		}
-		// Keep the current address; after a restart, re-adopt the one in the Service's status;
-		// with a sharing key, join a Service of this cluster and namespace that shares it.
-		candidates := canonicalAddrs(have.IPs)
-		candidates = append(candidates, canonicalStatusAddrs(svc)...)
+		// Keep the address in the Service's status (what its clients use: a record whose
+		// address another writer changed gets it back), else the recorded one; with a sharing
+		// key, join a Service of this cluster and namespace that shares it.
+		candidates := canonicalStatusAddrs(svc)
+		candidates = append(candidates, canonicalAddrs(have.IPs)...)
 		if shareKey != "" {
 			for _, r := range l.records {
 				if r.SharingKey == shareKey && sameScope(id, r) {

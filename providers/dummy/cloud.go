@@ -17,6 +17,7 @@ import (
 	ccmmetrics "github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/provider"
+	"github.com/ccm-project/ccm/common/svcevents"
 )
 
 // ProviderName is what --cloud-provider selects and the build tag that compiles this in.
@@ -49,6 +50,7 @@ type Cloud struct {
 	// store, when set before the first load balancer call, replaces the default: ConfigMaps in
 	// kube-system with an API client, memory without one.
 	store Store
+	rec   *svcevents.Recorder // Events on Services (repairs); logs only until Initialize
 }
 
 var (
@@ -64,7 +66,7 @@ func Factory(r io.Reader) (cloudprovider.Interface, error) {
 
 // New is Factory with the concrete type, for tests.
 func New(r io.Reader) (*Cloud, error) {
-	c := &Cloud{}
+	c := &Cloud{rec: svcevents.New(nil)} // no secrets in this provider's messages
 	if err := config.ReadINI(r, &c.cfg); err != nil {
 		return nil, err
 	}
@@ -90,6 +92,7 @@ func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan 
 	} else {
 		c.client = client
 	}
+	c.rec.Start(b, "dummy-cloud-provider", stop)
 	go c.inventory.watch(c.cfg.Global.InventoryRefresh.Duration, stop)
 	klog.InfoS("Dummy cloud ready", "pools", len(c.lb.pools), "inventory", c.cfg.Global.Inventory)
 }

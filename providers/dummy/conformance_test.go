@@ -3,6 +3,7 @@ package dummy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -32,7 +33,10 @@ type harness struct {
 	// byCluster is the latest cloud of each cluster NewCloudFor made, so that HostileCases
 	// seeds through the victim's own ccm rather than a second leader of it.
 	byCluster map[string]*Cloud
+	events    *cloudtest.EventSink
 }
+
+var _ cloudtest.DriftHarness = (*harness)(nil)
 
 func (h *harness) inventoryPath() string { return filepath.Join(h.dir, "inventory.conf") }
 
@@ -73,6 +77,7 @@ func (h *harness) newCloud(t cloudtest.T) *Cloud {
 		t.Fatalf("New: %v", err)
 	}
 	c.UseStore(h.store)
+	c.Initialize(h.events, nil)
 	h.clouds = append(h.clouds, c)
 	return c
 }
@@ -119,7 +124,7 @@ func (h *harness) LoadBalancerTags(t cloudtest.T, clusterName string, svc *v1.Se
 func (h *harness) MaxNameLen() int { return names.MaxLen }
 
 func TestConformance(t *testing.T) {
-	h := &harness{dir: t.TempDir(), store: NewMemStore(), machines: map[string]int{}, byCluster: map[string]*Cloud{}}
+	h := &harness{dir: t.TempDir(), store: NewMemStore(), machines: map[string]int{}, byCluster: map[string]*Cloud{}, events: cloudtest.NewEventSink()}
 	h.writeInventory(t)
 	cloudtest.Run(t, cloudtest.Config{Harness: h})
 }
@@ -268,4 +273,66 @@ func snapshotOf(recs map[string]Record) string {
 			k, r.Name, r.IPs, r.Ports, r.SharingKey, tags, r.Fingerprint)
 	}
 	return b.String()
+}
+
+// The drift part of the harness: another writer of the store (an operator's script, a second
+// tool) changes or deletes the Service's record, through the store, not through the provider.
+
+func (h *harness) Events() *cloudtest.EventSink { return h.events }
+
+// editRecord changes svc's record in the store with edit.
+func (h *harness) editRecord(t cloudtest.T, cluster string, svc *v1.Service, edit func(r *Record)) {
+	ctx := context.Background()
+	k := recordKey(cluster, svc)
+	r, ok, err := h.store.Get(ctx, k)
+	if err != nil || !ok {
+		t.Fatalf("record %s: found %v, %v", k, ok, err)
+	}
+	edit(&r)
+	if err := h.store.Put(ctx, k, r); err != nil {
+		t.Fatalf("editing record %s: %v", k, err)
+	}
+}
+
+func (h *harness) DriftCases(cloudtest.T) []cloudtest.DriftCase {
+	return []cloudtest.DriftCase{
+		{Name: "record deleted", MaxWrites: 1, Mentions: "was deleted",
+			Break: func(t cloudtest.T, cluster string, svc *v1.Service) {
+				if err := h.store.Delete(context.Background(), recordKey(cluster, svc)); err != nil {
+					t.Fatalf("deleting the record: %v", err)
+				}
+			}},
+		{Name: "address changed", MaxWrites: 1, Mentions: "address",
+			Break: func(t cloudtest.T, cluster string, svc *v1.Service) {
+				h.editRecord(t, cluster, svc, func(r *Record) { r.IPs = []string{"192.0.2.200"} })
+			}},
+		{Name: "port changed", MaxWrites: 1, Mentions: "ports",
+			Break: func(t cloudtest.T, cluster string, svc *v1.Service) {
+				h.editRecord(t, cluster, svc, func(r *Record) { r.Ports = []string{"TCP/8080"} })
+			}},
+		{Name: "sharing key changed", MaxWrites: 1, Mentions: "sharing key",
+			Mutate: func(svc *v1.Service) { svc.Annotations = map[string]string{AnnotationSharedIP: "team-a"} },
+			Break: func(t cloudtest.T, cluster string, svc *v1.Service) {
+				h.editRecord(t, cluster, svc, func(r *Record) { r.SharingKey = "team-b" })
+			}},
+		{Name: "name changed", MaxWrites: 1, Mentions: "name",
+			Break: func(t cloudtest.T, cluster string, svc *v1.Service) {
+				h.editRecord(t, cluster, svc, func(r *Record) { r.Name = "renamed-by-hand" })
+			}},
+		{Name: "tag added", MaxWrites: 1, Mentions: "tags",
+			Break: func(t cloudtest.T, cluster string, svc *v1.Service) {
+				h.editRecord(t, cluster, svc, func(r *Record) { r.Tags = maps.Clone(r.Tags); r.Tags["team"] = "payments" })
+			}},
+	}
+}
+
+// LoadBalancerState is svc's record as the store (the simulator) holds it, in the snapshot's
+// canonical text.
+func (h *harness) LoadBalancerState(t cloudtest.T, cluster string, svc *v1.Service) (string, bool) {
+	k := recordKey(cluster, svc)
+	r, ok, err := h.store.Get(context.Background(), k)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return snapshotOf(map[string]Record{k: r}), ok
 }

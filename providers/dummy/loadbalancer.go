@@ -43,7 +43,15 @@ type loadBalancers struct {
 	// may not count them, so it leaves seen unknown (-1) and the next operation reads again.
 	seen     int
 	inflight int
+	// fresh: records the first load read and no sync compared yet, with when they were read.
+	fresh map[string]time.Time
+	// applied is the fingerprint this process last found or wrote in each record: a record that
+	// differs while the desired state is still that one was changed by another writer.
+	applied map[string]string
 }
+
+// freshFor bounds how long a loaded record stands for the store's copy without being read again.
+const freshFor = time.Minute
 
 // desiredState is what a Record's fingerprint covers.
 type desiredState struct {
@@ -58,7 +66,7 @@ type desiredState struct {
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
 func newLoadBalancers(c *Cloud) *loadBalancers {
-	lb := &loadBalancers{c: c, records: map[string]Record{}, owner: holders{}}
+	lb := &loadBalancers{c: c, records: map[string]Record{}, owner: holders{}, fresh: map[string]time.Time{}, applied: map[string]string{}}
 	poolNames := make([]string, 0, len(c.cfg.Pool))
 	for n := range c.cfg.Pool {
 		poolNames = append(poolNames, n)
@@ -112,15 +120,20 @@ func (l *loadBalancers) mine(id ownership.Identity, k string) (Record, bool, err
 	return r, true, nil
 }
 
-// EnsureLoadBalancer implements cloudprovider.LoadBalancer. It writes only when the desired
-// state's fingerprint differs from the one stored on the record (or the record predates UIDs):
-// a restart, a failover or a resync with nothing changed costs no write.
+// EnsureLoadBalancer implements cloudprovider.LoadBalancer. It reconciles the Service's record:
+// the desired record, the record as the store holds it now, their difference, then the write if
+// any. A resync with nothing changed writes nothing; a record another writer changed or
+// deleted is put back (with a Warning Event), keeping the address the Service has.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (_ *v1.LoadBalancerStatus, err error) {
 	defer observe("ensure", time.Now(), &err)
 	id, k := ownership.Of(clusterName, svc), recordKey(clusterName, svc)
 	defer l.keys.Lock(k)()
 	l.mu.Lock()
 	if err := l.load(ctx, clusterName); err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	if err := l.current(ctx, k); err != nil {
 		l.mu.Unlock()
 		return nil, err
 	}
@@ -136,24 +149,24 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	}
 	shareKey, _ := sharingKey(svc) // checked by addressesFor
 	want := l.record(id, svc, ips, shareKey, ippool.NodeNames(nodes))
-	if exists && !fingerprint.Changed(have.Fingerprint, want.Fingerprint) && !ownership.NeedsUID(id, have.Tags) {
-		l.mu.Unlock()
-		return ippool.Status(have.IPs, svc), nil
-	}
-	if err := l.put(ctx, k, want); err != nil {
+	if err := l.reconcile(ctx, svc, id, k, want, have, exists); err != nil {
 		return nil, err
 	}
 	return ippool.Status(want.IPs, svc), nil
 }
 
 // UpdateLoadBalancer implements cloudprovider.LoadBalancer: only the backends change, and only
-// on the Service's own record.
+// on the Service's own record, compared with the store's as in EnsureLoadBalancer.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (err error) {
 	defer observe("update", time.Now(), &err)
 	id, k := ownership.Of(clusterName, svc), recordKey(clusterName, svc)
 	defer l.keys.Lock(k)()
 	l.mu.Lock()
 	if err := l.load(ctx, clusterName); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if err := l.current(ctx, k); err != nil {
 		l.mu.Unlock()
 		return err
 	}
@@ -169,11 +182,77 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	// The sharing key stays the one the addresses were picked with: a change of it is an
 	// EnsureLoadBalancer's to check.
 	want := l.record(id, svc, canonicalAddrs(have.IPs), have.SharingKey, ippool.NodeNames(nodes))
-	if !fingerprint.Changed(have.Fingerprint, want.Fingerprint) && !ownership.NeedsUID(id, have.Tags) {
+	return l.reconcile(ctx, svc, id, k, want, have, true)
+}
+
+// reconcile writes the difference between want and have (the store's copy): nothing when there
+// is none, else one put of the record. Called with l.mu held; it releases it.
+func (l *loadBalancers) reconcile(ctx context.Context, svc *v1.Service, id ownership.Identity, k string, want, have Record, exists bool) error {
+	plan := planRecord(id, want, have, exists, l.applied[k], len(ippool.StatusAddrs(svc)) > 0)
+	if !plan.write {
+		l.applied[k] = have.Fingerprint
 		l.mu.Unlock()
 		return nil
 	}
-	return l.put(ctx, k, want)
+	if err := l.put(ctx, k, want); err != nil {
+		return err
+	}
+	if plan.drift {
+		l.c.rec.Repaired(svc, plan.diffs)
+	}
+	return nil
+}
+
+// current brings the Service's record k in l.records up to date with the store. A record the
+// first load read less than freshFor ago and no sync compared yet is used as read (after a
+// restart one load serves every Service's first sync); otherwise the record is read again (one
+// call), so a change another writer made is seen by the next sync. Called with l.mu held
+// (released during the read); the caller holds k's key lock.
+func (l *loadBalancers) current(ctx context.Context, k string) error {
+	if at, fresh := l.fresh[k]; fresh {
+		delete(l.fresh, k)
+		if time.Since(at) < freshFor {
+			return nil
+		}
+	}
+	l.mu.Unlock()
+	got, found, err := l.readRecord(ctx, k)
+	l.mu.Lock()
+	if err != nil {
+		return err
+	}
+	have, known := l.records[k]
+	switch {
+	case found && known && equality.Semantic.DeepEqual(have, got):
+	case found:
+		l.forget(k)
+		l.add(k, got)
+		l.updatePoolMetrics()
+	case known:
+		// Deleted by another writer: its addresses are free again, unless the Service's status
+		// (re-adopted by addressesFor) or another record holds them.
+		l.forget(k)
+		l.updatePoolMetrics()
+	}
+	return nil
+}
+
+// recordReader is a store that reads one record with one call.
+type recordReader interface {
+	Get(ctx context.Context, key string) (Record, bool, error)
+}
+
+// readRecord reads record k from the store: one Get, or a whole Load for a store without one.
+func (l *loadBalancers) readRecord(ctx context.Context, k string) (Record, bool, error) {
+	if rr, ok := l.store.(recordReader); ok {
+		return rr.Get(ctx, k)
+	}
+	recs, err := l.store.Load(ctx)
+	if err != nil {
+		return Record{}, false, err
+	}
+	r, ok := recs[k]
+	return r, ok, nil
 }
 
 // EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer; deleting a missing one is fine.
@@ -220,6 +299,8 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 			return err
 		}
 		delete(l.records, k)
+		delete(l.applied, k)
+		delete(l.fresh, k)
 		l.seen++ // our own write: no need to re-read a shared store for it
 	}
 	l.owner.releaseAll(k)
@@ -274,6 +355,7 @@ func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
 		return err
 	}
 	l.seen++ // our own write: no need to re-read a shared store for it
+	l.applied[k] = r.Fingerprint
 	l.updatePoolMetrics()
 	return nil
 }
@@ -302,8 +384,10 @@ func (l *loadBalancers) load(ctx context.Context, clusterName string) error {
 	if err != nil {
 		return err
 	}
+	now := time.Now()
 	for k, r := range records {
 		l.add(k, r)
+		l.fresh[k] = now
 	}
 	if l.c.client != nil {
 		list, err := l.c.client.CoreV1().Services("").List(ctx, metav1.ListOptions{})

@@ -42,6 +42,7 @@ type MemStore struct {
 	mu      sync.Mutex
 	records map[string]Record
 	writes  int
+	reads   int
 }
 
 // NewMemStore returns an empty MemStore.
@@ -51,11 +52,21 @@ func NewMemStore() *MemStore { return &MemStore{records: map[string]Record{}} }
 func (m *MemStore) Load(context.Context) (map[string]Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.reads++
 	out := make(map[string]Record, len(m.records))
 	for k, r := range m.records {
 		out[k] = r
 	}
 	return out, nil
+}
+
+// Get reads one record (recordReader).
+func (m *MemStore) Get(_ context.Context, key string) (Record, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reads++
+	r, ok := m.records[key]
+	return r, ok, nil
 }
 
 // Put implements Store.
@@ -81,6 +92,13 @@ func (m *MemStore) Writes() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.writes
+}
+
+// Reads is the number of Load and Get calls so far.
+func (m *MemStore) Reads() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reads
 }
 
 // configMapShards spreads records over several ConfigMaps so that 10,000 Services stay far
@@ -181,6 +199,31 @@ func (s *configMapStore) Load(ctx context.Context) (map[string]Record, error) {
 		}
 	}
 	return out, nil
+}
+
+// Get reads the record of key: one read of its shard. An unreadable record is skipped, as by
+// Load. The shard's cached copy is not replaced: a write that meets a newer one re-reads it.
+func (s *configMapStore) Get(ctx context.Context, key string) (Record, bool, error) {
+	name := s.shardOf(key)
+	start := time.Now()
+	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, name, metav1.GetOptions{})
+	observeStore("Get", start, err)
+	if apierrors.IsNotFound(err) {
+		return Record{}, false, nil
+	}
+	if err != nil {
+		return Record{}, false, fmt.Errorf("reading load balancer record from ConfigMap %s/%s: %w", s.namespace, name, err)
+	}
+	v, ok := cm.Data[s.dataKey(key)]
+	if !ok {
+		return Record{}, false, nil
+	}
+	var r Record
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		klog.ErrorS(err, "Skipping an unreadable load balancer record", "configMap", klog.KObj(cm), "key", key)
+		return Record{}, false, nil
+	}
+	return r, true, nil
 }
 
 func (s *configMapStore) Put(ctx context.Context, key string, r Record) error {
