@@ -202,7 +202,9 @@ func (s *configMapStore) Load(ctx context.Context) (map[string]Record, error) {
 }
 
 // Get reads the record of key: one read of its shard. An unreadable record is skipped, as by
-// Load. The shard's cached copy is not replaced: a write that meets a newer one re-reads it.
+// Load. The shard copy read becomes the base of the next write (unless one is under way), so a
+// repair after another writer's change does not first meet a conflict; a copy older than one
+// written meanwhile only costs that write one re-read.
 func (s *configMapStore) Get(ctx context.Context, key string) (Record, bool, error) {
 	name := s.shardOf(key)
 	start := time.Now()
@@ -214,6 +216,11 @@ func (s *configMapStore) Get(ctx context.Context, key string) (Record, bool, err
 	if err != nil {
 		return Record{}, false, fmt.Errorf("reading load balancer record from ConfigMap %s/%s: %w", s.namespace, name, err)
 	}
+	s.mu.Lock()
+	if sh := s.shard(name); !sh.writing {
+		sh.cm = cm
+	}
+	s.mu.Unlock()
 	v, ok := cm.Data[s.dataKey(key)]
 	if !ok {
 		return Record{}, false, nil
