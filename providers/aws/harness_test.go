@@ -36,6 +36,7 @@ type harness struct {
 func newHarness(t *testing.T, cluster string) *harness {
 	t.Helper()
 	f := fakeaws.New("us-east-1", cluster)
+	f.AddCredentials("AKIDTEST", testSecret)
 	url, err := f.Start()
 	if err != nil {
 		t.Fatal(err)

@@ -70,6 +70,7 @@ func run(o options) error {
 	defer cl.Stop()
 	env := cl.Env
 	fake := fakeaws.New("us-east-1", cluster)
+	fake.AddCredentials("AKIDBENCH", "bench-secret")
 	if o.lbType == "nlb" {
 		fake.SetNLBProvisioning(o.provisioning)
 	}

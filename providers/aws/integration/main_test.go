@@ -44,6 +44,7 @@ func run(m *testing.M) int {
 	}
 	defer env.Stop()
 	fake = fakeaws.New("us-east-1", cluster)
+	fake.AddCredentials("AKIDINTEGRATION", secret)
 	fake.SetNLBProvisioning(2 * time.Second) // NLBs take minutes in AWS: the ccm must poll, not block
 	url, err := fake.Start()
 	if err != nil {

@@ -50,6 +50,7 @@ const secretKey = "simulator-secret"
 
 func run(nodes []string, out, controlFile string, nlbDelay time.Duration) error {
 	f := fakeaws.New(region, cluster)
+	f.AddCredentials("AKIDSIMULATOR", secretKey)
 	f.SetNLBProvisioning(nlbDelay)
 	for i, n := range nodes {
 		if n = strings.TrimSpace(n); n == "" {

@@ -192,12 +192,12 @@ func (s *Server) describeInstances(f form) (string, *apiError) {
 	var found []*Instance
 	for _, id := range ids {
 		in, ok := s.instances[id]
-		if !ok || now.Before(in.visibleAt) {
+		if !ok || now.Before(in.visibleAt) || !s.inRegion(in) {
 			return "", notFound("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
 		}
 	}
 	for _, in := range s.instances {
-		if now.Before(in.visibleAt) || (len(ids) > 0 && !slices.Contains(ids, in.ID)) {
+		if now.Before(in.visibleAt) || !s.inRegion(in) || (len(ids) > 0 && !slices.Contains(ids, in.ID)) {
 			continue
 		}
 		ok := match(filters, func(name string) []string {
@@ -233,6 +233,10 @@ func (s *Server) describeInstances(f form) (string, *apiError) {
 		return "", invalid("The filter '%s' is invalid", bad)
 	}
 	sort.Slice(found, func(i, j int) bool { return found[i].ID < found[j].ID })
+	found, next, aerr := ec2Page(f, found, 1000, len(ids) > 0, s.pageLimit)
+	if aerr != nil {
+		return "", aerr
+	}
 	var x w
 	x.open("reservationSet")
 	for _, in := range found {
@@ -246,7 +250,14 @@ func (s *Server) describeInstances(f form) (string, *apiError) {
 		x.close("item")
 	}
 	x.close("reservationSet")
+	writeNextToken(&x, next)
 	return x.b.String(), nil
+}
+
+func writeNextToken(x *w, next string) {
+	if next != "" {
+		x.leaf("nextToken", next)
+	}
 }
 
 func unknownFilter(filters map[string][]string, known ...string) string {
@@ -340,13 +351,13 @@ func (s *Server) describeSubnets(f form) (string, *apiError) {
 		return "", invalid("The filter '%s' is invalid", bad)
 	}
 	for _, id := range ids {
-		if _, ok := s.subnets[id]; !ok {
+		if _, ok := s.subnets[id]; !ok || !s.homeRegion() {
 			return "", notFound("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
 		}
 	}
 	var found []*Subnet
 	for _, sn := range s.subnets {
-		if len(ids) > 0 && !slices.Contains(ids, sn.ID) {
+		if !s.homeRegion() || (len(ids) > 0 && !slices.Contains(ids, sn.ID)) {
 			continue
 		}
 		if match(filters, func(name string) []string {
@@ -359,6 +370,10 @@ func (s *Server) describeSubnets(f form) (string, *apiError) {
 		}
 	}
 	sort.Slice(found, func(i, j int) bool { return found[i].ID < found[j].ID })
+	found, next, aerr := ec2Page(f, found, 1000, false, s.pageLimit)
+	if aerr != nil {
+		return "", aerr
+	}
 	var x w
 	x.open("subnetSet")
 	for _, sn := range found {
@@ -371,6 +386,7 @@ func (s *Server) describeSubnets(f form) (string, *apiError) {
 		x.close("item")
 	}
 	x.close("subnetSet")
+	writeNextToken(&x, next)
 	return x.b.String(), nil
 }
 
@@ -381,13 +397,13 @@ func (s *Server) describeSecurityGroups(f form) (string, *apiError) {
 		return "", invalid("The filter '%s' is invalid", bad)
 	}
 	for _, id := range ids {
-		if _, ok := s.groups[id]; !ok {
+		if _, ok := s.groups[id]; !ok || !s.homeRegion() {
 			return "", notFound("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
 		}
 	}
 	var found []*SecurityGroup
 	for _, g := range s.groups {
-		if len(ids) > 0 && !slices.Contains(ids, g.ID) {
+		if !s.homeRegion() || (len(ids) > 0 && !slices.Contains(ids, g.ID)) {
 			continue
 		}
 		if match(filters, func(name string) []string {
@@ -407,6 +423,10 @@ func (s *Server) describeSecurityGroups(f form) (string, *apiError) {
 		}
 	}
 	sort.Slice(found, func(i, j int) bool { return found[i].ID < found[j].ID })
+	found, next, aerr := ec2Page(f, found, 1000, false, s.pageLimit)
+	if aerr != nil {
+		return "", aerr
+	}
 	var x w
 	x.open("securityGroupInfo")
 	for _, g := range found {
@@ -455,6 +475,7 @@ func (s *Server) describeSecurityGroups(f form) (string, *apiError) {
 		x.close("item")
 	}
 	x.close("securityGroupInfo")
+	writeNextToken(&x, next)
 	return x.b.String(), nil
 }
 

@@ -99,6 +99,9 @@ func (s *Server) elb(action string, f form) (string, *apiError) {
 	}
 	if action == "AddTags" || action == "DescribeTags" {
 		names := f.list("LoadBalancerNames.member")
+		if len(names) > maxTagNames {
+			return "", &apiError{Status: 400, Code: "ValidationError", Message: fmt.Sprintf("1 validation error detected: Value at 'loadBalancerNames' failed to satisfy constraint: Member must have length less than or equal to %d", maxTagNames)}
+		}
 		for _, n := range names {
 			if _, ok := s.elbs[n]; !ok {
 				return "", elbNotFound(n)
@@ -413,6 +416,10 @@ func (s *Server) describeELBs(f form) (string, *apiError) {
 		}
 		sort.Strings(names)
 	}
+	names, next, aerr := elbPage(f, names, s.pageLimit)
+	if aerr != nil {
+		return "", aerr
+	}
 	var x w
 	x.open("LoadBalancerDescriptions")
 	for _, n := range names {
@@ -493,5 +500,8 @@ func (s *Server) describeELBs(f form) (string, *apiError) {
 		x.close("member")
 	}
 	x.close("LoadBalancerDescriptions")
+	if next != "" {
+		x.leaf("NextMarker", next)
+	}
 	return x.b.String(), nil
 }

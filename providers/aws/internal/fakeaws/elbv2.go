@@ -142,12 +142,12 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 			}
 			found = append(found, lb)
 		}
-		next := ""
 		if len(names) == 0 && len(arns) == 0 {
-			var aerr *apiError
-			if found, next, aerr = page(f, s.sortedNLBs()); aerr != nil {
-				return "", aerr
-			}
+			found = s.sortedNLBs()
+		}
+		found, next, aerr := elbPage(f, found, s.pageLimit)
+		if aerr != nil {
+			return "", aerr
 		}
 		var x w
 		x.open("LoadBalancers")
@@ -208,12 +208,12 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 			found = append(found, s.sortedTGs()[i])
 		}
 		sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
-		next := ""
 		if f.get("LoadBalancerArn") == "" && len(f.list("Names.member")) == 0 {
-			var aerr *apiError
-			if found, next, aerr = page(f, s.sortedTGs()); aerr != nil {
-				return "", aerr
-			}
+			found = s.sortedTGs()
+		}
+		found, next, aerr := elbPage(f, found, s.pageLimit)
+		if aerr != nil {
+			return "", aerr
 		}
 		var x w
 		x.open("TargetGroups")
@@ -350,12 +350,19 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 			}
 		}
 		sort.Slice(ls, func(i, j int) bool { return ls[i].Port < ls[j].Port })
+		ls, next, aerr := elbPage(f, ls, s.pageLimit)
+		if aerr != nil {
+			return "", aerr
+		}
 		var x w
 		x.open("Listeners")
 		for _, l := range ls {
 			writeListener(&x, l)
 		}
 		x.close("Listeners")
+		if next != "" {
+			x.leaf("NextMarker", next)
+		}
 		return x.b.String(), nil
 	case "DeleteListener":
 		if _, ok := s.listeners[f.get("ListenerArn")]; !ok {
@@ -364,7 +371,7 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 		delete(s.listeners, f.get("ListenerArn"))
 		return "", nil
 	case "AddTags", "DescribeTags":
-		if n := len(f.list("ResourceArns.member")); n > 20 {
+		if n := len(f.list("ResourceArns.member")); n > maxTagNames {
 			return "", &apiError{Status: 400, Code: "ValidationError", Message: fmt.Sprintf("ResourceArns: %d members, at most 20", n)}
 		}
 		var x w
@@ -408,29 +415,6 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 		return x.b.String(), nil
 	}
 	return "", &apiError{Status: 400, Code: "InvalidAction", Message: "the fake does not implement " + action}
-}
-
-// page cuts all to the page a Describe without names asks for, as ELBv2 does: PageSize 1-400
-// (default 400), Marker is the opaque NextMarker of the page before.
-func page[T any](f form, all []T) (found []T, next string, aerr *apiError) {
-	size := 400
-	if v := f.get("PageSize"); v != "" {
-		if size, _ = strconv.Atoi(v); size < 1 || size > 400 {
-			return nil, "", &apiError{Status: 400, Code: "ValidationError", Message: "PageSize must be 1-400"}
-		}
-	}
-	start := 0
-	if m := f.get("Marker"); m != "" {
-		var err error
-		if start, err = strconv.Atoi(m); err != nil || start < 0 || start > len(all) {
-			return nil, "", &apiError{Status: 400, Code: "ValidationError", Message: "invalid Marker"}
-		}
-	}
-	found = all[start:]
-	if len(found) > size {
-		found, next = found[:size], strconv.Itoa(start+size)
-	}
-	return found, next, nil
 }
 
 func (s *Server) sortedNLBs() []*NLB {

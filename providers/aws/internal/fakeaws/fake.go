@@ -31,6 +31,11 @@ type Server struct {
 	http     *http.Server
 	listener net.Listener
 	seq      int
+	region   string         // the home region: New's; subnets, groups and route tables live there
+	regional []*http.Server // endpoints of other regions (StartRegion)
+	// reqRegion is the region of the endpoint serving the current request (under mu).
+	reqRegion string
+	pageLimit int // SetPageLimit
 
 	instances map[string]*Instance
 	subnets   map[string]*Subnet
@@ -50,6 +55,7 @@ type Server struct {
 	failed     int                // answered with an injected error (outage, FailOps)
 	issued     []string           // secret keys and session tokens handed out by AssumeRole
 	sessions   map[string]session // access key ID -> temporary credentials from AssumeRole
+	keys       map[string]string  // long-term access key ID -> secret (AddCredentials)
 	sessionTTL time.Duration
 	sigs       map[Signature]int
 
@@ -90,7 +96,8 @@ func New(region, cluster string) *Server {
 		elbs: map[string]*ClassicLB{}, tags: map[string]map[string]string{},
 		nlbs: map[string]*NLB{}, tgs: map[string]*TargetGroup{}, listeners: map[string]*NLBListener{},
 		calls: map[string]int{}, ops: map[string]int{}, throttled: map[string]int{}, tables: map[string]*RouteTable{},
-		sessions: map[string]session{}, sigs: map[Signature]int{},
+		sessions: map[string]session{}, sigs: map[Signature]int{}, keys: map[string]string{},
+		region: region,
 	}
 	for i, z := range []string{"a", "b", "c"} {
 		pub := s.AddSubnet(VPC, region+z, fmt.Sprintf("10.0.%d.0/24", i), map[string]string{
@@ -126,11 +133,49 @@ func (s *Server) Start() (string, error) {
 // URL is the endpoint of a started fake.
 func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
 
+// StartRegion serves another region of the same fake (same credentials, same account) on a
+// new loopback port and returns its endpoint URL. As in EC2, a region sees only its own
+// instances (by the region of their zone) and none of the home region's subnets, security
+// groups and route tables: a client configured for the wrong region gets empty lists and
+// NotFound for IDs, not an error.
+func (s *Server) StartRegion(region string) (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { s.serve(rw, r, region) }),
+		ReadHeaderTimeout: 10 * time.Second}
+	s.mu.Lock()
+	s.regional = append(s.regional, srv)
+	s.mu.Unlock()
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String(), nil
+}
+
 // Close stops serving.
 func (s *Server) Close() {
 	if s.http != nil {
 		_ = s.http.Close()
 	}
+	s.mu.Lock()
+	regional := s.regional
+	s.mu.Unlock()
+	for _, srv := range regional {
+		_ = srv.Close()
+	}
+}
+
+// homeRegion is whether the request being served came to the home region's endpoint.
+func (s *Server) homeRegion() bool { return s.reqRegion == s.region }
+
+// inRegion is whether in lives in the region of the request being served: the region of its
+// zone (us-east-1a is in us-east-1), or the home region for an instance without a zone.
+func (s *Server) inRegion(in *Instance) bool {
+	r := strings.TrimRight(in.Zone, "abcdefghijklmnopqrstuvwxyz")
+	if in.Zone == "" || r == in.Zone {
+		r = s.region
+	}
+	return r == s.reqRegion
 }
 
 // SetFaults replaces the injected faults.
@@ -252,8 +297,10 @@ func (s *Server) newID(prefix string) string {
 	return fmt.Sprintf("%s-%08x", prefix, s.seq)
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+// ServeHTTP implements http.Handler: the home region's endpoint.
+func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) { s.serve(rw, r, s.region) }
+
+func (s *Server) serve(rw http.ResponseWriter, r *http.Request, region string) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(rw, err.Error(), http.StatusBadRequest)
@@ -276,6 +323,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reqRegion = region
 	op := svc + ":" + action
 	s.calls[op]++
 	if !isRetry(r) {
@@ -283,7 +331,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	sig := signature(op, r)
 	s.sigs[sig]++
-	authErr := s.authenticate(r, sig)
+	authErr := s.authenticate(svc, r, body)
 	var out string
 	var aerr *apiError
 	switch {

@@ -21,6 +21,8 @@ import (
 func clients(t *testing.T) (*Server, *ec2.Client, *elb.Client) {
 	t.Helper()
 	s := New("us-east-1", "c1")
+	s.AddCredentials("AKID", "secret")
+	s.AddCredentials("AKIDBASE", "base-secret")
 	url, err := s.Start()
 	if err != nil {
 		t.Fatal(err)

@@ -54,13 +54,13 @@ func (s *Server) routeOps(action string, f form) (string, *apiError, bool) {
 			return "", invalid("The filter '%s' is invalid", bad), true
 		}
 		for _, id := range ids {
-			if _, ok := s.tables[id]; !ok {
+			if _, ok := s.tables[id]; !ok || !s.homeRegion() {
 				return "", notFound("InvalidRouteTableID.NotFound", "The routeTable ID '%s' does not exist", id), true
 			}
 		}
 		var found []*RouteTable
 		for _, t := range s.tables {
-			if len(ids) > 0 && !slices.Contains(ids, t.ID) {
+			if !s.homeRegion() || (len(ids) > 0 && !slices.Contains(ids, t.ID)) {
 				continue
 			}
 			if match(filters, func(name string) []string {
@@ -73,6 +73,10 @@ func (s *Server) routeOps(action string, f form) (string, *apiError, bool) {
 			}
 		}
 		sort.Slice(found, func(i, j int) bool { return found[i].ID < found[j].ID })
+		found, next, aerr := ec2Page(f, found, 100, false, s.pageLimit)
+		if aerr != nil {
+			return "", aerr, true
+		}
 		var x w
 		x.open("routeTableSet")
 		for _, t := range found {
@@ -100,6 +104,7 @@ func (s *Server) routeOps(action string, f form) (string, *apiError, bool) {
 			x.close("item")
 		}
 		x.close("routeTableSet")
+		writeNextToken(&x, next)
 		return x.b.String(), nil, true
 	case "CreateRoute", "DeleteRoute":
 		t, ok := s.tables[f.get("RouteTableId")]

@@ -23,8 +23,8 @@ type Signature struct {
 
 // session is a set of temporary credentials AssumeRole handed out.
 type session struct {
-	token   string
-	expires time.Time
+	secret, token string
+	expires       time.Time
 }
 
 // SetSessionLifetime sets how long credentials from AssumeRole stay valid (default: the
@@ -62,22 +62,6 @@ func signature(op string, r *http.Request) Signature {
 	return sig
 }
 
-// authenticate checks temporary credentials: a key AssumeRole issued must come with its own
-// session token and before it expires. Other keys are long-term ones and accepted as they are.
-func (s *Server) authenticate(r *http.Request, sig Signature) *apiError {
-	sess, ok := s.sessions[sig.AccessKey]
-	if !ok {
-		return nil
-	}
-	if r.Header.Get("X-Amz-Security-Token") != sess.token {
-		return &apiError{Status: 403, Code: "InvalidClientTokenId", Message: "The security token included in the request is invalid."}
-	}
-	if time.Now().After(sess.expires) {
-		return &apiError{Status: 403, Code: "ExpiredToken", Message: "The security token included in the request is expired."}
-	}
-	return nil
-}
-
 func (s *Server) sts(action string, f form) (string, *apiError) {
 	if action != "AssumeRole" {
 		return "", &apiError{Status: 400, Code: "InvalidAction", Message: "the fake's STS serves only AssumeRole, not " + action}
@@ -101,7 +85,7 @@ func (s *Server) sts(action string, f form) (string, *apiError) {
 	secret, token := randomHex(20), "FQoG"+randomHex(40)
 	// Whole seconds, as the answer states it, so the key expires when the client is told.
 	expires := time.Now().Add(ttl + time.Second - 1).UTC().Truncate(time.Second)
-	s.sessions[key] = session{token: token, expires: expires}
+	s.sessions[key] = session{secret: secret, token: token, expires: expires}
 	s.issued = append(s.issued, secret, token)
 	roleName := strings.TrimPrefix(arn[5], "role/")
 
