@@ -24,6 +24,8 @@ type harness struct {
 	binary   string
 	nodes    []string // registered, not yet removed
 	sz       sizes
+	seed     int64  // the churn's
+	replay   string // the command that replays this provider's run
 
 	running []*testenv.CCM // stopped after each scenario
 	all     []*testenv.CCM // every ccm of the run, for the credentials scan

@@ -16,7 +16,10 @@
 //
 // Usage (make faults does this; make test runs --short):
 //
-//	CCM_BIN_DIR=$PWD/bin CCM_TESTBIN=$PWD/bin/testbin go run ./test/faults [--short] [--providers=dummy,aws]
+//	CCM_BIN_DIR=$PWD/bin CCM_TESTBIN=$PWD/bin/testbin go run ./test/faults [--short] [--providers=dummy,aws] [--scenarios=churn] [--seed=N]
+//
+// The churn's operations and SIGKILL points are drawn from one seed, printed at the start and
+// in the report with the command that replays it (--seed).
 package main
 
 import (
@@ -51,7 +54,12 @@ func main() {
 	scenarios := flag.String("scenarios", "failover,throttle,churn,outage,credentials", "scenarios, in order")
 	isShort := flag.Bool("short", false, "the short form run by make test (small sizes)")
 	out := flag.String("out", "", "folder for the report (default bin/faults)")
+	seed := flag.Int64("seed", 0, "the churn's seed: the same seed (with the same --short) replays the same operations and SIGKILL points; 0 picks one from the clock")
 	flag.Parse()
+	if *seed == 0 {
+		*seed = time.Now().UnixNano()
+	}
+	fmt.Printf("faults: churn seed %d (replay with --seed=%d)\n", *seed, *seed)
 	sz := full
 	if *isShort {
 		sz = short
@@ -72,7 +80,8 @@ func main() {
 	for _, p := range strings.Split(*providers, ",") {
 		start := time.Now()
 		fmt.Printf("==> faults: %s\n", p)
-		rs, err := runProvider(root, binDir, p, strings.Split(*scenarios, ","), sz)
+		opts := runOptions{scenarios: strings.Split(*scenarios, ","), sz: sz, seed: *seed, replay: replayCommand(*isShort, p, *scenarios, *seed)}
+		rs, err := runProvider(root, binDir, p, opts)
 		if err != nil {
 			rs = append(rs, result{Provider: p, Scenario: "setup", Pass: false, Detail: err.Error()})
 		}
@@ -83,11 +92,35 @@ func main() {
 		fmt.Printf("==> faults: %s done in %v\n", p, time.Since(start).Round(time.Second))
 	}
 	report(results, *out)
+	for _, r := range results {
+		if !r.Pass && r.Figures["replay"] != "" {
+			fmt.Printf("replay %s/%s: %s\n", r.Provider, r.Scenario, r.Figures["replay"])
+		}
+	}
 	if failed {
 		fmt.Println("FAIL: at least one fault scenario failed (see above)")
 		os.Exit(1)
 	}
 	fmt.Println("PASS: every fault scenario passed")
+}
+
+// runOptions are one provider's run: its scenarios in order, sizes, the churn's seed and the
+// command that replays the run.
+type runOptions struct {
+	scenarios []string
+	sz        sizes
+	seed      int64
+	replay    string
+}
+
+// replayCommand is the make command that runs the same provider's scenarios with the same
+// sizes and seed (the scenarios before churn leave the same Services in other namespaces).
+func replayCommand(isShort bool, provider, scenarios string, seed int64) string {
+	target := "faults"
+	if isShort {
+		target = "faults-short"
+	}
+	return fmt.Sprintf(`make %s PROVIDERS=%s FAULTS_ARGS="--scenarios=%s --seed=%d"`, target, provider, scenarios, seed)
 }
 
 func fatal(err error) {
@@ -97,7 +130,8 @@ func fatal(err error) {
 
 // runProvider starts a control plane and the provider's cloud, and runs the scenarios on them
 // in order (outage goes last among those that need the machines: it removes two).
-func runProvider(root, binDir, provider string, scenarios []string, sz sizes) ([]result, error) {
+func runProvider(root, binDir, provider string, opts runOptions) ([]result, error) {
+	sz := opts.sz
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	env, err := testenv.Start(ctx, testenv.Options{Overlay: provider})
@@ -113,12 +147,13 @@ func runProvider(root, binDir, provider string, scenarios []string, sz sizes) ([
 	if err != nil {
 		return nil, err
 	}
-	h := &harness{ctx: ctx, env: env, cloud: c, provider: provider, binary: filepath.Join(binDir, "ccm-"+provider), nodes: nodes, sz: sz}
+	h := &harness{ctx: ctx, env: env, cloud: c, provider: provider, binary: filepath.Join(binDir, "ccm-"+provider), nodes: nodes, sz: sz,
+		seed: opts.seed, replay: opts.replay}
 	if err := h.registerNodes(); err != nil {
 		return nil, err
 	}
 	var results []result
-	for _, s := range scenarios {
+	for _, s := range opts.scenarios {
 		run, ok := scenarioFuncs[s]
 		if !ok {
 			return results, fmt.Errorf("unknown scenario %q (have failover, throttle, churn, outage, credentials)", s)
