@@ -56,9 +56,15 @@ func (l *loadBalancers) checkRequestedFIP(ctx context.Context, cl *clients, id o
 // its address: the one it has, the Service's spec.loadBalancerIP (associated if it exists
 // and is the Service's or allowed, allocated if not), or a new one from the floating network.
 func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, spec *lbSpec, lb *loadbalancers.LoadBalancer, rep *syncReport) (string, error) {
-	cur, err := l.portFIP(ctx, cl, lb.VipPortID)
-	if err != nil {
-		return "", err
+	var cur *floatingips.FloatingIP
+	if rep.seen.has(lb.ID) {
+		cur = rep.seen.fips[lb.VipPortID]
+	}
+	var err error
+	if cur == nil { // none in the snapshot: read it before acting on it
+		if cur, err = l.portFIP(ctx, cl, lb.VipPortID); err != nil {
+			return "", err
+		}
 	}
 	if cur != nil && (spec.fixedFIP == "" || cur.FloatingIP == spec.fixedFIP) {
 		return cur.FloatingIP, nil

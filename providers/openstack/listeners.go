@@ -112,19 +112,7 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 	if rep == nil {
 		rep = &syncReport{}
 	}
-	pages, err := listeners.List(cl.lb, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
-	if err != nil {
-		return fmt.Errorf("listing listeners of %s: %w", lbID, err)
-	}
-	have, err := listeners.ExtractListeners(pages)
-	if err != nil {
-		return err
-	}
-	ppages, err := pools.List(cl.lb, pools.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
-	if err != nil {
-		return fmt.Errorf("listing pools of %s: %w", lbID, err)
-	}
-	allPools, err := pools.ExtractPools(ppages)
+	have, allPools, err := l.listenersAndPools(ctx, cl, lbID, rep.seen)
 	if err != nil {
 		return err
 	}
@@ -196,7 +184,7 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 	}
 	for _, ls := range spec.listeners {
 		if h, ok := kept[ls.key()]; ok {
-			obs, err := l.observePool(ctx, cl, h, poolByID[h.DefaultPoolID])
+			obs, err := l.observePool(ctx, cl, h, poolByID[h.DefaultPoolID], rep.seen)
 			if err != nil {
 				return err
 			}
@@ -230,6 +218,28 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 		}
 	}
 	return nil
+}
+
+// listenersAndPools are the load balancer's listeners and pools: from the snapshot if it shows
+// the load balancer, else listed.
+func (l *loadBalancers) listenersAndPools(ctx context.Context, cl *clients, lbID string, seen *snapshot) ([]listeners.Listener, []pools.Pool, error) {
+	if seen.has(lbID) {
+		return seen.listeners[lbID], seen.pools[lbID], nil
+	}
+	pages, err := listeners.List(cl.lb, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing listeners of %s: %w", lbID, err)
+	}
+	have, err := listeners.ExtractListeners(pages)
+	if err != nil {
+		return nil, nil, err
+	}
+	ppages, err := pools.List(cl.lb, pools.ListOpts{LoadbalancerID: lbID}).AllPages(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing pools of %s: %w", lbID, err)
+	}
+	ps, err := pools.ExtractPools(ppages)
+	return have, ps, err
 }
 
 // deleteListener deletes a listener of the Service with its default pool (and the pool's

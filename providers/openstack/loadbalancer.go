@@ -41,6 +41,8 @@ type loadBalancers struct {
 	ids map[string]string // load balancer name -> ID we created or found: list results may lag
 
 	keys keylock.Locks // one operation per Service at a time (see keylock)
+
+	snaps snapshots // bulk reads shared by the syncs of unchanged Services (observe.go)
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -268,6 +270,8 @@ func (l *loadBalancers) retry(msg string) error {
 type syncReport struct {
 	repairs              []string
 	specChanged, created bool
+	// seen is the bulk read this sync may compare with (nil: each object is read).
+	seen *snapshot
 }
 
 // sync reconciles one load balancer per IP family. Families provision in parallel: a pending
@@ -287,6 +291,11 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 	cl, err := l.c.sess.get(ctx)
 	if err != nil {
 		return nil, err
+	}
+	defer l.snaps.syncEnded(clusterName, svcKey(svc)) // runs after this sync's writes
+	if rep.seen, err = l.snaps.get(ctx, cl, clusterName, svcKey(svc)); err != nil {
+		// A bulk list refused (a policy, a fault): read object by object instead.
+		klog.V(2).InfoS("No bulk read of the load balancers; reading each", "service", klog.KObj(svc), "err", l.c.cfg.sanitize(err))
 	}
 	specs, err := l.familySpecs(ctx, cl, clusterName, svc, base)
 	if err != nil {
@@ -353,8 +362,12 @@ func (l *loadBalancers) dropFamilies(ctx context.Context, cl *clients, id owners
 // syncOne reconciles the load balancer of one family and returns its address.
 func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, nodes []*v1.Node, spec *lbSpec, mustExist bool, rep *syncReport) (string, error) {
 	name := spec.name
-	lb, adopted, err := l.find(ctx, cl, id, name, spec.existingID)
-	if err != nil {
+	var lb *loadbalancers.LoadBalancer
+	adopted, err := false, error(nil)
+	if s := rep.seen; s != nil && spec.existingID == "" && s.lbs[name] != nil && lbOwned(id, s.lbs[name]) == nil {
+		lb = s.lbs[name]
+		l.remember(name, lb.ID)
+	} else if lb, adopted, err = l.find(ctx, cl, id, name, spec.existingID); err != nil {
 		return "", err
 	}
 	if lb == nil {

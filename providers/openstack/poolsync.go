@@ -154,7 +154,7 @@ func wantedMembers(spec *lbSpec, ls listenerSpec, ms []member) []memberKey {
 
 // observePool reads a kept listener's pool members and monitor (the pool itself comes from the
 // load balancer's pool list).
-func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listeners.Listener, p *pools.Pool) (poolState, error) {
+func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listeners.Listener, p *pools.Pool, seen *snapshot) (poolState, error) {
 	st := poolState{CIDRs: h.AllowedCIDRs}
 	if p == nil {
 		return st, fmt.Errorf("pool %s of listener %s is not in the load balancer's pool list", h.DefaultPoolID, h.ID)
@@ -177,9 +177,11 @@ func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listener
 		}
 	}
 	if p.MonitorID != "" {
-		m, err := monitors.Get(ctx, cl.lb, p.MonitorID).Extract()
-		if err != nil {
-			return st, fmt.Errorf("getting health monitor %s: %w", p.MonitorID, err)
+		m := seen.monitor(p.MonitorID)
+		if m == nil {
+			if m, err = monitors.Get(ctx, cl.lb, p.MonitorID).Extract(); err != nil {
+				return st, fmt.Errorf("getting health monitor %s: %w", p.MonitorID, err)
+			}
 		}
 		st.Monitor = &observedMonitor{ID: m.ID, Type: m.Type, URLPath: m.URLPath, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries}
 	}

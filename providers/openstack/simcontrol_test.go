@@ -85,7 +85,8 @@ func TestSimControl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(secrets, f.Password()) || len(secrets) < 3 || !strings.HasPrefix(secrets[1], "gAAAA") {
-		t.Errorf("secrets = %d values, want the password and every token issued", len(secrets))
+	_, _, appSecret := f.AppCredential()
+	if !slices.Contains(secrets, f.Password()) || !slices.Contains(secrets, appSecret) || len(secrets) < 4 || !strings.HasPrefix(secrets[1], "gAAAA") {
+		t.Errorf("secrets = %d values, want the password, every token issued and the application credential's secret", len(secrets))
 	}
 }

@@ -172,12 +172,12 @@ func (c *Cloud) Resources() []simcontrol.Resource {
 	return out
 }
 
-// Secrets are the password, the application credential's secret and every token Keystone
-// handed out.
+// Secrets are the password, every token Keystone handed out and the application
+// credential's secret.
 func (c *Cloud) Secrets() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]string{c.opts.Password, c.opts.AppCredSecret}, c.allTokens...)
+	return append(append([]string{c.opts.Password}, c.allTokens...), c.opts.AppCredSecret)
 }
 
 // Control is c as the harness drives it.

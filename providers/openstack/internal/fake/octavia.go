@@ -463,8 +463,15 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 func (c *Cloud) listLBs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	out := []any{}
+	var tags []string // Octavia's tags filter: every one of them (comma-separated or repeated)
+	for _, v := range q["tags"] {
+		tags = append(tags, strings.Split(v, ",")...)
+	}
 	for _, lb := range c.lbs {
 		if n := q.Get("name"); n != "" && n != lb.Name {
+			continue
+		}
+		if !hasAll(lb.Tags, tags) {
 			continue
 		}
 		if time.Since(lb.created) < c.opts.ListLag {
@@ -932,4 +939,17 @@ func (c *Cloud) deleteMonitor(w http.ResponseWriter, r *http.Request) {
 	c.pools[m.PoolID].MonitorID = ""
 	c.busy(lb)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func hasAll(have, want []string) bool {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			found = found || h == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
