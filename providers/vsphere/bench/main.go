@@ -17,6 +17,9 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/ccm-project/ccm/common/benchreport"
 	"github.com/ccm-project/ccm/common/benchscenario"
 	"github.com/ccm-project/ccm/common/simcontrol"
@@ -176,6 +179,16 @@ func run(o options) error {
 	rs := sub(s.Calls(), c0)
 	f.RestartWrites, f.RestartReads = float64(rs.Writes), float64(rs.Total-rs.Writes)
 	fmt.Printf("bench: restart calls by operation: %s\n", benchscenario.Format(rs.PerOp))
+	restartScen := fmt.Sprintf("restart, %d unchanged LBs", o.services)
+	extra = append(extra, benchreport.Row{Key: "provider.restart.reads_per_lb", Scenario: restartScen,
+		Measure: "vCenter reads per LB (node refresh and logins included)", Value: float64(rs.Total-rs.Writes) / float64(o.services)})
+
+	// Periodic resync of unchanged LBs: every Service is synced again (an annotation the
+	// provider does not read makes the service controller re-ensure it). Each sync compares
+	// its record with vCenter's: one read each, no write.
+	if err := resync(ctx, cl, ccm, o.services, s, quiet, &extra); err != nil {
+		return err
+	}
 
 	// One Node added: every LB record (its fingerprint covers the members) is rewritten.
 	if err := benchscenario.TopUpServices(ctx, cl, ccm, o.services, f.NodeAddedLBs, nil); err != nil {
@@ -227,6 +240,39 @@ func run(o options) error {
 	rep.Rows = append(benchscenario.Rows(f), extra...)
 	rep.Latencies = benchscenario.Latencies(f)
 	return benchscenario.Write(rep, o.out)
+}
+
+// resync re-ensures the m bench Services with nothing changed and adds its rows.
+func resync(ctx context.Context, cl *benchscenario.Cluster, ccm *testenv.CCM, m int, s *sim.Sim, quiet func(time.Duration), extra *[]benchreport.Row) error {
+	fmt.Printf("bench: resyncing %d unchanged load balancers\n", m)
+	const ensured = `ccm_reconcile_total{kind="loadbalancer",operation="ensure"`
+	v0, err := ccm.Metric(cl.Token, ensured)
+	if err != nil {
+		return err
+	}
+	c0 := s.Calls()
+	patch := []byte(`{"metadata":{"annotations":{"bench.ccm.io/resync":"1"}}}`)
+	if err := benchscenario.Parallel(m, func(i int) error {
+		_, err := cl.Client.CoreV1().Services("default").Patch(ctx, fmt.Sprintf("bench-%04d", i), types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := benchscenario.Poll(ctx, 3*time.Minute, fmt.Sprintf("the ccm to re-ensure %d Services", m), func() (bool, error) {
+		v, err := ccm.Metric(cl.Token, ensured)
+		return err == nil && v >= v0+float64(m), err
+	}); err != nil {
+		return err
+	}
+	quiet(2 * time.Second)
+	rs := sub(s.Calls(), c0)
+	scen := fmt.Sprintf("periodic resync, %d unchanged LBs", m)
+	*extra = append(*extra,
+		benchreport.Row{Key: "provider.resync.writes", Scenario: scen, Measure: "vCenter writes", Value: float64(rs.Writes), Target: "0", Met: benchreport.Met(rs.Writes == 0)},
+		benchreport.Row{Key: "provider.resync.reads_per_lb", Scenario: scen, Measure: "vCenter reads per LB", Value: float64(rs.Total-rs.Writes) / float64(m),
+			Target: "<= 1 (its record)", Met: benchreport.Met(rs.Total-rs.Writes <= m)})
+	fmt.Printf("bench: resync calls by operation: %s\n", benchscenario.Format(rs.PerOp))
+	return nil
 }
 
 // sub is a minus b, per operation.
