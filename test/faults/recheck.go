@@ -31,8 +31,12 @@ var libraryWording = regexp.MustCompile(`^(?:Error syncing load balancer: failed
 // goDuration is a time.Duration as %v prints it (5s, 1.5s, 200ms, 1m0s).
 const goDuration = `(?:[0-9]+(?:\.[0-9]+)?(?:ns|µs|us|ms|s|m|h))+`
 
+// File:line references are as of commit eafa9c5 (the providers change; the formats are what
+// TestRecheckMessagesInProviders checks are still there).
+//
 // openstackItem is one re-check reason of the OpenStack provider, each passed to its
-// loadBalancers.retry, which appends "; checking again in D" (providers/openstack/loadbalancer.go):
+// loadBalancers.retry (:262), which appends "; checking again in D"
+// (providers/openstack/loadbalancer.go; errors.go:156 sanitize keeps a RetryError one):
 //
 //	:374, :547 "load balancer %s is %s"                          (a PENDING_* provisioning status)
 //	:454       "load balancer %s is still %s"                    (still PENDING_* after an update's wait)
