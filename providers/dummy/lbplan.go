@@ -30,7 +30,7 @@ func planRecord(id ownership.Identity, want, have Record, exists bool, lastAppli
 		if hadAddress {
 			// The Service got an address from a record that is gone: deleted out of band.
 			p.drift = true
-			p.diffs = []string{fmt.Sprintf("record %v was deleted", want.IPs)}
+			p.diffs = []string{fmt.Sprintf("record was deleted (written again with address %v)", want.IPs)}
 		}
 		return p
 	}

@@ -27,7 +27,7 @@ func planRecord(want, have lbRecord, exists bool, lastApplied string, hadAddress
 		if hadAddress {
 			// The Service got an address from a record that is gone: deleted out of band.
 			p.drift = true
-			p.diffs = []string{"record " + fmt.Sprint(want.IPs) + " was deleted"}
+			p.diffs = []string{fmt.Sprintf("record was deleted (written again with address %v)", want.IPs)}
 		}
 		return p
 	}

@@ -202,7 +202,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	if err != nil {
 		return nil, err
 	}
-	r, err := l.reconcile(ctx, svc, l.desired(id, name, svc, ips, nodes, have), have, exists)
+	r, err := l.reconcile(ctx, svc, desired(id, name, svc, ips, nodes, have), have, exists)
 	if err != nil {
 		return nil, eventSafe("writing", err)
 	}
@@ -230,7 +230,7 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	if err := owns(id, name, have); err != nil {
 		return err
 	}
-	if _, err := l.reconcile(ctx, svc, l.desired(id, name, svc, ippool.ParseAddrs(have.IPs), nodes, have), have, true); err != nil {
+	if _, err := l.reconcile(ctx, svc, desired(id, name, svc, ippool.ParseAddrs(have.IPs), nodes, have), have, true); err != nil {
 		return eventSafe("writing", err)
 	}
 	return nil
@@ -291,7 +291,7 @@ func (l *loadBalancers) current(ctx context.Context, name string) (r lbRecord, e
 }
 
 // desired is the record the Service should have: pure.
-func (l *loadBalancers) desired(id ownership.Identity, name string, svc *v1.Service, ips []netip.Addr, nodes []*v1.Node, have lbRecord) lbRecord {
+func desired(id ownership.Identity, name string, svc *v1.Service, ips []netip.Addr, nodes []*v1.Node, have lbRecord) lbRecord {
 	want := lbRecord{Cluster: id.Cluster, Service: id.Service(), UID: id.UID, Ports: ippool.Ports(svc), tagID: have.tagID}
 	if want.UID == "" {
 		want.UID = have.UID
