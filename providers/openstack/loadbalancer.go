@@ -293,7 +293,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 		return nil, err
 	}
 	defer l.snaps.syncEnded(clusterName, svcKey(svc)) // runs after this sync's writes
-	if rep.seen, err = l.snaps.get(ctx, cl, clusterName, svcKey(svc)); err != nil {
+	if rep.seen, err = l.snaps.get(ctx, cl, clusterName, svcKey(svc), l.c.cfg.LoadBalancer.ManageSecurityGroups); err != nil {
 		// A bulk list refused (a policy, a fault): read object by object instead.
 		klog.V(2).InfoS("No bulk read of the load balancers; reading each", "service", klog.KObj(svc), "err", l.c.cfg.sanitize(err))
 	}
@@ -516,6 +516,8 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	defer observe("delete", time.Now(), &err)
 	defer func() { err = l.c.cfg.sanitize(err) }()
 	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
+	// A snapshot read before this delete must not serve a Service of the same name later.
+	defer l.snaps.syncEnded(clusterName, svcKey(svc))
 	cl, err := l.c.sess.get(ctx)
 	if err != nil {
 		return err

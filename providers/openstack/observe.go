@@ -11,6 +11,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 
 	"github.com/ccm-project/ccm/common/ownership"
 )
@@ -30,10 +32,14 @@ type snapshot struct {
 	at        time.Time
 	lbs       map[string]*loadbalancers.LoadBalancer // ACTIVE, cluster-tagged, by name
 	lbIDs     map[string]bool
-	listeners map[string][]listeners.Listener        // by load balancer ID
-	pools     map[string][]pools.Pool                // by load balancer ID
-	monitors  map[string]*monitors.Monitor           // by ID
-	fips      map[string]*floatingips.FloatingIP     // by port ID
+	listeners map[string][]listeners.Listener    // by load balancer ID
+	pools     map[string][]pools.Pool            // by load balancer ID
+	monitors  map[string]*monitors.Monitor       // by ID
+	fips      map[string]*floatingips.FloatingIP // by port ID
+	// With manage-security-groups: the project's groups and their ingress rules.
+	withSG bool
+	groups map[string][]groups.SecGroup    // by name
+	rules  map[string][]rules.SecGroupRule // ingress, by group ID
 }
 
 // snapshotMaxAge bounds how stale a snapshot a sync may use.
@@ -42,7 +48,7 @@ const snapshotMaxAge = 30 * time.Second
 // snapshots is the per-cluster snapshot and when each Service's last sync ended.
 type snapshots struct {
 	mu    sync.Mutex
-	by    map[string]*snapshot  // cluster -> latest
+	by    map[string]*snapshot // cluster -> latest
 	ended map[string]time.Time // cluster/ns/name -> end of its last sync
 }
 
@@ -57,14 +63,14 @@ func (s *snapshots) syncEnded(cluster, svc string) {
 
 // get returns a snapshot the Service's sync may use, reading a new one if needed. Reads are
 // serialised per process: concurrent syncs wait for one bulk read instead of each making one.
-func (s *snapshots) get(ctx context.Context, cl *clients, cluster, svc string) (*snapshot, error) {
+func (s *snapshots) get(ctx context.Context, cl *clients, cluster, svc string, withSG bool) (*snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.by[cluster]
-	if cur != nil && cur.at.After(s.ended[cluster+"/"+svc]) && time.Since(cur.at) < snapshotMaxAge {
+	if cur != nil && cur.withSG == withSG && cur.at.After(s.ended[cluster+"/"+svc]) && time.Since(cur.at) < snapshotMaxAge {
 		return cur, nil
 	}
-	next, err := readSnapshot(ctx, cl, cluster)
+	next, err := readSnapshot(ctx, cl, cluster, withSG)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +81,7 @@ func (s *snapshots) get(ctx context.Context, cl *clients, cluster, svc string) (
 	return next, nil
 }
 
-func readSnapshot(ctx context.Context, cl *clients, cluster string) (*snapshot, error) {
+func readSnapshot(ctx context.Context, cl *clients, cluster string, withSG bool) (*snapshot, error) {
 	s := &snapshot{at: time.Now(), lbs: map[string]*loadbalancers.LoadBalancer{}, listeners: map[string][]listeners.Listener{},
 		lbIDs: map[string]bool{}, pools: map[string][]pools.Pool{}, monitors: map[string]*monitors.Monitor{}, fips: map[string]*floatingips.FloatingIP{}}
 	tag := ownership.ClusterTagPrefix + cluster + "=" + ownership.Owned
@@ -139,7 +145,41 @@ func readSnapshot(ctx context.Context, cl *clients, cluster string) (*snapshot, 
 			s.fips[fips[i].PortID] = &fips[i]
 		}
 	}
+	if !withSG {
+		return s, nil
+	}
+	s.withSG, s.groups, s.rules = true, map[string][]groups.SecGroup{}, map[string][]rules.SecGroupRule{}
+	gp, err := groups.List(cl.network, groups.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing security groups: %w", err)
+	}
+	gs, err := groups.ExtractGroups(gp)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gs {
+		s.groups[g.Name] = append(s.groups[g.Name], g)
+	}
+	rp, err := rules.List(cl.network, rules.ListOpts{Direction: "ingress"}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing security group rules: %w", err)
+	}
+	rs, err := rules.ExtractRules(rp)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		s.rules[r.SecGroupID] = append(s.rules[r.SecGroupID], r)
+	}
 	return s, nil
+}
+
+// group returns the snapshot's groups named name, and whether the snapshot has groups at all.
+func (s *snapshot) group(name string) ([]groups.SecGroup, bool) {
+	if s == nil || !s.withSG {
+		return nil, false
+	}
+	return s.groups[name], true
 }
 
 // has: the snapshot shows load balancer lbID (so its listeners, pools and floating IP too).

@@ -135,6 +135,11 @@ func findSG(ctx context.Context, cl *clients, id ownership.Identity, name string
 	if err != nil {
 		return nil, false, err
 	}
+	return pickSG(all, id, name, foreign)
+}
+
+// pickSG is findSG on groups already listed.
+func pickSG(all []groups.SecGroup, id ownership.Identity, name string, foreign bool) (*groups.SecGroup, bool, error) {
 	for i := range all {
 		if all[i].Name != name {
 			continue
@@ -158,9 +163,19 @@ func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clus
 	}
 	id := ownership.Of(clusterName, svc)
 	name := sgName(l.GetLoadBalancerName(ctx, clusterName, svc))
-	sg, legacy, err := findSG(ctx, cl, id, name, true)
-	if err != nil {
-		return err
+	var sg *groups.SecGroup
+	var legacy bool
+	inSnapshot := false
+	if all, ok := rep.seen.group(name); ok && len(all) > 0 {
+		if sg, legacy, err = pickSG(all, id, name, true); err != nil {
+			return err
+		}
+		inSnapshot = sg != nil
+	}
+	if sg == nil { // none in the snapshot: look before creating one
+		if sg, legacy, err = findSG(ctx, cl, id, name, true); err != nil {
+			return err
+		}
 	}
 	if sg == nil {
 		if sg, err = groups.Create(ctx, cl.network, groups.CreateOpts{Name: name, Description: sgDescription(id)}).Extract(); err != nil {
@@ -169,7 +184,13 @@ func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clus
 		klog.InfoS("Created security group", "service", klog.KObj(svc), "name", name, "id", sg.ID)
 		rep.created = true
 	}
-	added, err := syncRules(ctx, cl, id, sg, want, legacy)
+	var have []rules.SecGroupRule
+	if inSnapshot {
+		have = rep.seen.rules[sg.ID]
+	} else if have, err = listRules(ctx, cl, sg.ID); err != nil {
+		return err
+	}
+	added, err := syncRules(ctx, cl, id, sg, want, have, legacy)
 	if err != nil {
 		return err
 	}
@@ -180,11 +201,11 @@ func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clus
 			rep.repairs = append(rep.repairs, fmt.Sprintf("security group rule %s was revoked", r))
 		}
 	}
-	wantPorts, err := l.memberPorts(ctx, cl, nodes, specs)
+	attached, err := listPorts(ctx, cl, ports.ListOpts{SecurityGroups: []string{sg.ID}})
 	if err != nil {
 		return err
 	}
-	attached, err := listPorts(ctx, cl, ports.ListOpts{SecurityGroups: []string{sg.ID}})
+	wantPorts, err := l.memberPorts(ctx, cl, nodes, specs, attached)
 	if err != nil {
 		return err
 	}
@@ -241,8 +262,10 @@ func (l *loadBalancers) serverOf(ctx context.Context, n *v1.Node) (string, error
 }
 
 // memberPorts are the Neutron ports of the member nodes that hold their member address of
-// each family: the ports of the node's own server (device_id) with that fixed IP.
-func (l *loadBalancers) memberPorts(ctx context.Context, cl *clients, nodes []*v1.Node, specs []*lbSpec) (map[string]ports.Port, error) {
+// each family: the ports of the node's own server (device_id) with that fixed IP. A port
+// already attached to the group (known) is found there; only the servers of the other members
+// have their ports listed, so an unchanged Service costs no read here.
+func (l *loadBalancers) memberPorts(ctx context.Context, cl *clients, nodes []*v1.Node, specs []*lbSpec, known []ports.Port) (map[string]ports.Port, error) {
 	byName := map[string]*v1.Node{}
 	for _, n := range nodes {
 		byName[n.Name] = n
@@ -261,6 +284,13 @@ func (l *loadBalancers) memberPorts(ctx context.Context, cl *clients, nodes []*v
 			}
 			if sid == "" {
 				klog.InfoS("No server for the node; security group not attached", "node", m.Node)
+				continue
+			}
+			holds := func(p ports.Port) bool {
+				return p.DeviceID == sid && slices.ContainsFunc(p.FixedIPs, func(ip ports.IP) bool { return ip.IPAddress == m.Address })
+			}
+			if i := slices.IndexFunc(known, holds); i >= 0 {
+				out[known[i].ID] = known[i]
 				continue
 			}
 			ps, ok := serverPorts[sid]
@@ -318,15 +348,7 @@ func updatePortGroups(ctx context.Context, cl *clients, p ports.Port, change fun
 // group that are no longer wanted and carry its mark (in a group of an earlier ccm, rules
 // without a description are taken as its); egress rules (Neutron's defaults) and rules someone
 // else added are left alone.
-func syncRules(ctx context.Context, cl *clients, id ownership.Identity, sg *groups.SecGroup, want []sgRule, legacy bool) (added []sgRule, _ error) {
-	pages, err := rules.List(cl.network, rules.ListOpts{SecGroupID: sg.ID, Direction: "ingress"}).AllPages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing rules of security group %s: %w", sg.ID, err)
-	}
-	have, err := rules.ExtractRules(pages)
-	if err != nil {
-		return nil, err
-	}
+func syncRules(ctx context.Context, cl *clients, id ownership.Identity, sg *groups.SecGroup, want []sgRule, have []rules.SecGroupRule, legacy bool) (added []sgRule, _ error) {
 	wanted := map[sgRule]bool{}
 	for _, r := range want {
 		wanted[r] = true
@@ -360,6 +382,15 @@ func syncRules(ctx context.Context, cl *clients, id ownership.Identity, sg *grou
 		added = append(added, r)
 	}
 	return added, nil
+}
+
+// listRules are the ingress rules of group sgID.
+func listRules(ctx context.Context, cl *clients, sgID string) ([]rules.SecGroupRule, error) {
+	pages, err := rules.List(cl.network, rules.ListOpts{SecGroupID: sgID, Direction: "ingress"}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing rules of security group %s: %w", sgID, err)
+	}
+	return rules.ExtractRules(pages)
 }
 
 func listPorts(ctx context.Context, cl *clients, opts ports.ListOpts) ([]ports.Port, error) {
