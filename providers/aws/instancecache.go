@@ -67,7 +67,9 @@ func (c *instanceCache) get(ctx context.Context, ids []string) (map[string]*type
 }
 
 // fetch reads one batch of IDs and caches the answers. A filter, unlike InstanceId, does not
-// fail the whole call for one unknown ID.
+// fail the whole call for one unknown ID; but a filtered list that leaves an ID out is no
+// answer about that instance (a wrong region or endpoint lists nothing), so each ID it leaves
+// out is asked about by itself (confirm) before it counts as not found.
 func (c *instanceCache) fetch(ctx context.Context, ids []string) (map[string]*types.Instance, error) {
 	found, err := describe(ctx, c.api, &ec2.DescribeInstancesInput{Filters: []types.Filter{{Name: aws.String("instance-id"), Values: ids}}})
 	if err != nil {
@@ -77,8 +79,40 @@ func (c *instanceCache) fetch(ctx context.Context, ids []string) (map[string]*ty
 	for _, in := range found {
 		res[aws.ToString(in.InstanceId)] = in
 	}
+	for _, id := range ids {
+		if _, ok := res[id]; ok {
+			continue
+		}
+		in, err := confirm(ctx, c.api, id)
+		if err != nil {
+			return nil, err
+		}
+		if in != nil {
+			res[id] = in
+		}
+	}
 	c.store(ids, res)
 	return res, nil
+}
+
+// confirm asks EC2 about one instance by its ID: nil, nil only when EC2 answers
+// InvalidInstanceID.NotFound for it, the instance if EC2 lists it, an error otherwise.
+func confirm(ctx context.Context, api ec2API, id string) (*types.Instance, error) {
+	resp, err := api.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if isCode(err, "InvalidInstanceID.NotFound") {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("aws: DescribeInstances %s: %w", id, err)
+	}
+	for _, r := range resp.Reservations {
+		for i := range r.Instances {
+			if aws.ToString(r.Instances[i].InstanceId) == id {
+				return &r.Instances[i], nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("aws: DescribeInstances %s answered without that instance; not treating it as gone", id)
 }
 
 // store records answers for ids (absent ones as not found) and drops expired entries so the

@@ -21,6 +21,9 @@ var _ cloudprovider.InstancesV2 = instances{}
 
 // InstanceExists is false for an instance EC2 does not know or reports terminated. A failed
 // call is an error; the shared deletion guard confirms "false" before a Node is deleted.
+// With a providerID, "does not know" is EC2's InvalidInstanceID.NotFound for that one ID,
+// never an ID missing from a filtered list; a Node or providerID of another region than the
+// configured one is an error (EC2 in the wrong region knows none of the cluster's instances).
 func (i instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
 	in, err := i.c.lookup(ctx, node)
 	if err != nil {
@@ -83,6 +86,9 @@ func instanceID(providerID string) (string, error) {
 // private DNS name equal to the Node name (upstream's rule), the NodeNameTag tag equal to the
 // Node name, and the Node's InternalIP addresses as ENI private addresses.
 func (c *Cloud) lookup(ctx context.Context, node *v1.Node) (*types.Instance, error) {
+	if err := sameRegion(node, c.cfg.region()); err != nil {
+		return nil, err
+	}
 	if node.Spec.ProviderID != "" {
 		id, err := instanceID(node.Spec.ProviderID)
 		if err != nil {
@@ -129,6 +135,50 @@ func (c *Cloud) lookup(ctx context.Context, node *v1.Node) (*types.Instance, err
 		}
 	}
 	return nil, nil
+}
+
+// sameRegion is an error when node says it is in another region than region: the zone of its
+// aws:///<zone>/<id> providerID, or its region and zone labels. EC2 in one region knows no
+// instance of another, so its "not found" would say nothing about the Node's instance.
+func sameRegion(node *v1.Node, region string) error {
+	if region == "" {
+		return nil
+	}
+	var claims [][2]string // what, region
+	if rest, ok := strings.CutPrefix(node.Spec.ProviderID, "aws:///"); ok {
+		if zone, _, ok := strings.Cut(rest, "/"); ok && zone != "" {
+			claims = append(claims, [2]string{"providerID zone " + zone, zoneRegion(zone)})
+		}
+	}
+	for _, l := range []string{v1.LabelTopologyRegion, v1.LabelFailureDomainBetaRegion} {
+		if r := node.Labels[l]; r != "" {
+			claims = append(claims, [2]string{"label " + l + "=" + r, r})
+		}
+	}
+	for _, l := range []string{v1.LabelTopologyZone, v1.LabelFailureDomainBetaZone} {
+		if z := node.Labels[l]; z != "" {
+			claims = append(claims, [2]string{"label " + l + "=" + z, zoneRegion(z)})
+		}
+	}
+	for _, cl := range claims {
+		if cl[1] != region {
+			return fmt.Errorf("aws: Node %q is in another region than the configured %s (%s); not looking it up there", node.Name, region, cl[0])
+		}
+	}
+	return nil
+}
+
+// zoneRegion is the region of an availability zone: the zone's words up to the first that
+// starts with a digit, without the zone letter (us-east-1a and the local zone
+// us-west-2-lax-1a are in us-east-1 and us-west-2; us-gov-west-1b in us-gov-west-1).
+func zoneRegion(zone string) string {
+	parts := strings.Split(zone, "-")
+	for i, p := range parts {
+		if p != "" && p[0] >= '0' && p[0] <= '9' {
+			return strings.TrimRight(strings.Join(parts[:i+1], "-"), "abcdefghijklmnopqrstuvwxyz")
+		}
+	}
+	return strings.TrimRight(zone, "abcdefghijklmnopqrstuvwxyz")
 }
 
 // only is the one live instance of found; nil when there is none, an error when there are
