@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
@@ -116,107 +115,74 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 	if err != nil {
 		return err
 	}
-	poolByID := map[string]*pools.Pool{}
-	for i := range allPools {
-		poolByID[allPools[i].ID] = &allPools[i]
+	plan, err := planListeners(id, spec.listeners, have, allPools, adopted)
+	if err != nil {
+		return err
 	}
-	want := map[string]listenerSpec{}
+	rep.specChanged = rep.specChanged || plan.SpecChanged
 	for _, ls := range spec.listeners {
-		want[ls.key()] = ls
-	}
-	kept := map[string]listeners.Listener{}
-	for _, h := range have {
-		key := fmt.Sprintf("%s/%d", h.Protocol, h.ProtocolPort)
-		ls, wanted := want[key]
-		owner, role, marked := ownership.ParseDescription(h.Description)
-		mine := marked && ownership.DescribedBy(id, h.Description)
-		switch {
-		case adopted && !mine:
-			if wanted {
-				return fmt.Errorf("port %s of the load balancer named by annotation %s is taken by a listener this Service does not own", key, annLoadBalancerID)
-			}
-			continue
-		case !mine && marked && owner.Cluster != "":
-			// Another Service's (or cluster's) listener on this Service's load balancer (an
-			// operator allowed it there): never ours to change.
-			if wanted {
-				return fmt.Errorf("port %s of this Service's load balancer is taken by a listener it does not own", key)
-			}
-			continue
-		case wanted && mine && role == ls.fingerprint() && h.DefaultPoolID != "":
-			kept[key] = h
-			continue
-		case wanted && !marked && h.DefaultPoolID != "":
-			// On the Service's own load balancer, a listener of an earlier ccm (its old
-			// "ccm:<fingerprint>" description) or of the upstream CCM (before a migration)
-			// gets the current mark instead of being replaced, so traffic is not interrupted.
-			relabelled, err := l.relabel(ctx, cl, lbID, id, h, ls)
-			if err != nil {
+		if h, ok := plan.Relabel[ls.key()]; ok {
+			if err := l.relabel(ctx, cl, lbID, id, h, ls); err != nil {
 				return err
 			}
-			if relabelled {
-				kept[key] = h
-				continue
-			}
 		}
-		if wanted {
-			rep.specChanged = true
-		}
-		if err := l.deleteListener(ctx, cl, lbID, id, h, adopted); err != nil {
+	}
+	for _, d := range plan.Delete {
+		if err := l.deleteListener(ctx, cl, lbID, d.Listener, d.WithPool); err != nil {
 			return err
 		}
-		delete(poolByID, h.DefaultPoolID)
 	}
-	// A pool of the Service without a listener: its listener was deleted out of band (or a
-	// replacement failed half-way). It is deleted; the listener is created again below.
-	orphaned := map[string]bool{} // descriptions of the orphaned pools
-	for _, p := range allPools {
-		if len(p.Listeners) > 0 || poolByID[p.ID] == nil || !ownership.DescribedBy(id, p.Description) {
-			continue
-		}
+	for _, p := range plan.DeletePools {
 		if err := pools.Delete(ctx, cl.lb, p.ID).ExtractErr(); err != nil {
 			return l.conflict(err, "deleting pool "+p.Name+" without a listener")
 		}
 		if err := l.waitActive(ctx, cl, lbID); err != nil {
 			return err
 		}
-		orphaned[p.Description] = true
+	}
+	poolByID := map[string]*pools.Pool{}
+	for i := range allPools {
+		poolByID[allPools[i].ID] = &allPools[i]
 	}
 	for _, ls := range spec.listeners {
-		if h, ok := kept[ls.key()]; ok {
-			obs, err := l.observePool(ctx, cl, h, poolByID[h.DefaultPoolID], rep.seen)
-			if err != nil {
-				return err
-			}
-			wantState := poolState{Method: ls.Method, CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms)}
-			plan := planPool(ls.key(), wantState, obs)
-			if plan.writes() == 0 {
-				continue
-			}
-			if err := l.applyPool(ctx, cl, lbID, spec, ls, ms, h, obs, plan); err != nil {
-				return err
-			}
-			rep.repairs = append(rep.repairs, plan.Repairs...)
-			if plan.SetMembers {
-				klog.InfoS("Updated load balancer members", "loadBalancer", spec.name, "listener", ls.key(), "members", len(ms))
-			}
+		h, kept := plan.Keep[ls.key()]
+		hr, relabelled := plan.Relabel[ls.key()]
+		if relabelled {
+			h = hr
+		}
+		if !kept && !relabelled {
 			continue
 		}
-		desc := listenerDescription(id, ls)
-		opts := listenerCreateOpts(spec, ls, ms, desc)
+		obs, err := l.observePool(ctx, cl, h, poolByID[h.DefaultPoolID], rep.seen)
+		if err != nil {
+			return err
+		}
+		wantState := poolState{Method: ls.Method, CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms)}
+		pp := planPool(ls.key(), wantState, obs)
+		if pp.writes() == 0 {
+			continue
+		}
+		if err := l.applyPool(ctx, cl, lbID, spec, ls, ms, h, obs, pp); err != nil {
+			return err
+		}
+		if kept { // a relabelled listener is being taken over: its differences are not drift
+			rep.repairs = append(rep.repairs, pp.Repairs...)
+		}
+		if pp.SetMembers {
+			klog.InfoS("Updated load balancer members", "loadBalancer", spec.name, "listener", ls.key(), "members", len(ms))
+		}
+	}
+	for _, ls := range plan.Create {
+		opts := listenerCreateOpts(spec, ls, ms, listenerDescription(id, ls))
 		opts.LoadbalancerID = lbID
 		if _, err := listeners.Create(ctx, cl.lb, opts).Extract(); err != nil {
 			return l.conflict(err, "creating listener "+ls.key())
-		}
-		if orphaned[desc] {
-			rep.repairs = append(rep.repairs, fmt.Sprintf("listener %s was deleted", ls.key()))
-		} else {
-			rep.specChanged = true
 		}
 		if err := l.waitActive(ctx, cl, lbID); err != nil {
 			return err
 		}
 	}
+	rep.repairs = append(rep.repairs, plan.Repairs...)
 	return nil
 }
 
@@ -242,27 +208,17 @@ func (l *loadBalancers) listenersAndPools(ctx context.Context, cl *clients, lbID
 	return have, ps, err
 }
 
-// deleteListener deletes a listener of the Service with its default pool (and the pool's
-// members and monitor). On a load balancer the Service does not own, the pool goes only if
-// its description proves it is the Service's too.
-func (l *loadBalancers) deleteListener(ctx context.Context, cl *clients, lbID string, id ownership.Identity, h listeners.Listener, adopted bool) error {
-	key := fmt.Sprintf("%s/%d", h.Protocol, h.ProtocolPort)
-	if h.DefaultPoolID != "" {
-		ours := !adopted
-		if adopted {
-			p, err := pools.Get(ctx, cl.lb, h.DefaultPoolID).Extract()
-			if err != nil {
-				return fmt.Errorf("getting pool %s: %w", h.DefaultPoolID, err)
-			}
-			ours = ownership.DescribedBy(id, p.Description)
+// deleteListener deletes a listener of the Service, with its default pool (and the pool's
+// members and monitor) when withPool (planListeners decides: on a load balancer the Service
+// does not own, only a pool whose description proves it is the Service's).
+func (l *loadBalancers) deleteListener(ctx context.Context, cl *clients, lbID string, h listeners.Listener, withPool bool) error {
+	key := listenerKey(h)
+	if withPool {
+		if err := pools.Delete(ctx, cl.lb, h.DefaultPoolID).ExtractErr(); err != nil {
+			return l.conflict(err, "deleting pool of listener "+key)
 		}
-		if ours {
-			if err := pools.Delete(ctx, cl.lb, h.DefaultPoolID).ExtractErr(); err != nil {
-				return l.conflict(err, "deleting pool of listener "+key)
-			}
-			if err := l.waitActive(ctx, cl, lbID); err != nil {
-				return err
-			}
+		if err := l.waitActive(ctx, cl, lbID); err != nil {
+			return err
 		}
 	}
 	if err := listeners.Delete(ctx, cl.lb, h.ID).ExtractErr(); err != nil {
@@ -292,29 +248,14 @@ func (l *loadBalancers) ourListeners(ctx context.Context, cl *clients, lbID stri
 }
 
 // relabel gives a listener of an earlier ccm or of the upstream CCM on the Service's own load
-// balancer the current mark when it already is what the spec asks: an earlier ccm's with the
-// same fingerprint, or an unmarked one whose pool has the wanted protocol and algorithm. Its
-// health monitor is left as it is.
-func (l *loadBalancers) relabel(ctx context.Context, cl *clients, lbID string, id ownership.Identity, h listeners.Listener, ls listenerSpec) (bool, error) {
-	switch {
-	case h.Description == legacyListenerPrefix+ls.fingerprint():
-	case strings.HasPrefix(h.Description, legacyListenerPrefix):
-		return false, nil // an earlier ccm's listener with another spec: replace it
-	default:
-		p, err := pools.Get(ctx, cl.lb, h.DefaultPoolID).Extract()
-		if err != nil {
-			return false, fmt.Errorf("getting pool %s: %w", h.DefaultPoolID, err)
-		}
-		if p.Protocol != ls.PoolProtocol || p.LBMethod != ls.Method {
-			return false, nil
-		}
-	}
+// balancer the current mark (planListeners found it already is what the spec asks).
+func (l *loadBalancers) relabel(ctx context.Context, cl *clients, lbID string, id ownership.Identity, h listeners.Listener, ls listenerSpec) error {
 	desc := listenerDescription(id, ls)
 	if _, err := listeners.Update(ctx, cl.lb, h.ID, listeners.UpdateOpts{Description: &desc}).Extract(); err != nil {
-		return false, l.conflict(err, "adopting listener "+ls.key())
+		return l.conflict(err, "adopting listener "+ls.key())
 	}
 	klog.InfoS("Adopted listener", "listener", h.ID, "port", ls.key())
-	return true, l.waitActive(ctx, cl, lbID)
+	return l.waitActive(ctx, cl, lbID)
 }
 
 type memberKey struct {

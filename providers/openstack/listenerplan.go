@@ -1,0 +1,132 @@
+package openstack
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+
+	"github.com/ccm-project/ccm/common/ownership"
+)
+
+// listenerPlan is the difference between the listeners a spec asks for and those a load
+// balancer holds: which are kept (and compared further by planPool), which get the current
+// ownership mark first, which go, which pools without a listener go, and which are created.
+type listenerPlan struct {
+	Keep    map[string]listeners.Listener // by key
+	Relabel map[string]listeners.Listener // by key: kept once their description is rewritten
+	Delete  []listenerDelete              // replaced or no longer wanted
+	// DeletePools are the Service's pools that lost their listener.
+	DeletePools []pools.Pool
+	Create      []listenerSpec
+	// Repairs name the out-of-band changes among the differences; SpecChanged says a listener
+	// is created or replaced because the spec asks for it.
+	Repairs     []string
+	SpecChanged bool
+}
+
+type listenerDelete struct {
+	Listener listeners.Listener
+	WithPool bool // its default pool is the Service's and goes with it
+}
+
+func listenerKey(h listeners.Listener) string {
+	return fmt.Sprintf("%s/%d", h.Protocol, h.ProtocolPort)
+}
+
+// planListeners compares the wanted listeners with the load balancer's (have, with its pools
+// allPools). Pure. On a load balancer the Service does not own (adopted), only listeners and
+// pools whose description proves they are the Service's are changed or deleted; on its own,
+// listeners marked as another Service's are left alone too. A wanted port held by a listener
+// the Service does not own is an error.
+func planListeners(id ownership.Identity, want []listenerSpec, have []listeners.Listener, allPools []pools.Pool, adopted bool) (listenerPlan, error) {
+	p := listenerPlan{Keep: map[string]listeners.Listener{}, Relabel: map[string]listeners.Listener{}}
+	poolByID := map[string]*pools.Pool{}
+	for i := range allPools {
+		poolByID[allPools[i].ID] = &allPools[i]
+	}
+	wanted := map[string]listenerSpec{}
+	for _, ls := range want {
+		wanted[ls.key()] = ls
+	}
+	gone := map[string]bool{} // pools of deleted listeners
+	for _, h := range have {
+		key := listenerKey(h)
+		ls, isWanted := wanted[key]
+		owner, role, marked := ownership.ParseDescription(h.Description)
+		mine := marked && ownership.DescribedBy(id, h.Description)
+		switch {
+		case adopted && !mine:
+			if isWanted {
+				return p, fmt.Errorf("port %s of the load balancer named by annotation %s is taken by a listener this Service does not own", key, annLoadBalancerID)
+			}
+			continue
+		case !mine && marked && owner.Cluster != "":
+			// Another Service's (or cluster's) listener on this Service's load balancer (an
+			// operator allowed it there): never ours to change.
+			if isWanted {
+				return p, fmt.Errorf("port %s of this Service's load balancer is taken by a listener it does not own", key)
+			}
+			continue
+		case isWanted && mine && role == ls.fingerprint() && h.DefaultPoolID != "":
+			p.Keep[key] = h
+			continue
+		case isWanted && !marked && h.DefaultPoolID != "" && relabels(h, ls, poolByID[h.DefaultPoolID]):
+			// On the Service's own load balancer, a listener of an earlier ccm (its old
+			// "ccm:<fingerprint>" description) or of the upstream CCM (before a migration)
+			// gets the current mark instead of being replaced, so traffic is not interrupted.
+			p.Relabel[key] = h
+			continue
+		}
+		if isWanted {
+			p.SpecChanged = true
+		}
+		d := listenerDelete{Listener: h, WithPool: h.DefaultPoolID != ""}
+		if adopted && d.WithPool {
+			pool := poolByID[h.DefaultPoolID]
+			d.WithPool = pool != nil && ownership.DescribedBy(id, pool.Description)
+		}
+		p.Delete = append(p.Delete, d)
+		gone[h.DefaultPoolID] = true
+	}
+	// A pool of the Service without a listener: its listener was deleted out of band (or a
+	// replacement failed half-way). It goes; the listener is created again with a new one.
+	orphaned := map[string]bool{} // descriptions of the orphaned pools
+	for _, pool := range allPools {
+		if len(pool.Listeners) > 0 || gone[pool.ID] || !ownership.DescribedBy(id, pool.Description) {
+			continue
+		}
+		p.DeletePools = append(p.DeletePools, pool)
+		orphaned[pool.Description] = true
+	}
+	for _, ls := range want {
+		if _, ok := p.Keep[ls.key()]; ok {
+			continue
+		}
+		if _, ok := p.Relabel[ls.key()]; ok {
+			continue
+		}
+		p.Create = append(p.Create, ls)
+		if orphaned[listenerDescription(id, ls)] {
+			p.Repairs = append(p.Repairs, fmt.Sprintf("listener %s was deleted", ls.key()))
+		} else {
+			p.SpecChanged = true
+		}
+	}
+	return p, nil
+}
+
+// relabels: an unmarked listener on the Service's own load balancer is kept with the current
+// mark when it already is what ls asks: an earlier ccm's with the same fingerprint, or the
+// upstream CCM's whose pool has the wanted protocol and algorithm.
+func relabels(h listeners.Listener, ls listenerSpec, pool *pools.Pool) bool {
+	switch {
+	case h.Description == legacyListenerPrefix+ls.fingerprint():
+		return true
+	case strings.HasPrefix(h.Description, legacyListenerPrefix):
+		return false // an earlier ccm's listener with another spec: replace it
+	default:
+		return pool != nil && pool.Protocol == ls.PoolProtocol && pool.LBMethod == ls.Method
+	}
+}
