@@ -15,6 +15,7 @@ import (
 	"github.com/ccm-project/ccm/common/config"
 	ccmmetrics "github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/provider"
+	"github.com/ccm-project/ccm/common/svcevents"
 )
 
 // ProviderName is what --cloud-provider selects and the build tag that compiles this in.
@@ -39,6 +40,7 @@ type Cloud struct {
 	inst    *instanceCache
 	dns     *dnsBatcher
 	lb      *loadBalancers
+	events  *svcevents.Recorder // Service Events: drift repairs, recreations
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -48,7 +50,7 @@ func Factory(r io.Reader) (cloudprovider.Interface, error) { return New(r) }
 
 // New is Factory with the concrete type, for tests.
 func New(r io.Reader) (*Cloud, error) {
-	c := &Cloud{}
+	c := &Cloud{events: svcevents.New(redactText)}
 	if err := config.ReadINI(r, &c.cfg); err != nil {
 		return nil, err
 	}
@@ -58,7 +60,8 @@ func New(r io.Reader) (*Cloud, error) {
 
 // Initialize implements cloudprovider.Interface: it builds the SDK clients (no call is made
 // yet; the first API call happens when a controller asks).
-func (c *Cloud) Initialize(_ cloudprovider.ControllerClientBuilder, _ <-chan struct{}) {
+func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	c.events.Start(b, "cloud-controller-manager", stop)
 	if err := c.init(); err != nil {
 		klog.ErrorS(err, "AWS clients not ready; every cloud call will fail until the config is fixed")
 		return

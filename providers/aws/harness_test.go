@@ -27,7 +27,8 @@ type harness struct {
 	cfg     string // cloud-config text
 	url     string
 	creds   string
-	subnets []string // the fake's own load balancer subnets, tagged for every cluster of the harness
+	subnets []string             // the fake's own load balancer subnets, tagged for every cluster of the harness
+	events  *cloudtest.EventSink // every cloud of the harness records its Service Events here
 
 	mu sync.Mutex
 	n  int
@@ -46,7 +47,7 @@ func newHarness(t *testing.T, cluster string) *harness {
 	if err := os.WriteFile(creds, []byte("[default]\naws_access_key_id = AKIDTEST\naws_secret_access_key = "+testSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{fake: f, cluster: cluster, url: url, creds: creds, subnets: f.SubnetIDs()}
+	h := &harness{fake: f, cluster: cluster, url: url, creds: creds, subnets: f.SubnetIDs(), events: cloudtest.NewEventSink()}
 	h.cfg = h.configFor(cluster)
 	return h
 }
@@ -63,7 +64,7 @@ func (h *harness) cloud(t cloudtest.T, extra string) *Cloud {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	c.Initialize(nil, nil)
+	c.Initialize(h.events, nil)
 	return c
 }
 

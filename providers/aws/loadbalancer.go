@@ -23,21 +23,22 @@ import (
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/svcevents"
 )
 
 // fingerprintTag holds fingerprint.Of(the desired configuration) on each ELB, so a restart with
 // nothing changed compares instead of writing.
 const fingerprintTag = "ccm.k8s.io/fingerprint"
 
-// loadBalancers implements cloudprovider.LoadBalancer with classic ELBs.
+// loadBalancers implements cloudprovider.LoadBalancer with classic ELBs and NLBs.
 type loadBalancers struct {
-	c       *Cloud
-	sn      subnetCache
-	snap    elbSnapshot
-	nsnap   nlbSnapshot
-	tsnap   tgSnapshot
-	targets nlbMembers
-	keys    keylock.Locks // one operation per Service at a time (see keylock)
+	c     *Cloud
+	sn    subnetCache
+	snap  elbSnapshot
+	nsnap nlbSnapshot
+	gsnap groupSnapshot // security groups tagged for the cluster
+	tsnap tgSnapshot    // target groups by NLB
+	keys  keylock.Locks // one operation per Service at a time (see keylock)
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -63,9 +64,10 @@ type desired struct {
 	// ProxyProtocol is omitted when off so the fingerprints of ELBs made before it existed hold.
 	ProxyProtocol bool `json:",omitempty"`
 
-	groupIDs []string // the groups to attach; not fingerprinted (an ID is known only after creation)
-	named    bool     // SecurityGroups come from the annotation (checked before use), not the config
-	vpc      string
+	groupIDs     []string // the groups to attach; not fingerprinted (an ID is known only after creation)
+	groupCreated bool     // ensureGroupRules created the ELB's own group
+	named        bool     // SecurityGroups come from the annotation (checked before use), not the config
+	vpc          string
 }
 
 // nodePorts are the ports the ELB reaches the nodes on: its listeners' instance ports and an
@@ -190,6 +192,14 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if opts.NLB {
 		return l.ensureNLB(ctx, svc, opts, nodes, mustExist)
 	}
+	return l.ensureClassic(ctx, svc, opts, nodes, mustExist)
+}
+
+// ensureClassic reconciles svc's classic ELB: desired (from the Service) against observed
+// (the cluster's listing, else one Describe; the cross-zone attribute; the security group
+// rules), then writes the plan, the difference. Nothing differs: no write. The fingerprint tag
+// says what was last applied: a difference while it still matches is drift, reported as an Event.
+func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
 	name := l.name(svc)
 	members, nodeGroups, err := l.members(ctx, opts, nodes)
 	if err != nil {
@@ -201,68 +211,110 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	}
 	fp := fingerprint.Of(want)
 	id := l.identity(svc)
-	// Nothing to do according to a recent listing: no further read, no write.
-	if d, tags := l.snap.get(ctx, name, l.listELBs); d != nil && !fingerprint.Changed(tags[fingerprintTag], fp) && sameSet(instanceIDs(d), members) {
-		if ownership.Is(id, tags) && !ownership.NeedsUID(id, tags) {
-			return status(d), nil
+	cur, tags := l.snap.get(ctx, name, l.listELBs)
+	if cur == nil || tags == nil {
+		// Not in the listing (new, just written, or the listing failed): read it alone.
+		if cur, err = l.describe(ctx, name); err != nil {
+			return nil, err
 		}
-	}
-	defer l.snap.forget(name)
-	cur, err := l.describe(ctx, name)
-	if err != nil {
-		return nil, err
+		if cur != nil {
+			if tags, err = l.tags(ctx, name); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if cur == nil && mustExist {
 		return nil, errNotCreatedYet
 	}
-	var curTags map[string]string
+	wrote := false
+	defer func() {
+		if wrote {
+			l.snap.forget(name) // the next look reads the ELB as written
+		}
+	}()
+	var repairs []string
 	if cur != nil {
-		if curTags, err = l.tags(ctx, name); err != nil {
-			return nil, err
-		}
-		if err := ownership.Check(id, "load balancer", name, curTags); err != nil {
+		if err := ownership.Check(id, "load balancer", name, tags); err != nil {
 			return nil, err
 		}
 	}
-	if cur != nil && !fingerprint.Changed(curTags[fingerprintTag], fp) && !ownership.NeedsUID(id, curTags) {
-		if err := l.syncMembers(ctx, name, cur, members); err != nil {
-			return nil, err
-		}
-		return status(cur), nil
-	}
-	klog.InfoS("Reconciling ELB", "service", klog.KObj(svc), "name", name, "exists", cur != nil)
-	if err := l.ensureGroupRules(ctx, svc, name, want); err != nil {
+	// The desired state is the one last applied: any difference found now was made out of band.
+	applied := cur != nil && !fingerprint.Changed(tags[fingerprintTag], fp) && !ownership.NeedsUID(id, tags)
+	groupRepairs, err := l.ensureGroupRules(ctx, svc, name, want)
+	wrote = err != nil || len(groupRepairs) > 0 || want.groupCreated
+	if err != nil {
 		return nil, err
 	}
-	if cur != nil && (want.Scheme != aws.ToString(cur.Scheme) || !sameSet(want.Subnets, cur.Subnets) || !sameSet(want.groupIDs, cur.SecurityGroups)) {
-		// Scheme, subnets and groups are rarely changed: recreate rather than patch each.
-		if _, err := l.c.api.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(name)}); err != nil {
-			return nil, fmt.Errorf("aws: DeleteLoadBalancer %s: %w", name, err)
+	repairs = append(repairs, groupRepairs...)
+	var plan elbPlan
+	created := cur == nil
+	if cur != nil {
+		crossZone, err := l.crossZoneOf(ctx, name)
+		if err != nil {
+			return nil, err
 		}
-		cur = nil
+		plan = planELB(want, members, observedELB{desc: cur, crossZone: crossZone})
+		if plan.recreate {
+			wrote = true
+			// ELB cannot change the scheme of an ELB: a new one gets a new DNS name.
+			l.c.events.Event(svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
+				fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which ELB cannot do in place; its DNS name changes", name, want.Scheme))
+			if _, err := l.c.api.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(name)}); err != nil {
+				return nil, fmt.Errorf("aws: DeleteLoadBalancer %s: %w", name, err)
+			}
+			cur, applied = nil, false
+		}
 	}
 	if cur == nil {
+		wrote, created = true, true
 		// Creating: this may be a type change, so the Service's NLB goes first.
-		if err := l.deleteNLB(ctx, svc); err != nil {
+		hadNLB, err := l.deleteNLB(ctx, svc)
+		if err != nil {
 			return nil, err
 		}
-		if cur, err = l.create(ctx, svc, opts, name, want); err != nil {
+		if !hadNLB && !plan.recreate && len(svc.Status.LoadBalancer.Ingress) > 0 {
+			repairs = append(repairs, "the load balancer was deleted")
+			applied = true
+		}
+		var have observedELB
+		if have, err = l.create(ctx, svc, opts, name, want); err != nil {
 			return nil, err
 		}
-	} else if err := l.update(ctx, name, cur, want); err != nil {
+		cur = have.desc
+		plan = planELB(want, members, have)
+	}
+	klog.V(2).InfoS("Reconciling ELB", "service", klog.KObj(svc), "name", name, "changes", len(plan.repairs)+len(groupRepairs))
+	wrote = wrote || !plan.empty()
+	if err := l.applyELB(ctx, name, want, plan); err != nil {
 		return nil, err
 	}
-	if err := l.syncMembers(ctx, name, cur, members); err != nil {
-		return nil, err
+	if !created {
+		repairs = append(repairs, plan.repairs...) // after a creation the plan is the rest of it, no repair
+	}
+	if applied {
+		l.c.events.Repaired(svc, repairs)
 	}
 	// The fingerprint goes last: a failure above leaves the old one, so the next try rewrites.
 	// The ownership tags go with it (after the user's), so a load balancer written before
 	// UIDs were recorded gets its Service's UID.
-	tags := ownTags(id, opts.ExtraTags, map[string]string{fingerprintTag: fp})
-	if _, err := l.c.api.elb.AddTags(ctx, &elb.AddTagsInput{LoadBalancerNames: []string{name}, Tags: elbTags(tags)}); err != nil {
-		return nil, fmt.Errorf("aws: AddTags %s: %w", name, err)
+	if tags == nil || fingerprint.Changed(tags[fingerprintTag], fp) || ownership.NeedsUID(id, tags) || !tagsHold(tags, ownTags(id, opts.ExtraTags, nil)) {
+		wrote = true
+		tags := ownTags(id, opts.ExtraTags, map[string]string{fingerprintTag: fp})
+		if _, err := l.c.api.elb.AddTags(ctx, &elb.AddTagsInput{LoadBalancerNames: []string{name}, Tags: elbTags(tags)}); err != nil {
+			return nil, fmt.Errorf("aws: AddTags %s: %w", name, err)
+		}
 	}
 	return status(cur), nil
+}
+
+// tagsHold reports whether have carries every tag of want with its value.
+func tagsHold(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func (l *loadBalancers) desired(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, nodeGroups []string) (*desired, error) {
@@ -371,9 +423,9 @@ func sameSet(a, b []string) bool {
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
 	start := time.Now()
 	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
-	err := l.deleteNLB(ctx, svc)
+	_, err := l.deleteNLB(ctx, svc)
 	if err == nil {
-		err = l.deleteClassic(ctx, svc)
+		_, err = l.deleteClassic(ctx, svc)
 	}
 	metrics.ObserveReconcile(ProviderName, "loadbalancer", "delete", start, err)
 	return publicError(err)
@@ -383,27 +435,27 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 // the rules carrying its description in the groups that admit the ELB's groups (its own, the
 // ones named by annotation, ElbSecurityGroup), and its own security group. Which rules go is
 // decided by their descriptions alone, never by a tag a Service could have set.
-func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) error {
+func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) (existed bool, err error) {
 	name := l.name(svc)
 	id := l.identity(svc)
 	defer l.snap.forget(name)
 	cur, err := l.describe(ctx, name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var sources []string
 	if cur != nil {
 		tags, err := l.tags(ctx, name)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if !ownership.Is(id, tags) {
 			klog.InfoS("Not deleting an ELB this Service does not own", "service", klog.KObj(svc), "name", name)
-			return nil
+			return true, nil
 		}
 		sources = slices.Clone(cur.SecurityGroups)
 		if _, err := l.c.api.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(name)}); err != nil {
-			return fmt.Errorf("aws: DeleteLoadBalancer %s: %w", name, err)
+			return false, fmt.Errorf("aws: DeleteLoadBalancer %s: %w", name, err)
 		}
 		klog.InfoS("Deleted ELB", "service", klog.KObj(svc), "name", name)
 	}
@@ -418,7 +470,7 @@ func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) erro
 	}
 	own, err := l.findGroup(ctx, name, l.c.cfg.Global.VPC)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if own != nil && !ownership.Is(id, groupTags(own)) {
 		klog.InfoS("Not deleting a security group this Service does not own", "group", aws.ToString(own.GroupId))
@@ -430,10 +482,10 @@ func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) erro
 		sources = append(sources, ownID)
 	}
 	if err := l.revokeRulesFrom(ctx, id, sources, ownID); err != nil {
-		return err
+		return false, err
 	}
 	if own != nil {
-		return l.deleteGroup(ctx, svc, own)
+		return cur != nil, l.deleteGroup(ctx, svc, own)
 	}
-	return nil
+	return cur != nil, nil
 }

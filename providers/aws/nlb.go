@@ -125,7 +125,10 @@ func nlbStatus(lb *v2types.LoadBalancer) *v1.LoadBalancerStatus {
 	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: strings.ToLower(aws.ToString(lb.DNSName))}}}
 }
 
-// ensureNLB is EnsureLoadBalancer for type nlb.
+// ensureNLB is EnsureLoadBalancer for type nlb: desired against observed (the cluster's
+// listing, else one Describe; its listeners, target groups, their attributes and targets; the
+// node rules), then only the difference is written. The fingerprint tag says what was last
+// applied: a difference while it still matches is drift, reported as an Event.
 func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
 	name := l.name(svc)
 	members, nodeGroups, err := l.members(ctx, opts, nodes)
@@ -139,30 +142,29 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	want.NodeGroups = nodeGroups
 	fp := fingerprint.Of(want)
 	id := l.identity(svc)
-	// The NLB is as wanted according to a recent listing (active, owned for this Service, its
-	// fingerprint matching): only the members may differ, which costs no read when they are
-	// remembered and one write per target group when they changed (see nlbmembers.go).
-	if lb, tags := l.nsnap.get(ctx, name, l.listNLBs); lb != nil && lb.State != nil && lb.State.Code == v2types.LoadBalancerStateEnumActive &&
-		string(lb.Scheme) == want.Scheme && !fingerprint.Changed(tags[fingerprintTag], fp) {
-		if ownership.Is(id, tags) && !ownership.NeedsUID(id, tags) {
-			if err := l.syncNLBMembers(ctx, name, aws.ToString(lb.LoadBalancerArn), members); err != nil {
-				// Maybe the listing is out of date: the next try reads the NLB in full.
-				l.nsnap.forget(name)
-				l.tsnap.forget(aws.ToString(lb.LoadBalancerArn))
+	cur, tags := l.nsnap.get(ctx, name, l.listNLBs)
+	if cur == nil || tags == nil || cur.State == nil || cur.State.Code != v2types.LoadBalancerStateEnumActive {
+		// Not in the listing, or provisioning when listed: read it alone.
+		if cur, err = l.describeNLB(ctx, name); err != nil {
+			return nil, err
+		}
+		if cur != nil {
+			if tags, err = l.tagsV2(ctx, aws.ToString(cur.LoadBalancerArn)); err != nil {
 				return nil, err
 			}
-			return nlbStatus(lb), nil
 		}
-	}
-	defer l.nsnap.forget(name)
-	cur, err := l.describeNLB(ctx, name)
-	if err != nil {
-		return nil, err
 	}
 	if cur == nil && mustExist {
 		return nil, errNotCreatedYet
 	}
-	changed := true
+	var repairs []string
+	wrote := true // until proven otherwise (an error path leaves the listing unused for name)
+	defer func() {
+		if wrote {
+			l.nsnap.forget(name)
+		}
+	}()
+	applied := false        // the desired state is the one last applied (its fingerprint is on the NLB)
 	var prevGroups []string // node groups of an earlier reconcile, from the NLB's tag: where to look
 	var named map[string]v2types.TargetGroup
 	if cur == nil {
@@ -172,8 +174,13 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 			return nil, err
 		}
 		// Creating: this may be a type change, so the Service's classic ELB goes first.
-		if err := l.deleteClassic(ctx, svc); err != nil {
+		hadELB, err := l.deleteClassic(ctx, svc)
+		if err != nil {
 			return nil, err
+		}
+		if !hadELB && len(svc.Status.LoadBalancer.Ingress) > 0 {
+			repairs = append(repairs, "the load balancer was deleted")
+			applied = true
 		}
 		out, err := l.c.api.elbv2.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{Name: aws.String(name), Type: v2types.LoadBalancerTypeEnumNetwork,
 			Scheme: v2types.LoadBalancerSchemeEnum(want.Scheme), Subnets: want.Subnets, Tags: v2Tags(ownTags(id, opts.ExtraTags, nil))})
@@ -183,51 +190,53 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		if len(out.LoadBalancers) == 0 || aws.ToString(out.LoadBalancers[0].LoadBalancerArn) == "" {
 			return nil, errEmptyAnswer("CreateLoadBalancer (v2)", name)
 		}
-		cur = &out.LoadBalancers[0]
+		cur, tags = &out.LoadBalancers[0], nil
 		klog.InfoS("Created NLB", "service", klog.KObj(svc), "name", name)
 	} else {
-		tags, err := l.tagsV2(ctx, aws.ToString(cur.LoadBalancerArn))
-		if err != nil {
-			return nil, err
-		}
 		if err := ownership.Check(id, "load balancer", name, tags); err != nil {
 			return nil, err
 		}
 		if string(cur.Scheme) != want.Scheme {
 			return nil, annotationError(annInternal, "changing the scheme of an existing NLB needs the Service recreated")
 		}
-		changed = fingerprint.Changed(tags[fingerprintTag], fp) || ownership.NeedsUID(id, tags)
+		applied = !fingerprint.Changed(tags[fingerprintTag], fp) && !ownership.NeedsUID(id, tags)
 		prevGroups = groupIDs(tags[nodeGroupsTag])
 	}
 	arn := aws.ToString(cur.LoadBalancerArn)
-	defer l.tsnap.forget(arn)
-	tgs, err := l.attachedTGs(ctx, arn)
+	defer func() {
+		if wrote {
+			l.tsnap.forget(arn)
+		}
+	}()
+	tgs, err := l.targetGroupsOf(ctx, arn)
 	if err != nil {
 		return nil, err
 	}
-	if changed {
-		l.targets.forget(name) // the target groups may change
-		if tgs, err = l.reconcileNLB(ctx, svc, arn, want, tgs, named); err != nil {
-			return nil, err
-		}
-		if err := l.nodeRulesNLB(ctx, svc, append(slices.Clone(want.NodeGroups), prevGroups...), want); err != nil {
-			return nil, err
-		}
-	}
-	var tgArns []string
-	for _, tg := range tgs {
-		tgArns = append(tgArns, aws.ToString(tg.TargetGroupArn))
-	}
-	if err := l.setTargets(ctx, name, tgArns, members); err != nil {
+	if tgs, err = l.reconcileNLB(ctx, svc, arn, want, tgs, named, &repairs); err != nil {
 		return nil, err
 	}
+	ruleChanges, err := l.nodeRulesNLB(ctx, svc, append(slices.Clone(want.NodeGroups), prevGroups...), want)
+	if err != nil {
+		return nil, err
+	}
+	repairs = append(repairs, ruleChanges...)
+	targetChanges, err := l.setTargets(ctx, tgs, members)
+	if err != nil {
+		return nil, err
+	}
+	repairs = append(repairs, targetChanges...)
+	if applied {
+		l.c.events.Repaired(svc, repairs)
+	}
 	// The tags go last: a failure above leaves the old ones, so the next try reads and rewrites.
-	if changed {
-		tags := ownTags(id, opts.ExtraTags, map[string]string{fingerprintTag: fp, nodeGroupsTag: strings.Join(want.NodeGroups, " ")})
-		if _, err := l.c.api.elbv2.AddTags(ctx, &elbv2.AddTagsInput{ResourceArns: []string{arn}, Tags: v2Tags(tags)}); err != nil {
+	newTags := ownTags(id, opts.ExtraTags, map[string]string{fingerprintTag: fp, nodeGroupsTag: strings.Join(want.NodeGroups, " ")})
+	tagged := tags != nil && tagsHold(tags, newTags)
+	if !tagged {
+		if _, err := l.c.api.elbv2.AddTags(ctx, &elbv2.AddTagsInput{ResourceArns: []string{arn}, Tags: v2Tags(newTags)}); err != nil {
 			return nil, fmt.Errorf("aws: AddTags (v2) %s: %w", name, err)
 		}
 	}
+	wrote = len(repairs) > 0 || !tagged
 	if cur.State == nil || cur.State.Code != v2types.LoadBalancerStateEnumActive {
 		return nil, api.NewRetryError(fmt.Sprintf("NLB %s is provisioning", name), nlbPoll)
 	}
@@ -288,7 +297,8 @@ func groupIDs(v string) []string {
 // reconcileNLB makes the target groups and listeners match want and removes stale ones.
 // It returns the target groups now attached. named holds target groups already looked up by
 // name (nil: look them up).
-func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn string, want *nlbDesired, attached []v2types.TargetGroup, named map[string]v2types.TargetGroup) ([]v2types.TargetGroup, error) {
+func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn string, want *nlbDesired, attached []v2types.TargetGroup, named map[string]v2types.TargetGroup, notes *[]string) ([]v2types.TargetGroup, error) {
+	note := func(format string, args ...any) { *notes = append(*notes, fmt.Sprintf(format, args...)) }
 	id := l.identity(svc)
 	byName := map[string]v2types.TargetGroup{}
 	for _, tg := range attached {
@@ -334,6 +344,7 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 					return nil, errEmptyAnswer("CreateTargetGroup", p.TG)
 				}
 				tg = created.TargetGroups[0]
+				note("target group %s was missing", p.TG)
 				if want.ProxyProtocol { // a new group has proxy_protocol_v2.enabled false
 					if err := l.setProxyV2(ctx, tg, true); err != nil {
 						return nil, err
@@ -350,8 +361,8 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 			if _, err := l.c.api.elbv2.ModifyTargetGroup(ctx, in); err != nil {
 				return nil, fmt.Errorf("aws: ModifyTargetGroup %s: %w", p.TG, err)
 			}
+			note("health check of target group %s was %s:%s%s", p.TG, tg.HealthCheckProtocol, aws.ToString(tg.HealthCheckPort), aws.ToString(tg.HealthCheckPath))
 		}
-		// Only here, with the fingerprint changed: read the attribute, write if it differs.
 		attrs, err := l.c.api.elbv2.DescribeTargetGroupAttributes(ctx, &elbv2.DescribeTargetGroupAttributesInput{TargetGroupArn: tg.TargetGroupArn})
 		if err != nil {
 			return nil, fmt.Errorf("aws: DescribeTargetGroupAttributes %s: %w", p.TG, err)
@@ -363,6 +374,7 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 			if err := l.setProxyV2(ctx, tg, want.ProxyProtocol); err != nil {
 				return nil, err
 			}
+			note("PROXY protocol v2 of target group %s was %s", p.TG, onOff(on))
 		}
 		result = append(result, tg)
 	}
@@ -381,6 +393,7 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 		if _, err := l.c.api.elbv2.DeleteListener(ctx, &elbv2.DeleteListenerInput{ListenerArn: ls.ListenerArn}); err != nil {
 			return nil, fmt.Errorf("aws: DeleteListener: %w", err)
 		}
+		note("listener %s/%d differed", ls.Protocol, aws.ToInt32(ls.Port))
 	}
 	for i, p := range want.Ports {
 		if keep[p.Port] {
@@ -394,6 +407,7 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 		if _, err := l.c.api.elbv2.CreateListener(ctx, in); err != nil {
 			return nil, fmt.Errorf("aws: CreateListener %d: %w", p.Port, err)
 		}
+		note("listener %s/%d was missing", p.Protocol, p.Port)
 	}
 	// Groups no listener uses any more (a port or nodePort changed) are deleted if ours.
 	for _, tg := range attached {
@@ -403,6 +417,7 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 			if err := l.deleteTG(ctx, svc, tg); err != nil {
 				return nil, err
 			}
+			note("target group %s was not wanted", aws.ToString(tg.TargetGroupName))
 		}
 	}
 	return result, nil
@@ -456,13 +471,12 @@ func (l *loadBalancers) deleteTG(ctx context.Context, svc *v1.Service, tg v2type
 
 // deleteNLB deletes svc's NLB and its target groups if this cluster owns them. Groups left by
 // an interrupted delete are found again by their names.
-func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) error {
+func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed bool, err error) {
 	name := l.name(svc)
 	defer l.nsnap.forget(name)
-	l.targets.forget(name)
 	cur, err := l.describeNLB(ctx, name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var tgs []v2types.TargetGroup
 	if cur != nil {
@@ -470,21 +484,21 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) error {
 		defer l.tsnap.forget(arn)
 		tags, err := l.tagsV2(ctx, arn)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if !ownership.Is(l.identity(svc), tags) {
 			klog.InfoS("Not deleting an NLB this Service does not own", "service", klog.KObj(svc), "name", name)
-			return nil
+			return true, nil
 		}
 		if tgs, err = l.attachedTGs(ctx, arn); err != nil {
-			return err
+			return false, err
 		}
 		// The tag only says where to look; what goes is decided by the rules' descriptions.
-		if err := l.nodeRulesNLB(ctx, svc, groupIDs(tags[nodeGroupsTag]), nil); err != nil {
-			return err
+		if _, err := l.nodeRulesNLB(ctx, svc, groupIDs(tags[nodeGroupsTag]), nil); err != nil {
+			return false, err
 		}
 		if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: cur.LoadBalancerArn}); err != nil {
-			return fmt.Errorf("aws: DeleteLoadBalancer (v2) %s: %w", name, err)
+			return false, fmt.Errorf("aws: DeleteLoadBalancer (v2) %s: %w", name, err)
 		}
 		klog.InfoS("Deleted NLB", "service", klog.KObj(svc), "name", name)
 	} else if svc.Annotations[annotationPrefix+annType] == "nlb" {
@@ -501,15 +515,15 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) error {
 				continue
 			}
 			if err != nil {
-				return fmt.Errorf("aws: DescribeTargetGroups: %w", err)
+				return false, fmt.Errorf("aws: DescribeTargetGroups: %w", err)
 			}
 			tgs = append(tgs, out.TargetGroups...)
 		}
 	}
 	for _, tg := range tgs {
 		if err := l.deleteTG(ctx, svc, tg); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return cur != nil, nil
 }

@@ -137,7 +137,7 @@ func TestNLBDeleteFindsLeftoverTargetGroups(t *testing.T) {
 	}
 	// Simulate a crash of deleteNLB after its first steps (node rules revoked, NLB deleted).
 	nlb, _, _, _ := h.fake.NLBByName(c.lb.name(svc))
-	if err := c.lb.nodeRulesNLB(ctx, svc, []string{fakeaws.NodeGroup}, nil); err != nil {
+	if _, err := c.lb.nodeRulesNLB(ctx, svc, []string{fakeaws.NodeGroup}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.api.elbv2.DeleteLoadBalancer(ctx, deleteNLBInput(nlb.ARN)); err != nil {
@@ -211,33 +211,39 @@ func TestNLBRestartReadsListingOnly(t *testing.T) {
 		}
 		return r1 - r0, after, h.fake.Writes() - w
 	}
-	listingOnly := func(ops map[string]int) bool {
-		return ops["elbv2:DescribeLoadBalancers"] == 1 && ops["elbv2:DescribeTags"] == 2 && ops["elbv2:DescribeTargetGroups"] == 1 && ops["elbv2:DescribeListeners"] == 0
+	// Every sync compares each NLB with the cloud: its listeners (one read), each target
+	// group's attributes and targets (one read each); the rest comes from listings shared by
+	// all NLBs (load balancers, their tags 20 at a time, target groups, security groups).
+	listed := func(ops map[string]int) bool {
+		return ops["elbv2:DescribeLoadBalancers"] == 1 && ops["elbv2:DescribeTags"] == 2 && ops["elbv2:DescribeTargetGroups"] == 1 && ops["ec2:DescribeSecurityGroups"] == 1
+	}
+	perNLB := func(ops map[string]int) bool {
+		return ops["elbv2:DescribeListeners"] == n && ops["elbv2:DescribeTargetGroupAttributes"] == 2*n && ops["elbv2:DescribeTargetHealth"] == 2*n
 	}
 	total, ops, writes := ensure(true, nodes[:2])
-	if writes != 0 || !listingOnly(ops) || ops["elbv2:DescribeTargetHealth"] != 2*n {
-		t.Errorf("restart of %d NLBs: %d reads %v, %d writes; want 0 writes, the listing and one DescribeTargetHealth per target group", n, total, ops, writes)
+	if writes != 0 || !listed(ops) || !perNLB(ops) {
+		t.Errorf("restart of %d NLBs: %d reads %v, %d writes; want 0 writes, the listings and the per-NLB comparison", n, total, ops, writes)
 	}
 	t.Logf("restart, nothing changed, %d NLBs (2 target groups each): %d reads %v", n, total, ops)
-	if total, ops, writes = ensure(false, nodes[:2]); total != 0 || writes != 0 {
-		t.Errorf("resync in the running ccm: %d reads %v, %d writes; want none", total, ops, writes)
+	if total, ops, writes = ensure(false, nodes[:2]); writes != 0 || !perNLB(ops) || total != 5*n {
+		t.Errorf("resync in the running ccm: %d reads %v, %d writes; want 0 writes, only the per-NLB comparison", total, ops, writes)
 	}
 
-	// A node joins: every NLB's two target groups get it, one write each, no ELB read (the new
-	// instance is looked up once for all Services).
+	// A node joins: every NLB's two target groups get it, one write each (the new instance is
+	// looked up once for all Services).
 	total, ops, writes = ensure(false, nodes)
 	_, _, tgs, _ := h.fake.NLBByName(c.lb.name(svcs[0]))
-	if writes != 2*n || total != ops["ec2:DescribeInstances"] || total > 1 || len(tgs) != 2 || len(tgs[0].Targets) != 3 || len(tgs[1].Targets) != 3 {
-		t.Errorf("node added: %d writes (want %d), %d reads %v (want one DescribeInstances), target groups %v", writes, 2*n, total, ops, tgs)
+	if writes != 2*n || ops["ec2:DescribeInstances"] != 1 || !perNLB(ops) || len(tgs) != 2 || len(tgs[0].Targets) != 3 || len(tgs[1].Targets) != 3 {
+		t.Errorf("node added: %d writes (want %d), %d reads %v, target groups %v", writes, 2*n, total, ops, tgs)
 	}
 	// A node leaves while the ccm is down: the restart reads the targets and deregisters it.
 	total, ops, writes = ensure(true, nodes[1:])
 	_, _, tgs, _ = h.fake.NLBByName(c.lb.name(svcs[0]))
-	if writes != 2*n || !listingOnly(ops) || ops["elbv2:DescribeTargetHealth"] != 2*n || len(tgs[0].Targets) != 2 {
+	if writes != 2*n || !listed(ops) || !perNLB(ops) || len(tgs[0].Targets) != 2 {
 		t.Errorf("restart after a node left: %d writes (want %d), %d reads %v, targets %v", writes, 2*n, total, ops, tgs[0].Targets)
 	}
-	if total, ops, writes = ensure(true, nodes[1:]); writes != 0 || !listingOnly(ops) || ops["elbv2:DescribeTargetHealth"] != 2*n {
-		t.Errorf("restart after that: %d reads %v, %d writes; want the listing, one read per target group, 0 writes", total, ops, writes)
+	if total, ops, writes = ensure(true, nodes[1:]); writes != 0 || !listed(ops) || !perNLB(ops) {
+		t.Errorf("restart after that: %d reads %v, %d writes; want the listings, the per-NLB comparison, 0 writes", total, ops, writes)
 	}
 
 	// The listing pages as ELBv2 does.

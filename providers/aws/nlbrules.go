@@ -19,13 +19,13 @@ import (
 const nodeGroupsTag = "ccm.k8s.io/node-groups"
 
 // nodeRulesNLB makes the node groups admit want's source ranges on its nodePorts (and health
-// check nodePort), or, with want nil, removes the rules. The rules it manages are those
+// check nodePort), or, with want nil, removes the rules; it returns what it changed. The rules it manages are those
 // carrying this Service's description (ownership.Description): nodePorts are unique only
 // within a cluster, and two clusters may share a node group.
-func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, groups []string, want *nlbDesired) error {
+func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, groups []string, want *nlbDesired) ([]string, error) {
 	groups = slices.Compact(slices.Sorted(slices.Values(groups)))
 	if len(groups) == 0 || (want != nil && l.c.cfg.Global.DisableSecurityGroupIngress) {
-		return nil
+		return nil, nil
 	}
 	id := l.identity(svc)
 	var need []rule
@@ -45,10 +45,15 @@ func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, group
 			}
 		}
 	}
-	gs, err := l.describeGroups(ctx, groups)
-	if err != nil {
-		return err
+	read := l.groupsByID // a reconcile may use the listing
+	if want == nil {
+		read = l.describeGroups // a delete reads them as they are
 	}
+	gs, err := read(ctx, groups)
+	if err != nil {
+		return nil, err
+	}
+	var changes []string
 	for i := range gs {
 		g := &gs[i]
 		var rs []rule
@@ -58,11 +63,13 @@ func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, group
 		// An NLB's rules are from CIDRs; the Service's classic ELB rules (from its group) are not
 		// these, during a type change either.
 		mine := func(r rule) bool { return r.cidr != "" && ownership.DescribedBy(id, r.desc) }
-		if err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), rs, mine); err != nil {
-			return err
+		changed, err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), rs, mine)
+		if err != nil {
+			return nil, err
 		}
+		changes = append(changes, changed...)
 	}
-	return nil
+	return changes, nil
 }
 
 func (d *nlbDesired) nodeGroups() []string {

@@ -208,10 +208,37 @@ func claim(have, want []rule, mine func(rule) bool) []rule {
 const maxSplit = 2
 
 // syncRules authorizes the missing wanted rules and revokes those of ours (mine) that are not
-// wanted. Rules that are not ours are never revoked, whatever their ports or sources.
-func (l *loadBalancers) syncRules(ctx context.Context, groupID string, have, want []rule, mine func(rule) bool) error {
+// wanted. Rules that are not ours are never revoked, whatever their ports or sources. It
+// returns what it changed, one phrase per rule.
+func (l *loadBalancers) syncRules(ctx context.Context, groupID string, have, want []rule, mine func(rule) bool) ([]string, error) {
+	add, del := planRules(have, want, mine)
+	var changed []string
+	if len(add)+len(del) > 0 {
+		l.gsnap.forgetAll() // the listing no longer holds this group as it is
+	}
+	if len(add) > 0 {
+		if _, err := l.c.api.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(groupID), IpPermissions: permissions(add, true)}); err != nil {
+			return nil, fmt.Errorf("aws: AuthorizeSecurityGroupIngress %s: %w", groupID, err)
+		}
+		for _, r := range add {
+			changed = append(changed, fmt.Sprintf("ingress rule %s of security group %s was missing", r.text(), groupID))
+		}
+	}
+	if len(del) > 0 {
+		if _, err := l.c.api.ec2.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: aws.String(groupID), IpPermissions: permissions(del, false)}); err != nil && !isCode(err, "InvalidPermission.NotFound") {
+			return nil, fmt.Errorf("aws: RevokeSecurityGroupIngress %s: %w", groupID, err)
+		}
+		for _, r := range del {
+			changed = append(changed, fmt.Sprintf("ingress rule %s of security group %s was not wanted", r.text(), groupID))
+		}
+	}
+	return changed, nil
+}
+
+// planRules is the difference syncRules writes: the wanted rules the group lacks, and those of
+// ours it holds that are not wanted.
+func planRules(have, want []rule, mine func(rule) bool) (add, del []rule) {
 	want = claim(have, want, mine)
-	var add, del []rule
 	for _, r := range want {
 		if !slices.ContainsFunc(have, func(h rule) bool { return h.key() == r.key() }) {
 			add = append(add, r)
@@ -222,17 +249,12 @@ func (l *loadBalancers) syncRules(ctx context.Context, groupID string, have, wan
 			del = append(del, h)
 		}
 	}
-	if len(add) > 0 {
-		if _, err := l.c.api.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(groupID), IpPermissions: permissions(add, true)}); err != nil {
-			return fmt.Errorf("aws: AuthorizeSecurityGroupIngress %s: %w", groupID, err)
-		}
-	}
-	if len(del) > 0 {
-		if _, err := l.c.api.ec2.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: aws.String(groupID), IpPermissions: permissions(del, false)}); err != nil && !isCode(err, "InvalidPermission.NotFound") {
-			return fmt.Errorf("aws: RevokeSecurityGroupIngress %s: %w", groupID, err)
-		}
-	}
-	return nil
+	return add, del
+}
+
+// text is the rule for an Event: protocol, ports and source.
+func (r rule) text() string {
+	return fmt.Sprintf("%s/%d-%d from %s%s", r.proto, r.from, r.to, r.cidr, r.group)
 }
 
 // checkNamedGroups checks the security groups a Service names by annotation: each must exist
@@ -263,25 +285,26 @@ func (l *loadBalancers) checkNamedGroups(ctx context.Context, id ownership.Ident
 // listener ports from the source ranges, and lets the ELB's group reach the node groups on the
 // Service's nodePorts. Every rule it adds carries the Service's description. It sets
 // want.groupIDs. Groups named by annotation are checked before anything is written.
-func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, name string, want *desired) error {
+func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, name string, want *desired) ([]string, error) {
 	id := l.identity(svc)
 	ownID := ""
+	var repairs []string
 	if !want.OwnGroup {
 		if want.named {
 			if err := l.checkNamedGroups(ctx, id, want.SecurityGroups); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		want.groupIDs = want.SecurityGroups
 	} else {
-		g, err := l.findGroup(ctx, name, want.vpc)
+		g, err := l.ownGroup(ctx, name, want.vpc)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if g != nil {
 			// Found by its name alone: a group someone else made with this name is not ours.
 			if err := ownership.Check(id, "security group", groupName(name), groupTags(g)); err != nil {
-				return err
+				return nil, err
 			}
 		} else {
 			var ts []types.Tag
@@ -295,12 +318,14 @@ func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, n
 				TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSecurityGroup, Tags: ts}},
 			})
 			if err != nil {
-				return fmt.Errorf("aws: CreateSecurityGroup %s: %w", groupName(name), err)
+				return nil, fmt.Errorf("aws: CreateSecurityGroup %s: %w", groupName(name), err)
 			}
 			if aws.ToString(out.GroupId) == "" {
-				return errEmptyAnswer("CreateSecurityGroup", groupName(name))
+				return nil, errEmptyAnswer("CreateSecurityGroup", groupName(name))
 			}
+			l.gsnap.forgetAll()
 			g = &types.SecurityGroup{GroupId: out.GroupId}
+			want.groupCreated = true
 		}
 		var rs []rule
 		for _, ls := range want.Listeners {
@@ -310,18 +335,20 @@ func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, n
 			}
 		}
 		// The whole group is this Service's (its tags say so): every rule in it is ours.
-		if err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), rs, func(rule) bool { return true }); err != nil {
-			return err
+		changed, err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), rs, func(rule) bool { return true })
+		if err != nil {
+			return nil, err
 		}
+		repairs = append(repairs, changed...)
 		ownID = aws.ToString(g.GroupId)
 		want.groupIDs = []string{ownID}
 	}
 	if l.c.cfg.Global.DisableSecurityGroupIngress || len(want.NodeGroups) == 0 || len(want.groupIDs) == 0 {
-		return nil
+		return repairs, nil
 	}
-	groups, err := l.describeGroups(ctx, want.NodeGroups)
+	groups, err := l.groupsByID(ctx, want.NodeGroups)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	from := want.groupIDs[0]
 	var need []rule
@@ -334,11 +361,13 @@ func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, n
 	mine := func(r rule) bool { return r.group != "" && (ownership.DescribedBy(id, r.desc) || r.group == ownID) }
 	for i := range groups {
 		g := &groups[i]
-		if err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), need, mine); err != nil {
-			return err
+		changed, err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), need, mine)
+		if err != nil {
+			return nil, err
 		}
+		repairs = append(repairs, changed...)
 	}
-	return nil
+	return repairs, nil
 }
 
 // revokeRulesFrom removes, from every group with a rule whose source is one of sources, the
@@ -357,7 +386,7 @@ func (l *loadBalancers) revokeRulesFrom(ctx context.Context, id ownership.Identi
 	}
 	for i := range refs.SecurityGroups {
 		ref := &refs.SecurityGroups[i]
-		if err := l.syncRules(ctx, aws.ToString(ref.GroupId), rulesOf(ref), nil, mine); err != nil {
+		if _, err := l.syncRules(ctx, aws.ToString(ref.GroupId), rulesOf(ref), nil, mine); err != nil {
 			return err
 		}
 	}
@@ -368,6 +397,7 @@ func (l *loadBalancers) revokeRulesFrom(ctx context.Context, id ownership.Identi
 // that refer to it.
 func (l *loadBalancers) deleteGroup(ctx context.Context, svc *v1.Service, g *types.SecurityGroup) error {
 	id := aws.ToString(g.GroupId)
+	l.gsnap.forgetAll()
 	if _, err := l.c.api.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: g.GroupId}); err != nil {
 		if isCode(err, "DependencyViolation") {
 			// The ELB's network interfaces linger for a while after it is deleted.

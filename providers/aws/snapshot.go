@@ -156,3 +156,12 @@ func tagMap[T any](tags []T, kv func(T) (*string, *string)) map[string]string {
 	}
 	return m
 }
+
+// forgetAll drops the whole listing: after a write that may touch any entry (a security group
+// rule), the next look lists again.
+func (s *snapshot[T]) forgetAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at = time.Time{}
+	s.lbs, s.tags = nil, nil
+}
