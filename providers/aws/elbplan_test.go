@@ -38,7 +38,9 @@ func TestPlanELB(t *testing.T) {
 	}{
 		{name: "as desired", check: func(p elbPlan) bool { return p.empty() && len(p.repairs) == 0 }},
 		{name: "listener deleted by hand", have: func(o *observedELB) { o.desc.ListenerDescriptions = o.desc.ListenerDescriptions[1:] },
-			check: func(p elbPlan) bool { return slices.Equal(p.addListeners, []string{"TCP:80:TCP:30080:"}) && len(p.deleteListeners) == 0 }, repair: "listener TCP/80 was missing"},
+			check: func(p elbPlan) bool {
+				return slices.Equal(p.addListeners, []string{"TCP:80:TCP:30080:"}) && len(p.deleteListeners) == 0
+			}, repair: "listener TCP/80 was missing"},
 		{name: "listener port changed", want: func(d *desired) { d.Listeners[1] = "TCP:8443:TCP:30443:" },
 			check: func(p elbPlan) bool {
 				return slices.Equal(p.deleteListeners, []int32{443}) && slices.Equal(p.addListeners, []string{"TCP:8443:TCP:30443:"})
@@ -65,7 +67,9 @@ func TestPlanELB(t *testing.T) {
 			}, repair: "PROXY protocol was off for port 30080"},
 		{name: "proxy protocol removed keeps the port's other policies", have: func(o *observedELB) {
 			o.desc.BackendServerDescriptions = []elbtypes.BackendServerDescription{{InstancePort: aws.Int32(30080), PolicyNames: []string{"other", proxyPolicyName}}}
-		}, check: func(p elbPlan) bool { return slices.Equal(p.backendPolicies[30080], []string{"other"}) && len(p.backendPolicies) == 1 }, repair: "PROXY protocol was on"},
+		}, check: func(p elbPlan) bool {
+			return slices.Equal(p.backendPolicies[30080], []string{"other"}) && len(p.backendPolicies) == 1
+		}, repair: "PROXY protocol was on"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, o, m := want(), matching(), members
