@@ -48,3 +48,16 @@ func TestPlanRecord(t *testing.T) {
 		})
 	}
 }
+
+// A repair Event's text passes through the cloud's redactor: no vCenter user or password.
+func TestEventRedaction(t *testing.T) {
+	s := startSim(t)
+	c := newTestCloud(t, s)
+	got := c.redact("login " + testUser + " with " + testPassword + " failed; address [192.0.2.5] was [192.0.2.9]")
+	if strings.Contains(got, testUser) || strings.Contains(got, testPassword) {
+		t.Errorf("redacted text still holds a credential: %q", got)
+	}
+	if !strings.Contains(got, "192.0.2.9") {
+		t.Errorf("redaction removed what the Event says: %q", got)
+	}
+}
