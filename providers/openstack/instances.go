@@ -44,11 +44,40 @@ func serverID(providerID string) (string, error) {
 	return id, nil
 }
 
+// sameRegion is an error when node says it is in another region than region (the region of
+// an openstack://<region>/<id> providerID, or the Node's region labels): Nova in one region
+// answers 404 for every server of another, which says nothing about the Node's server.
+func sameRegion(node *v1.Node, region string) error {
+	if region == "" {
+		return nil
+	}
+	claims := map[string]string{}
+	if rest, ok := strings.CutPrefix(node.Spec.ProviderID, "openstack://"); ok {
+		if r, _, _ := strings.Cut(rest, "/"); r != "" {
+			claims["providerID"] = r
+		}
+	}
+	for _, l := range []string{v1.LabelTopologyRegion, v1.LabelFailureDomainBetaRegion} {
+		if r := node.Labels[l]; r != "" {
+			claims["label "+l] = r
+		}
+	}
+	for what, r := range claims {
+		if r != region {
+			return fmt.Errorf("node %q is in region %q by its %s, not in the configured %q; not looking it up there", node.Name, r, what, region)
+		}
+	}
+	return nil
+}
+
 // server finds the Node's server: by providerID when set, else by exact name. (nil, nil) is
 // an authoritative "no such server" (404, or no match); any failed call is an error.
 func (i *instances) server(ctx context.Context, node *v1.Node) (*servers.Server, error) {
 	cl, err := i.c.sess.get(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := sameRegion(node, i.c.cfg.Global.Region); err != nil {
 		return nil, err
 	}
 	if node.Spec.ProviderID != "" {
