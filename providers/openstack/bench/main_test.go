@@ -31,6 +31,15 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 		if s.RestartReads == 0 || s.ResyncReads == 0 {
 			t.Errorf("%q: no reads: the sync did not compare with the cloud", sg)
 		}
+		// One member list per LB (one listener each), the rest shared: the bulk lists (five,
+		// seven with security groups) and, with security groups, one ports list per LB.
+		limit := s.LBs + 5
+		if sg != "" {
+			limit = 2*s.LBs + 7
+		}
+		if s.ResyncReads > limit {
+			t.Errorf("%q: a resync of %d LBs read %d times, want at most %d: %v", sg, s.LBs, s.ResyncReads, limit, s.ResyncByOp)
+		}
 		t.Logf("%q: restart %d reads for 4 LBs %v; resync %d %v", sg, s.RestartReads, s.RestartByOp, s.ResyncReads, s.ResyncByOp)
 	}
 }
