@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -26,9 +27,38 @@ var _ cloudprovider.InstancesV2 = instances{}
 // InstanceExists is false only when a successful, fresh read of every configured vCenter and
 // datacenter does not hold the VM. Any failed read is an error (the node deletion guard
 // then holds the deletion back).
+// With a providerID, a UUID missing from the inventory of the configured datacenters is no
+// answer about the VM (a datacenter left out of the config lists none of its VMs): vCenter is
+// asked for that UUID itself, in every datacenter, before the VM counts as gone.
 func (i instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
 	v, err := i.find(ctx, node, i.stateTTL())
-	return v != nil, err
+	if err != nil || v != nil {
+		return v != nil, err
+	}
+	if id, ok := strings.CutPrefix(node.Spec.ProviderID, providerIDPrefix); ok {
+		return false, i.confirmGone(ctx, node, strings.ToLower(id))
+	}
+	return false, nil
+}
+
+// confirmGone asks every vCenter for the VM with this BIOS UUID in all its datacenters: nil
+// only when none knows it; an error when one does (it is outside the configured datacenters)
+// or a call fails.
+func (i instances) confirmGone(ctx context.Context, node *v1.Node, uuid string) error {
+	for _, c := range i.c.conns {
+		client, _, err := c.get(ctx)
+		if err != nil {
+			return err
+		}
+		ref, err := object.NewSearchIndex(client).FindByUuid(ctx, nil, uuid, true, nil)
+		if err != nil {
+			return fmt.Errorf("vCenter %s: looking up VM %s of node %s by UUID: %w", c.vc.Server, uuid, node.Name, err)
+		}
+		if ref != nil {
+			return fmt.Errorf("node %s: VM %s exists in vCenter %s but outside the configured datacenters; not treating it as gone", node.Name, uuid, c.vc.Server)
+		}
+	}
+	return nil
 }
 
 // InstanceShutdown is true for a powered-off VM.
