@@ -399,7 +399,7 @@ func (h *harness) leakReport(ns string, live []string, problems []problem, j *jo
 		problems = p
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d problem(s):\n", len(problems))
+	fmt.Fprintf(&b, "%d problem(s) (times are since the churn's start at %s UTC):\n", len(problems), j.start.UTC().Format("15:04:05.000"))
 	for _, p := range problems {
 		fmt.Fprintf(&b, "  - %s\n", p.text)
 	}
@@ -429,21 +429,28 @@ func (h *harness) leakReport(ns string, live []string, problems []problem, j *jo
 					b.WriteString("    no SIGKILL after its last operation\n")
 				}
 				for _, k := range after {
-					fmt.Fprintf(&b, "    SIGKILL #%d of %s at %s, %s after its last operation (planned after op %d)\n",
-						k.Index, k.CCM, sec(k.At), (k.At - last).Round(100*time.Millisecond), k.AfterOp)
+					names := "its log does not name the Service"
+					if c := ccmNamed(ccms, k.CCM); c != nil && len(linesAbout(c.Log(), key, 1)) > 0 {
+						names = "its log names the Service"
+					}
+					fmt.Fprintf(&b, "    SIGKILL #%d of %s at %s, %s after its last operation (planned after op %d; %s)\n",
+						k.Index, k.CCM, sec(k.At), (k.At - last).Round(100*time.Millisecond), k.AfterOp, names)
 				}
 			}
 		}
 		for _, c := range ccms {
-			line := lastLineAbout(c.Log(), key)
-			if line == "" {
+			lines := linesAbout(c.Log(), key, 3)
+			if len(lines) == 0 {
 				continue
 			}
 			state := "still running"
 			if k, ok := killedAt[c.Name]; ok {
 				state = fmt.Sprintf("SIGKILLed (#%d at %s)", k.Index, sec(k.At))
 			}
-			fmt.Fprintf(&b, "    %s, %s, last logged about it: %s\n", c.Name, state, shorten(line, 300))
+			fmt.Fprintf(&b, "    %s, %s; its last lines about it:\n", c.Name, state)
+			for _, l := range lines {
+				fmt.Fprintf(&b, "      %s\n", shorten(l, 300))
+			}
 		}
 		for _, w := range h.serviceWarnings(h.ctx, svcNS, name, 3) {
 			fmt.Fprintf(&b, "    Warning %s\n", w)
@@ -452,18 +459,28 @@ func (h *harness) leakReport(ns string, live []string, problems []problem, j *jo
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// lastLineAbout is the last log line naming key (namespace/name) as a whole word: c-1 is not
-// c-18. Logged HTTP bodies are skipped.
-func lastLineAbout(log, key string) string {
+// linesAbout are the last n log lines (oldest first) naming key (namespace/name) as a whole
+// word: c-1 is not c-18. Logged HTTP bodies are skipped.
+func linesAbout(log, key string, n int) []string {
+	var out []string
 	lines := strings.Split(log, "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
 		l := lines[i]
 		if strings.Contains(l, "Body:") || !containsWord(l, key) {
 			continue
 		}
-		return strings.TrimSpace(l)
+		out = append([]string{strings.TrimSpace(l)}, out...)
 	}
-	return ""
+	return out
+}
+
+func ccmNamed(ccms []*testenv.CCM, name string) *testenv.CCM {
+	for _, c := range ccms {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 func containsWord(s, w string) bool {

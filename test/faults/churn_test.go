@@ -104,7 +104,7 @@ func TestJournalHistory(t *testing.T) {
 	}
 }
 
-func TestLastLineAbout(t *testing.T) {
+func TestLinesAbout(t *testing.T) {
 	log := strings.Join([]string{
 		`I1124 controller.go:403] Ensuring load balancer for service churn/c-18`,
 		`I1124 loadbalancer.go:90] "Deleted ELB" service="churn/c-18" name="a1b2"`,
@@ -112,13 +112,17 @@ func TestLastLineAbout(t *testing.T) {
 		`I1124 round_trippers.go:632] Response Body: {"items":[{"service":"churn/c-18"}]}`,
 		`I1124 other.go:1] key churn/c-1`,
 	}, "\n")
-	if got := lastLineAbout(log, "churn/c-18"); !strings.Contains(got, `"Deleted ELB"`) {
-		t.Errorf("last line about churn/c-18 = %q, want the Deleted ELB line (not c-180's, not a body)", got)
+	got := linesAbout(log, "churn/c-18", 3)
+	if len(got) != 2 || !strings.Contains(got[0], "Ensuring") || !strings.Contains(got[1], `"Deleted ELB"`) {
+		t.Errorf("lines about churn/c-18 = %q, want the Ensuring and Deleted ELB lines (not c-180's, not a body)", got)
 	}
-	if got := lastLineAbout(log, "churn/c-1"); got != `I1124 other.go:1] key churn/c-1` {
-		t.Errorf("last line about churn/c-1 = %q", got)
+	if got := linesAbout(log, "churn/c-18", 1); len(got) != 1 || !strings.Contains(got[0], `"Deleted ELB"`) {
+		t.Errorf("last line about churn/c-18 = %q, want the Deleted ELB line", got)
 	}
-	if got := lastLineAbout(log, "churn/c-7"); got != "" {
-		t.Errorf("last line about churn/c-7 = %q, want none", got)
+	if got := linesAbout(log, "churn/c-1", 3); len(got) != 1 || got[0] != `I1124 other.go:1] key churn/c-1` {
+		t.Errorf("lines about churn/c-1 = %q", got)
+	}
+	if got := linesAbout(log, "churn/c-7", 3); got != nil {
+		t.Errorf("lines about churn/c-7 = %q, want none", got)
 	}
 }

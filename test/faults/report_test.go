@@ -75,12 +75,13 @@ func TestLeakReport(t *testing.T) {
 	}
 	got := h.leakReport("churn", []string{"c-2"}, problems, j)
 	for _, want := range []string{
-		"2 problem(s):",
+		"2 problem(s) (times are since the churn's start at ",
 		"leaked: security-group sg-0abc, owner by the cloud's ownership tags/description: churn/c-18",
 		"leaked: target-group tg-orphan, owner by the cloud's ownership tags/description: (none",
 		"churn/c-18:\n    operations: create (op 0 at ", ", delete (op 2 at ",
 		"SIGKILL #1 of ccm-aws-1 at ",
-		`ccm-aws-1, SIGKILLed (#1 at `, `last logged about it: I2 "Deleting ELB" service="churn/c-18"`,
+		`ccm-aws-1, SIGKILLed (#1 at `, "its last lines about it:\n      I1 controller.go] Ensuring load balancer for service churn/c-18\n      I2 \"Deleting ELB\" service=\"churn/c-18\"\n",
+		"(planned after op 2; its log names the Service)",
 		"Warning SyncLoadBalancerFailed ×2 (re-check): Error syncing load balancer: failed to delete load balancer: security group sg-0abc is still in use; retrying",
 	} {
 		if !strings.Contains(got, want) {
