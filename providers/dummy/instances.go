@@ -3,6 +3,7 @@ package dummy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"time"
@@ -18,10 +19,33 @@ type instances struct{ c *Cloud }
 
 var _ cloudprovider.InstancesV2 = instances{}
 
-// InstanceExists is false for a machine the inventory does not hold or marks gone.
+// InstanceExists is false for a machine the inventory does not hold or marks gone. A Node
+// whose providerID is neither dummy:///… nor one the inventory sets (provider-id) belongs to
+// another cloud: the inventory not holding it says nothing, so that is an error.
 func (i instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
 	_, in, err := i.lookup(node, "InstanceExists")
+	if err == nil && in == nil && !i.ours(node.Spec.ProviderID) {
+		return false, fmt.Errorf("node %s has providerID %q, which is not dummy:///<name> nor a provider-id of the inventory; not treating it as gone", node.Name, node.Spec.ProviderID)
+	}
 	return in != nil, err
+}
+
+// ours is whether providerID is empty, of the dummy:/// form, or set by an inventory entry.
+func (i instances) ours(providerID string) bool {
+	if providerID == "" || strings.HasPrefix(providerID, providerIDPrefix) {
+		return true
+	}
+	inv := i.c.inventory
+	inv.mu.RLock()
+	defer inv.mu.RUnlock()
+	for _, set := range []map[string]*InstanceConfig{inv.fromFile, inv.static} {
+		for _, c := range set {
+			if c.ProviderID == providerID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // InstanceShutdown is true for a machine in state "shutdown".
