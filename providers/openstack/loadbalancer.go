@@ -43,6 +43,11 @@ type loadBalancers struct {
 	keys keylock.Locks // one operation per Service at a time (see keylock)
 
 	snaps snapshots // bulk reads shared by the syncs of unchanged Services (observe.go)
+
+	// deleted holds the Services (by UID) whose load balancers this process deleted: a Node
+	// change that reaches one of them afterwards (the service controller's node sync works
+	// from its cache) must not create the load balancer again.
+	deleted sync.Map
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -250,7 +255,8 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	if errors.Is(err, errNotCreatedYet) && len(svc.Status.LoadBalancer.Ingress) == 0 {
 		// A Node change met a Service whose load balancer is still being created (or failed to
 		// be): the Service's own requeued sync creates it with the Nodes of that moment. A
-		// Service that has an address but no load balancer (deleted out of band) stays an error.
+		// Service that has an address but no load balancer (deleted out of band) gets it back
+		// here already (syncOne), as a repair.
 		klog.V(2).InfoS("No load balancer to update yet; its pending creation uses the current Nodes", "service", klog.KObj(svc))
 		return nil
 	}
@@ -278,6 +284,9 @@ type syncReport struct {
 // one does not stop the other from being created in the same pass.
 func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
 	rep := &syncReport{}
+	if !mustExist {
+		l.deleted.Delete(svc.UID) // the Service's own sync wants it (again)
+	}
 	// What was repaired is reported even when a later step fails: those writes were made.
 	defer func() { l.c.events.Repaired(svc, rep.repairs) }()
 	base, err := l.spec(l.GetLoadBalancerName(ctx, clusterName, svc), svc)
@@ -371,7 +380,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 		return "", err
 	}
 	if lb == nil {
-		if mustExist {
+		if _, gone := l.deleted.Load(svc.UID); mustExist && (gone || !hadAddress(svc, spec.family)) {
 			return "", fmt.Errorf("load balancer %s %w", name, errNotCreatedYet)
 		}
 		members, err := l.members(ctx, nodes, spec)
@@ -518,6 +527,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
 	// A snapshot read before this delete must not serve a Service of the same name later.
 	defer l.snaps.syncEnded(clusterName, svcKey(svc))
+	l.deleted.Store(svc.UID, true)
 	cl, err := l.c.sess.get(ctx)
 	if err != nil {
 		return err

@@ -438,7 +438,7 @@ func TestAdoptedLoadBalancer(t *testing.T) {
 
 // A Node change that meets a Service whose load balancer is not created yet is no error (its
 // pending create uses the Nodes of that moment) and writes nothing; a Service that has an
-// address but no load balancer (deleted behind our back) still is one.
+// address but no load balancer (deleted behind our back) gets it back (drift_test.go).
 func TestUpdateBeforeCreate(t *testing.T) {
 	f := newFake(t, fake.Options{})
 	lb := lbOf(t, newTestCloud(t, f, ""))
@@ -451,7 +451,10 @@ func TestUpdateBeforeCreate(t *testing.T) {
 		t.Errorf("update before the create made %d writes", w)
 	}
 	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "172.24.4.10"}}
-	if err := lb.UpdateLoadBalancer(context.Background(), cluster, svc, lbNodes("10.0.0.5")); err == nil || !strings.Contains(err.Error(), "does not exist yet") {
-		t.Errorf("update of a Service whose load balancer vanished: %v, want an error", err)
+	if err := lb.UpdateLoadBalancer(context.Background(), cluster, svc, lbNodes("10.0.0.5")); err != nil && !isRetry(err) {
+		t.Errorf("update of a Service whose load balancer vanished: %v, want it created again", err)
+	}
+	if n := len(f.LoadBalancers()); n != 1 {
+		t.Errorf("%d load balancers after the update of a Service whose load balancer vanished, want 1", n)
 	}
 }
