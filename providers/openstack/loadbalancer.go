@@ -15,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
@@ -44,10 +45,26 @@ type loadBalancers struct {
 
 	snaps snapshots // bulk reads shared by the syncs of unchanged Services (observe.go)
 
-	// deleted holds the Services (by UID) whose load balancers this process deleted: a Node
-	// change that reaches one of them afterwards (the service controller's node sync works
-	// from its cache) must not create the load balancer again.
+	// deleted holds the Services (by UID, with the time) whose load balancers this process
+	// deleted: a Node change that reaches one of them afterwards (the service controller's node
+	// sync works from its cache) must not create the load balancer again. Entries older than
+	// deletedMemory are dropped at the next delete.
 	deleted sync.Map
+}
+
+// deletedMemory is how long a deleted Service is remembered: far longer than a node sync
+// holding a stale copy of it.
+const deletedMemory = time.Hour
+
+func (l *loadBalancers) markDeleted(uid types.UID) {
+	now := time.Now()
+	l.deleted.Range(func(k, v any) bool {
+		if now.Sub(v.(time.Time)) > deletedMemory {
+			l.deleted.Delete(k)
+		}
+		return true
+	})
+	l.deleted.Store(uid, now)
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -527,7 +544,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
 	// A snapshot read before this delete must not serve a Service of the same name later.
 	defer l.snaps.syncEnded(clusterName, svcKey(svc))
-	l.deleted.Store(svc.UID, true)
+	l.markDeleted(svc.UID)
 	cl, err := l.c.sess.get(ctx)
 	if err != nil {
 		return err
