@@ -32,15 +32,25 @@ func (r routes) table(ctx context.Context) (*types.RouteTable, error) {
 			in.Filters = append(in.Filters, filter("vpc-id", v))
 		}
 	}
-	out, err := r.c.api.ec2.DescribeRouteTables(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("aws: DescribeRouteTables: %w", err)
+	// EC2 may answer in pages (NextToken) even without MaxResults: a second tagged table on a
+	// later page must still be seen.
+	var tables []types.RouteTable
+	for {
+		out, err := r.c.api.ec2.DescribeRouteTables(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("aws: DescribeRouteTables: %w", err)
+		}
+		tables = append(tables, out.RouteTables...)
+		if aws.ToString(out.NextToken) == "" {
+			break
+		}
+		in.NextToken = out.NextToken
 	}
-	if len(out.RouteTables) != 1 {
+	if len(tables) != 1 {
 		return nil, fmt.Errorf("aws: %d route tables are tagged %s%s; tag exactly one or set [Global] RouteTableID",
-			len(out.RouteTables), ownership.ClusterTagPrefix, r.c.cfg.ClusterID())
+			len(tables), ownership.ClusterTagPrefix, r.c.cfg.ClusterID())
 	}
-	return &out.RouteTables[0], nil
+	return &tables[0], nil
 }
 
 // ListRoutes lists the table's routes to instances (gateway routes are not the cluster's).

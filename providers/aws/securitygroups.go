@@ -39,7 +39,7 @@ func (l *loadBalancers) findGroup(ctx context.Context, lbName, vpc string) (*typ
 	if vpc != "" {
 		fs = append(fs, filter("vpc-id", vpc))
 	}
-	out, err := l.c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: fs})
+	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: fs})
 	if err != nil {
 		return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
 	}
@@ -55,7 +55,7 @@ func (l *loadBalancers) describeGroups(ctx context.Context, ids []string) ([]typ
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	out, err := l.c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: ids})
+	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: ids})
 	if err == nil {
 		return out.SecurityGroups, nil
 	}
@@ -261,7 +261,7 @@ func (r rule) text() string {
 // and be the Service's own by its tags, or be allowed by the operator.
 func (l *loadBalancers) checkNamedGroups(ctx context.Context, id ownership.Identity, ids []string) error {
 	ann := annotationPrefix + annSecurityGroup
-	out, err := l.c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: ids})
+	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: ids})
 	if isCode(err, "InvalidGroup.NotFound", "InvalidGroupId.Malformed") {
 		return annotationError(annSecurityGroup, "names a security group that does not exist")
 	}
@@ -377,7 +377,7 @@ func (l *loadBalancers) revokeRulesFrom(ctx context.Context, id ownership.Identi
 	if len(sources) == 0 {
 		return nil
 	}
-	refs, err := l.c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{filter("ip-permission.group-id", sources...)}})
+	refs, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{filter("ip-permission.group-id", sources...)}})
 	if err != nil {
 		return fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
 	}

@@ -88,7 +88,7 @@ func (l *loadBalancers) subnetAnswer(ctx context.Context, opts *lbOptions) (subn
 		filters = append(filters, filter("tag:Name", names...))
 	}
 	in.Filters = filters
-	out, err := l.c.api.ec2.DescribeSubnets(ctx, in)
+	out, err := describeSubnetsAll(ctx, l.c.api.ec2, in)
 	if err != nil {
 		if isCode(err, "InvalidSubnetID.NotFound", "InvalidSubnetID.Malformed") {
 			return subnetAnswer{}, annotationError(annSubnets, "names a subnet that does not exist")
