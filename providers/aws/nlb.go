@@ -244,7 +244,7 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 }
 
 func (l *loadBalancers) attachedTGs(ctx context.Context, arn string) ([]v2types.TargetGroup, error) {
-	out, err := l.c.api.elbv2.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{LoadBalancerArn: aws.String(arn)})
+	out, err := describeTargetGroupsAll(ctx, l.c.api.elbv2, &elbv2.DescribeTargetGroupsInput{LoadBalancerArn: aws.String(arn)})
 	if err != nil {
 		return nil, fmt.Errorf("aws: DescribeTargetGroups: %w", err)
 	}
@@ -379,7 +379,7 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 		result = append(result, tg)
 	}
 	// Listeners: keep those that already forward the right port to the right group.
-	out, err := l.c.api.elbv2.DescribeListeners(ctx, &elbv2.DescribeListenersInput{LoadBalancerArn: aws.String(arn)})
+	out, err := describeListenersAll(ctx, l.c.api.elbv2, &elbv2.DescribeListenersInput{LoadBalancerArn: aws.String(arn)})
 	if err != nil {
 		return nil, fmt.Errorf("aws: DescribeListeners: %w", err)
 	}

@@ -152,3 +152,40 @@ func TestEnsureFollowsEC2Pages(t *testing.T) {
 		t.Errorf("second Ensure with one item a page made %d writes, want 0", d)
 	}
 }
+
+// An NLB with three listeners, reconciled while ELBv2 answers one item a page, converges: its
+// listeners and target groups are read to the last page, so a second Ensure writes nothing.
+func TestNLBEnsureFollowsPages(t *testing.T) {
+	h := newHarness(t, "nlbpages")
+	h.fake.SetPageLimit(1)
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	ctx := context.Background()
+	_, md := h.machine("np-a")
+	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "np-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}}}
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nlbpaged", UID: "uid-nlbpaged",
+		Annotations: map[string]string{annotationPrefix + "type": "nlb"}},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{
+			{Name: "a", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP},
+			{Name: "b", Port: 81, NodePort: 30081, Protocol: v1.ProtocolTCP},
+			{Name: "c", Port: 82, NodePort: 30082, Protocol: v1.ProtocolTCP}}}}
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	w := h.fake.Writes()
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatalf("second Ensure: %v", err)
+	}
+	if d := h.fake.Writes() - w; d != 0 {
+		t.Errorf("second Ensure with one item a page made %d writes, want 0", d)
+	}
+	n := 0
+	for _, line := range h.fake.Inventory() {
+		if strings.HasPrefix(line, "listener ") {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d listeners, want 3: %v", n, h.fake.Inventory())
+	}
+}
