@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
 	"github.com/aws/smithy-go"
@@ -468,24 +469,34 @@ func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) (exi
 		}
 		sources = append(sources, l.c.cfg.Global.ElbSecurityGroup)
 	}
-	own, err := l.findGroup(ctx, name, l.c.cfg.Global.VPC)
+	// The ELB's own groups by their tags (any VPC, whatever step an interrupted try reached),
+	// and by the name ccm gives them (one tagged before UIDs were recorded).
+	owned, err := l.ownedELBGroups(ctx, id)
 	if err != nil {
 		return false, err
 	}
-	if own != nil && !ownership.Is(id, groupTags(own)) {
-		klog.InfoS("Not deleting a security group this Service does not own", "group", aws.ToString(own.GroupId))
-		own = nil
-	}
-	ownID := ""
-	if own != nil {
-		ownID = aws.ToString(own.GroupId)
-		sources = append(sources, ownID)
-	}
-	if err := l.revokeRulesFrom(ctx, id, sources, ownID); err != nil {
+	byName, err := l.findGroup(ctx, name, l.c.cfg.Global.VPC)
+	if err != nil {
 		return false, err
 	}
-	if own != nil {
-		return cur != nil, l.deleteGroup(ctx, svc, own)
+	if byName != nil && !slices.ContainsFunc(owned, func(g ec2types.SecurityGroup) bool { return aws.ToString(g.GroupId) == aws.ToString(byName.GroupId) }) {
+		if ownership.Is(id, groupTags(byName)) {
+			owned = append(owned, *byName)
+		} else {
+			klog.InfoS("Not deleting a security group this Service does not own", "group", aws.ToString(byName.GroupId))
+		}
+	}
+	if len(owned) == 0 {
+		return cur != nil, l.revokeRulesFrom(ctx, id, sources, "")
+	}
+	for i := range owned {
+		ownID := aws.ToString(owned[i].GroupId)
+		if err := l.revokeRulesFrom(ctx, id, append(slices.Clone(sources), ownID), ownID); err != nil {
+			return false, err
+		}
+		if err := l.deleteGroup(ctx, svc, &owned[i]); err != nil {
+			return false, err
+		}
 	}
 	return cur != nil, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -493,8 +492,14 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 		if tgs, err = l.attachedTGs(ctx, arn); err != nil {
 			return false, err
 		}
-		// The tag only says where to look; what goes is decided by the rules' descriptions.
-		if _, err := l.nodeRulesNLB(ctx, svc, groupIDs(tags[nodeGroupsTag]), nil); err != nil {
+		// The tag only says where to look (it is written last, so an interrupted reconcile may
+		// have added rules it does not name: the groups tagged for the cluster are looked at
+		// too); what goes is decided by the rules' descriptions.
+		groups, err := l.clusterGroups(ctx)
+		if err != nil {
+			return false, err
+		}
+		if _, err := l.nodeRulesNLB(ctx, svc, append(groups, groupIDs(tags[nodeGroupsTag])...), nil); err != nil {
 			return false, err
 		}
 		if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: cur.LoadBalancerArn}); err != nil {
@@ -502,22 +507,25 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 		}
 		klog.InfoS("Deleted NLB", "service", klog.KObj(svc), "name", name)
 	} else if svc.Annotations[annotationPrefix+annType] == "nlb" {
-		var names []string
-		for _, p := range svc.Spec.Ports {
-			for _, proto := range []string{"tcp", "udp"} {
-				names = append(names, tgNames.Name(l.c.cfg.ClusterID(), svc.Namespace+"/"+svc.Name, proto+strconv.Itoa(int(p.NodePort))))
-			}
+		// No NLB (deleted by an interrupted delete, or never created): its node rules, in the
+		// groups tagged for the cluster, carry this Service's description.
+		groups, err := l.clusterGroups(ctx)
+		if err != nil {
+			return false, err
 		}
-		sort.Strings(names)
-		for _, n := range slices.Compact(names) {
-			out, err := l.c.api.elbv2.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{Names: []string{n}})
-			if isCode(err, "TargetGroupNotFound") {
-				continue
-			}
-			if err != nil {
-				return false, fmt.Errorf("aws: DescribeTargetGroups: %w", err)
-			}
-			tgs = append(tgs, out.TargetGroups...)
+		if _, err := l.nodeRulesNLB(ctx, svc, groups, nil); err != nil {
+			return false, err
+		}
+	}
+	// Target groups by their tags: also those an interrupted reconcile left unattached, or
+	// made for ports the Service has changed since.
+	owned, err := l.ownedTargetGroups(ctx, l.identity(svc))
+	if err != nil {
+		return false, err
+	}
+	for _, tg := range owned {
+		if !slices.ContainsFunc(tgs, func(a v2types.TargetGroup) bool { return aws.ToString(a.TargetGroupArn) == aws.ToString(tg.TargetGroupArn) }) {
+			tgs = append(tgs, tg)
 		}
 	}
 	for _, tg := range tgs {

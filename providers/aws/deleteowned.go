@@ -1,0 +1,90 @@
+package aws
+
+// Deletes find what a Service owns by its ownership tags, not by the names or the load balancer
+// a reconcile would derive now: a ccm killed between two steps of a creation (a security group
+// made, its ELB not yet; target groups made for ports the Service no longer has) or of a delete
+// (the load balancer gone, its group not yet) leaves objects only their tags lead back to.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+
+	"github.com/ccm-project/ccm/common/ownership"
+)
+
+// ownedELBGroups returns the ELB security groups (named k8s-elb-*) whose tags say they are
+// id's, in any VPC.
+func (l *loadBalancers) ownedELBGroups(ctx context.Context, id ownership.Identity) ([]types.SecurityGroup, error) {
+	out, err := l.c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+		filter("tag:"+ownership.ServiceTag, id.Service()), filter("tag-key", ownership.ClusterTagPrefix+id.Cluster)}})
+	if err != nil {
+		return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
+	}
+	var gs []types.SecurityGroup
+	for _, g := range out.SecurityGroups {
+		if strings.HasPrefix(aws.ToString(g.GroupName), groupName("")) && ownership.Is(id, groupTags(&g)) {
+			gs = append(gs, g)
+		}
+	}
+	return gs, nil
+}
+
+// ownedTargetGroups lists the cluster's target groups (by name prefix, paged) and returns
+// those whose tags say they are id's.
+func (l *loadBalancers) ownedTargetGroups(ctx context.Context, id ownership.Identity) ([]v2types.TargetGroup, error) {
+	byARN := map[string]v2types.TargetGroup{}
+	var arns []string
+	in := &elbv2.DescribeTargetGroupsInput{PageSize: aws.Int32(400)}
+	for {
+		out, err := l.c.api.elbv2.DescribeTargetGroups(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("aws: DescribeTargetGroups: %w", err)
+		}
+		for _, tg := range out.TargetGroups {
+			if strings.HasPrefix(aws.ToString(tg.TargetGroupName), tgNames.Prefix) {
+				byARN[aws.ToString(tg.TargetGroupArn)] = tg
+				arns = append(arns, aws.ToString(tg.TargetGroupArn))
+			}
+		}
+		if aws.ToString(out.NextMarker) == "" {
+			break
+		}
+		in.Marker = out.NextMarker
+	}
+	var owned []v2types.TargetGroup
+	err := inChunks(arns, func(chunk []string) error {
+		out, err := l.c.api.elbv2.DescribeTags(ctx, &elbv2.DescribeTagsInput{ResourceArns: chunk})
+		if err != nil {
+			return fmt.Errorf("aws: DescribeTags (v2): %w", err)
+		}
+		for _, td := range out.TagDescriptions {
+			if ownership.Is(id, tagMap(td.Tags, func(t v2types.Tag) (*string, *string) { return t.Key, t.Value })) {
+				owned = append(owned, byARN[aws.ToString(td.ResourceArn)])
+			}
+		}
+		return nil
+	})
+	return owned, err
+}
+
+// clusterGroups returns the security groups tagged for this cluster: where an NLB's node
+// rules are when the NLB (and its tag naming the node groups) is gone.
+func (l *loadBalancers) clusterGroups(ctx context.Context) ([]string, error) {
+	out, err := l.c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+		filter("tag-key", ownership.ClusterTagPrefix+l.c.cfg.ClusterID())}})
+	if err != nil {
+		return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
+	}
+	var ids []string
+	for _, g := range out.SecurityGroups {
+		ids = append(ids, aws.ToString(g.GroupId))
+	}
+	return ids, nil
+}
