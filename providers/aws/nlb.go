@@ -524,7 +524,9 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 		return false, err
 	}
 	for _, tg := range owned {
-		if !slices.ContainsFunc(tgs, func(a v2types.TargetGroup) bool { return aws.ToString(a.TargetGroupArn) == aws.ToString(tg.TargetGroupArn) }) {
+		if !slices.ContainsFunc(tgs, func(a v2types.TargetGroup) bool {
+			return aws.ToString(a.TargetGroupArn) == aws.ToString(tg.TargetGroupArn)
+		}) {
 			tgs = append(tgs, tg)
 		}
 	}

@@ -18,6 +18,9 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/ccm-project/ccm/common/benchreport"
 	"github.com/ccm-project/ccm/common/benchscenario"
 	"github.com/ccm-project/ccm/common/testenv"
@@ -143,6 +146,30 @@ func run(o options) error {
 	rs := benchscenario.Diff(c0, fake.Calls())
 	f.RestartWrites, f.RestartReads = float64(writes(rs)), float64(total(rs)-writes(rs))
 	fmt.Printf("bench: restart calls by operation: %s\n", benchscenario.Format(rs))
+	restartSc := fmt.Sprintf("restart, nothing changed, %d LBs (%s)", o.services, o.lbType)
+	extra = append(extra, benchreport.Row{Key: "provider.restart.reads_per_lb", Scenario: restartSc, Measure: "cloud reads per LB (each compared with the cloud)",
+		Value: f.RestartReads / float64(o.services)})
+	fmt.Printf("bench: restart, nothing changed: %d writes, %.1f reads per LB\n", writes(rs), f.RestartReads/float64(o.services))
+
+	// Resync in the running ccm: every Service touched (an annotation no provider reads), so
+	// the service controller ensures each again; each is compared with the cloud, none written.
+	fmt.Printf("bench: resync of %d unchanged load balancers in the running ccm\n", o.services)
+	c0 = fake.Calls()
+	for i := range o.services {
+		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"bench.ccm.k8s.io/resync":"%d"}}}`, time.Now().UnixNano()))
+		if _, err := env.Client.CoreV1().Services("default").Patch(ctx, fmt.Sprintf("svc-%04d", i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("resync: touching svc-%04d: %w", i, err)
+		}
+	}
+	quiet(3 * time.Second)
+	rsy := benchscenario.Diff(c0, fake.Calls())
+	resyncSc := fmt.Sprintf("resync, nothing changed, %d LBs (%s)", o.services, o.lbType)
+	resyncReads := float64(total(rsy)-writes(rsy)) / float64(o.services)
+	extra = append(extra,
+		benchreport.Row{Key: "provider.resync.writes", Scenario: resyncSc, Measure: "cloud writes", Value: float64(writes(rsy)), Target: "0", Met: benchreport.Met(writes(rsy) == 0)},
+		benchreport.Row{Key: "provider.resync.reads_per_lb", Scenario: resyncSc, Measure: "cloud reads per LB (each compared with the cloud)", Value: resyncReads})
+	fmt.Printf("bench: resync calls by operation: %s\n", benchscenario.Format(rsy))
+	fmt.Printf("bench: resync, nothing changed: %d writes, %.1f reads per LB\n", writes(rsy), resyncReads)
 
 	// One Node added: every load balancer gets the new instance.
 	if err := benchscenario.TopUpServices(ctx, cl, ccm, o.services, f.NodeAddedLBs, annotations); err != nil {
