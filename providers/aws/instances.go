@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,7 +135,28 @@ func (c *Cloud) lookup(ctx context.Context, node *v1.Node) (*types.Instance, err
 			return in, err
 		}
 	}
+	// The searches were scoped to the configured VPC: they say nothing if it is not there (a
+	// wrong VPC ID, or a region without it).
+	if err := c.vpcExists(ctx); err != nil {
+		return nil, fmt.Errorf("aws: no instance matches Node %q, but that says nothing: %w", node.Name, err)
+	}
 	return nil, nil
+}
+
+// vpcExists is nil when no VPC is configured or EC2 knows the configured one.
+func (c *Cloud) vpcExists(ctx context.Context) error {
+	vpc := c.vpc()
+	if len(vpc) == 0 {
+		return nil
+	}
+	_, err := c.api.ec2.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{VpcIds: vpc})
+	if isCode(err, "InvalidVpcID.NotFound") {
+		return fmt.Errorf("the configured VPC %s does not exist in region %s", vpc[0], c.cfg.region())
+	}
+	if err != nil {
+		return fmt.Errorf("DescribeVpcs %s: %w", vpc[0], err)
+	}
+	return nil
 }
 
 // sameRegion is an error when node says it is in another region than region: the zone of its

@@ -163,3 +163,48 @@ func TestMissingFromFilterIsConfirmedByID(t *testing.T) {
 		}
 	}
 }
+
+// A Node without providerID is searched for within the configured VPC; finding nothing there
+// is "gone" only if EC2 knows that VPC. A wrong VPC ID, or a region without it, is an error.
+func TestWrongVPCIsNotGone(t *testing.T) {
+	h := newHarness(t, "vpc")
+	ctx := context.Background()
+	h.machine("vpc-known")
+	unknown := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vpc-unknown", UID: "u1"}}
+	known := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vpc-known", UID: "u2"}}
+	for _, tc := range []struct {
+		name, extra     string
+		node            *v1.Node
+		exists, wantErr bool
+	}{
+		{"right VPC, unknown name", "[Global]\nVPC = vpc-1\n", unknown, false, false},
+		{"right VPC, known name", "[Global]\nVPC = vpc-1\n", known, true, false},
+		{"wrong VPC, unknown name", "[Global]\nVPC = vpc-nope\n", unknown, false, true},
+		{"no VPC, unknown name", "", unknown, false, false},
+	} {
+		inst, _ := h.cloud(t, tc.extra).InstancesV2()
+		exists, err := inst.InstanceExists(ctx, tc.node)
+		if exists != tc.exists || (err != nil) != tc.wantErr {
+			t.Errorf("%s: InstanceExists = (%v, %v), want (%v, error %v)", tc.name, exists, err, tc.exists, tc.wantErr)
+		}
+	}
+	if n := h.fake.Operations()["ec2:DescribeVpcs"]; n != 2 {
+		t.Errorf("DescribeVpcs calls %d, want 2 (one per empty search within a VPC)", n)
+	}
+	// The wrong region, with the VPC set: the VPC is not there, so nothing found is no answer.
+	west, err := h.fake.StartRegion("us-west-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("[Global]\nRegion = us-west-2\nVPC = vpc-1\nKubernetesClusterID = vpc\nCredentialsFile = %s\n\n"+
+		"[ServiceOverride \"1\"]\nService = ec2\nRegion = us-west-2\nURL = %s\nSigningRegion = us-west-2\n", h.creds, west)
+	c, err := New(strings.NewReader(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Initialize(nil, nil)
+	inst, _ := c.InstancesV2()
+	if exists, err := inst.InstanceExists(ctx, known); err == nil {
+		t.Errorf("wrong region with the VPC set: InstanceExists = (%v, nil), want an error", exists)
+	}
+}

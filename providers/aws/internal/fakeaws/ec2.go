@@ -141,6 +141,8 @@ func (s *Server) ec2(action string, f form) (string, *apiError) {
 		return s.describeInstances(f)
 	case "DescribeSubnets":
 		return s.describeSubnets(f)
+	case "DescribeVpcs":
+		return s.describeVpcs(f)
 	case "DescribeSecurityGroups":
 		return s.describeSecurityGroups(f)
 	case "CreateSecurityGroup":
@@ -386,6 +388,46 @@ func (s *Server) describeSubnets(f form) (string, *apiError) {
 		x.close("item")
 	}
 	x.close("subnetSet")
+	writeNextToken(&x, next)
+	return x.b.String(), nil
+}
+
+// describeVpcs answers the fake's one VPC, in the home region only.
+func (s *Server) describeVpcs(f form) (string, *apiError) {
+	ids := f.list("VpcId")
+	filters := f.filters()
+	if bad := unknownFilter(filters, "vpc-id", "state"); bad != "" {
+		return "", invalid("The filter '%s' is invalid", bad)
+	}
+	for _, id := range ids {
+		if id != VPC || !s.homeRegion() {
+			return "", notFound("InvalidVpcID.NotFound", "The vpc ID '%s' does not exist", id)
+		}
+	}
+	var found []string
+	if s.homeRegion() && match(filters, func(name string) []string {
+		if v, isTag := tagAttr(s.tags[VPC], name); isTag {
+			return v
+		}
+		return map[string][]string{"vpc-id": {VPC}, "state": {"available"}}[name]
+	}) {
+		found = append(found, VPC)
+	}
+	found, next, aerr := ec2Page(f, found, 1000, false, s.pageLimit)
+	if aerr != nil {
+		return "", aerr
+	}
+	var x w
+	x.open("vpcSet")
+	for _, id := range found {
+		x.open("item")
+		x.leaf("vpcId", id)
+		x.leaf("state", "available")
+		x.leaf("cidrBlock", "10.0.0.0/16")
+		writeTags(&x, s.tags[id])
+		x.close("item")
+	}
+	x.close("vpcSet")
 	writeNextToken(&x, next)
 	return x.b.String(), nil
 }

@@ -211,4 +211,10 @@ func TestRegionsAreSeparate(t *testing.T) {
 	if out, err := other.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{}); err != nil || len(out.SecurityGroups) != 0 {
 		t.Errorf("us-west-2 groups: %v, %v; want none", out, err)
 	}
+	if _, err := other.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{VpcIds: []string{VPC}}); code(err) != "InvalidVpcID.NotFound" {
+		t.Errorf("us-west-2 asked for the home VPC: %v", err)
+	}
+	if out, err := home.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{VpcIds: []string{VPC}}); err != nil || len(out.Vpcs) != 1 {
+		t.Errorf("home region VPC: %v, %v", out, err)
+	}
 }
