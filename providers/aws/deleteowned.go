@@ -22,7 +22,7 @@ import (
 // ownedELBGroups returns the ELB security groups (named k8s-elb-*) whose tags say they are
 // id's, in any VPC.
 func (l *loadBalancers) ownedELBGroups(ctx context.Context, id ownership.Identity) ([]types.SecurityGroup, error) {
-	out, err := l.c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
 		filter("tag:"+ownership.ServiceTag, id.Service()), filter("tag-key", ownership.ClusterTagPrefix+id.Cluster)}})
 	if err != nil {
 		return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
@@ -77,7 +77,7 @@ func (l *loadBalancers) ownedTargetGroups(ctx context.Context, id ownership.Iden
 // clusterGroups returns the security groups tagged for this cluster: where an NLB's node
 // rules are when the NLB (and its tag naming the node groups) is gone.
 func (l *loadBalancers) clusterGroups(ctx context.Context) ([]string, error) {
-	out, err := l.c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
 		filter("tag-key", ownership.ClusterTagPrefix+l.c.cfg.ClusterID())}})
 	if err != nil {
 		return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)

@@ -189,3 +189,18 @@ func TestNLBEnsureFollowsPages(t *testing.T) {
 		t.Errorf("%d listeners, want 3: %v", n, h.fake.Inventory())
 	}
 }
+
+// The cluster's security groups (where an NLB's node rules may be) are read over every page.
+func TestClusterGroupsFollowPages(t *testing.T) {
+	h := newHarness(t, "sgpages")
+	h.fake.SetPageLimit(2)
+	c := h.cloud(t, "")
+	for i := range 5 {
+		h.fake.AddSecurityGroup(fmt.Sprintf("extra-%d", i), "d", map[string]string{"kubernetes.io/cluster/sgpages": "owned"})
+	}
+	h.fake.AddSecurityGroup("other-cluster", "d", map[string]string{"kubernetes.io/cluster/else": "owned"})
+	ids, err := c.lb.clusterGroups(context.Background())
+	if err != nil || len(ids) != 6 {
+		t.Errorf("clusterGroups = %v (%v), want the node group and the 5 tagged groups", ids, err)
+	}
+}
