@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/ownership"
 )
@@ -87,4 +88,24 @@ func (l *loadBalancers) clusterGroups(ctx context.Context) ([]string, error) {
 		ids = append(ids, aws.ToString(g.GroupId))
 	}
 	return ids, nil
+}
+
+// dropUnusedOwnGroup deletes the ELB's own group (and the rules from it) once the ELB uses
+// groups named by annotation or config instead. It looks only in the cluster's group listing,
+// so a Service with named groups pays no read for it per sync.
+func (l *loadBalancers) dropUnusedOwnGroup(ctx context.Context, svc *v1.Service, lbName, vpc string) error {
+	if vpc == "" {
+		return nil
+	}
+	g, _ := l.gsnap.get(ctx, "name:"+vpc+"/"+groupName(lbName), l.listGroups)
+	id := l.identity(svc)
+	if g == nil || !ownership.Is(id, groupTags(g)) {
+		return nil
+	}
+	own := *g
+	ownID := aws.ToString(own.GroupId)
+	if err := l.revokeRulesFrom(ctx, id, []string{ownID}, ownID); err != nil {
+		return err
+	}
+	return l.deleteGroup(ctx, svc, &own)
 }

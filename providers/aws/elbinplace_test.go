@@ -62,10 +62,22 @@ func TestClassicELBChangesInPlace(t *testing.T) {
 		o2["elb:DeleteLoadBalancer"] != o0["elb:DeleteLoadBalancer"] {
 		t.Errorf("group change: DNS %s, groups %v, operations %v", got.DNSName, got.SecurityGroups, o2)
 	}
+	if g, left := h.fake.GroupByName("k8s-elb-" + name); left {
+		t.Errorf("the ELB's own group %s is still there after the ELB moved to %s", g, shared)
+	}
+	w := h.fake.Writes()
+	if _, err := cfgLB.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.fake.Writes() - w; d != 0 {
+		t.Errorf("the sync after the group change made %d writes, want 0", d)
+	}
 
-	// internal: ELB cannot change the scheme, so the ELB is recreated, with an Event.
+	// internal (back in a ccm without ElbSecurityGroup): ELB cannot change the scheme, so the
+	// ELB is recreated, with an Event.
 	svc.Annotations[annotationPrefix+annInternal] = "true"
 	delete(svc.Annotations, annotationPrefix+annSubnets)
+	lb, _ = h.cloud(t, "").LoadBalancer()
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}

@@ -190,10 +190,21 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err != nil {
 		return nil, err
 	}
+	var st *v1.LoadBalancerStatus
 	if opts.NLB {
-		return l.ensureNLB(ctx, svc, opts, nodes, mustExist)
+		st, err = l.ensureNLB(ctx, svc, opts, nodes, mustExist)
+	} else {
+		st, err = l.ensureClassic(ctx, svc, opts, nodes, mustExist)
 	}
-	return l.ensureClassic(ctx, svc, opts, nodes, mustExist)
+	if err != nil && !errors.Is(err, errNotCreatedYet) {
+		// Maybe a listing was out of date (a group deleted by hand): the next try lists afresh.
+		name := l.name(svc)
+		l.snap.forget(name)
+		l.nsnap.forget(name)
+		l.gsnap.forgetAll()
+		l.tsnap.forgetAll()
+	}
+	return st, err
 }
 
 // ensureClassic reconciles svc's classic ELB: desired (from the Service) against observed
@@ -288,6 +299,12 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 	wrote = wrote || !plan.empty()
 	if err := l.applyELB(ctx, name, want, plan); err != nil {
 		return nil, err
+	}
+	if !want.OwnGroup {
+		// Groups named now (annotation, ElbSecurityGroup): the group ccm made before goes.
+		if err := l.dropUnusedOwnGroup(ctx, svc, name, want.vpc); err != nil {
+			return nil, err
+		}
 	}
 	if !created {
 		repairs = append(repairs, plan.repairs...) // after a creation the plan is the rest of it, no repair
