@@ -34,10 +34,14 @@ func (r addressRules) external() bool { return len(r.externalCIDRs) > 0 || r.ext
 // hostname. Candidates are taken NIC by NIC in the guest's order; an address qualifies when
 // its NIC is on the named VM network (if one is set), it is inside the subnets (if set) and
 // outside the excluded subnets. Loopback, link-local and unspecified addresses never qualify.
-// With no internal rule, the first qualifying address of the family is internal.
+// With no internal rule, the first qualifying address of the family is internal. When the
+// rules find neither an internal nor an external address of a family (no [Nodes] rules at
+// all, or rules that match nothing), the first address outside the internal exclusions is the
+// InternalIP and the first outside the external exclusions the ExternalIP, as the upstream
+// CCM does, so a Node keeps the same addresses when a cluster moves between the two.
 func (r addressRules) nodeAddresses(nics []types.GuestNicInfo, families []string, hostname string) []v1.NodeAddress {
-	var out []v1.NodeAddress
-	pick := func(t v1.NodeAddressType, v6 bool, network string, in, ex []netip.Prefix) {
+	// pick returns the first qualifying address of the family, or nil.
+	pick := func(t v1.NodeAddressType, v6 bool, network string, in, ex []netip.Prefix) *v1.NodeAddress {
 		for _, nic := range nics {
 			if network != "" && nic.Network != network {
 				continue
@@ -50,19 +54,36 @@ func (r addressRules) nodeAddresses(nics []types.GuestNicInfo, families []string
 				if len(in) > 0 && !containsAddr(in, a) || containsAddr(ex, a) {
 					continue
 				}
-				out = append(out, v1.NodeAddress{Type: t, Address: a.String()})
-				return
+				return &v1.NodeAddress{Type: t, Address: a.String()}
 			}
 		}
+		return nil
 	}
-	for _, f := range families {
+	internalRule := len(r.internalCIDRs) > 0 || r.internalNet != ""
+	internal := make([]*v1.NodeAddress, len(families))
+	external := make([]*v1.NodeAddress, len(families))
+	for i, f := range families {
 		v6 := f == "ipv6"
-		pick(v1.NodeInternalIP, v6, r.internalNet, r.internalCIDRs, r.excludeInternal)
+		if internalRule {
+			internal[i] = pick(v1.NodeInternalIP, v6, r.internalNet, r.internalCIDRs, r.excludeInternal)
+		}
+		if r.external() {
+			external[i] = pick(v1.NodeExternalIP, v6, r.externalNet, r.externalCIDRs, r.excludeExternal)
+		}
+		switch {
+		case internal[i] == nil && external[i] == nil:
+			internal[i] = pick(v1.NodeInternalIP, v6, "", nil, r.excludeInternal)
+			external[i] = pick(v1.NodeExternalIP, v6, "", nil, r.excludeExternal)
+		case internal[i] == nil && !internalRule:
+			internal[i] = pick(v1.NodeInternalIP, v6, "", nil, r.excludeInternal)
+		}
 	}
-	if r.external() {
-		for _, f := range families {
-			v6 := f == "ipv6"
-			pick(v1.NodeExternalIP, v6, r.externalNet, r.externalCIDRs, r.excludeExternal)
+	var out []v1.NodeAddress
+	for _, set := range [][]*v1.NodeAddress{internal, external} {
+		for _, a := range set {
+			if a != nil {
+				out = append(out, *a)
+			}
 		}
 	}
 	if hostname != "" {

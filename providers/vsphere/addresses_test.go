@@ -23,8 +23,15 @@ func TestNodeAddressSelection(t *testing.T) {
 		families []string
 		want     []v1.NodeAddress
 	}{
-		{"no rules: first usable address", "", []string{"ipv4"},
-			[]v1.NodeAddress{a(v1.NodeInternalIP, "192.168.10.5"), host}},
+		{"no rules: first usable address is internal and external, as upstream", "", []string{"ipv4"},
+			[]v1.NodeAddress{a(v1.NodeInternalIP, "192.168.10.5"), a(v1.NodeExternalIP, "192.168.10.5"), host}},
+		{"no rules, dual-stack", "", []string{"ipv4", "ipv6"},
+			[]v1.NodeAddress{a(v1.NodeInternalIP, "192.168.10.5"), a(v1.NodeInternalIP, "2001:db8:10::5"),
+				a(v1.NodeExternalIP, "192.168.10.5"), a(v1.NodeExternalIP, "2001:db8:10::5"), host}},
+		{"no rules, exclusions still apply per type", "exclude-internal-network-subnet-cidr = 192.168.0.0/16\nexclude-external-network-subnet-cidr = \"192.168.0.0/16,172.16.0.0/12,10.0.0.0/8\"", []string{"ipv4"},
+			[]v1.NodeAddress{a(v1.NodeInternalIP, "172.17.0.1"), a(v1.NodeExternalIP, "203.0.113.9"), host}},
+		{"internal rule found: no external fallback", "internal-vm-network-name = k8s", []string{"ipv4"},
+			[]v1.NodeAddress{a(v1.NodeInternalIP, "172.17.0.1"), host}},
 		{"internal subnet picks the second NIC", "internal-network-subnet-cidr = 10.20.0.0/16", []string{"ipv4"},
 			[]v1.NodeAddress{a(v1.NodeInternalIP, "10.20.0.5"), host}},
 		{"dual-stack in configured order", "internal-network-subnet-cidr = \"10.20.0.0/16,fd00:20::/64\"", []string{"ipv6", "ipv4"},
@@ -34,9 +41,9 @@ func TestNodeAddressSelection(t *testing.T) {
 		{"external subnet", "internal-network-subnet-cidr = 10.0.0.0/8\nexternal-network-subnet-cidr = 192.168.0.0/16", []string{"ipv4"},
 			[]v1.NodeAddress{a(v1.NodeInternalIP, "10.20.0.5"), a(v1.NodeExternalIP, "192.168.10.5"), host}},
 		{"IPv6 only skips link-local", "", []string{"ipv6"},
-			[]v1.NodeAddress{a(v1.NodeInternalIP, "2001:db8:10::5"), host}},
-		{"nothing matches", "internal-network-subnet-cidr = 100.64.0.0/10", []string{"ipv4"},
-			[]v1.NodeAddress{host}},
+			[]v1.NodeAddress{a(v1.NodeInternalIP, "2001:db8:10::5"), a(v1.NodeExternalIP, "2001:db8:10::5"), host}},
+		{"rules match nothing: first usable address for both, as upstream", "internal-network-subnet-cidr = 100.64.0.0/10", []string{"ipv4"},
+			[]v1.NodeAddress{a(v1.NodeInternalIP, "192.168.10.5"), a(v1.NodeExternalIP, "192.168.10.5"), host}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := New(strings.NewReader("[Global]\nserver = vc\nuser = u\npassword = p\n[Nodes]\n" + tc.nodes + "\n"))
@@ -51,13 +58,7 @@ func TestNodeAddressSelection(t *testing.T) {
 	}
 }
 
-func TestInstanceTypeAndUUID(t *testing.T) {
-	if got := instanceType(&vm{cpus: 4, memMB: 8192, guestID: "rhel9_64Guest"}); got != "vsphere-vm.cpu-4.mem-8gb.os-rhel9-64" {
-		t.Errorf("instance type %q", got)
-	}
-	if got := instanceType(&vm{cpus: 1, memMB: 1536}); got != "vsphere-vm.cpu-1.mem-2gb.os-unknown" {
-		t.Errorf("instance type %q", got)
-	}
+func TestSwapUUID(t *testing.T) {
 	if got := swapUUID("42301f2a-c1b2-4d3e-8f90-0123456789ab"); got != "2a1f3042-b2c1-3e4d-8f90-0123456789ab" {
 		t.Errorf("swapUUID = %s", got)
 	}

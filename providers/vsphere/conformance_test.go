@@ -95,11 +95,12 @@ func (h *harness) AddInstance(t cloudtest.T, name string) (*v1.Node, cloudprovid
 	}
 	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}, cloudprovider.InstanceMetadata{
 		ProviderID:   "vsphere://" + vm.UUID,
-		InstanceType: "vsphere-vm.cpu-2.mem-4gb.os-ubuntu64",
+		InstanceType: "vsphere-vm.cpu-2.mem-4gb.os-ubuntu",
 		Zone:         fmt.Sprintf("zone-%d-0", dc),
 		Region:       fmt.Sprintf("region-%d", dc),
 		NodeAddresses: []v1.NodeAddress{
 			{Type: v1.NodeInternalIP, Address: ip},
+			{Type: v1.NodeExternalIP, Address: ip}, // no [Nodes] rules: upstream reports it as both
 			{Type: v1.NodeHostName, Address: name},
 		},
 	}

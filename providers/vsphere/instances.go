@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"strings"
 	"time"
 
@@ -194,18 +193,9 @@ func swapUUID(u string) string {
 	return strings.Join([]string{rev(p[0]), rev(p[1]), rev(p[2]), p[3], p[4]}, "-")
 }
 
-var labelUnsafe = regexp.MustCompile(`[^a-z0-9.-]+`)
-
-// instanceType is upstream's vsphere-vm.cpu-N.mem-Ngb.os-<guest>, kept a valid label value.
+// instanceType is node.kubernetes.io/instance-type as the upstream vSphere CCM writes it:
+// vsphere-vm.cpu-<vCPUs>.mem-<GiB>gb.os-<name>, memory in whole GiB rounded down (1,536 MB is
+// mem-1gb) and the OS named by guestOSName. Every part is a label-value character.
 func instanceType(v *vm) string {
-	os := strings.TrimSuffix(strings.ToLower(v.guestID), "guest")
-	os = strings.Trim(labelUnsafe.ReplaceAllString(os, "-"), "-.")
-	if os == "" {
-		os = "unknown"
-	}
-	t := fmt.Sprintf("vsphere-vm.cpu-%d.mem-%dgb.os-%s", v.cpus, (v.memMB+1023)/1024, os)
-	if len(t) > 63 {
-		t = t[:63]
-	}
-	return strings.TrimRight(t, "-.")
+	return fmt.Sprintf("vsphere-vm.cpu-%d.mem-%dgb.os-%s", v.cpus, v.memMB/1024, guestOSName(v.guestID))
 }

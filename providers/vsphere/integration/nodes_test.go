@@ -127,7 +127,7 @@ func TestNodeLifecycle(t *testing.T) {
 		t.Errorf("addresses %v, want %v", nd.Status.Addresses, want)
 	}
 	for k, v := range map[string]string{"topology.kubernetes.io/zone": "zone-0-0", "topology.kubernetes.io/region": "region-0",
-		"node.kubernetes.io/instance-type": "vsphere-vm.cpu-2.mem-4gb.os-ubuntu64"} {
+		"node.kubernetes.io/instance-type": "vsphere-vm.cpu-2.mem-4gb.os-ubuntu"} {
 		if nd.Labels[k] != v {
 			t.Errorf("it-multi label %s = %q, want %q", k, nd.Labels[k], v)
 		}
