@@ -90,7 +90,8 @@ func (c *Cloud) conn(server string) *conn {
 }
 
 // Initialize implements cloudprovider.Interface: it starts the Secret watches and the
-// session keep-alive, tied to stop. The first vCenter call logs in.
+// session keep-alive, tied to stop. The first vCenter call logs in; when stop closes the
+// provider logs out of every vCenter (logout.go).
 func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	cfg, err := b.Config("vsphere-cloud-provider")
 	if err != nil {
@@ -103,7 +104,7 @@ func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan 
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-stop; cancel() }()
+	go func() { <-stop; cancel(); c.logoutAll() }()
 	go func() {
 		t := time.NewTicker(5 * time.Minute)
 		defer t.Stop()
