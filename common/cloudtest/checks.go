@@ -33,6 +33,7 @@ var Checks = []Check{
 	{Name: "LoadBalancersCarryOwnershipTags", LoadBalancer: true, Run: ownershipTags},
 	{Name: "HostileAnnotationsAreRefused", LoadBalancer: true, Hostile: true, Run: hostileRefused},
 	{Name: "TwoClustersWithTheSameServicesDoNotCollide", LoadBalancer: true, Hostile: true, Run: twoClusters},
+	{Name: "OutOfBandChangesAreRepaired", LoadBalancer: true, Drift: true, Run: driftRepaired},
 }
 
 var ctx = context.Background()

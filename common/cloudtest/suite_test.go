@@ -56,6 +56,9 @@ func TestSuiteCatchesEachBreakage(t *testing.T) {
 		adoptsForeign:      "HostileAnnotationsAreRefused",
 		leaksOwner:         "HostileAnnotationsAreRefused",
 		ignoresCluster:     "TwoClustersWithTheSameServicesDoNotCollide",
+		trustsFingerprint:  "OutOfBandChangesAreRepaired",
+		repairsSilently:    "OutOfBandChangesAreRepaired",
+		rewritesAll:        "OutOfBandChangesAreRepaired",
 	}
 	covered := map[string]bool{}
 	for brk, want := range catches {
