@@ -67,8 +67,15 @@ func TestDeleteAfterInterruptedCreation(t *testing.T) {
 				svc.Spec.Ports[0].NodePort = tc.portAfter
 			}
 			restarted, _ := h.cloud(t, "").LoadBalancer()
+			// As the library does: it deletes only what GetLoadBalancer says exists.
+			if _, exists, err := restarted.GetLoadBalancer(ctx, "x", svc); err != nil || !exists {
+				t.Fatalf("GetLoadBalancer after the interrupted creation = (%v, %v), want (true, nil): the library would not delete what was made", exists, err)
+			}
 			if err := restarted.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
 				t.Fatalf("EnsureLoadBalancerDeleted: %v", err)
+			}
+			if _, exists, err := restarted.GetLoadBalancer(ctx, "x", svc); err != nil || exists {
+				t.Errorf("GetLoadBalancer after the delete = (%v, %v), want (false, nil)", exists, err)
 			}
 			for _, r := range h.fake.Control().Resources() {
 				if r.Service == "ns/web" {

@@ -97,18 +97,47 @@ func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1
 
 // GetLoadBalancer implements cloudprovider.LoadBalancer.
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	st, err := l.loadBalancerStatus(ctx, svc)
+	if err != nil || st != nil {
+		return st, st != nil, publicError(err)
+	}
+	// The library calls EnsureLoadBalancerDeleted only for a Service whose load balancer
+	// exists. A create killed before the load balancer was made leaves this Service's security
+	// group or target groups behind: they count as existing, so that the delete removes them.
+	left, err := l.leftovers(ctx, svc)
+	if err != nil || !left {
+		return nil, false, publicError(err)
+	}
+	return &v1.LoadBalancerStatus{}, true, nil
+}
+
+// loadBalancerStatus is the status of svc's load balancer of the type it asks for, or nil.
+func (l *loadBalancers) loadBalancerStatus(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, error) {
 	if svc.Annotations[annotationPrefix+annType] == "nlb" {
 		lb, err := l.describeNLB(ctx, l.name(svc))
 		if err != nil || lb == nil {
-			return nil, false, publicError(err)
+			return nil, err
 		}
-		return nlbStatus(lb), true, nil
+		return nlbStatus(lb), nil
 	}
 	d, err := l.describe(ctx, l.name(svc))
 	if err != nil || d == nil {
-		return nil, false, publicError(err)
+		return nil, err
 	}
-	return status(d), true, nil
+	return status(d), nil
+}
+
+// leftovers says whether objects svc owns remain while its load balancer does not: an ELB
+// security group or a target group carrying its ownership tags. Read only when the load
+// balancer is missing, so unchanged Services never pay for it.
+func (l *loadBalancers) leftovers(ctx context.Context, svc *v1.Service) (bool, error) {
+	id := l.identity(svc)
+	groups, err := l.ownedELBGroups(ctx, id)
+	if err != nil || len(groups) > 0 {
+		return len(groups) > 0, err
+	}
+	tgs, err := l.ownedTargetGroups(ctx, id)
+	return len(tgs) > 0, err
 }
 
 // status is the ELB's DNS name, lower-cased: ELB keeps the case of the load balancer name in
