@@ -2,15 +2,20 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
+	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/svcevents"
 )
 
@@ -92,5 +97,48 @@ func TestClassicELBChangesInPlace(t *testing.T) {
 		if strings.Contains(ev, " "+svcevents.ReasonDriftRepaired+":") {
 			t.Errorf("a change of the Service was reported as drift: %s", ev)
 		}
+	}
+}
+
+// A sync that changes an ELB checks its ownership on tags read then, not on the copy the shared
+// listing made: a load balancer whose tags were changed since is not written to.
+func TestELBOwnershipReadBeforeAWrite(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, "fresh")
+	_, md := h.machine("fr-a")
+	_, md2 := h.machine("fr-b")
+	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "fr-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "fr-b"}, Spec: v1.NodeSpec{ProviderID: md2.ProviderID}}}
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: types.UID("uid-web")},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
+	first, _ := h.cloud(t, "").LoadBalancer()
+	st, err := first.EnsureLoadBalancer(ctx, "x", svc, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Status.LoadBalancer = *st
+	lb, _ := h.cloud(t, "").LoadBalancer() // a restart: its first sync lists the cluster's ELBs
+	w := h.fake.Writes()
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil || h.fake.Writes() != w {
+		t.Fatalf("the unchanged sync after the restart: %v, %d writes", err, h.fake.Writes()-w)
+	}
+	name := lbName("fresh", svc)
+	op := h.operator()
+	if _, err := op.elb.AddTags(ctx, &elb.AddTagsInput{LoadBalancerNames: []string{name},
+		Tags: []elbtypes.Tag{{Key: aws.String(ownership.ServiceUIDTag), Value: aws.String("uid-someone-else")}}}); err != nil {
+		t.Fatal(err)
+	}
+	// A change the sync reads itself (the attributes are not in the listing): a repair is due.
+	if _, err := op.elb.ModifyLoadBalancerAttributes(ctx, &elb.ModifyLoadBalancerAttributesInput{LoadBalancerName: aws.String(name),
+		LoadBalancerAttributes: &elbtypes.LoadBalancerAttributes{CrossZoneLoadBalancing: &elbtypes.CrossZoneLoadBalancing{Enabled: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	w = h.fake.Writes()
+	_, err = lb.EnsureLoadBalancer(ctx, "x", svc, nodes)
+	if !errors.Is(err, ownership.ErrNotOwned) {
+		t.Errorf("a sync of an ELB whose tags name another Service = %v, want a not-owned refusal", err)
+	}
+	if d := h.fake.Writes() - w; d != 0 {
+		t.Errorf("%d writes to a load balancer this Service no longer owns", d)
 	}
 }

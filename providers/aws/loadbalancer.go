@@ -140,6 +140,15 @@ func (l *loadBalancers) leftovers(ctx context.Context, svc *v1.Service) (bool, e
 	return len(tgs) > 0, err
 }
 
+// confirmOwner reads the ELB's tags and checks that id owns it.
+func (l *loadBalancers) confirmOwner(ctx context.Context, id ownership.Identity, name string) error {
+	tags, err := l.tags(ctx, name)
+	if err != nil {
+		return err
+	}
+	return ownership.Check(id, "load balancer", name, tags)
+}
+
 // status is the ELB's DNS name, lower-cased: ELB keeps the case of the load balancer name in
 // it (hashed names carry an upper-case marker) and Kubernetes accepts only lower-case hostnames.
 func status(d *elbtypes.LoadBalancerDescription) *v1.LoadBalancerStatus {
@@ -253,6 +262,7 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 	fp := fingerprint.Of(want)
 	id := l.identity(svc)
 	cur, tags := l.snap.get(ctx, name, l.listELBs)
+	listed := cur != nil && tags != nil // tags from the shared listing, up to its age old
 	if cur == nil || tags == nil {
 		// Not in the listing (new, just written, or the listing failed): read it alone.
 		if cur, err = l.describe(ctx, name); err != nil {
@@ -295,6 +305,13 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 			return nil, err
 		}
 		plan = planELB(want, members, observedELB{desc: cur, crossZone: crossZone})
+		if listed && (plan.recreate || !plan.empty()) {
+			// About to change the ELB: its ownership is checked on tags read now, not on the
+			// listing's copy (they may have been changed since).
+			if err := l.confirmOwner(ctx, id, name); err != nil {
+				return nil, err
+			}
+		}
 		if plan.recreate {
 			wrote = true
 			// ELB cannot change the scheme of an ELB: a new one gets a new DNS name.
