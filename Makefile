@@ -54,7 +54,7 @@ fuzz:
 integration: testbin $(addprefix build-,$(PROVIDERS))
 	CCM_BINARY=$(CURDIR)/bin/ccm-dummy CCM_BIN_DIR=$(CURDIR)/bin CCM_TESTBIN=$(CURDIR)/bin/testbin \
 		go test -count=1 -p 1 -timeout 30m -v $(INTEGRATION_PKGS) 2>&1 | tee bin/integration.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic|no etcd|control plane ready)|_test.go:'; \
-		exit $${PIPESTATUS[0]}
+		rc=$${PIPESTATUS[0]}; [ $$rc = 0 ] || bash build/failed-tests.sh bin/integration.log; exit $$rc
 
 test: unit fuzz image-test integration faults-short
 
