@@ -92,14 +92,20 @@ func (l *loadBalancers) GetLoadBalancerName(_ context.Context, clusterName strin
 
 // GetLoadBalancer implements cloudprovider.LoadBalancer. A record under the Service's name that
 // is not provably its own (made by hand, or for an earlier Service of the same name) is not its
-// load balancer.
+// load balancer. The library asks before a delete and skips the delete on "does not exist", so
+// the answer comes from the store's copy (one read), not from what this process remembers.
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	k := recordKey(clusterName, svc)
+	defer l.keys.Lock(k)()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.load(ctx, clusterName); err != nil {
 		return nil, false, err
 	}
-	rec, ok := l.records[recordKey(clusterName, svc)]
+	if err := l.current(ctx, k); err != nil {
+		return nil, false, err
+	}
+	rec, ok := l.records[k]
 	if !ok || !ownership.Is(ownership.Of(clusterName, svc), rec.Tags) {
 		return nil, false, nil
 	}
@@ -257,14 +263,19 @@ func (l *loadBalancers) readRecord(ctx context.Context, k string) (Record, bool,
 
 // EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer; deleting a missing one is fine.
 // A record under the Service's name that is not provably its own is left alone: there is
-// nothing of this Service's to delete. The addresses are released only once the store has
-// forgotten the record.
+// nothing of this Service's to delete. Existence and ownership are decided on the store's copy
+// (one read), so a record this process did not know of is not left behind. The addresses are
+// released only once the store has forgotten the record.
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) (err error) {
 	defer observe("delete", time.Now(), &err)
 	id, k := ownership.Of(clusterName, svc), recordKey(clusterName, svc)
 	defer l.keys.Lock(k)()
 	l.mu.Lock()
 	if err := l.load(ctx, clusterName); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	if err := l.current(ctx, k); err != nil {
 		l.mu.Unlock()
 		return err
 	}
