@@ -29,13 +29,16 @@ const (
 	annLBMethod          = annPrefix + "lb-method"
 	annHealthMonitor     = annPrefix + "enable-health-monitor"
 	annLoadBalancerID    = annPrefix + "load-balancer-id"
-	annInternal          = "service.beta.kubernetes.io/openstack-internal-load-balancer"
+	// annLoadBalancerAddress is written by the upstream CCM onto every Service it manages (the
+	// address it served); ccm reads nothing from it, and it is no user setting to warn about.
+	annLoadBalancerAddress = annPrefix + "load-balancer-address"
+	annInternal            = "service.beta.kubernetes.io/openstack-internal-load-balancer"
 )
 
 var supportedAnnotations = map[string]bool{
 	annFloatingNetworkID: true, annFloatingSubnetID: true, annSubnetID: true, annNetworkID: true,
 	annMemberSubnetID: true, annClass: true, annKeepFloatingIP: true, annProxyProtocol: true,
-	annLBMethod: true, annHealthMonitor: true, annLoadBalancerID: true,
+	annLBMethod: true, annHealthMonitor: true, annLoadBalancerID: true, annLoadBalancerAddress: true,
 }
 
 // lbSpec is what the Service asks of its load balancer, after class, annotations and config.

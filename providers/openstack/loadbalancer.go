@@ -390,7 +390,9 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	name := spec.name
 	var lb *loadbalancers.LoadBalancer
 	adopted, err := false, error(nil)
-	if s := rep.seen; s != nil && spec.existingID == "" && s.lbs[name] != nil && lbOwned(id, s.lbs[name]) == nil {
+	// load-balancer-id naming the Service's own load balancer (the upstream CCM writes it onto
+	// every Service it manages) is found in the snapshot like one found by name.
+	if s := rep.seen; s != nil && s.lbs[name] != nil && (spec.existingID == "" || s.lbs[name].ID == spec.existingID) && lbOwned(id, s.lbs[name]) == nil {
 		lb = s.lbs[name]
 		l.remember(name, lb.ID)
 	} else if lb, adopted, err = l.find(ctx, cl, id, name, spec.existingID); err != nil {
@@ -432,7 +434,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	}
 	if !adopted && lbNeedsTags(id, lb) {
 		// Written before the ownership tags held the Service's UID (or by the upstream CCM).
-		tags := ownerTags(id)
+		tags := withOwnerTags(lb.Tags, id)
 		if _, err := loadbalancers.Update(ctx, cl.lb, lb.ID, loadbalancers.UpdateOpts{Tags: &tags}).Extract(); err != nil {
 			return "", l.conflict(err, "tagging load balancer "+name)
 		}

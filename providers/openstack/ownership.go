@@ -3,6 +3,7 @@ package openstack
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,6 +40,21 @@ func ownerTags(id ownership.Identity) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// withOwnerTags is tags with id's ownership tags in place of any ownership tags it had; other
+// tags (the upstream CCM's load balancer names of the Services using it) are kept.
+func withOwnerTags(tags []string, id ownership.Identity) []string {
+	var out []string
+	for _, t := range tags {
+		if k, _, ok := strings.Cut(t, "="); ok && ownership.Reserved(k) {
+			continue
+		}
+		out = append(out, t)
+	}
+	out = append(out, ownerTags(id)...)
+	sort.Strings(out)
+	return slices.Compact(out)
 }
 
 // tagMap reads Octavia's string tags written as key=value.

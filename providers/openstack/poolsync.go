@@ -88,7 +88,7 @@ func (p poolPlan) writes() int {
 // planPool compares the wanted and observed state of the kept listener key. Pure.
 func planPool(key string, want, have poolState) poolPlan {
 	var p poolPlan
-	if !sameSet(want.CIDRs, have.CIDRs) {
+	if !sameSet(openToAll(want.CIDRs), openToAll(have.CIDRs)) {
 		p.SetCIDRs = true
 		p.Repairs = append(p.Repairs, fmt.Sprintf("listener %s allowed CIDRs were [%s]", key, strings.Join(have.CIDRs, ",")))
 	}
@@ -122,6 +122,15 @@ func planPool(key string, want, have poolState) poolPlan {
 		}
 	}
 	return p
+}
+
+// openToAll reads the one range that lets every client of a family in (what the upstream CCM
+// writes for a Service without source ranges) as no restriction, as Octavia does.
+func openToAll(cidrs []string) []string {
+	if len(cidrs) == 1 && (cidrs[0] == "0.0.0.0/0" || cidrs[0] == "::/0") {
+		return nil
+	}
+	return cidrs
 }
 
 func sameSet(a, b []string) bool {

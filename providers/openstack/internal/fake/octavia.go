@@ -20,6 +20,7 @@ type listener struct {
 	ID, Name, Description, Protocol, LBID, PoolID string
 	Port                                          int
 	AllowedCIDRs                                  []string
+	Tags                                          []string // the upstream CCM tags its listeners with its load balancer name
 }
 
 type pool struct {
@@ -309,6 +310,7 @@ type listenerBody struct {
 	Protocol     string    `json:"protocol"`
 	Port         int       `json:"protocol_port"`
 	DefaultPool  *poolBody `json:"default_pool"`
+	Tags         []string  `json:"tags"`
 }
 
 var (
@@ -359,7 +361,7 @@ func checkListener(l listenerBody, taken map[string]bool, v6 bool) string {
 // addListener stores l with its pool, members and monitor. Callers hold c.mu and validated l.
 func (c *Cloud) addListener(lbID string, l listenerBody) *listener {
 	li := &listener{ID: c.nextID("listener"), Name: l.Name, Description: l.Description, Protocol: l.Protocol, Port: l.Port, LBID: lbID,
-		AllowedCIDRs: l.AllowedCIDRs}
+		AllowedCIDRs: l.AllowedCIDRs, Tags: l.Tags}
 	c.lis[li.ID] = li
 	if p := l.DefaultPool; p != nil {
 		po := &pool{ID: c.nextID("pool"), Name: p.Name, Description: p.Description, Protocol: p.Protocol, Method: p.Method, LBID: lbID, ListenerID: li.ID}
@@ -553,8 +555,12 @@ func (c *Cloud) listListeners(w http.ResponseWriter, r *http.Request) {
 		if cidrs == nil {
 			cidrs = []string{}
 		}
+		tags := l.Tags
+		if tags == nil {
+			tags = []string{}
+		}
 		out = append(out, map[string]any{"id": l.ID, "name": l.Name, "description": l.Description, "protocol": l.Protocol,
-			"protocol_port": l.Port, "default_pool_id": l.PoolID, "allowed_cidrs": cidrs, "loadbalancers": []any{map[string]any{"id": l.LBID}}})
+			"protocol_port": l.Port, "default_pool_id": l.PoolID, "allowed_cidrs": cidrs, "tags": tags, "loadbalancers": []any{map[string]any{"id": l.LBID}}})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"listeners": out})
 }

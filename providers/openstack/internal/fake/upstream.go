@@ -1,0 +1,149 @@
+package fake
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The state the upstream CCM (kubernetes/cloud-provider-openstack, pkg/openstack) leaves in
+// the cloud for a Service, written straight into the fake (no call counted), so tests can start
+// ccm on a cloud upstream managed. Shapes as upstream writes them:
+//   - load balancer "kube_service_<cluster>_<namespace>_<name>" (cut to 255), description
+//     "Kubernetes external service <ns>/<name> from cluster <cluster>", tags [its own name]
+//     (plus the name of each Service sharing it);
+//   - per port i: listener "listener_<i>_<lb name>" tagged [<lb name>] (no description),
+//     its default pool "pool_<i>_<lb name>" (ROUND_ROBIN, no description) with one member per
+//     node (name = node name, protocol_port = NodePort, subnet = member subnet);
+//   - a floating IP described "Floating IP for Kubernetes external service <ns>/<name> from
+//     cluster <cluster>" on the VIP port, unless internal;
+//   - with manage-security-groups: group "lb-sg-<uid>-<ns>-<name>" described "Security Group
+//     for <ns>/<name> Service LoadBalancer in cluster <cluster>", one ingress rule per NodePort
+//     from the member subnet's CIDR (no description), attached to the member nodes' ports.
+
+// UpstreamService is one Service as the upstream CCM served it.
+type UpstreamService struct {
+	Cluster, Namespace, Name, UID string
+	Ports                         []UpstreamPort
+	// Nodes are the members: node name -> address on the private subnet.
+	Nodes map[string]string
+	// Internal: no floating IP (the address is the VIP).
+	Internal bool
+	// SecurityGroupPorts, when set (manage-security-groups = true), are the Neutron ports of
+	// the nodes that upstream attached the Service's group to.
+	SecurityGroupPorts []string
+}
+
+// UpstreamPort is one Service port.
+type UpstreamPort struct {
+	Protocol       string // TCP, UDP, SCTP
+	Port, NodePort int
+}
+
+// UpstreamLBName is the upstream CCM's load balancer name.
+func UpstreamLBName(cluster, namespace, name string) string {
+	return cut255(fmt.Sprintf("kube_service_%s_%s_%s", cluster, namespace, name))
+}
+
+// UpstreamSGName is the upstream CCM's security group name for a Service.
+func UpstreamSGName(uid, namespace, name string) string {
+	return cut255(fmt.Sprintf("lb-sg-%s-%s-%s", uid, namespace, name))
+}
+
+func cut255(s string) string {
+	if len(s) > 255 {
+		return s[:255]
+	}
+	return s
+}
+
+// SeedUpstream writes s's load balancer, listeners, pools, members, floating IP and (with
+// SecurityGroupPorts) security group as the upstream CCM leaves them, and returns the load
+// balancer's ID and the Service's address (floating IP, or VIP when internal).
+func (c *Cloud) SeedUpstream(s UpstreamService) (lbID, address string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name := UpstreamLBName(s.Cluster, s.Namespace, s.Name)
+	c.vipSeq++
+	lb := &loadBalancer{ID: c.nextID("lb"), Name: name, Description: fmt.Sprintf("Kubernetes external service %s/%s from cluster %s", s.Namespace, s.Name, s.Cluster),
+		Status: "ACTIVE", VipAddress: fmt.Sprintf("10.0.%d.%d", 200+c.vipSeq/250, c.vipSeq%250+1), VipSubnetID: PrivateSubnetID, VipNetworkID: PrivateNetworkID,
+		Provider: "amphora", created: time.Now(), Tags: []string{name}}
+	vp := &port{ID: c.nextID("port"), NetworkID: PrivateNetworkID, DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia",
+		FixedIPs: []fixedIP{{SubnetID: PrivateSubnetID, IPAddress: lb.VipAddress}}}
+	c.ports[vp.ID] = vp
+	lb.VipPortID = vp.ID
+	c.lbs[lb.ID] = lb
+	c.seedListeners(lb, s)
+	address = lb.VipAddress
+	if !s.Internal {
+		c.fipSeq++
+		f := &floatingIP{ID: c.nextID("fip"), FloatingIP: fmt.Sprintf("172.24.4.%d", 100+c.fipSeq%150), NetworkID: PublicNetworkID,
+			PortID: vp.ID, FixedIP: lb.VipAddress, Status: "ACTIVE",
+			Description: fmt.Sprintf("Floating IP for Kubernetes external service %s/%s from cluster %s", s.Namespace, s.Name, s.Cluster)}
+		c.fips[f.ID] = f
+		address = f.FloatingIP
+	}
+	c.seedGroup(s)
+	return lb.ID, address
+}
+
+// ShareUpstream adds s's listeners to load balancer lbID as the upstream CCM does for a Service
+// naming it by load-balancer-id (a shared load balancer): its listeners tagged with s's own
+// load balancer name, which is added to the load balancer's tags; its group as SeedUpstream.
+func (c *Cloud) ShareUpstream(lbID string, s UpstreamService) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lb := c.lbs[lbID]
+	if lb == nil {
+		return
+	}
+	c.seedListeners(lb, s)
+	lb.Tags = append(lb.Tags, UpstreamLBName(s.Cluster, s.Namespace, s.Name))
+	c.seedGroup(s)
+}
+
+// seedListeners adds s's listeners to lb. Callers hold c.mu.
+func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
+	own := UpstreamLBName(s.Cluster, s.Namespace, s.Name)
+	for i, p := range s.Ports {
+		var ms []memberBody
+		for _, node := range sortedKeys(s.Nodes) {
+			ms = append(ms, memberBody{Address: s.Nodes[node], Port: p.NodePort, SubnetID: PrivateSubnetID})
+		}
+		proto := strings.ToUpper(p.Protocol)
+		li := c.addListener(lb.ID, listenerBody{Name: cut255(fmt.Sprintf("listener_%d_%s", i, own)), Protocol: proto, Port: p.Port, Tags: []string{own},
+			DefaultPool: &poolBody{Name: cut255(fmt.Sprintf("pool_%d_%s", i, own)), Method: "ROUND_ROBIN", Protocol: proto, Members: ms}})
+		li.AllowedCIDRs = []string{"0.0.0.0/0"} // upstream sets the default source range explicitly
+	}
+}
+
+// seedGroup writes s's security group, rules and attachments. Callers hold c.mu.
+func (c *Cloud) seedGroup(s UpstreamService) {
+	if len(s.SecurityGroupPorts) == 0 {
+		return
+	}
+	g := c.newGroup(UpstreamSGName(s.UID, s.Namespace, s.Name),
+		fmt.Sprintf("Security Group for %s/%s Service LoadBalancer in cluster %s", s.Namespace, s.Name, s.Cluster))
+	cidr := c.subnets[PrivateSubnetID].CIDR
+	for _, p := range s.Ports {
+		np := p.NodePort
+		r := &sgRule{ID: c.nextID("sgr"), GroupID: g.ID, Direction: "ingress", EtherType: "IPv4", Protocol: strings.ToLower(p.Protocol),
+			RemoteIPPrefix: cidr, PortMin: &np, PortMax: &np}
+		c.sgRules[r.ID] = r
+	}
+	for _, pid := range s.SecurityGroupPorts {
+		if p := c.ports[pid]; p != nil {
+			c.setPortGroups(p, append(append([]string(nil), p.SecurityGroups...), g.ID))
+		}
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,147 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccm-project/ccm/common/cloudtest"
+	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
+)
+
+// upstreamCluster is a cloud the upstream CCM managed: nodes (servers with ports) and K
+// Services whose load balancers it made (fake.SeedUpstream), as the API server holds them
+// (annotations upstream writes, status with the address it served).
+type upstreamCluster struct {
+	f     *fake.Cloud
+	nodes []*v1.Node
+	ports []string // the nodes' Neutron ports
+	svcs  []*v1.Service
+	addrs []string
+	lbIDs []string
+}
+
+// upstreamSvc is a Service as the upstream CCM leaves it in the API server.
+func upstreamSvc(name string, ports ...v1.ServicePort) *v1.Service {
+	if len(ports) == 0 {
+		ports = []v1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}
+	}
+	return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("0b7c3a4e-" + name), Annotations: map[string]string{}},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: ports, IPFamilies: []v1.IPFamily{v1.IPv4Protocol}}}
+}
+
+func toUpstream(svc *v1.Service, nodes []*v1.Node, sgPorts []string) fake.UpstreamService {
+	u := fake.UpstreamService{Cluster: cluster, Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID), Nodes: map[string]string{}, SecurityGroupPorts: sgPorts}
+	for _, p := range svc.Spec.Ports {
+		u.Ports = append(u.Ports, fake.UpstreamPort{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort)})
+	}
+	for _, n := range nodes {
+		u.Nodes[n.Name] = n.Status.Addresses[0].Address
+	}
+	return u
+}
+
+// seedUpstreamCluster seeds k Services (withSG: with upstream's per-Service security groups).
+func seedUpstreamCluster(t testing.TB, f *fake.Cloud, k int, withSG bool) *upstreamCluster {
+	t.Helper()
+	u := &upstreamCluster{f: f}
+	for i := range 2 {
+		name, ip := fmt.Sprintf("mig-node-%d", i), fmt.Sprintf("10.0.9.%d", i+10)
+		id := f.AddServer(fake.ServerSpec{Name: name, IPs: []string{ip}})
+		n := node(name, "openstack:///"+id)
+		n.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}
+		u.nodes = append(u.nodes, n)
+		u.ports = append(u.ports, f.ServerPortID(id))
+	}
+	for i := range k {
+		svc := upstreamSvc(fmt.Sprintf("up-%d", i))
+		var sgPorts []string
+		if withSG {
+			sgPorts = u.ports
+		}
+		id, addr := f.SeedUpstream(toUpstream(svc, u.nodes, sgPorts))
+		adoptedByUpstream(svc, id, addr)
+		u.svcs, u.addrs, u.lbIDs = append(u.svcs, svc), append(u.addrs, addr), append(u.lbIDs, id)
+	}
+	return u
+}
+
+// adoptedByUpstream writes what the upstream CCM writes onto a Service it manages.
+func adoptedByUpstream(svc *v1.Service, lbID, addr string) {
+	svc.Annotations[annLoadBalancerID] = lbID
+	svc.Annotations[annLoadBalancerAddress] = addr
+	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: addr}}
+}
+
+func migrationCloud(t *testing.T, f *fake.Cloud, extra string) (cloudprovider.LoadBalancer, *cloudtest.EventSink) {
+	sink := cloudtest.NewEventSink()
+	c := newTestCloud(t, f, extra)
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	c.Initialize(sink, stop)
+	return lbOf(t, c), sink
+}
+
+// servingDeletes counts deletes of what serves traffic and creates of load balancers.
+func servingChanges(calls map[string]int) (creates, deletes int) {
+	for op, n := range calls {
+		switch {
+		case op == "octavia.CreateLoadBalancer" || op == "neutron.CreateFloatingIP":
+			creates += n
+		case strings.HasPrefix(op, "octavia.Delete") || op == "neutron.DeleteFloatingIP":
+			deletes += n
+		}
+	}
+	return creates, deletes
+}
+
+func warnings(sink *cloudtest.EventSink, svc *v1.Service) []string {
+	var out []string
+	for _, e := range sink.On(svc) {
+		if strings.HasPrefix(e, v1.EventTypeWarning) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Services the upstream CCM managed carry its load-balancer-id (their own load balancer) and
+// load-balancer-address: ccm takes over in place, with no create or delete of anything that
+// serves, the same addresses, no Warning; the next sync writes nothing.
+func TestUpstreamAnnotationsAdoptInPlace(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	u := seedUpstreamCluster(t, f, 3, false)
+	lb, sink := migrationCloud(t, f, "")
+	for i, svc := range u.svcs {
+		st := ensureUntilReady(t, lb, svc, u.nodes)
+		if len(st.Ingress) != 1 || st.Ingress[0].IP != u.addrs[i] {
+			t.Errorf("%s: status %v, want the upstream address %s", svc.Name, st.Ingress, u.addrs[i])
+		}
+		svc.Status.LoadBalancer = *st
+	}
+	if c, d := servingChanges(f.Calls()); c != 0 || d != 0 {
+		t.Errorf("takeover: %d creates, %d deletes of serving resources, want 0 and 0 (%s)", c, d, f.CallSummary())
+	}
+	time.Sleep(100 * time.Millisecond) // the broadcaster
+	for _, svc := range u.svcs {
+		if w := warnings(sink, svc); len(w) != 0 {
+			t.Errorf("%s: Warnings %q", svc.Name, w)
+		}
+	}
+	writes := f.Writes()
+	for _, svc := range u.svcs {
+		ensureUntilReady(t, lb, svc, u.nodes)
+	}
+	if w := f.Writes() - writes; w != 0 {
+		t.Errorf("the sync after the takeover made %d writes, want 0 (%s)", w, f.CallSummary())
+	}
+}
+
+var _ = context.Background
