@@ -120,6 +120,12 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 		return nil, fmt.Errorf("annotation %s: %q is not an Octavia load balancer ID", annLoadBalancerID, s.existingID)
 	}
 	s.internal = parseBool(svc, annInternal, cfg.InternalLB, &s.warnings)
+	if cfg.InternalLB && !s.internal {
+		// As upstream: internal-lb = true is the operator's rule, no Service can open itself
+		// to a public address.
+		s.internal = true
+		s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is ignored: [LoadBalancer] internal-lb = true keeps every load balancer internal", annInternal, svc.Annotations[annInternal]))
+	}
 	s.keepFIP = parseBool(svc, annKeepFloatingIP, false, &s.warnings)
 	s.fixedFIP = svc.Spec.LoadBalancerIP //nolint:staticcheck // deprecated in the API, still the upstream way to ask for a floating IP
 	if s.fixedFIP != "" {

@@ -145,3 +145,29 @@ func TestUpstreamAnnotationsAdoptInPlace(t *testing.T) {
 }
 
 var _ = context.Background
+
+// [LoadBalancer] internal-lb = true is enforced as upstream does: a Service annotated
+// openstack-internal-load-balancer=false still gets an internal address (its VIP, no floating
+// IP), with a Warning naming the annotation.
+func TestInternalLBConfigIsEnforced(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	lb, sink := migrationCloud(t, f, "internal-lb = true\n")
+	for _, v := range []string{"false", "0", ""} {
+		svc := lbService("pub-"+v, map[string]string{annInternal: v})
+		if v == "" {
+			svc = lbService("pub-none", nil)
+		}
+		st := ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+		if got := fakeLB(t, f, svc.Name); len(st.Ingress) != 1 || st.Ingress[0].IP != got.VipAddress {
+			t.Errorf("%s: status %v, want the VIP %s", svc.Name, st.Ingress, got.VipAddress)
+		}
+		if v != "" {
+			if found, evs := sink.Await(svc, 5*time.Second, v1.EventTypeWarning, annInternal, "internal-lb = true"); !found {
+				t.Errorf("%s: no Warning naming %s: %q", svc.Name, annInternal, evs)
+			}
+		}
+	}
+	if n := f.Calls()["neutron.CreateFloatingIP"]; n != 0 || len(f.FloatingIPs()) != 0 {
+		t.Errorf("%d floating IPs created, want none", n)
+	}
+}
