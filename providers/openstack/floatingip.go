@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -202,7 +204,9 @@ func (l *loadBalancers) releaseFIP(ctx context.Context, cl *clients, id ownershi
 	return nil
 }
 
-// externalNetwork finds the one external network when none is configured.
+// externalNetwork picks the floating network when none is configured, by the upstream CCM's
+// rule: the first external network, in Neutron's list order, that has a subnet and where one
+// of its subnets is IPv4 (or is not visible to the project: upstream takes that one too).
 func (l *loadBalancers) externalNetwork(ctx context.Context, cl *clients) (string, error) {
 	yes := true
 	pages, err := networks.List(cl.network, external.ListOptsExt{ListOptsBuilder: networks.ListOpts{}, External: &yes}).AllPages(ctx)
@@ -213,12 +217,33 @@ func (l *loadBalancers) externalNetwork(ctx context.Context, cl *clients) (strin
 	if err != nil {
 		return "", err
 	}
-	switch len(nets) {
-	case 0:
-		return "", fmt.Errorf("no external network for floating IPs: set [LoadBalancer] floating-network-id or annotation %s", annFloatingNetworkID)
-	case 1:
-		return nets[0].ID, nil
-	default:
-		return "", fmt.Errorf("%d external networks: set [LoadBalancer] floating-network-id or annotation %s", len(nets), annFloatingNetworkID)
+	for _, n := range nets {
+		if len(n.Subnets) == 0 {
+			continue
+		}
+		sp, err := subnets.List(cl.network, subnets.ListOpts{NetworkID: n.ID}).AllPages(ctx)
+		if err != nil {
+			return "", fmt.Errorf("listing the subnets of external network %s: %w", n.ID, err)
+		}
+		subs, err := subnets.ExtractSubnets(sp)
+		if err != nil {
+			return "", err
+		}
+		if pickFloatingNetwork(n.Subnets, subs) {
+			return n.ID, nil
+		}
 	}
+	return "", fmt.Errorf("no external network with an IPv4 subnet for floating IPs: set [LoadBalancer] floating-network-id or annotation %s", annFloatingNetworkID)
+}
+
+// pickFloatingNetwork: a network whose subnet IDs are ids (subs: those the project can see)
+// can give floating IPs, by upstream's rule. Pure.
+func pickFloatingNetwork(ids []string, subs []subnets.Subnet) bool {
+	for _, id := range ids {
+		i := slices.IndexFunc(subs, func(s subnets.Subnet) bool { return s.ID == id })
+		if i < 0 || subs[i].IPVersion == 4 {
+			return true
+		}
+	}
+	return false
 }

@@ -1,12 +1,12 @@
 package openstack
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -144,8 +144,6 @@ func TestUpstreamAnnotationsAdoptInPlace(t *testing.T) {
 	}
 }
 
-var _ = context.Background
-
 // [LoadBalancer] internal-lb = true is enforced as upstream does: a Service annotated
 // openstack-internal-load-balancer=false still gets an internal address (its VIP, no floating
 // IP), with a Warning naming the annotation.
@@ -169,5 +167,42 @@ func TestInternalLBConfigIsEnforced(t *testing.T) {
 	}
 	if n := f.Calls()["neutron.CreateFloatingIP"]; n != 0 || len(f.FloatingIPs()) != 0 {
 		t.Errorf("%d floating IPs created, want none", n)
+	}
+}
+
+// With no floating network configured, the first external network (Neutron's list order) with
+// an IPv4 subnet gives the floating IP, as upstream picks it; several external networks are
+// no error.
+func TestFloatingNetworkIsTheFirstExternalOne(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	f.AddNetwork("ext-v6-only", "2001:db8:1::/64", true) // listed first, no IPv4 subnet: skipped
+	ext, _ := f.AddNetwork("ext-second", "198.51.100.0/24", true)
+	f.AddNetwork("ext-third", "203.0.113.0/24", true)
+	lb, _ := migrationCloud(t, f, "")
+	svc := lbService("fip-auto", nil)
+	ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+	fips := f.FloatingIPs()
+	if len(fips) != 1 || fips[0].NetworkID != ext {
+		t.Errorf("floating IPs %+v, want one on %s (the first external network with an IPv4 subnet)", fips, ext)
+	}
+}
+
+func TestPickFloatingNetwork(t *testing.T) {
+	v4, v6 := subnets.Subnet{ID: "s4", IPVersion: 4}, subnets.Subnet{ID: "s6", IPVersion: 6}
+	for _, tc := range []struct {
+		name string
+		ids  []string
+		subs []subnets.Subnet
+		want bool
+	}{
+		{"an IPv4 subnet", []string{"s4"}, []subnets.Subnet{v4}, true},
+		{"IPv6 only", []string{"s6"}, []subnets.Subnet{v6}, false},
+		{"IPv6 then IPv4", []string{"s6", "s4"}, []subnets.Subnet{v6, v4}, true},
+		{"a subnet the project cannot see", []string{"hidden"}, []subnets.Subnet{v6}, true},
+		{"no subnet", nil, nil, false},
+	} {
+		if got := pickFloatingNetwork(tc.ids, tc.subs); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

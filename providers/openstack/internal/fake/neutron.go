@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -39,7 +40,7 @@ type floatingIP struct {
 
 // FloatingIP is a floating IP as tests see it.
 type FloatingIP struct {
-	ID, Address, PortID, Description string
+	ID, Address, PortID, Description, NetworkID string
 }
 
 // FloatingIPs lists the floating IPs.
@@ -48,7 +49,7 @@ func (c *Cloud) FloatingIPs() []FloatingIP {
 	defer c.mu.Unlock()
 	var out []FloatingIP
 	for _, f := range c.fips {
-		out = append(out, FloatingIP{ID: f.ID, Address: f.FloatingIP, PortID: f.PortID, Description: f.Description})
+		out = append(out, FloatingIP{ID: f.ID, Address: f.FloatingIP, PortID: f.PortID, Description: f.Description, NetworkID: f.NetworkID})
 	}
 	return out
 }
@@ -229,7 +230,13 @@ func (c *Cloud) updatePort(w http.ResponseWriter, r *http.Request) {
 func (c *Cloud) listNetworks(w http.ResponseWriter, r *http.Request) {
 	ext := r.URL.Query().Get("router:external")
 	out := []any{}
-	for _, n := range c.networks {
+	ids := make([]string, 0, len(c.networks))
+	for id := range c.networks {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // Neutron lists by its primary key when no sort is asked for
+	for _, id := range ids {
+		n := c.networks[id]
 		if ext != "" && (ext == "true") != n.External {
 			continue
 		}
