@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/sourceranges"
 )
 
 // Annotations, in the upstream provider's vocabulary.
@@ -206,19 +206,12 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 // goes into a URL path, so nothing else (no "/", "..", "?") is accepted.
 var objectIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
-// sourceRanges are the Service's loadBalancerSourceRanges as canonical prefixes, sorted; a
-// value that is not a CIDR is an error naming the field.
+// sourceRanges are the Service's source ranges (spec.loadBalancerSourceRanges, else the legacy
+// annotation upstream honours: common/sourceranges) as canonical prefixes, sorted; nil when
+// the Service lets every client in. A value that is not a CIDR is an error naming the field.
 func sourceRanges(svc *v1.Service) ([]string, error) {
-	var out []string
-	for i, r := range svc.Spec.LoadBalancerSourceRanges {
-		p, err := netip.ParsePrefix(strings.TrimSpace(r))
-		if err != nil {
-			return nil, fmt.Errorf("spec.loadBalancerSourceRanges[%d]: %q is not a CIDR (e.g. 203.0.113.0/24 or 2001:db8::/32)", i, r)
-		}
-		out = append(out, p.Masked().String())
-	}
-	sort.Strings(out)
-	return slices.Compact(out), nil
+	r, err := sourceranges.Of(svc)
+	return r.CIDRs, err
 }
 
 // familyRanges keeps the ranges of one IP family: Octavia refuses allowed_cidrs of the other

@@ -1,7 +1,9 @@
 package openstack
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccm-project/ccm/common/cloudtest"
+	"github.com/ccm-project/ccm/common/sourceranges"
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
@@ -204,5 +207,48 @@ func TestPickFloatingNetwork(t *testing.T) {
 		if got := pickFloatingNetwork(tc.ids, tc.subs); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The legacy annotation service.beta.kubernetes.io/load-balancer-source-ranges is honoured as
+// upstream does (spec.loadBalancerSourceRanges wins when set): on the listeners' allowed CIDRs
+// and on the security group's rules. A bad item is an error naming the annotation.
+func TestLegacySourceRangesAnnotation(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	lb, sink := migrationCloud(t, f, manageSG)
+	nodes := lbNodes("10.0.0.5")
+	only := lbService("ranges-ann", map[string]string{sourceranges.Annotation: "192.0.2.0/24, 198.51.100.0/24"})
+	both := lbService("ranges-both", map[string]string{sourceranges.Annotation: "192.0.2.0/24"})
+	both.Spec.LoadBalancerSourceRanges = []string{"203.0.113.0/24"}
+	for _, tc := range []struct {
+		svc  *v1.Service
+		want []string
+	}{{only, []string{"192.0.2.0/24", "198.51.100.0/24"}}, {both, []string{"203.0.113.0/24"}}} {
+		ensureUntilReady(t, lb, tc.svc, nodes)
+		if got := fakeLB(t, f, tc.svc.Name); len(got.Listeners) != 1 || !slices.Equal(got.Listeners[0].AllowedCIDRs, tc.want) {
+			t.Errorf("%s: listeners %+v, want allowed CIDRs %v", tc.svc.Name, got.Listeners, tc.want)
+		}
+		var prefixes []string
+		for _, g := range f.SecurityGroups() {
+			if g.Name != sgName("kube_service_"+cluster+"_default_"+tc.svc.Name) {
+				continue
+			}
+			for _, r := range g.Rules {
+				if r.Direction == "ingress" && r.RemoteIPPrefix != "10.0.0.0/16" {
+					prefixes = append(prefixes, r.RemoteIPPrefix)
+				}
+			}
+		}
+		slices.Sort(prefixes)
+		if !slices.Equal(prefixes, tc.want) {
+			t.Errorf("%s: security group rules from %v, want %v", tc.svc.Name, prefixes, tc.want)
+		}
+	}
+	bad := lbService("ranges-bad", map[string]string{sourceranges.Annotation: "192.0.2.0/24,everyone"})
+	if _, err := lb.EnsureLoadBalancer(context.Background(), cluster, bad, nodes); err == nil || !strings.Contains(err.Error(), sourceranges.Annotation) {
+		t.Errorf("a bad annotation: %v, want an error naming it", err)
+	}
+	if found, evs := sink.Await(bad, 5*time.Second, v1.EventTypeWarning, sourceranges.Annotation, `"everyone"`); !found {
+		t.Errorf("no Warning naming the annotation: %q", evs)
 	}
 }

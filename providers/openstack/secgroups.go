@@ -80,6 +80,10 @@ func sgRules(ctx context.Context, cl *clients, svc *v1.Service, specs []*lbSpec)
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0 {
 		ports = append(ports, proto{"tcp", int(svc.Spec.HealthCheckNodePort)})
 	}
+	ranges, err := sourceRanges(svc)
+	if err != nil {
+		return nil, err
+	}
 	set := map[sgRule]bool{}
 	for _, spec := range specs {
 		et, v6 := "IPv4", spec.family == v1.IPv6Protocol
@@ -87,19 +91,15 @@ func sgRules(ctx context.Context, cl *clients, svc *v1.Service, specs []*lbSpec)
 			et = "IPv6"
 		}
 		var prefixes []string
-		for _, r := range svc.Spec.LoadBalancerSourceRanges {
-			p, err := netip.ParsePrefix(strings.TrimSpace(r))
-			if err != nil {
-				return nil, fmt.Errorf("loadBalancerSourceRanges: %q is not a CIDR", r)
-			}
-			if p.Addr().Is6() == v6 {
-				prefixes = append(prefixes, p.Masked().String())
+		for _, r := range ranges {
+			if p, err := netip.ParsePrefix(r); err == nil && p.Addr().Is6() == v6 {
+				prefixes = append(prefixes, r)
 			}
 		}
 		switch {
-		case len(svc.Spec.LoadBalancerSourceRanges) == 0 && v6:
+		case len(ranges) == 0 && v6:
 			prefixes = []string{"::/0"}
-		case len(svc.Spec.LoadBalancerSourceRanges) == 0:
+		case len(ranges) == 0:
 			prefixes = []string{"0.0.0.0/0"}
 		case or(spec.memberSubnetID, spec.subnetID) != "":
 			// Amphorae connect to the NodePorts from the member subnet, not from the client.
