@@ -567,6 +567,10 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 			return err
 		}
 	}
+	// The upstream CCM's group for the Service goes with it, whatever the setting (upstreamsg.go).
+	if err := l.retireUpstreamSG(ctx, cl, clusterName, svc, nil, nil); err != nil {
+		return err
+	}
 	var pending []string
 	for i, name := range names {
 		existing := ""

@@ -252,3 +252,99 @@ func TestLegacySourceRangesAnnotation(t *testing.T) {
 		t.Errorf("no Warning naming the annotation: %q", evs)
 	}
 }
+
+// upstreamGroups are the fake's groups named as the upstream CCM names svc's, and the ports
+// holding any of them.
+func upstreamGroups(f *fake.Cloud, svc *v1.Service, ports []string) (groups []string, attached []string) {
+	name := fake.UpstreamSGName(string(svc.UID), svc.Namespace, svc.Name)
+	for _, g := range f.SecurityGroups() {
+		if g.Name != name {
+			continue
+		}
+		groups = append(groups, g.ID)
+		for _, p := range ports {
+			if slices.Contains(f.PortSecurityGroups(p), g.ID) {
+				attached = append(attached, p)
+			}
+		}
+	}
+	return groups, attached
+}
+
+// With manage-security-groups, the upstream CCM's per-Service group is removed (detached from
+// the nodes' ports, then deleted) once ccm's own group is attached to those ports; deleting a
+// Service later leaves no group of either. A group of that name that is another cluster's
+// (its description) is never touched.
+func TestUpstreamSecurityGroupRetiredAfterReplacement(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	u := seedUpstreamCluster(t, f, 2, true)
+	foreign := upstreamSvc("up-0") // same name and UID, another cluster's description
+	foreignID := f.AddSecurityGroup(fake.UpstreamSGName(string(foreign.UID), "other", "up-0"))
+	lb, _ := migrationCloud(t, f, manageSG)
+	for i, svc := range u.svcs {
+		if gs, at := upstreamGroups(f, svc, u.ports); len(gs) != 1 || len(at) != 2 {
+			t.Fatalf("%s: seeded groups %v on ports %v", svc.Name, gs, at)
+		}
+		st := ensureUntilReady(t, lb, svc, u.nodes)
+		if st.Ingress[0].IP != u.addrs[i] {
+			t.Errorf("%s: address %s, want %s", svc.Name, st.Ingress[0].IP, u.addrs[i])
+		}
+		if gs, at := upstreamGroups(f, svc, u.ports); len(gs) != 0 || len(at) != 0 {
+			t.Errorf("%s: upstream's group %v still there (on ports %v)", svc.Name, gs, at)
+		}
+		own := sgName("kube_service_" + cluster + "_default_" + svc.Name)
+		for _, p := range u.ports {
+			if !slices.ContainsFunc(f.SecurityGroups(), func(g fake.SecurityGroup) bool {
+				return g.Name == own && slices.Contains(f.PortSecurityGroups(p), g.ID)
+			}) {
+				t.Errorf("%s: port %s does not hold ccm's group %s", svc.Name, p, own)
+			}
+		}
+	}
+	if c, d := servingChanges(f.Calls()); c != 0 || d != 0 {
+		t.Errorf("takeover: %d creates, %d deletes of serving resources, want 0 and 0", c, d)
+	}
+	for _, svc := range u.svcs {
+		if err := lb.EnsureLoadBalancerDeleted(context.Background(), cluster, svc); err != nil && !isRetry(err) {
+			t.Fatal(err)
+		}
+	}
+	for _, g := range f.SecurityGroups() {
+		if g.ID != foreignID && strings.HasPrefix(g.Name, "lb-sg-") {
+			t.Errorf("group %s (%s) left after the Services were deleted", g.Name, g.Description)
+		}
+	}
+	if !slices.ContainsFunc(f.SecurityGroups(), func(g fake.SecurityGroup) bool { return g.ID == foreignID }) {
+		t.Errorf("another cluster's group of the same name was deleted")
+	}
+}
+
+// Without manage-security-groups, the upstream CCM's group stays while the Service lives (it
+// may be what opens the NodePorts), and goes, detached from every port, with the Service.
+func TestUpstreamSecurityGroupRemovedWithTheService(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	u := seedUpstreamCluster(t, f, 1, true)
+	lb, _ := migrationCloud(t, f, "")
+	svc := u.svcs[0]
+	ensureUntilReady(t, lb, svc, u.nodes)
+	if gs, at := upstreamGroups(f, svc, u.ports); len(gs) != 1 || len(at) != 2 {
+		t.Errorf("after a sync without manage-security-groups: upstream's groups %v on %v, want it kept on both ports", gs, at)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := lb.EnsureLoadBalancerDeleted(context.Background(), cluster, svc)
+		if err == nil {
+			break
+		}
+		if !isRetry(err) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if gs, at := upstreamGroups(f, svc, u.ports); len(gs) != 0 || len(at) != 0 {
+		t.Errorf("after the delete: upstream's groups %v on ports %v, want none", gs, at)
+	}
+	if n := len(f.LoadBalancers()); n != 0 {
+		t.Errorf("%d load balancers left", n)
+	}
+}

@@ -216,6 +216,10 @@ func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clus
 		}
 		return append(gs, sg.ID)
 	}
+	served := map[string]bool{} // the ports that hold the group once this sync is done
+	for pid := range wantPorts {
+		served[pid] = true
+	}
 	for _, p := range attached {
 		if _, ok := wantPorts[p.ID]; ok {
 			delete(wantPorts, p.ID) // already there
@@ -235,7 +239,8 @@ func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clus
 			return err
 		}
 	}
-	return nil
+	// The group serves: the upstream CCM's group for the Service is no longer needed.
+	return l.retireUpstreamSG(ctx, cl, clusterName, svc, rep.seen, served)
 }
 
 // nodeServers caches node name -> Nova server ID for Nodes without a providerID yet (found
