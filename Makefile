@@ -17,7 +17,7 @@ GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)"
 PROVIDER ?= dummy
 FUZZTIME ?= 10s
 
-.PHONY: faults faults-short flags-doc image images image-test bench bench-dummy all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help
+.PHONY: helm-test faults faults-short flags-doc image images image-test bench bench-dummy all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help
 
 all: build
 
@@ -56,7 +56,14 @@ integration: testbin $(addprefix build-,$(PROVIDERS))
 		go test -count=1 -p 1 -timeout 30m -v $(INTEGRATION_PKGS) 2>&1 | tee bin/integration.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic|no etcd|control plane ready)|_test.go:'; \
 		rc=$${PIPESTATUS[0]}; [ $$rc = 0 ] || bash build/failed-tests.sh bin/integration.log; exit $$rc
 
-test: unit fuzz image-test integration faults-short
+test: unit fuzz image-test integration faults-short helm-test
+
+# The Helm charts (deploy/charts): lint, render with every ci/ values file, check-config,
+# server-side dry-run, and a dummy install + upgrade (test/helm). helm is built once into bin/testbin.
+helm-test: testbin $(addprefix build-,$(PROVIDERS))
+	@bash build/testbin.sh helm
+	CCM_BIN_DIR=$(CURDIR)/bin CCM_TESTBIN=$(CURDIR)/bin/testbin go test -count=1 -v ./test/helm/ 2>&1 | tee bin/helm-test.log | grep --line-buffered -E '^(\s*--- |PASS|FAIL|ok|panic)|_test.go:'; \
+		exit $${PIPESTATUS[0]}
 
 # Fault scenarios (outage, churn with SIGKILLs, throttling, credentials in logs, leader failover)
 # for every provider against its simulator; see test/faults. make test runs the short form.

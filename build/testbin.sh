@@ -8,6 +8,26 @@ out=${TESTBIN_DIR:-$root/bin/testbin}
 mkdir -p "$out"
 # modversion DIR MODULE: the version DIR's go.mod requires (in a block or on a require line).
 modversion() { awk -v m="$2" '($1==m || ($1=="require" && $2==m)) {for (i = 1; i <= NF; i++) if ($i ~ /^v[0-9]/) {print $i; exit}}' "$root/build/testbin/$1/go.mod"; }
+
+# `testbin.sh helm`: only helm (make helm-test), pinned by build/testbin/helm/go.mod, with its
+# own stamp so the control plane is neither rebuilt nor needed for it.
+if [[ "${1:-}" == helm ]]; then
+  helm_version=$(modversion helm helm.sh/helm/v3)
+  [[ -n "$helm_version" ]] || { echo "testbin: cannot read the helm version from build/testbin/helm/go.mod" >&2; exit 1; }
+  stamp="helm=$helm_version go=$(go env GOVERSION)"
+  if [[ -f "$out/.stamp-helm" && "$(cat "$out/.stamp-helm")" == "$stamp" && -x "$out/helm" ]]; then
+    echo "testbin: helm up to date in $out ($stamp)"
+    exit 0
+  fi
+  start=$SECONDS
+  echo "testbin: building helm $helm_version (first build takes a minute or two; cached afterwards)"
+  (cd "$root/build/testbin/helm" && GOWORK=off CGO_ENABLED=0 go build -trimpath \
+    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version" -o "$out/helm.tmp" helm.sh/helm/v3/cmd/helm)
+  mv "$out/helm.tmp" "$out/helm"
+  echo "$stamp" > "$out/.stamp-helm"
+  echo "testbin: helm ready in $((SECONDS - start))s: $("$out/helm" version --short)"
+  exit 0
+fi
 k8s_version=$(modversion apiserver k8s.io/kubernetes)
 etcd_version=$(modversion etcd go.etcd.io/etcd/server/v3)
 [[ -n "$k8s_version" && -n "$etcd_version" ]] || { echo "testbin: cannot read pinned versions from build/testbin/*/go.mod" >&2; exit 1; }

@@ -1,0 +1,177 @@
+{{/*
+Shared by every ccm chart (every chart holds the same file, and test/helm checks that they stay equal).
+Each chart's _settings.tpl turns its values (the upstream chart's names, plus ours under `ccm:`)
+into one settings object; these templates render the objects of deploy/base from it, so every
+chart ships the same ServiceAccount, RBAC, config Secret and DaemonSet as the kustomize overlays.
+*/}}
+
+{{/* ccm.s: the settings object, computed once per template file. */}}
+{{- define "ccm.s" -}}
+{{- include "ccm.settings" . -}}
+{{- end -}}
+
+{{/* ccm.labels: labels of every object (the DaemonSet's selector labels come on top). */}}
+{{- define "ccm.labels" -}}
+app.kubernetes.io/part-of: ccm
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" | trunc 63 }}
+{{- with merge (dict) (.extraLabels | default dict) (.s.labels | default dict) }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* ccm.meta: name, namespace (when namespaced), labels and the common annotations. */}}
+{{- define "ccm.meta" -}}
+name: {{ .name }}
+{{- if .namespace }}
+namespace: {{ .namespace }}
+{{- end }}
+labels:
+  {{- include "ccm.labels" . | nindent 2 }}
+{{- with merge (dict) (.extraAnnotations | default dict) (.s.annotations | default dict) }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* ccm.iniValue: one value as gcfg reads it: quoted, with \ and " escaped. */}}
+{{- define "ccm.iniValue" -}}
+{{- $s := toString . -}}
+{{- if kindIs "float64" . }}{{ $s = . | int64 | toString }}{{ end -}}
+"{{ $s | replace "\\" "\\\\" | replace "\"" "\\\"" | replace "\n" "\\n" }}"
+{{- end -}}
+
+{{/* ccm.iniSection: [Name "sub"] and its keys, sorted; list values become repeated keys. */}}
+{{- define "ccm.iniSection" -}}
+[{{ .name }}{{ with .sub }} "{{ . }}"{{ end }}]
+{{- range $k, $v := .keys }}
+{{- if kindIs "slice" $v }}
+{{- range $v }}
+{{ $k }} = {{ include "ccm.iniValue" . }}
+{{- end }}
+{{- else if not (kindIs "invalid" $v) }}
+{{ $k }} = {{ include "ccm.iniValue" $v }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* ccm.has: "true" when the dotted path .path is set (not null) in the map .in. */}}
+{{- define "ccm.has" -}}
+{{- $cur := .in -}}
+{{- $ok := true -}}
+{{- range (splitList "." .path) -}}
+{{- if and $ok (kindIs "map" $cur) (hasKey $cur .) -}}
+{{- $cur = index $cur . -}}
+{{- else -}}
+{{- $ok = false -}}
+{{- end -}}
+{{- end -}}
+{{- if and $ok (not (kindIs "invalid" $cur)) }}true{{ end -}}
+{{- end -}}
+
+{{/*
+ccm.report: the values the operator set that ccm does not use (.unused, dotted paths), and the
+top-level names neither the upstream chart nor ccm knows (.known), for NOTES.txt.
+*/}}
+{{- define "ccm.report" -}}
+{{- $unused := list -}}
+{{- range .unused -}}
+{{- if include "ccm.has" (dict "in" $.values "path" .) -}}
+{{- $unused = append $unused . -}}
+{{- end -}}
+{{- end -}}
+{{- $unknown := list -}}
+{{- range $k, $_ := .values -}}
+{{- if not (has $k $.known) -}}
+{{- $unknown = append $unknown $k -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml (dict "unused" $unused "unknown" $unknown) -}}
+{{- end -}}
+
+{{/* ccm.pullSecrets: upstream charts take names or {name: ...} objects; the API wants objects. */}}
+{{- define "ccm.pullSecrets" -}}
+{{- $out := list -}}
+{{- range . -}}
+{{- if kindIs "string" . }}{{ $out = append $out (dict "name" .) }}{{ else }}{{ $out = append $out . }}{{ end -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/*
+ccm.args: the container's arguments as deploy/base sets them, from .provider, .config (the
+--cloud-config path, if any), .cluster, .allowDefault, .listenAll (bind 0.0.0.0: metrics scraped
+from outside, or no host network), .v, .controllers (list) and .extra (the operator's flags).
+The chart decides --cloud-provider, --cloud-config and --cluster-name (the same flags in .extra
+are dropped); for every other flag of ours, the operator's in .extra wins and ours is left out.
+*/}}
+{{- define "ccm.args" -}}
+{{- $forced := list (printf "--cloud-provider=%s" .provider) -}}
+{{- with .config }}{{ $forced = append $forced (printf "--cloud-config=%s" .) }}{{ end -}}
+{{- with .cluster }}{{ $forced = append $forced (printf "--cluster-name=%s" .) }}{{ end -}}
+{{- if .allowDefault }}{{ $forced = append $forced "--allow-default-cluster-name" }}{{ end -}}
+{{- $v := 2 -}}
+{{- if not (kindIs "invalid" .v) }}{{ $v = .v }}{{ end -}}
+{{- $defaults := list "--leader-elect=true" "--use-service-account-credentials=false"
+      (printf "--bind-address=%s" (ternary "0.0.0.0" "127.0.0.1" (.listenAll | default false)))
+      "--secure-port=10258" (printf "--v=%d" ($v | int)) -}}
+{{- with .controllers }}{{ $defaults = append $defaults (printf "--controllers=%s" (join "," .)) }}{{ end -}}
+{{- $flag := "^--([^=]+)" -}}
+{{- $forcedNames := list -}}
+{{- range $forced }}{{ $forcedNames = append $forcedNames (regexFind $flag .) }}{{ end -}}
+{{- $extra := list -}}
+{{- $extraNames := list -}}
+{{- range .extra -}}
+{{- $n := regexFind $flag (toString .) -}}
+{{- if not (has $n $forcedNames) }}{{ $extra = append $extra (toString .) }}{{ $extraNames = append $extraNames $n }}{{ end -}}
+{{- end -}}
+{{- $a := $forced -}}
+{{- range $defaults -}}
+{{- if not (has (regexFind $flag .) $extraNames) }}{{ $a = append $a . }}{{ end -}}
+{{- end -}}
+{{- toYaml (concat $a $extra) -}}
+{{- end -}}
+
+{{/* ccm.flag: the value of the last --.name=VALUE in .args ("" if none). */}}
+{{- define "ccm.flag" -}}
+{{- $out := "" -}}
+{{- $prefix := printf "--%s=" .name -}}
+{{- range .args -}}
+{{- if hasPrefix $prefix (toString .) }}{{ $out = trimPrefix $prefix (toString .) }}{{ end -}}
+{{- end -}}
+{{- $out -}}
+{{- end -}}
+
+{{/* ccm.hasFlag: "true" if .args hold --.name or --.name=... */}}
+{{- define "ccm.hasFlag" -}}
+{{- $found := false -}}
+{{- range .args -}}
+{{- $s := toString . -}}
+{{- if or (eq $s (printf "--%s" $.name)) (hasPrefix (printf "--%s=" $.name) $s) }}{{ $found = true }}{{ end -}}
+{{- end -}}
+{{- if $found }}true{{ end -}}
+{{- end -}}
+
+{{/*
+ccm.probes: /healthz on the secure port, as deploy/base. With the host network the kubelet
+reaches it on 127.0.0.1; without, on the pod's address.
+*/}}
+{{- define "ccm.probes" -}}
+{{- $get := dict "path" "/healthz" "port" 10258 "scheme" "HTTPS" -}}
+{{- if .hostNetwork }}{{ $_ := set $get "host" "127.0.0.1" }}{{ end -}}
+liveness:
+  httpGet: {{ toJson $get }}
+  initialDelaySeconds: 15
+  periodSeconds: 10
+  failureThreshold: 3
+readiness:
+  httpGet: {{ toJson $get }}
+  periodSeconds: 10
+{{- end -}}
+
+{{/* ccm.image: ccm's image for this chart's provider (never the upstream CCM's image). */}}
+{{- define "ccm.image" -}}
+{{- $i := .Values.ccm.image -}}
+{{- if $i.digest }}{{ printf "%s@%s" $i.repository $i.digest }}{{ else }}{{ printf "%s:%s" $i.repository ($i.tag | default .Chart.AppVersion) }}{{ end -}}
+{{- end -}}
