@@ -70,16 +70,34 @@ func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan 
 	if table == "" {
 		table = "tagged kubernetes.io/cluster/" + c.cfg.ClusterID()
 	}
-	klog.InfoS("AWS cloud ready", "region", c.cfg.region(), "cluster", c.cfg.ClusterID(),
-		"ec2Endpoint", c.cfg.endpoint("ec2"), "routeTable", table+" (used only with --configure-cloud-routes and --cluster-cidr)")
+	klog.InfoS("AWS cloud ready", "region", c.cfg.region(), "zone", c.cfg.Global.Zone, "cluster", c.cfg.ClusterID(),
+		"ec2Endpoint", c.cfg.endpoint(serviceEC2), "routeTable", table+" (used only with --configure-cloud-routes and --cluster-cidr)")
 }
+
+// Prepare implements provider.Preparer: before the controllers start, it asks IMDS and EC2
+// for what the config leaves out (region and zone, cluster ID), so a failure stops ccm with a
+// clear error instead of a cloud that is never ready.
+func (c *Cloud) Prepare(context.Context) error { return c.init() }
 
 func (c *Cloud) init() error {
 	c.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
+		defer cancel()
+		self, err := c.discoverRegion(ctx)
+		if err != nil {
+			c.initErr = err
+			return
+		}
 		api, err := newClients(context.Background(), &c.cfg)
 		if err != nil {
 			c.initErr = err
 			return
+		}
+		if self != "" {
+			if err := c.discoverCluster(ctx, api.ec2, self); err != nil {
+				c.initErr = err
+				return
+			}
 		}
 		c.api = api
 		c.inst = newInstanceCache(api.ec2, c.cfg.Global.InstanceCacheTTL.Duration)
@@ -126,5 +144,11 @@ func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
 // ProviderName implements cloudprovider.Interface.
 func (c *Cloud) ProviderName() string { return ProviderName }
 
-// HasClusterID implements cloudprovider.Interface.
-func (c *Cloud) HasClusterID() bool { return c.cfg.ClusterID() != "" }
+// HasClusterID implements cloudprovider.Interface. Without KubernetesClusterID in the config
+// the ID is the running instance's cluster tag, read by init.
+func (c *Cloud) HasClusterID() bool {
+	if c.init() != nil {
+		return false
+	}
+	return c.cfg.ClusterID() != ""
+}

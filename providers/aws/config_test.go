@@ -8,10 +8,9 @@ import (
 func TestConfigErrorsNameKeyAndLine(t *testing.T) {
 	for _, tc := range []struct{ name, cfg, want string }{
 		{"unknown key", "[Global]\nRegion = us-east-1\nKubernetesClusterID = c\nRegoin = x\n", "line 4: [Global] Regoin: unknown key"},
-		{"no cluster", "[Global]\nRegion = us-east-1\n", "KubernetesClusterID: is required"},
 		{"bad region", "[Global]\nRegion = useast1\nKubernetesClusterID = c\n", "line 2: [Global] Region:"},
 		{"bad family", "[Global]\nRegion = us-east-1\nKubernetesClusterID = c\nNodeIPFamilies = ipv5\n", "line 4: [Global] NodeIPFamilies: must be ipv4 or ipv6"},
-		{"override service", "[Global]\nRegion = us-east-1\nKubernetesClusterID = c\n[ServiceOverride \"1\"]\nService = s3\nURL = http://x\n", `[ServiceOverride "1"] Service: "s3" is not a service`},
+		{"override service", "[Global]\nRegion = us-east-1\nKubernetesClusterID = c\n[ServiceOverride \"1\"]\nService = sqs\nURL = https://x\n", `line 5: [ServiceOverride "1"] Service: "sqs" is not a service the upstream CCM or ccm calls`},
 		{"override url", "[Global]\nRegion = us-east-1\nKubernetesClusterID = c\n[ServiceOverride \"1\"]\nService = ec2\nURL = nope\n", `URL: must be an http(s) URL`},
 		{"plain http endpoint", "[Global]\nRegion = us-east-1\nKubernetesClusterID = c\n[ServiceOverride \"1\"]\nService = ec2\nURL = http://ec2.example.com\n", `line 6: [ServiceOverride "1"] URL: "http://ec2.example.com": http:// would send`},
 		{"plain http sts", "[Global]\nRegion = us-east-1\nKubernetesClusterID = c\n[ServiceOverride \"s\"]\nService = sts\nURL = http://10.0.0.1:8080\n", `line 6: [ServiceOverride "s"] URL:`},

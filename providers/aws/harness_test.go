@@ -36,7 +36,13 @@ type harness struct {
 
 func newHarness(t *testing.T, cluster string) *harness {
 	t.Helper()
-	f := fakeaws.New("us-east-1", cluster)
+	return newHarnessIn(t, "us-east-1", cluster)
+}
+
+// newHarnessIn is newHarness with the fake's home region (configFor stays us-east-1's).
+func newHarnessIn(t *testing.T, region, cluster string) *harness {
+	t.Helper()
+	f := fakeaws.New(region, cluster)
 	f.AddCredentials("AKIDTEST", testSecret)
 	url, err := f.Start()
 	if err != nil {

@@ -413,6 +413,8 @@ func (l *loadBalancers) desired(ctx context.Context, svc *v1.Service, opts *lbOp
 	d.HealthCheck = fmt.Sprintf("TCP:%d", firstNodePort(svc))
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
 		d.HealthCheck = fmt.Sprintf("HTTP:%d/healthz", svc.Spec.HealthCheckNodePort)
+	} else if port, path, ok := l.c.cfg.sharedProbe(); ok && svc.Spec.ExternalTrafficPolicy != v1.ServiceExternalTrafficPolicyLocal {
+		d.HealthCheck = fmt.Sprintf("HTTP:%d%s", port, path) // nodePorts() admits it from the ELB's group
 	}
 	return d, nil
 }

@@ -79,6 +79,9 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
 		d.Health = fmt.Sprintf("HTTP:%d:/healthz", svc.Spec.HealthCheckNodePort)
 		d.HCNodePort = svc.Spec.HealthCheckNodePort
+	} else if port, path, ok := l.c.cfg.sharedProbe(); ok && svc.Spec.ExternalTrafficPolicy != v1.ServiceExternalTrafficPolicyLocal {
+		d.Health = fmt.Sprintf("HTTP:%d:%s", port, path)
+		d.HCNodePort = port // admitted on the node groups as the health check NodePort is
 	}
 	d.SourceRanges = opts.SourceRanges
 	return d, nil

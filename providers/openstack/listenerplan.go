@@ -40,7 +40,12 @@ func listenerKey(h listeners.Listener) string {
 // pools whose description proves they are the Service's are changed or deleted; on its own,
 // listeners marked as another Service's are left alone too. A wanted port held by a listener
 // the Service does not own is an error.
-func planListeners(id ownership.Identity, want []listenerSpec, have []listeners.Listener, allPools []pools.Pool, adopted bool) (listenerPlan, error) {
+//
+// name is the Service's load balancer name: the upstream CCM tags each listener with the name
+// of the Service that made it, which tells the listeners of Services sharing one load balancer
+// apart (shared.go). An unmarked listener tagged with another Service's name is never ours;
+// one tagged with name is, on a shared load balancer too.
+func planListeners(id ownership.Identity, name string, want []listenerSpec, have []listeners.Listener, allPools []pools.Pool, adopted bool) (listenerPlan, error) {
 	p := listenerPlan{Keep: map[string]listeners.Listener{}, Relabel: map[string]listeners.Listener{}}
 	poolByID := map[string]*pools.Pool{}
 	for i := range allPools {
@@ -56,8 +61,15 @@ func planListeners(id ownership.Identity, want []listenerSpec, have []listeners.
 		ls, isWanted := wanted[key]
 		owner, role, marked := ownership.ParseDescription(h.Description)
 		mine := marked && ownership.DescribedBy(id, h.Description)
+		tagMine, tagOther := upstreamListenerTags(h.Tags, name)
 		switch {
-		case adopted && !mine:
+		case !marked && tagOther:
+			// The upstream CCM's listener of another Service sharing the load balancer.
+			if isWanted {
+				return p, fmt.Errorf("port %s of the load balancer is taken by a listener of another Service sharing it", key)
+			}
+			continue
+		case adopted && !mine && !(tagMine && !marked):
 			if isWanted {
 				return p, fmt.Errorf("port %s of the load balancer named by annotation %s is taken by a listener this Service does not own", key, annLoadBalancerID)
 			}
@@ -83,7 +95,7 @@ func planListeners(id ownership.Identity, want []listenerSpec, have []listeners.
 			p.SpecChanged = true
 		}
 		d := listenerDelete{Listener: h, WithPool: h.DefaultPoolID != ""}
-		if adopted && d.WithPool {
+		if adopted && d.WithPool && !tagMine {
 			pool := poolByID[h.DefaultPoolID]
 			d.WithPool = pool != nil && ownership.DescribedBy(id, pool.Description)
 		}

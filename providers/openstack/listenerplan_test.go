@@ -11,6 +11,13 @@ import (
 	"github.com/ccm-project/ccm/common/ownership"
 )
 
+const (
+	testLBName  = "kube_service_c1_ns_web"
+	otherLBName = "kube_service_c1_ns_api"
+)
+
+func tagged(l listeners.Listener, tags ...string) listeners.Listener { l.Tags = tags; return l }
+
 func TestPlanListeners(t *testing.T) {
 	id := ownership.Identity{Cluster: "c1", Namespace: "ns", Name: "web", UID: "u1"}
 	other := ownership.Identity{Cluster: "c1", Namespace: "ns", Name: "api", UID: "u2"}
@@ -74,11 +81,19 @@ func TestPlanListeners(t *testing.T) {
 			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true)}, false, want{del: []string{"L1"}, delWithPool: []bool{true}, create: []string{"TCP/80"}, specChanged: true}},
 		{"the upstream CCM's listener with the wanted pool: relabelled", []listenerSpec{l80}, []listeners.Listener{lis("L1", l80, "", "P1")},
 			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true)}, false, want{relabel: []string{"L1"}}},
+		{"shared: the upstream CCM's listener of another Service (its tag) is left alone", []listenerSpec{l80}, []listeners.Listener{lis("L1", l80, "", "P1"), tagged(lis("L9", l443, "", "P9"), otherLBName)},
+			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true), pool("P9", "", "ROUND_ROBIN", true)}, false, want{relabel: []string{"L1"}}},
+		{"shared: another Service's upstream listener on a wanted port is refused", []listenerSpec{l443}, []listeners.Listener{tagged(lis("L9", l443, "", "P9"), otherLBName)},
+			[]pools.Pool{pool("P9", "", "ROUND_ROBIN", true)}, false, want{err: "another Service sharing it"}},
+		{"shared: our upstream listener (our tag) on the owner's load balancer is relabelled", []listenerSpec{l443}, []listeners.Listener{tagged(lis("L1", l80, "", "P1"), otherLBName), tagged(lis("L2", l443, "", "P2"), testLBName)},
+			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true), pool("P2", "", "ROUND_ROBIN", true)}, true, want{relabel: []string{"L2"}}},
+		{"shared: our upstream listener no longer wanted goes with its pool", nil, []listeners.Listener{tagged(lis("L1", l80, "", "P1"), otherLBName), tagged(lis("L2", l443, "", "P2"), testLBName)},
+			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true), pool("P2", "", "ROUND_ROBIN", true)}, true, want{del: []string{"L2"}, delWithPool: []bool{true}}},
 		{"the upstream CCM's listener with another algorithm: replaced", []listenerSpec{l80}, []listeners.Listener{lis("L1", l80, "", "P1")},
 			[]pools.Pool{pool("P1", "", "SOURCE_IP", true)}, false, want{del: []string{"L1"}, delWithPool: []bool{true}, create: []string{"TCP/80"}, specChanged: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := planListeners(id, tc.spec, tc.have, tc.pools, tc.adopted)
+			p, err := planListeners(id, testLBName, tc.spec, tc.have, tc.pools, tc.adopted)
 			if tc.want.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want.err) {
 					t.Fatalf("err = %v, want one saying %q", err, tc.want.err)

@@ -115,7 +115,7 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 	if err != nil {
 		return err
 	}
-	plan, err := planListeners(id, spec.listeners, have, allPools, adopted)
+	plan, err := planListeners(id, spec.name, spec.listeners, have, allPools, adopted)
 	if err != nil {
 		return err
 	}

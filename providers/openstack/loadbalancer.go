@@ -106,6 +106,9 @@ func (l *loadBalancers) find(ctx context.Context, cl *clients, id ownership.Iden
 		if lbOwned(id, lb) == nil {
 			return lb, false, nil
 		}
+		if lbOfCluster(id.Cluster, lb) {
+			return lb, true, nil // another Service's of this cluster: shared, as upstream (shared.go)
+		}
 		if err := l.c.cfg.LoadBalancer.allow.Named(id, annLoadBalancerID, kindLB, lb.ID, tagMap(lb.Tags)); err != nil {
 			return lb, false, err
 		}
@@ -432,6 +435,11 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	default:
 		return "", l.retry(fmt.Sprintf("load balancer %s is %s", name, st))
 	}
+	if adopted && lbOfCluster(id.Cluster, lb) {
+		if err := l.joinShared(ctx, cl, spec, lb); err != nil {
+			return "", err
+		}
+	}
 	if !adopted && lbNeedsTags(id, lb) {
 		// Written before the ownership tags held the Service's UID (or by the upstream CCM).
 		tags := withOwnerTags(lb.Tags, id)
@@ -617,10 +625,17 @@ func (l *loadBalancers) deleteOne(ctx context.Context, cl *clients, id ownership
 			}
 			return l.retry(fmt.Sprintf("the load balancer named by annotation %s is %s", annLoadBalancerID, lb.ProvisioningStatus))
 		}
-		return l.syncListeners(ctx, cl, lb.ID, id, &lbSpec{name: lb.Name}, nil, true, nil)
+		return l.leaveShared(ctx, cl, id, name, lb)
 	}
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
 		return l.retry(fmt.Sprintf("load balancer %s is %s", lb.Name, lb.ProvisioningStatus))
+	}
+	if others, err := l.usedByOthers(ctx, cl, id, name, lb); err != nil || others {
+		if err != nil {
+			return err
+		}
+		klog.InfoS("Other Services use the load balancer; removing only this Service's listeners", "service", klog.KObj(svc), "id", lb.ID)
+		return l.leaveOwn(ctx, cl, id, name, lb)
 	}
 	if err := l.releaseFIP(ctx, cl, id, svc, lb.VipPortID, keep); err != nil {
 		return err

@@ -348,3 +348,92 @@ func TestUpstreamSecurityGroupRemovedWithTheService(t *testing.T) {
 		t.Errorf("%d load balancers left", n)
 	}
 }
+
+// Two Services sharing one load balancer through load-balancer-id, as the upstream CCM leaves
+// them (the owner's listener tagged with its name, the other's with its own, both names in the
+// load balancer's tags): syncs keep both Services' listeners, writing nothing after the
+// takeover; a third Service is refused by max-shared-lb (upstream's default 2), an internal
+// one always; the owner's delete removes only its listener, and the last user's delete
+// removes the load balancer and its floating IP.
+func TestSharedLoadBalancerAsUpstream(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	u := seedUpstreamCluster(t, f, 1, false)
+	owner := u.svcs[0]
+	guest := upstreamSvc("guest", v1.ServicePort{Name: "https", Port: 443, NodePort: 30443, Protocol: v1.ProtocolTCP})
+	f.ShareUpstream(u.lbIDs[0], toUpstream(guest, u.nodes, nil))
+	adoptedByUpstream(guest, u.lbIDs[0], u.addrs[0])
+	lb, sink := migrationCloud(t, f, "")
+	ports := func() []int {
+		var out []int
+		for _, l := range f.LoadBalancers() {
+			for _, li := range l.Listeners {
+				out = append(out, li.Port)
+			}
+		}
+		return out
+	}
+	for round := range 2 {
+		writes := f.Writes()
+		for _, svc := range []*v1.Service{owner, guest, owner} {
+			st := ensureUntilReady(t, lb, svc, u.nodes)
+			if st.Ingress[0].IP != u.addrs[0] {
+				t.Errorf("round %d, %s: address %s, want %s", round, svc.Name, st.Ingress[0].IP, u.addrs[0])
+			}
+		}
+		if got := ports(); !slices.Equal(got, []int{80, 443}) {
+			t.Errorf("round %d: listeners on ports %v, want [80 443]", round, got)
+		}
+		if round == 1 && f.Writes() != writes {
+			t.Errorf("the syncs after the takeover made %d writes, want 0 (%s)", f.Writes()-writes, f.CallSummary())
+		}
+	}
+	if c, d := servingChanges(f.Calls()); c != 0 || d != 0 {
+		t.Errorf("takeover: %d creates, %d deletes of serving resources, want 0 and 0 (%s)", c, d, f.CallSummary())
+	}
+	time.Sleep(100 * time.Millisecond)
+	for _, svc := range []*v1.Service{owner, guest} {
+		if w := warnings(sink, svc); len(w) != 0 {
+			t.Errorf("%s: Warnings %q", svc.Name, w)
+		}
+	}
+	third := upstreamSvc("third", v1.ServicePort{Name: "dns", Port: 53, NodePort: 30053, Protocol: v1.ProtocolUDP})
+	third.Annotations[annLoadBalancerID] = u.lbIDs[0]
+	if _, err := lb.EnsureLoadBalancer(context.Background(), cluster, third, u.nodes); err == nil || !strings.Contains(err.Error(), "max-shared-lb") {
+		t.Errorf("a third Service: %v, want a refusal naming max-shared-lb", err)
+	}
+	internal := upstreamSvc("inner", v1.ServicePort{Name: "dns", Port: 53, NodePort: 30053, Protocol: v1.ProtocolUDP})
+	internal.Annotations[annLoadBalancerID], internal.Annotations[annInternal] = u.lbIDs[0], "true"
+	lb3, _ := migrationCloud(t, f, "max-shared-lb = 5\n")
+	if _, err := lb3.EnsureLoadBalancer(context.Background(), cluster, internal, u.nodes); err == nil || !strings.Contains(err.Error(), "internal Service cannot share") {
+		t.Errorf("an internal Service: %v, want a refusal", err)
+	}
+	if got := ports(); !slices.Equal(got, []int{80, 443}) {
+		t.Errorf("after the refusals: listeners on ports %v, want [80 443]", got)
+	}
+	deleteUntilDone(t, lb, owner)
+	if got := ports(); len(f.LoadBalancers()) != 1 || !slices.Equal(got, []int{443}) || len(f.FloatingIPs()) != 1 {
+		t.Errorf("after the owner's delete: %d load balancers, listeners %v, %d floating IPs; want the guest's listener on it", len(f.LoadBalancers()), got, len(f.FloatingIPs()))
+	}
+	if st := ensureUntilReady(t, lb, guest, u.nodes); st.Ingress[0].IP != u.addrs[0] {
+		t.Errorf("the guest after the owner left: address %s, want %s", st.Ingress[0].IP, u.addrs[0])
+	}
+	deleteUntilDone(t, lb, guest)
+	if n, m := len(f.LoadBalancers()), len(f.FloatingIPs()); n != 0 || m != 0 {
+		t.Errorf("after the last user's delete: %d load balancers, %d floating IPs; want none", n, m)
+	}
+}
+
+func deleteUntilDone(t *testing.T, lb cloudprovider.LoadBalancer, svc *v1.Service) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := lb.EnsureLoadBalancerDeleted(context.Background(), cluster, svc)
+		if err == nil {
+			return
+		}
+		if !isRetry(err) || time.Now().After(deadline) {
+			t.Fatalf("delete %s: %v", svc.Name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -172,8 +172,7 @@ var upstreamKeys = []upstreamKey{
 		"terminate TLS in the cluster (an ingress controller) and remove the key, or keep the upstream CCM", nil),
 	notUsed(secLB, "container-store", "barbican",
 		"it only qualifies default-tls-container-ref, which ccm does not support", "remove it"),
-	notUsed(secLB, "max-shared-lb", "3",
-		"ccm does not share load balancers between Services (except an operator-allowed load-balancer-id)", "remove it"),
+	impl(secLB, "max-shared-lb", "3"),
 	notUsed(secLB, "provider-requires-serial-api-calls", "true",
 		"ccm tries Octavia's fully populated create and, when the provider refuses it, creates the load balancer bare and adds listeners and pools one by one", "remove it"),
 

@@ -2,6 +2,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -124,6 +125,9 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		path := opts.KubeCloudShared.CloudProvider.CloudConfigFile
 		c, err := provider.New(name, path)
 		if err != nil {
+			return err
+		}
+		if err := provider.Prepare(context.Background(), name, c); err != nil {
 			return err
 		}
 		if err := applyClusterName(c, opts.KubeCloudShared.ClusterName, *allowDefaultName); err != nil {

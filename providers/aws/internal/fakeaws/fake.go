@@ -59,6 +59,13 @@ type Server struct {
 	sessionTTL time.Duration
 	sigs       map[Signature]int
 
+	mdCalls  map[string]int       // instance metadata requests (imds.go)
+	mdTokens map[string]time.Time // IMDSv2 tokens handed out, with their expiry
+
+	// sourceHeaders are the x-amz-source-account and x-amz-source-arn headers of each
+	// AssumeRole, in order.
+	sourceHeaders [][2]string
+
 	outage bool
 	faults Faults
 	bucket *bucket
@@ -171,11 +178,7 @@ func (s *Server) homeRegion() bool { return s.reqRegion == s.region }
 // inRegion is whether in lives in the region of the request being served: the region of its
 // zone (us-east-1a is in us-east-1), or the home region for an instance without a zone.
 func (s *Server) inRegion(in *Instance) bool {
-	r := strings.TrimRight(in.Zone, "abcdefghijklmnopqrstuvwxyz")
-	if in.Zone == "" || r == in.Zone {
-		r = s.region
-	}
-	return r == s.reqRegion
+	return zoneRegion(in.Zone, s.region) == s.reqRegion
 }
 
 // SetFaults replaces the injected faults.
@@ -328,6 +331,9 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request, region string) {
 	s.calls[op]++
 	if !isRetry(r) {
 		s.ops[op]++
+	}
+	if op == "sts:AssumeRole" {
+		s.sourceHeaders = append(s.sourceHeaders, [2]string{r.Header.Get("X-Amz-Source-Account"), r.Header.Get("X-Amz-Source-Arn")})
 	}
 	sig := signature(op, r)
 	s.sigs[sig]++

@@ -108,3 +108,11 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// AssumeRoleSources returns the x-amz-source-account and x-amz-source-arn headers of every
+// AssumeRole served, in order ("" where absent).
+func (s *Server) AssumeRoleSources() [][2]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][2]string(nil), s.sourceHeaders...)
+}

@@ -1,0 +1,224 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+
+	"github.com/ccm-project/ccm/common/ownership"
+)
+
+// Shared load balancers, as the upstream CCM makes them: a Service B names, by
+// load-balancer-id, the load balancer of another Service A of the same cluster. B adds its own
+// listeners (a port taken is an error), is served on the load balancer's address, and never
+// changes A's listeners, VIP or floating IP. The load balancer's tags hold the name
+// (kube_service_<cluster>_<ns>_<name>) of each Service using it, its owner's included, and
+// at most [LoadBalancer] max-shared-lb (default 2, as upstream) may use it. An internal
+// Service shares none (it could be exposed when the owner turns external). Listeners tell
+// their Service by ccm's ownership description, or by upstream's tag (the Service's name).
+//
+// The load balancer goes when the last Service using it goes: the owner leaving while others
+// use it removes only its listeners and its name and Service tags (the cluster tag stays);
+// the last user leaving a load balancer whose owner is gone deletes it, with the floating IP
+// a Service of this cluster had allocated for it.
+
+const upstreamNamePrefix = "kube_service_"
+
+// defaultMaxSharedLB is upstream's default for max-shared-lb.
+const defaultMaxSharedLB = 2
+
+// upstreamListenerTags: the listener's tags name the Service whose load balancer name is
+// name (mine), or only other Services (other).
+func upstreamListenerTags(tags []string, name string) (mine, other bool) {
+	if slices.Contains(tags, name) {
+		return true, false
+	}
+	return false, slices.ContainsFunc(tags, func(t string) bool { return strings.HasPrefix(t, upstreamNamePrefix) })
+}
+
+// lbOfCluster: lb is the load balancer of a Service of cluster: ccm's cluster tag says it
+// is owned, or the upstream CCM made it for this cluster (its name and description).
+func lbOfCluster(cluster string, lb *loadbalancers.LoadBalancer) bool {
+	switch tagMap(lb.Tags)[ownership.ClusterTagPrefix+cluster] {
+	case ownership.Owned:
+		return true
+	case "":
+		return strings.HasPrefix(lb.Name, upstreamNamePrefix+cluster+"_") &&
+			strings.HasPrefix(lb.Description, "Kubernetes external service ") && strings.HasSuffix(lb.Description, " from cluster "+cluster)
+	}
+	return false
+}
+
+// users are the names of the Services using lb (its kube_service_ tags), its owner's
+// included while it has one.
+func users(lb *loadbalancers.LoadBalancer) []string {
+	var out []string
+	for _, t := range lb.Tags {
+		if strings.HasPrefix(t, upstreamNamePrefix) {
+			out = append(out, t)
+		}
+	}
+	if !ownerGone(lb) && !slices.Contains(out, lb.Name) {
+		out = append(out, lb.Name)
+	}
+	return out
+}
+
+// ownerGone: the Service lb was made for has left it (neither ccm's Service tag nor
+// upstream's own-name tag remains).
+func ownerGone(lb *loadbalancers.LoadBalancer) bool {
+	return tagMap(lb.Tags)[ownership.ServiceTag] == "" && !slices.Contains(lb.Tags, lb.Name)
+}
+
+// checkShare: the Service (load balancer name name) may use lb of its cluster. Pure.
+func checkShare(spec *lbSpec, name string, lb *loadbalancers.LoadBalancer, maxShared int) error {
+	if spec.internal {
+		return fmt.Errorf("annotation %s: an internal Service cannot share a load balancer (it would be exposed if the owner turned external)", annLoadBalancerID)
+	}
+	if u := users(lb); !slices.Contains(u, name) && len(u)+1 > maxShared {
+		return fmt.Errorf("annotation %s: load balancer %s is already shared by %d Services ([LoadBalancer] max-shared-lb = %d)", annLoadBalancerID, lb.ID, len(u), maxShared)
+	}
+	return nil
+}
+
+func (l *loadBalancers) maxShared() int {
+	if m := l.c.cfg.LoadBalancer.MaxSharedLB; m != nil {
+		return *m
+	}
+	return defaultMaxSharedLB
+}
+
+// setTags writes lb's tags when they differ and waits for it to be ACTIVE again.
+func (l *loadBalancers) setTags(ctx context.Context, cl *clients, lb *loadbalancers.LoadBalancer, tags []string) error {
+	if slices.Equal(tags, lb.Tags) {
+		return nil
+	}
+	if len(tags) == 0 {
+		tags = []string{} // an empty list, not "no change"
+	}
+	if _, err := loadbalancers.Update(ctx, cl.lb, lb.ID, loadbalancers.UpdateOpts{Tags: &tags}).Extract(); err != nil {
+		return l.conflict(err, "tagging load balancer "+lb.Name)
+	}
+	lb.Tags = tags
+	return l.waitActive(ctx, cl, lb.ID)
+}
+
+// joinShared adds the Service's name to the tags of the shared lb (upstream counts them).
+func (l *loadBalancers) joinShared(ctx context.Context, cl *clients, spec *lbSpec, lb *loadbalancers.LoadBalancer) error {
+	if err := checkShare(spec, spec.name, lb, l.maxShared()); err != nil {
+		return err
+	}
+	if slices.Contains(lb.Tags, spec.name) {
+		return nil
+	}
+	return l.setTags(ctx, cl, lb, append(slices.Clone(lb.Tags), spec.name))
+}
+
+// othersOn: a Service other than id (name) uses lb: its name among the tags, or a listener
+// marked or tagged as another Service's.
+func othersOn(id ownership.Identity, name string, lb *loadbalancers.LoadBalancer, have []listeners.Listener) bool {
+	for _, u := range users(lb) {
+		if u != name {
+			return true
+		}
+	}
+	for _, h := range have {
+		if owner, _, ok := ownership.ParseDescription(h.Description); ok && owner.Cluster != "" && !ownership.DescribedBy(id, h.Description) {
+			return true
+		}
+		if _, other := upstreamListenerTags(h.Tags, name); other && h.Description == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// usedByOthers: lb, the Service's own, is used by other Services (one listener list).
+func (l *loadBalancers) usedByOthers(ctx context.Context, cl *clients, id ownership.Identity, name string, lb *loadbalancers.LoadBalancer) (bool, error) {
+	for _, u := range users(lb) {
+		if u != name {
+			return true, nil
+		}
+	}
+	pages, err := listeners.List(cl.lb, listeners.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
+	if err != nil {
+		return false, fmt.Errorf("listing listeners of %s: %w", lb.ID, err)
+	}
+	have, err := listeners.ExtractListeners(pages)
+	if err != nil {
+		return false, err
+	}
+	return othersOn(id, name, lb, have), nil
+}
+
+// leaveOwn is the delete of the owner's load balancer while other Services use it: its
+// listeners go, and its name and Service tags (the cluster tag stays, so the last user can
+// delete it); the load balancer, its VIP and floating IP stay.
+func (l *loadBalancers) leaveOwn(ctx context.Context, cl *clients, id ownership.Identity, name string, lb *loadbalancers.LoadBalancer) error {
+	if err := l.syncListeners(ctx, cl, lb.ID, id, &lbSpec{name: name}, nil, false, nil); err != nil {
+		return err
+	}
+	var tags []string
+	for _, t := range lb.Tags {
+		k, _, _ := strings.Cut(t, "=")
+		if t != name && k != ownership.ServiceTag && k != ownership.ServiceUIDTag {
+			tags = append(tags, t)
+		}
+	}
+	if tagMap(tags)[ownership.ClusterTagPrefix+id.Cluster] == "" {
+		tags = append(tags, ownership.ClusterTagPrefix+id.Cluster+"="+ownership.Owned)
+	}
+	return l.setTags(ctx, cl, lb, tags)
+}
+
+// leaveShared is the delete of a Service using another's load balancer of its cluster: its
+// listeners go, its name leaves the tags, and when the owner is gone and nobody else uses it,
+// the load balancer goes too (with a floating IP of this cluster's Services).
+func (l *loadBalancers) leaveShared(ctx context.Context, cl *clients, id ownership.Identity, name string, lb *loadbalancers.LoadBalancer) error {
+	if err := l.syncListeners(ctx, cl, lb.ID, id, &lbSpec{name: name}, nil, true, nil); err != nil {
+		return err
+	}
+	if !lbOfCluster(id.Cluster, lb) {
+		return nil
+	}
+	if slices.Contains(lb.Tags, name) {
+		if err := l.setTags(ctx, cl, lb, slices.DeleteFunc(slices.Clone(lb.Tags), func(t string) bool { return t == name })); err != nil {
+			return err
+		}
+	}
+	pages, err := listeners.List(cl.lb, listeners.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
+	if err != nil {
+		return fmt.Errorf("listing listeners of %s: %w", lb.ID, err)
+	}
+	have, err := listeners.ExtractListeners(pages)
+	if err != nil {
+		return err
+	}
+	if !ownerGone(lb) || len(have) > 0 || othersOn(id, name, lb, have) {
+		return nil
+	}
+	if f, err := l.portFIP(ctx, cl, lb.VipPortID); err != nil {
+		return err
+	} else if f != nil && fipOfCluster(id.Cluster, f) {
+		if err := floatingips.Delete(ctx, cl.network, f.ID).ExtractErr(); err != nil {
+			return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, err)
+		}
+	}
+	if err := loadbalancers.Delete(ctx, cl.lb, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil {
+		return l.conflict(err, "deleting the shared load balancer "+lb.Name+" its last user left")
+	}
+	return nil
+}
+
+// fipOfCluster: a floating IP allocated for a Service of cluster, by ccm or by upstream.
+func fipOfCluster(cluster string, f *floatingips.FloatingIP) bool {
+	if owner, _, ok := ownership.ParseDescription(f.Description); ok {
+		return owner.Cluster == cluster
+	}
+	return strings.HasPrefix(f.Description, "Floating IP for Kubernetes external service ") && strings.HasSuffix(f.Description, " from cluster "+cluster)
+}
