@@ -34,6 +34,7 @@ var Checks = []Check{
 	{Name: "HostileAnnotationsAreRefused", LoadBalancer: true, Hostile: true, Run: hostileRefused},
 	{Name: "TwoClustersWithTheSameServicesDoNotCollide", LoadBalancer: true, Hostile: true, Run: twoClusters},
 	{Name: "OutOfBandChangesAreRepaired", LoadBalancer: true, Drift: true, Run: driftRepaired},
+	{Name: "UpstreamStateIsTakenOverInPlace", LoadBalancer: true, Run: migrationTakesOver},
 }
 
 var ctx = context.Background()

@@ -43,6 +43,14 @@ const (
 	trustsFingerprint  breakage = "skips the comparison when the fingerprint matches"
 	repairsSilently    breakage = "repairs without an Event"
 	rewritesAll        breakage = "a repair rewrites everything"
+	recreatesUpstream  breakage = "replaces upstream's load balancers"
+	orphansUpstream    breakage = "leaves upstream's unused objects behind"
+)
+
+// Upstream's marks on the load balancers it made, in the fake's world.
+const (
+	upstreamCluster = "upstream/cluster"
+	upstreamService = "upstream/service"
 )
 
 // idleTimeout is the one setting of the fake's load balancers.
@@ -58,6 +66,10 @@ type sim struct {
 	lbs      map[string]simLB                          // by LB name
 	writes   int
 	broken   bool
+	// lbCreates and servingDeletes count what the migration check forbids; upstreamGroups
+	// are upstream's per-Service groups (Service key -> group name).
+	lbCreates, servingDeletes int
+	upstreamGroups            map[string]string
 }
 
 type simLB struct {
@@ -77,7 +89,7 @@ type fakeHarness struct {
 }
 
 func newFake(b breakage) *fakeHarness {
-	return &fakeHarness{sim: &sim{machines: map[string]cloudprovider.InstanceMetadata{}, lbs: map[string]simLB{}}, brk: b, events: NewEventSink()}
+	return &fakeHarness{sim: &sim{machines: map[string]cloudprovider.InstanceMetadata{}, lbs: map[string]simLB{}, upstreamGroups: map[string]string{}}, brk: b, events: NewEventSink()}
 }
 
 func (h *fakeHarness) NewCloud(T) cloudprovider.Interface {
@@ -227,7 +239,13 @@ func (c *fakeCloud) write(cluster string, svc *v1.Service, nodes []*v1.Node, new
 	name := c.h.name(cluster, svc)
 	lb, exists := s.lbs[name]
 	id := ownership.Of(cluster, svc)
-	if exists && c.h.brk != adoptsForeign && c.h.brk != ignoresCluster {
+	upstream := exists && lb.tags[upstreamCluster] == cluster && lb.tags[upstreamService] == id.Service()
+	if upstream && c.h.brk == recreatesUpstream {
+		delete(s.lbs, name) // deleted and made again: a new address
+		s.servingDeletes++
+		lb, exists, upstream = simLB{}, false, false
+	}
+	if exists && !upstream && c.h.brk != adoptsForeign && c.h.brk != ignoresCluster {
 		if err := ownership.Check(id, "load balancer", name, lb.tags); err != nil {
 			s.mu.Unlock()
 			if c.h.brk == leaksOwner {
@@ -251,7 +269,11 @@ func (c *fakeCloud) write(cluster string, svc *v1.Service, nodes []*v1.Node, new
 	if c.h.brk == forgetsOnRestart && !unchanged {
 		diffs = append(diffs, "everything") // no comparison: what memory does not hold is rewritten
 	}
+	if c.h.brk != orphansUpstream {
+		delete(s.upstreamGroups, id.Service()) // the fake's own rules replace it at once
+	}
 	if !exists || newIP {
+		s.lbCreates++
 		c.h.nextIP++
 		lb.ip = fmt.Sprintf("192.0.2.%d", c.h.nextIP)
 		diffs = append(diffs, "load balancer")
@@ -319,9 +341,56 @@ func (c *fakeCloud) EnsureLoadBalancerDeleted(_ context.Context, cluster string,
 	}
 	if c.h.brk != keepsAfterDelete {
 		delete(s.lbs, name)
+		delete(s.upstreamGroups, svc.Namespace+"/"+svc.Name)
 		s.writes++
+		s.servingDeletes++
 	}
 	return nil
+}
+
+// The migration part of the harness: upstream's load balancers carry its own marks (no
+// ownership tags), and a per-Service group the provider replaces.
+
+func (h *fakeHarness) SeedUpstream(_ T, cluster string, svcs []*v1.Service, nodes []*v1.Node) []*v1.Service {
+	h.sim.mu.Lock()
+	defer h.sim.mu.Unlock()
+	var out []*v1.Service
+	for i, svc := range svcs {
+		svc = svc.DeepCopy()
+		ip := fmt.Sprintf("198.51.100.%d", i+1)
+		key := svc.Namespace + "/" + svc.Name
+		h.sim.lbs[h.name(cluster, svc)] = simLB{ip: ip, members: nodeNames(nodes), idle: idleTimeout,
+			tags: map[string]string{upstreamCluster: cluster, upstreamService: key}}
+		h.sim.upstreamGroups[key] = "upstream-sg-" + string(svc.UID)
+		svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: ip}}
+		out = append(out, svc)
+	}
+	return out
+}
+
+func (h *fakeHarness) MigrationCounts() (int, int) {
+	h.sim.mu.Lock()
+	defer h.sim.mu.Unlock()
+	return h.sim.lbCreates, h.sim.servingDeletes
+}
+
+func (h *fakeHarness) Leftovers(_ T, _ string, svc *v1.Service) []string {
+	h.sim.mu.Lock()
+	defer h.sim.mu.Unlock()
+	if g, ok := h.sim.upstreamGroups[svc.Namespace+"/"+svc.Name]; ok {
+		return []string{"security group " + g}
+	}
+	return nil
+}
+
+func (h *fakeHarness) Remains(t T, cluster string, svc *v1.Service) []string {
+	out := h.Leftovers(t, cluster, svc)
+	h.sim.mu.Lock()
+	defer h.sim.mu.Unlock()
+	if _, ok := h.sim.lbs[h.name(cluster, svc)]; ok {
+		out = append(out, "load balancer "+h.name(cluster, svc))
+	}
+	return out
 }
 
 // The hostile-tenant part of the harness.

@@ -59,6 +59,8 @@ func TestSuiteCatchesEachBreakage(t *testing.T) {
 		trustsFingerprint:  "OutOfBandChangesAreRepaired",
 		repairsSilently:    "OutOfBandChangesAreRepaired",
 		rewritesAll:        "OutOfBandChangesAreRepaired",
+		recreatesUpstream:  "UpstreamStateIsTakenOverInPlace",
+		orphansUpstream:    "UpstreamStateIsTakenOverInPlace",
 	}
 	covered := map[string]bool{}
 	for brk, want := range catches {

@@ -25,6 +25,7 @@ type harness struct {
 	stop   chan struct{}
 	mu     sync.Mutex
 	n      int
+	ips    map[string]string // node name -> its address (AddInstance)
 }
 
 // newHarness is a harness over a new fake whose clouds record Events into one sink.
@@ -65,6 +66,12 @@ func (h *harness) AddInstance(t cloudtest.T, name string) (*v1.Node, cloudprovid
 	h.n++
 	h.mu.Unlock()
 	ip := fmt.Sprintf("10.0.%d.%d", i/250, i%250+10)
+	h.mu.Lock()
+	if h.ips == nil {
+		h.ips = map[string]string{}
+	}
+	h.ips[name] = ip
+	h.mu.Unlock()
 	zone := fmt.Sprintf("zone-%d", i%3)
 	id := h.fake.AddServer(fake.ServerSpec{Name: name, AZ: zone, IPs: []string{ip}})
 	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}, cloudprovider.InstanceMetadata{
