@@ -143,6 +143,7 @@ var expect = map[string]outcome{
 	"aws":                           {configErr: "Region"},
 	"vsphere":                       {external: true}, // config.enabled is false upstream: ConfigMap cloud-config
 	"aws/ci/own-config-values.yaml": {external: true},
+	"openstack/ci/external-secret-values.yaml": {external: true},
 }
 
 func TestCharts(t *testing.T) {
@@ -355,6 +356,7 @@ func TestNotesListUnusedValues(t *testing.T) {
 		{"openstack", "password-values.yaml", []string{"  - image\n"}, []string{"ACTION NEEDED", "neither"}},
 		{"openstack", "", []string{"ACTION NEEDED", `"kubernetes"`}, []string{"accepts and does not use"}},
 		{"aws", "irsa-values.yaml", []string{"  - image\n", "  - clusterRoleRules\n"}, []string{"ACTION NEEDED"}},
+		{"aws", "", []string{"ACTION NEEDED: no region", "ACTION NEEDED: no cluster ID"}, nil},
 		{"vsphere", "full-values.yaml", []string{"  - podSecurityPolicy\n", "  - daemonset.image\n", "  - daemonset.tag\n", "  - daemonset.replicaCount\n", "  - daemonset.extraVolumesMounts\n"}, []string{"ACTION NEEDED"}},
 		{"dummy", "", []string{"ACTION NEEDED", `"CHANGE-ME"`}, nil},
 	} {

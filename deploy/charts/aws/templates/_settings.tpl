@@ -10,6 +10,7 @@
 {{- $own := include "ccm.flag" (dict "args" $user "name" "cloud-config") -}}
 {{- $mount := "/etc/ccm" -}}
 {{- $ini := "" -}}
+{{- $notes := list -}}
 {{- if not $own -}}
 {{- $g := deepCopy ($c.cloudConfig.global | default dict) -}}
 {{- if not (or $g.Region $g.Zone) -}}
@@ -20,6 +21,12 @@
 {{- $parts = append $parts (include "ccm.iniSection" (dict "name" "ServiceOverride" "sub" $n "keys" $keys)) -}}
 {{- end -}}
 {{- $ini = printf "%s\n" (join "\n\n" $parts) -}}
+{{- if not (or $g.Region $g.Zone) -}}
+{{- $notes = append $notes "ACTION NEEDED: no region. The upstream CCM asked the instance metadata service; ccm does not: set ccm.cloudConfig.global.Region (or AWS_REGION in env)." -}}
+{{- end -}}
+{{- if not (or $g.KubernetesClusterID $g.KubernetesClusterTag) -}}
+{{- $notes = append $notes "ACTION NEEDED: no cluster ID. The upstream CCM read it from the instance's kubernetes.io/cluster/<id> tag; ccm does not: set ccm.cloudConfig.global.KubernetesClusterID to that <id>." -}}
+{{- end -}}
 {{- end -}}
 {{- $extra := $user -}}
 {{- if not (include "ccm.hasFlag" (dict "args" $user "name" "configure-cloud-routes")) -}}
@@ -68,6 +75,7 @@
       "livenessProbe" $probes.liveness
       "readinessProbe" $probes.readiness
       "serviceMonitor" (dict "enabled" false)
+      "notes" $notes
       "report" (include "ccm.report" (dict "values" $v
         "unused" (list "image" "clusterRoleRules" "global")
         "known" (list "ccm" "namespace" "args" "image" "imagePullSecrets" "nameOverride" "nodeSelector" "clusterRoleRules" "resources" "env" "securityContext" "podSecurityContext" "podAnnotations" "tolerations" "dnsPolicy" "clusterRoleName" "roleBindingName" "serviceAccountName" "serviceAccount" "roleName" "extraVolumes" "extraVolumeMounts" "hostNetworking" "global")) | fromYaml)

@@ -35,7 +35,7 @@
       "imagePullPolicy" $c.image.pullPolicy
       "imagePullSecrets" $v.imagePullSecrets
       "hostNetwork" true
-      "priorityClassName" $v.priorityClassName
+      "priorityClassName" ($v.priorityClassName | default "system-node-critical")
       "nodeSelector" $v.nodeSelector
       "tolerations" $v.tolerations
       "resources" $v.resources

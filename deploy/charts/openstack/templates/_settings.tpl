@@ -57,7 +57,7 @@
       "imagePullSecrets" $v.imagePullSecrets
       "hostNetwork" true
       "dnsPolicy" $v.dnsPolicy
-      "priorityClassName" $v.priorityClassName
+      "priorityClassName" ($v.priorityClassName | default "system-node-critical")
       "nodeSelector" $v.nodeSelector
       "tolerations" $v.tolerations
       "hostAliases" $v.hostAliases

@@ -35,6 +35,10 @@
 {{- $conf = printf "# vsphere.conf rendered by the ccm-vsphere chart from the vsphere-cpi values.\n%s" (toYaml $y) -}}
 {{- $volume = dict "secret" (dict "secretName" $cfg.name) -}}
 {{- end -}}
+{{- $notes := list -}}
+{{- if not $cfg.enabled -}}
+{{- $notes = append $notes (printf "config.enabled is false: ccm reads vsphere.conf from your ConfigMap %s/cloud-config, as upstream does. It may read only the credentials Secret %s/%s (its RBAC names it): if your vsphere.conf names another secret-name, set config.secret.name to it." $ns $ns $cfg.secret.name) -}}
+{{- end -}}
 {{- $creds := list -}}
 {{- if and $cfg.enabled $cfg.secret.create -}}
 {{- $creds = list (dict "name" $cfg.secret.name "data" (dict (printf "%s.username" $cfg.vcenter) $cfg.username (printf "%s.password" $cfg.vcenter) $cfg.password)) -}}
@@ -86,6 +90,7 @@
       "livenessProbe" $probes.liveness
       "readinessProbe" $probes.readiness
       "serviceMonitor" (dict "enabled" false)
+      "notes" $notes
       "report" (include "ccm.report" (dict "values" $v
         "unused" (list "podSecurityPolicy" "daemonset.image" "daemonset.tag" "daemonset.replicaCount" "daemonset.extraVolumesMounts" "daemonset.fullnameOverride" "fullnameOverride" "service")
         "known" (list "ccm" "config" "podSecurityPolicy" "securityContext" "rbac" "serviceAccount" "daemonset" "nameOverride" "fullnameOverride" "global" "service")) | fromYaml)
