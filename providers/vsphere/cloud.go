@@ -63,7 +63,8 @@ func New(r io.Reader) (*Cloud, error) {
 		}
 	})
 	for _, vc := range cfg.vcenters() {
-		c.conns = append(c.conns, &conn{vc: vc, creds: c.credsFor(vc)})
+		primary, fallback := c.credsFor(vc)
+		c.conns = append(c.conns, &conn{vc: vc, creds: primary, fallback: fallback})
 	}
 	c.inv = newInventory(c.conns)
 	c.lb = newLoadBalancers(c)
@@ -71,13 +72,20 @@ func New(r io.Reader) (*Cloud, error) {
 	return c, nil
 }
 
-// credsFor returns where a vCenter's credentials come from: the Secret when one is named,
-// else the file.
-func (c *Cloud) credsFor(vc vcenter) func() (string, string, error) {
-	if vc.SecretName != "" {
-		return func() (string, string, error) { return c.secrets.lookup(vc.Server, vc.SecretNamespace, vc.SecretName) }
+// credsFor returns where a vCenter's credentials come from, in the upstream CCM's order: the
+// file's user and password first, and the Secret (or secrets directory) when the file has
+// none or vCenter refuses them (fallback is nil when there is nothing to fall back to).
+func (c *Cloud) credsFor(vc vcenter) (primary, fallback func() (string, string, error)) {
+	switch {
+	case vc.SecretName != "":
+		fallback = func() (string, string, error) { return c.secrets.lookup(vc.Server, vc.SecretNamespace, vc.SecretName) }
+	case vc.SecretsDirectory != "":
+		fallback = func() (string, string, error) { return lookupDir(vc.SecretsDirectory, vc.Server) }
 	}
-	return func() (string, string, error) { return vc.User, vc.Password, nil }
+	if vc.User == "" || vc.Password == "" {
+		return fallback, nil
+	}
+	return func() (string, string, error) { return vc.User, vc.Password, nil }, fallback
 }
 
 func (c *Cloud) conn(server string) *conn {

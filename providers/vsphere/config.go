@@ -27,12 +27,17 @@ type Config struct {
 		Thumbprint      string
 		SecretName      string `gcfg:"secret-name"`
 		SecretNamespace string `gcfg:"secret-namespace"`
+		// SecretsDirectory holds credentials files named as a Secret's keys; it replaces the
+		// [Global] Secret as the fallback source (credentials.go).
+		SecretsDirectory string `gcfg:"secrets-directory"`
 		// IPFamily is the order of address families reported for Nodes: ipv4, ipv6 or both.
 		IPFamily string `gcfg:"ip-family"`
 		// CacheTTL is how long one inventory read answers node look-ups.
 		CacheTTL config.Duration `gcfg:"cache-ttl"`
 		// SOAPRoundtripCount is how often a call is tried on a temporary network error.
 		SOAPRoundtripCount int `gcfg:"soap-roundtrip-count"`
+
+		upstreamGlobal // upstream keys ccm does not use (upstreamkeys.go)
 	}
 	VirtualCenter map[string]*VirtualCenterConfig
 	Labels        struct {
@@ -49,13 +54,37 @@ type Config struct {
 	}
 	Pool map[string]*PoolConfig // [Pool "name"]: load balancer addresses
 
+	// Sections the upstream CCM reads (NSX-T load balancers and routes) or tolerates (the
+	// in-tree provider's), which ccm accepts and reports: see upstreamkeys.go.
+	LoadBalancer      upstreamLB
+	LoadBalancerClass map[string]*upstreamLBClass
+	NSXT              upstreamNSXT
+	Route             upstreamRoute
+	Network           upstreamNetwork
+	Disk              upstreamDisk
+	Workspace         upstreamWorkspace
+
+	// notices are the start-up reports of this config (upstream keys and environment
+	// variables read but not used, combinations that mean something else than they say), one
+	// line each, filled by Validate and logged once.
+	notices []string
+	// yaml is true for the YAML form (notices then name keys as YAML does).
+	yaml bool
+	// envDone: the VSPHERE_* environment is applied once (Validate may run twice).
+	envDone bool
+	// globalSecretInFile: the file itself (before the environment) gives [Global] a credentials
+	// source, so [VirtualCenter] sections do not inherit [Global] user and password (upstream).
+	globalSecretInFile bool
+
 	// lineOf finds where a key is written (0: not written, or not known), so that a problem
 	// about two keys can name the line of the other one too. Set by readConfig.
 	lineOf func(section, sub, key string) int
 }
 
-// VirtualCenterConfig is one [VirtualCenter "host"] section; empty keys inherit [Global].
+// VirtualCenterConfig is one [VirtualCenter "name"] section; empty keys inherit [Global]. The
+// name is the vCenter's host unless server says otherwise (upstream's "tenant ref").
 type VirtualCenterConfig struct {
+	Server          string
 	User            string
 	Password        string
 	Port            string
@@ -68,6 +97,11 @@ type VirtualCenterConfig struct {
 	IPFamily        string `gcfg:"ip-family"`
 	// SOAPRoundtripCount overrides [Global] soap-roundtrip-count for this vCenter.
 	SOAPRoundtripCount int `gcfg:"soap-roundtrip-count"`
+
+	upstreamVC
+
+	// env is the <id> of VSPHERE_VCENTER_<id> for a vCenter defined by the environment (env.go).
+	env string
 }
 
 // PoolConfig is a pool of load balancer addresses, written as the dummy provider's [Pool].
@@ -79,52 +113,101 @@ func (c *Config) SetDefaults() {
 	c.Global.CacheTTL = config.Duration{Duration: 30 * time.Second}
 }
 
-// vcenter is one vCenter with every key resolved (section, then [Global]).
+// vcenter is one vCenter with every key resolved as the upstream CCM resolves it (entries).
 type vcenter struct {
-	Server, Port, User, Password string
+	Name                         string // the section's name; "" for [Global] server
+	Server, Port, User, Password string // User and Password from the file (may be empty)
 	Insecure                     bool
 	CAFile, Thumbprint           string
 	Datacenters                  []string
-	SecretName, SecretNamespace  string
-	IPFamilies                   []string
-	Tries                        int
+	// The credentials source tried when the file has none or vCenter refuses them: a Secret
+	// (the section's own, else [Global]'s) or, instead of [Global]'s, a secrets directory.
+	SecretName, SecretNamespace string
+	SecretsDirectory            string
+	IPFamilies                  []string
+	Tries                       int
 }
 
-// vcenters lists the configured vCenters: the [VirtualCenter] sections, or [Global] server.
-func (c *Config) vcenters() []vcenter {
-	g := c.Global
-	if len(c.VirtualCenter) == 0 && g.Server != "" {
-		return []vcenter{{Server: g.Server, Port: g.Port, User: g.User, Password: g.Password, Insecure: g.InsecureFlag,
-			CAFile: g.CAFile, Thumbprint: g.Thumbprint, Datacenters: list(g.Datacenters),
-			SecretName: g.SecretName, SecretNamespace: g.SecretNamespace, IPFamilies: families(g.IPFamily), Tries: tries(g.SOAPRoundtripCount)}}
+// entry is one vCenter as the file (and environment) define it, before resolution.
+type entry struct {
+	name string               // section name; "" for the vCenter of [Global] server
+	s    *VirtualCenterConfig // never nil: an empty one for [Global] server
+}
+
+func (e entry) host() string { return or(e.s.Server, e.name) }
+
+// entries lists the vCenters as upstream does: every [VirtualCenter] section, plus [Global]
+// server unless a section already stands for that host (then [Global] only fills in that
+// section's empty keys, as for any section). Sorted by name, [Global] server first.
+func (c *Config) entries() []entry {
+	var out []entry
+	covered := false
+	for _, name := range sortedKeys(c.VirtualCenter) {
+		e := entry{name: name, s: c.VirtualCenter[name]}
+		covered = covered || e.host() == c.Global.Server
+		out = append(out, e)
 	}
-	var out []vcenter
-	for _, host := range sortedKeys(c.VirtualCenter) {
-		s := c.VirtualCenter[host]
-		v := vcenter{Server: host, Port: or(s.Port, g.Port), User: or(s.User, g.User), Password: or(s.Password, g.Password),
-			Insecure: g.InsecureFlag, CAFile: or(s.CAFile, g.CAFile), Thumbprint: s.Thumbprint,
-			Datacenters: list(or(s.Datacenters, g.Datacenters)), SecretName: or(s.SecretName, g.SecretName),
-			SecretNamespace: or(s.SecretNamespace, g.SecretNamespace), IPFamilies: families(or(s.IPFamily, g.IPFamily)), Tries: tries(g.SOAPRoundtripCount)}
-		if s.SOAPRoundtripCount > 0 {
-			v.Tries = tries(s.SOAPRoundtripCount)
-		}
-		if s.InsecureFlag != nil {
-			v.Insecure = *s.InsecureFlag
-		}
-		out = append(out, v)
+	if c.Global.Server != "" && !covered {
+		out = append([]entry{{name: "", s: &VirtualCenterConfig{Server: c.Global.Server}}}, out...)
 	}
 	return out
 }
 
+// vcenters lists the configured vCenters with every key resolved.
+func (c *Config) vcenters() []vcenter {
+	var out []vcenter
+	for _, e := range c.entries() {
+		out = append(out, c.resolve(e))
+	}
+	return out
+}
+
+// resolve fills a vCenter's empty keys from [Global], with upstream's rules: thumbprint and
+// ca-file are inherited; insecure-flag is the section's OR [Global]'s (a section cannot turn
+// verification back on, and a vCenter from the environment is always verified); user and
+// password are inherited only when the file names no credentials source at all.
+func (c *Config) resolve(e entry) vcenter {
+	g, s := c.Global, e.s
+	ownSecret := s.SecretName != "" && s.SecretNamespace != ""
+	v := vcenter{Name: e.name, Server: e.host(), Port: or(s.Port, g.Port), User: s.User, Password: s.Password,
+		CAFile: or(s.CAFile, g.CAFile), Thumbprint: or(s.Thumbprint, g.Thumbprint),
+		Datacenters: list(or(s.Datacenters, g.Datacenters)), IPFamilies: families(or(s.IPFamily, g.IPFamily)),
+		Tries: tries(g.SOAPRoundtripCount)}
+	if s.SOAPRoundtripCount > 0 {
+		v.Tries = tries(s.SOAPRoundtripCount)
+	}
+	if s.env == "" {
+		v.Insecure = g.InsecureFlag || (s.InsecureFlag != nil && *s.InsecureFlag)
+		if !ownSecret && !c.globalSecretInFile {
+			v.User, v.Password = or(s.User, g.User), or(s.Password, g.Password)
+		}
+	}
+	switch {
+	case ownSecret:
+		v.SecretName, v.SecretNamespace = s.SecretName, s.SecretNamespace
+	case g.SecretsDirectory != "":
+		v.SecretsDirectory = g.SecretsDirectory
+	case g.SecretName != "" && g.SecretNamespace != "":
+		v.SecretName, v.SecretNamespace = g.SecretName, g.SecretNamespace
+	}
+	return v
+}
+
+// place is where a vCenter's problems are reported: its section, or [Global] for the vCenter
+// of [Global] server.
+func (e entry) place() (section, sub string) {
+	if e.name == "" {
+		return "Global", ""
+	}
+	return "VirtualCenter", e.name
+}
+
 // Validate implements config.Validator.
 func (c *Config) Validate() config.Problems {
-	var ps config.Problems
+	envNotices, ps := c.applyEnv(environ())
 	g := c.Global
 	if g.Server == "" && len(c.VirtualCenter) == 0 {
-		ps.Add("Global", "server", "no vCenter configured: set [Global] server or add a [VirtualCenter \"host\"] section")
-	}
-	if g.Server != "" && len(c.VirtualCenter) > 0 {
-		ps.Add("Global", "server", "set either [Global] server or [VirtualCenter] sections, not both")
+		ps.Add("Global", "server", "no vCenter configured: set [Global] server or add a [VirtualCenter \"host\"] section (or VSPHERE_VCENTER_<id>)")
 	}
 	checkPort := func(sec, sub, port string) {
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
@@ -133,6 +216,9 @@ func (c *Config) Validate() config.Problems {
 	}
 	checkPort("Global", "", g.Port)
 	for host, s := range c.VirtualCenter {
+		if s.env != "" {
+			continue // checked with its variables (env.go)
+		}
 		if s.Port != "" {
 			checkPort("VirtualCenter", host, s.Port)
 		}
@@ -156,13 +242,21 @@ func (c *Config) Validate() config.Problems {
 		}
 	}
 	c.checkVerification(&ps)
-	for _, v := range c.vcenters() {
-		sub, sec := v.Server, "VirtualCenter"
-		if len(c.VirtualCenter) == 0 {
-			sub, sec = "", "Global"
+	hosts := map[string]string{}
+	for _, e := range c.entries() {
+		v := c.resolve(e)
+		sec, sub := e.place()
+		if v.SecretName == "" && v.SecretsDirectory == "" && (v.User == "" || v.Password == "") {
+			ps.AddSub(sec, sub, "user", "no credentials for vCenter %s: set user and password (quote a password holding ; or #), or secret-name and secret-namespace, or secrets-directory", v.Server)
 		}
-		if v.SecretName == "" && (v.User == "" || v.Password == "") {
-			ps.AddSub(sec, sub, "user", "no credentials for vCenter %s: set user and password (quote a password holding ; or #), or secret-name and secret-namespace", v.Server)
+		if other, dup := hosts[v.Server]; dup {
+			ps.AddSub(sec, sub, "server", "vCenter %s is also configured by [VirtualCenter %q]: ccm holds one session per vCenter, so write its keys in one section", v.Server, other)
+		}
+		hosts[v.Server] = e.name
+	}
+	if g.SecretsDirectory != "" {
+		if st, err := os.Stat(g.SecretsDirectory); err != nil || !st.IsDir() {
+			ps.Add("Global", "secrets-directory", "is not a readable directory")
 		}
 	}
 	if g.SOAPRoundtripCount < 0 || g.SOAPRoundtripCount > 10 {
@@ -190,7 +284,52 @@ func (c *Config) Validate() config.Problems {
 			ps.AddSub("Pool", name, err.Key, "%s", err.Msg)
 		}
 	}
+	c.notices = append(append(c.upstreamReport(), c.insecureNotices()...), envNotices...)
+	if len(ps) == 0 {
+		for _, n := range c.notices {
+			logNotice(n)
+		}
+	}
 	return ps
+}
+
+// insecureNotices reports a [VirtualCenter] insecure-flag = false under [Global]
+// insecure-flag = true: the upstream CCM combines the two with OR, so the section's false
+// does not turn verification on, and neither does it here.
+func (c *Config) insecureNotices() []string {
+	if !c.Global.InsecureFlag {
+		return nil
+	}
+	var out []string
+	for _, e := range c.entries() {
+		if s := e.s; e.name != "" && s.env == "" && s.InsecureFlag != nil && !*s.InsecureFlag {
+			out = append(out, config.Problem{Line: c.line("VirtualCenter", e.name, "insecure-flag"), Section: "VirtualCenter", Subsection: e.name, Key: "insecure-flag",
+				Msg: fmt.Sprintf("false has no effect while %s = true: the certificate of vCenter %s is not verified (the upstream CCM combines the two with OR, and so does ccm); "+
+					"to verify it, remove insecure-flag from [Global] and set it per vCenter", c.where("Global", "", "insecure-flag"), e.host())}.String())
+		}
+	}
+	return out
+}
+
+// line is where a key is written, 0 if unknown.
+func (c *Config) line(section, sub, key string) int {
+	if c.lineOf == nil {
+		return 0
+	}
+	return c.lineOf(section, sub, key)
+}
+
+// where names a key with its line, e.g. `[Global] insecure-flag (line 4)`.
+func (c *Config) where(section, sub, key string) string {
+	s := "[" + section
+	if sub != "" {
+		s += fmt.Sprintf(" %q", sub)
+	}
+	s += "] " + key
+	if n := c.line(section, sub, key); n > 0 {
+		s += fmt.Sprintf(" (line %d)", n)
+	}
+	return s
 }
 
 func checkFamilies(ps *config.Problems, sec, sub, v string) {
@@ -251,61 +390,39 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // checkVerification refuses ca-file or thumbprint together with insecure-flag = true for one
-// vCenter. govmomi (and so the upstream CCM) skips verification altogether when insecure-flag
-// is on, so the CA bundle or the pinned thumbprint would be silently ignored and any
-// certificate accepted: the operator asked for both, and only one can hold.
+// vCenter, each as resolved (inherited from [Global] or not, insecure-flag combined with OR).
+// govmomi (and so the upstream CCM) skips verification altogether when insecure-flag is on, so
+// the CA bundle or the pinned thumbprint would be silently ignored and any certificate
+// accepted: the operator asked for both, and only one can hold.
 func (c *Config) checkVerification(ps *config.Problems) {
-	type place struct{ sec, sub string }
-	type setting struct {
-		at       place
-		key, val string
-	}
-	where := func(p place, key string) string {
-		s := "[" + p.sec
-		if p.sub != "" {
-			s += fmt.Sprintf(" %q", p.sub)
-		}
-		s += "] " + key
-		if c.lineOf != nil {
-			if n := c.lineOf(p.sec, p.sub, key); n > 0 {
-				s += fmt.Sprintf(" (line %d)", n)
-			}
-		}
-		return s
-	}
-	seen := map[setting]bool{}
-	check := func(insecureAt place, settings ...setting) {
-		for _, k := range settings {
-			if k.val == "" || seen[k] {
-				continue
-			}
-			seen[k] = true
-			ps.AddSub(k.at.sec, k.at.sub, k.key, "is set together with %s = true, which turns certificate verification off, so %s would be ignored and any certificate accepted: "+
-				"remove insecure-flag (or set it to false) to verify vCenter's certificate with %s", where(insecureAt, "insecure-flag"), k.key, k.key)
-		}
-	}
+	type at struct{ sec, sub, key string }
+	seen := map[at]bool{}
 	g := c.Global
-	global := place{"Global", ""}
-	if len(c.VirtualCenter) == 0 {
-		if g.InsecureFlag {
-			check(global, setting{global, "ca-file", g.CAFile}, setting{global, "thumbprint", g.Thumbprint})
-		}
-		return
-	}
-	for _, host := range sortedKeys(c.VirtualCenter) {
-		s := c.VirtualCenter[host]
-		vc := place{"VirtualCenter", host}
-		insecure, insecureAt := g.InsecureFlag, global
-		if s.InsecureFlag != nil {
-			insecure, insecureAt = *s.InsecureFlag, vc
-		}
-		if !insecure {
+	for _, e := range c.entries() {
+		v := c.resolve(e)
+		if !v.Insecure {
 			continue
 		}
-		ca := setting{vc, "ca-file", s.CAFile}
-		if s.CAFile == "" {
-			ca = setting{global, "ca-file", g.CAFile}
+		sec, sub := e.place()
+		insecureAt := at{"Global", "", "insecure-flag"}
+		if !g.InsecureFlag {
+			insecureAt = at{sec, sub, "insecure-flag"}
 		}
-		check(insecureAt, ca, setting{vc, "thumbprint", s.Thumbprint})
+		for _, k := range []struct{ key, own, global string }{{"ca-file", e.s.CAFile, g.CAFile}, {"thumbprint", e.s.Thumbprint, g.Thumbprint}} {
+			setAt := at{sec, sub, k.key}
+			switch {
+			case k.own != "":
+			case k.global != "":
+				setAt = at{"Global", "", k.key}
+			default:
+				continue
+			}
+			if seen[setAt] {
+				continue
+			}
+			seen[setAt] = true
+			ps.AddSub(setAt.sec, setAt.sub, k.key, "is set together with %s = true, which turns certificate verification off, so %s would be ignored and any certificate accepted: "+
+				"remove insecure-flag (or set it to false) to verify vCenter's certificate with %s", c.where(insecureAt.sec, insecureAt.sub, insecureAt.key), k.key, k.key)
+		}
 	}
 }

@@ -81,8 +81,13 @@ pools:
 			strings.Join(v1.Datacenters, "|") != "DC0|DC1" || strings.Join(v1.IPFamilies, ",") != "ipv6,ipv4" || v1.Tries != 3 {
 			t.Errorf("vc1 = %+v", v1)
 		}
-		if v2.User != "other" || v2.Insecure || strings.Join(v2.Datacenters, "|") != "DC9" {
+		// insecure-flag = false under [Global] insecure-flag = true: still insecure (upstream's
+		// OR), and reported.
+		if v2.User != "other" || !v2.Insecure || strings.Join(v2.Datacenters, "|") != "DC9" {
 			t.Errorf("vc2 = %+v", v2)
+		}
+		if n := c.Notices(); len(n) != 1 || !strings.Contains(n[0], `[VirtualCenter "vc2.example.com"] insecure-flag: false has no effect while [Global] insecure-flag`) {
+			t.Errorf("notices = %q", n)
 		}
 		if c.Labels.Zone != "k8s-zone" || c.Nodes.ExternalVMNetworkName != "public" || len(c.Pool["a"].CIDR) != 1 {
 			t.Errorf("labels/nodes/pools = %+v %+v %+v", c.Labels, c.Nodes, c.Pool)

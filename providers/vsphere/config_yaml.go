@@ -18,10 +18,16 @@ import (
 // key is an error with its line, as in the INI form.
 type yamlConfig struct {
 	Global struct {
-		yamlVC   `yaml:",inline"`
-		CacheTTL config.Duration `yaml:"cacheTTL"`
+		yamlVC           `yaml:",inline"`
+		CacheTTL         config.Duration `yaml:"cacheTTL"`
+		SecretsDirectory string          `yaml:"secretsDirectory"`
+		APIDisable       *bool           `yaml:"apiDisable"`
+		APIBinding       *string         `yaml:"apiBinding"`
+		// CAFileDashed is the spelling of the upstream chart's template, which the upstream
+		// CCM does not read (its YAML key is caFile); ccm reads it as caFile.
+		CAFileDashed string `yaml:"ca-file"`
 	} `yaml:"global"`
-	VCenter map[string]*yamlVC `yaml:"vcenter"`
+	VCenter map[string]*yamlVCEntry `yaml:"vcenter"`
 	Labels  struct {
 		Region string `yaml:"region"`
 		Zone   string `yaml:"zone"`
@@ -35,6 +41,58 @@ type yamlConfig struct {
 		ExcludeExternalNetworkSubnetCIDR string `yaml:"excludeExternalNetworkSubnetCidr"`
 	} `yaml:"nodes"`
 	Pools map[string]*yamlPool `yaml:"pools"`
+
+	// Upstream's NSX-T sections, accepted and reported (upstreamkeys.go).
+	LoadBalancer      yamlLB                  `yaml:"loadBalancer"`
+	LoadBalancerClass map[string]*yamlLBClass `yaml:"loadBalancerClass"`
+	NSXT              yamlNSXT                `yaml:"nsxt"`
+	Route             struct {
+		RouterPath *string `yaml:"routerPath"`
+	} `yaml:"route"`
+}
+
+type yamlVCEntry struct {
+	yamlVC    `yaml:",inline"`
+	TenantRef *string `yaml:"tenantref"`
+	SecretRef *string `yaml:"secretref"`
+}
+
+type yamlLBClass struct {
+	IPPoolName        *string `yaml:"ipPoolName"`
+	IPPoolID          *string `yaml:"ipPoolId"`
+	TCPAppProfileName *string `yaml:"tcpAppProfileName"`
+	TCPAppProfilePath *string `yaml:"tcpAppProfilePath"`
+	UDPAppProfileName *string `yaml:"udpAppProfileName"`
+	UDPAppProfilePath *string `yaml:"udpAppProfilePath"`
+}
+
+func (y *yamlLBClass) into() upstreamLBClass {
+	return upstreamLBClass{IPPoolName: y.IPPoolName, IPPoolID: y.IPPoolID, TCPAppProfileName: y.TCPAppProfileName,
+		TCPAppProfilePath: y.TCPAppProfilePath, UDPAppProfileName: y.UDPAppProfileName, UDPAppProfilePath: y.UDPAppProfilePath}
+}
+
+type yamlLB struct {
+	yamlLBClass      `yaml:",inline"`
+	Size             *string           `yaml:"size"`
+	LBServiceID      *string           `yaml:"lbServiceId"`
+	Tier1GatewayPath *string           `yaml:"tier1GatewayPath"`
+	SnatDisabled     *bool             `yaml:"snatDisabled"`
+	Tags             map[string]string `yaml:"tags"`
+}
+
+type yamlNSXT struct {
+	User               *string `yaml:"user"`
+	Password           *string `yaml:"password"`
+	Host               *string `yaml:"host"`
+	InsecureFlag       *bool   `yaml:"insecureFlag"`
+	RemoteAuth         *bool   `yaml:"remoteAuth"`
+	SecretName         *string `yaml:"secretName"`
+	SecretNamespace    *string `yaml:"secretNamespace"`
+	VMCAccessToken     *string `yaml:"vmcAccessToken"`
+	VMCAuthHost        *string `yaml:"vmcAuthHost"`
+	ClientAuthCertFile *string `yaml:"clientAuthCertFile"`
+	ClientAuthKeyFile  *string `yaml:"clientAuthKeyFile"`
+	CAFile             *string `yaml:"caFile"`
 }
 
 type yamlPool struct {
@@ -100,9 +158,10 @@ func readConfig(r io.Reader) (*Config, error) {
 	var root yaml.Node
 	_ = yaml.Unmarshal(src, &root) // decoded above; only the lines are wanted here
 	cfg.lineOf = yamlLineOf(&root)
+	cfg.yaml = true
 	cfg.SetDefaults()
-	y.into(cfg)
-	ps := cfg.Validate()
+	ps := y.into(cfg)
+	ps = append(ps, cfg.Validate()...)
 	for i := range ps {
 		if ps[i].Line == 0 {
 			ps[i].Line = cfg.lineOf(ps[i].Section, ps[i].Subsection, ps[i].Key)
@@ -143,7 +202,8 @@ var (
 )
 
 // yamlSections maps the INI section names that problems use to the YAML keys.
-var yamlSections = map[string]string{"global": "global", "virtualcenter": "vcenter", "labels": "labels", "nodes": "nodes", "pool": "pools"}
+var yamlSections = map[string]string{"global": "global", "virtualcenter": "vcenter", "labels": "labels", "nodes": "nodes", "pool": "pools",
+	"loadbalancer": "loadBalancer", "loadbalancerclass": "loadBalancerClass", "nsxt": "nsxt", "route": "route"}
 
 // yamlLineOf finds the line of a key in the YAML form, named as in INI: ("Global", "",
 // "insecure-flag") is global.insecureFlag; a VirtualCenter subsection is the vcenter entry of
@@ -217,7 +277,8 @@ var (
 	quotedRE = regexp.MustCompile("`[^`]*`|\"[^\"]*\"")
 )
 
-func (y *yamlConfig) into(c *Config) {
+func (y *yamlConfig) into(c *Config) config.Problems {
+	var ps config.Problems
 	g := &c.Global
 	yg := y.Global.yamlVC
 	g.User, g.Password, g.Server = yg.User, yg.Password, yg.Server
@@ -226,6 +287,14 @@ func (y *yamlConfig) into(c *Config) {
 		g.InsecureFlag = *yg.InsecureFlag
 	}
 	g.Datacenters, g.CAFile, g.Thumbprint = strings.Join(yg.Datacenters, ","), yg.CAFile, yg.Thumbprint
+	if d := y.Global.CAFileDashed; d != "" {
+		if g.CAFile != "" && g.CAFile != d {
+			ps = append(ps, config.Problem{Line: c.line("Global", "", "ca-file"), Key: "global.ca-file", Msg: "and global.caFile name different files: keep one (caFile is upstream's spelling)"})
+		}
+		g.CAFile = d
+	}
+	g.SecretsDirectory = y.Global.SecretsDirectory
+	g.APIDisable, g.APIBinding = y.Global.APIDisable, y.Global.APIBinding
 	g.SecretName, g.SecretNamespace = yg.SecretName, yg.SecretNamespace
 	g.IPFamily, g.SOAPRoundtripCount = strings.Join(yg.IPFamily, ","), yg.SOAPRoundtripCount
 	if y.Global.CacheTTL.Duration != 0 {
@@ -233,12 +302,13 @@ func (y *yamlConfig) into(c *Config) {
 	}
 	for name, v := range y.VCenter {
 		if v == nil { // "vcenter: {name: }": an entry with no keys
-			v = &yamlVC{}
+			v = &yamlVCEntry{}
 		}
 		if c.VirtualCenter == nil {
 			c.VirtualCenter = map[string]*VirtualCenterConfig{}
 		}
-		c.VirtualCenter[or(v.Server, name)] = &VirtualCenterConfig{
+		c.VirtualCenter[name] = &VirtualCenterConfig{
+			Server: v.Server, upstreamVC: upstreamVC{TenantRef: v.TenantRef, SecretRef: v.SecretRef},
 			User: v.User, Password: v.Password, Port: v.Port, InsecureFlag: v.InsecureFlag,
 			Datacenters: strings.Join(v.Datacenters, ","), CAFile: v.CAFile, Thumbprint: v.Thumbprint,
 			SecretName: v.SecretName, SecretNamespace: v.SecretNamespace, IPFamily: strings.Join(v.IPFamily, ","),
@@ -259,4 +329,27 @@ func (y *yamlConfig) into(c *Config) {
 		}
 		c.Pool[name] = &PoolConfig{CIDR: p.CIDR, Range: p.Range, Namespace: p.Namespace, Reserved: p.Reserved}
 	}
+	lb := &c.LoadBalancer
+	lb.upstreamLBClass = y.LoadBalancer.into()
+	lb.Size, lb.LBServiceID, lb.Tier1GatewayPath, lb.SnatDisabled = y.LoadBalancer.Size, y.LoadBalancer.LBServiceID, y.LoadBalancer.Tier1GatewayPath, y.LoadBalancer.SnatDisabled
+	if len(y.LoadBalancer.Tags) > 0 {
+		tags := strings.Join(sortedKeys(y.LoadBalancer.Tags), ",")
+		lb.Tags = &tags
+	}
+	for name, cl := range y.LoadBalancerClass {
+		if cl == nil {
+			cl = &yamlLBClass{}
+		}
+		if c.LoadBalancerClass == nil {
+			c.LoadBalancerClass = map[string]*upstreamLBClass{}
+		}
+		v := cl.into()
+		c.LoadBalancerClass[name] = &v
+	}
+	x := y.NSXT
+	c.NSXT = upstreamNSXT{User: x.User, Password: x.Password, Host: x.Host, InsecureFlag: x.InsecureFlag, RemoteAuth: x.RemoteAuth,
+		SecretName: x.SecretName, SecretNamespace: x.SecretNamespace, VMCAccessToken: x.VMCAccessToken, VMCAuthHost: x.VMCAuthHost,
+		ClientAuthCertFile: x.ClientAuthCertFile, ClientAuthKeyFile: x.ClientAuthKeyFile, CAFile: x.CAFile}
+	c.Route.RouterPath = y.Route.RouterPath
+	return ps
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -22,12 +24,13 @@ import (
 type secretCreds struct {
 	mu     sync.RWMutex
 	byHost map[string][2]string     // host -> user, password
+	hints  map[string]string        // ns/name/host -> why the Secret has no usable pair
 	onSet  func(host string)        // called when a host's credentials change
 	wait   map[string]chan struct{} // closed when the Secret is first read
 }
 
 func newSecretCreds(onSet func(string)) *secretCreds {
-	return &secretCreds{byHost: map[string][2]string{}, onSet: onSet, wait: map[string]chan struct{}{}}
+	return &secretCreds{byHost: map[string][2]string{}, hints: map[string]string{}, onSet: onSet, wait: map[string]chan struct{}{}}
 }
 
 // lookup returns the credentials of host from Secret ns/name, waiting a little for the
@@ -49,7 +52,7 @@ func (s *secretCreds) lookup(host, ns, name string) (string, string, error) {
 	defer s.mu.RUnlock()
 	up, ok := s.byHost[host]
 	if !ok || up[0] == "" || up[1] == "" {
-		return "", "", fmt.Errorf("Secret %s has no keys %s.username and %s.password", key, host, host)
+		return "", "", fmt.Errorf("Secret %s has no keys %s.username and %s.password (nor server_<id>, username_<id>, password_<id> naming it)%s", key, host, host, s.hints[key+"/"+host])
 	}
 	return up[0], up[1], nil
 }
@@ -132,23 +135,14 @@ func getSecret(hc *http.Client, u string) (*v1.Secret, error) {
 }
 
 func (s *secretCreds) apply(sec *v1.Secret) {
-	hosts := map[string][2]string{}
-	for k, v := range sec.Data {
-		for _, suffix := range []string{".username", ".password"} {
-			if len(k) > len(suffix) && k[len(k)-len(suffix):] == suffix {
-				host := k[:len(k)-len(suffix)]
-				up := hosts[host]
-				if suffix == ".username" {
-					up[0] = string(v)
-				} else {
-					up[1] = string(v)
-				}
-				hosts[host] = up
-			}
-		}
-	}
+	hosts := parseCredentials(sec.Data)
 	var changed []string
 	s.mu.Lock()
+	for h := range hosts {
+		if hint := sessionManagerHint(sec.Data, h); hint != "" {
+			s.hints[sec.Namespace+"/"+sec.Name+"/"+h] = hint
+		}
+	}
 	for h, up := range hosts {
 		if old, ok := s.byHost[h]; ok && old != up {
 			changed = append(changed, h)
@@ -161,4 +155,73 @@ func (s *secretCreds) apply(sec *v1.Secret) {
 		klog.InfoS("vCenter credentials changed in the Secret; the next call logs in with them", "server", h)
 		s.onSet(h)
 	}
+}
+
+// parseCredentials reads vCenter credentials in the forms the upstream CCM reads from a
+// Secret or a secrets directory: "<host>.username" and "<host>.password", or the triple
+// "server_<id>", "username_<id>", "password_<id>". Keys of upstream's shared session
+// manager ("<host>.vc-session-manager-url" and "-token") are not supported: lookup says so.
+func parseCredentials(data map[string][]byte) map[string][2]string {
+	hosts := map[string][2]string{}
+	set := func(host string, i int, v []byte) {
+		up := hosts[host]
+		up[i] = strings.TrimSuffix(string(v), "\n")
+		hosts[host] = up
+	}
+	for k, v := range data {
+		switch {
+		case strings.HasSuffix(k, ".username") && len(k) > len(".username"):
+			set(strings.TrimSuffix(k, ".username"), 0, v)
+		case strings.HasSuffix(k, ".password") && len(k) > len(".password"):
+			set(strings.TrimSuffix(k, ".password"), 1, v)
+		case strings.HasPrefix(k, "server_") && len(k) > len("server_"):
+			id, host := strings.TrimPrefix(k, "server_"), strings.TrimSpace(string(v))
+			if u, ok := data["username_"+id]; ok {
+				set(host, 0, u)
+			}
+			if p, ok := data["password_"+id]; ok {
+				set(host, 1, p)
+			}
+		case strings.HasSuffix(k, ".vc-session-manager-url"):
+			host := strings.TrimSuffix(k, ".vc-session-manager-url")
+			if _, ok := hosts[host]; !ok {
+				hosts[host] = [2]string{}
+			}
+		}
+	}
+	return hosts
+}
+
+// lookupDir reads host's credentials from the files of a secrets directory (each file's name
+// is a key, its content the value, as a Secret mounted as a volume). It reads at every login,
+// so a rotated file is used from the next login on.
+func lookupDir(dir, host string) (string, string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", "", fmt.Errorf("secrets-directory %s: %v", dir, err)
+	}
+	data := map[string][]byte{}
+	for _, e := range entries {
+		if e.IsDir() || strings.HasPrefix(e.Name(), "..") { // a mounted Secret's ..data link
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		data[e.Name()] = b
+	}
+	up := parseCredentials(data)[host]
+	if up[0] == "" || up[1] == "" {
+		return "", "", fmt.Errorf("secrets-directory %s has no files %s.username and %s.password (nor server_<id>, username_<id>, password_<id> naming it)%s", dir, host, host, sessionManagerHint(data, host))
+	}
+	return up[0], up[1], nil
+}
+
+// sessionManagerHint explains a host that only has upstream's shared session manager keys.
+func sessionManagerHint(data map[string][]byte, host string) string {
+	if _, ok := data[host+".vc-session-manager-url"]; ok {
+		return "; it has " + host + ".vc-session-manager-url: ccm does not support upstream's shared session manager, it logs in with a user name and password"
+	}
+	return ""
 }

@@ -35,6 +35,11 @@ const loginBackoff = 10 * time.Second
 type conn struct {
 	vc    vcenter
 	creds func() (user, password string, err error)
+	// fallback is tried when vCenter refuses creds (upstream's order: the file's credentials,
+	// then the Secret); once it is used, it is used from then on.
+	fallback    func() (user, password string, err error)
+	useFallback bool
+	credMu      sync.Mutex // guards useFallback (restClient reads it outside mu)
 
 	mu         sync.Mutex
 	client     *vim25.Client // nil until logged in
@@ -91,8 +96,20 @@ func (c *conn) connectLocked(ctx context.Context) error {
 	return nil
 }
 
+// current returns the credentials in use: the primary ones, or the fallback once vCenter
+// refused the primary ones.
+func (c *conn) current() (string, string, error) {
+	c.credMu.Lock()
+	fb := c.useFallback
+	c.credMu.Unlock()
+	if fb {
+		return c.fallback()
+	}
+	return c.creds()
+}
+
 func (c *conn) connectRawLocked(ctx context.Context) error {
-	user, pass, err := c.creds()
+	user, pass, err := c.current()
 	if err != nil {
 		return fmt.Errorf("vCenter %s: %w", c.vc.Server, err)
 	}
@@ -121,8 +138,20 @@ func (c *conn) connectRawLocked(ctx context.Context) error {
 	}
 	raw.RoundTripper = rt
 	// Login goes through the raw chain; every other call through the re-login wrapper.
-	if err := session.NewManager(raw).Login(ctx, url.UserPassword(user, pass)); err != nil {
-		if fault.Is(err, &types.InvalidLogin{}) || fault.Is(err, &types.NotAuthenticated{}) {
+	err = session.NewManager(raw).Login(ctx, url.UserPassword(user, pass))
+	if refused(err) && c.fallback != nil && !c.usingFallback() {
+		klog.InfoS("vCenter refused the config file's credentials; trying the Secret's, as the upstream CCM does", "server", c.vc.Server, "user", user)
+		if user, pass, err = c.fallback(); err != nil {
+			return fmt.Errorf("vCenter %s: the file's credentials were refused, and: %w", c.vc.Server, err)
+		}
+		if err = session.NewManager(raw).Login(ctx, url.UserPassword(user, pass)); err == nil {
+			c.credMu.Lock()
+			c.useFallback = true
+			c.credMu.Unlock()
+		}
+	}
+	if err != nil {
+		if refused(err) {
 			return fmt.Errorf("vCenter %s: login refused for user %q: wrong user name or password", c.vc.Server, user)
 		}
 		return connectError(c.vc, err)
@@ -132,6 +161,16 @@ func (c *conn) connectRawLocked(ctx context.Context) error {
 	c.client, c.gen = &client, c.gen+1
 	klog.V(2).InfoS("Logged in to vCenter", "server", c.vc.Server, "user", user, "session", c.gen)
 	return nil
+}
+
+func refused(err error) bool {
+	return err != nil && (fault.Is(err, &types.InvalidLogin{}) || fault.Is(err, &types.NotAuthenticated{}))
+}
+
+func (c *conn) usingFallback() bool {
+	c.credMu.Lock()
+	defer c.credMu.Unlock()
+	return c.useFallback
 }
 
 func connectError(vc vcenter, err error) error {
@@ -228,7 +267,7 @@ func (c *conn) restClient(ctx context.Context) (*rest.Client, error) {
 	rc := rest.NewClient(client)
 	// Every attempt is counted (metrics.Transport), so the retry goes above it.
 	rc.Client.Client.Transport = &throttleRetry{next: &metrics.Transport{Provider: ProviderName, Service: "vapi", Operation: restOperation, Next: rc.Client.Client.Transport}}
-	user, pass, err := c.creds()
+	user, pass, err := c.current()
 	if err != nil {
 		return nil, &loginError{err}
 	}

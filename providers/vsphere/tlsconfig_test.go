@@ -49,7 +49,11 @@ func TestInsecureFlagWithVerificationIsAnError(t *testing.T) {
 			[]string{`line 7: [VirtualCenter "vc.example.com"] ca-file: is set together with [Global] insecure-flag (line 4) = true`}},
 		{"INI vCenter insecure, global ca-file", ini("ca-file = "+ca+"\n", "insecure-flag = true\n"),
 			[]string{`line 4: [Global] ca-file: is set together with [VirtualCenter "vc.example.com"] insecure-flag (line 7) = true`}},
-		{"INI vCenter turns insecure off", ini("insecure-flag = true\n", "insecure-flag = false\nthumbprint = "+tp+"\n"), nil},
+		// upstream ORs the two flags: a section's false does not turn verification back on.
+		{"INI vCenter cannot turn insecure off", ini("insecure-flag = true\n", "insecure-flag = false\nthumbprint = "+tp+"\n"),
+			[]string{`line 8: [VirtualCenter "vc.example.com"] thumbprint: is set together with [Global] insecure-flag (line 4) = true`}},
+		{"INI global thumbprint inherited under vCenter insecure", ini("thumbprint = "+tp+"\n", "insecure-flag = true\n"),
+			[]string{`line 4: [Global] thumbprint: is set together with [VirtualCenter "vc.example.com"] insecure-flag (line 7) = true`}},
 		{"INI vCenter insecure and thumbprint", ini("", "insecure-flag = true\nthumbprint = "+tp+"\n"),
 			[]string{`line 7: [VirtualCenter "vc.example.com"] thumbprint: is set together with [VirtualCenter "vc.example.com"] insecure-flag (line 6)`}},
 		{"YAML insecure alone", yml("  insecureFlag: true\n", ""), nil},
@@ -59,8 +63,9 @@ func TestInsecureFlagWithVerificationIsAnError(t *testing.T) {
 		{"YAML insecure and thumbprint", yml("  insecureFlag: true\n  thumbprint: "+tp+"\n", ""),
 			[]string{"line 5: [Global] thumbprint: is set together with [Global] insecure-flag (line 4)"}},
 		{"YAML vCenter insecure and thumbprint", yml("", "    insecureFlag: true\n    thumbprint: "+tp+"\n"),
-			[]string{`line 8: [VirtualCenter "vc.example.com"] thumbprint: is set together with [VirtualCenter "vc.example.com"] insecure-flag (line 7)`}},
-		{"YAML vCenter turns insecure off", yml("  insecureFlag: true\n", "    insecureFlag: false\n    caFile: "+ca+"\n"), nil},
+			[]string{`line 8: [VirtualCenter "one"] thumbprint: is set together with [VirtualCenter "one"] insecure-flag (line 7)`}},
+		{"YAML vCenter cannot turn insecure off", yml("  insecureFlag: true\n", "    insecureFlag: false\n    caFile: "+ca+"\n"),
+			[]string{`line 9: [VirtualCenter "one"] ca-file: is set together with [Global] insecure-flag (line 4) = true`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
