@@ -401,3 +401,80 @@ spec:
           type: object
           x-kubernetes-preserve-unknown-fields: true
 `
+
+// Parity with the kustomize overlays: the dummy chart's defaults render the objects of
+// deploy/dummy (same kinds and names, rules, bindings and pod spec); every chart grants the
+// base's rules and runs with its security context and probes.
+func TestParityWithOverlays(t *testing.T) {
+	ctx := context.Background()
+	byKey := func(objs []map[string]any) map[string]map[string]any {
+		m := map[string]map[string]any{}
+		for _, o := range objs {
+			m[str(o, "kind")+"/"+str(o, "metadata", "namespace")+"/"+str(o, "metadata", "name")] = o
+		}
+		return m
+	}
+	render := func(chart string) map[string]map[string]any {
+		out, err := runHelm("template", "rel", filepath.Join(root, "deploy", "charts", chart), "--namespace", "kube-system")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return byKey(decode(t, out))
+	}
+	kout, err := env.Kubectl(ctx, "kustomize", filepath.Join(root, "deploy", "dummy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := byKey(decode(t, kout))
+	podSpec := func(o map[string]any) map[string]any {
+		s := get(o, "spec", "template", "spec").(map[string]any)
+		c := s["containers"].([]any)[0].(map[string]any)
+		return map[string]any{"pod": s["securityContext"], "container": c["securityContext"],
+			"liveness": c["livenessProbe"], "readiness": c["readinessProbe"], "hostNetwork": s["hostNetwork"]}
+	}
+	dummy := render("dummy")
+	for key, want := range overlay {
+		got, ok := dummy[key]
+		if !ok {
+			t.Errorf("dummy chart lacks %s of deploy/dummy", key)
+			continue
+		}
+		for _, f := range [][]string{{"rules"}, {"roleRef"}, {"subjects"}, {"spec", "template", "spec"}, {"spec", "selector"}} {
+			if w, g := get(want, f...), get(got, f...); !equalJSON(w, g) {
+				t.Errorf("%s %v: overlay %v, chart %v", key, f, w, g)
+			}
+		}
+	}
+	base := overlay["ClusterRole//system:cloud-controller-manager"]
+	lease := overlay["Role/kube-system/system:cloud-controller-manager:leader-election"]
+	var ds map[string]any
+	for _, o := range overlay {
+		if o["kind"] == "DaemonSet" {
+			ds = o
+		}
+	}
+	for _, chart := range []string{"openstack", "aws", "vsphere"} {
+		objs := render(chart)
+		if !equalJSON(get(objs["ClusterRole//system:cloud-controller-manager"], "rules"), base["rules"]) && !equalJSON(get(objs["ClusterRole//cloud-controller-manager"], "rules"), base["rules"]) {
+			t.Errorf("%s: the ClusterRole differs from deploy/base's", chart)
+		}
+		var leaseOK bool
+		for k, o := range objs {
+			if strings.HasPrefix(k, "Role/kube-system/") && strings.HasSuffix(k, ":leader-election") {
+				leaseOK = equalJSON(o["rules"], lease["rules"])
+			}
+			if o["kind"] == "DaemonSet" && !equalJSON(podSpec(o), podSpec(ds)) {
+				t.Errorf("%s: security context, probes or host network differ from deploy/base's:\n%v\n%v", chart, podSpec(o), podSpec(ds))
+			}
+		}
+		if !leaseOK {
+			t.Errorf("%s: no leader-election Role with deploy/base's rules", chart)
+		}
+	}
+}
+
+func equalJSON(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
+}
