@@ -13,12 +13,10 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
-
-	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // A snapshot is the observed state of a cluster's load balancers read in bulk: the cluster's
-// load balancers (one list with its cluster tag), and the project's listeners, pools, health
+// load balancers (one list, kept by lbOfCluster), and the project's listeners, pools, health
 // monitors and floating IPs (one list each). A resync of N unchanged Services then costs these
 // five lists plus one member list per listener, instead of five reads per Service.
 //
@@ -84,17 +82,19 @@ func (s *snapshots) get(ctx context.Context, cl *clients, cluster, svc string, w
 func readSnapshot(ctx context.Context, cl *clients, cluster string, withSG bool) (*snapshot, error) {
 	s := &snapshot{at: time.Now(), lbs: map[string]*loadbalancers.LoadBalancer{}, listeners: map[string][]listeners.Listener{},
 		lbIDs: map[string]bool{}, pools: map[string][]pools.Pool{}, monitors: map[string]*monitors.Monitor{}, fips: map[string]*floatingips.FloatingIP{}}
-	tag := ownership.ClusterTagPrefix + cluster + "=" + ownership.Owned
-	lp, err := loadbalancers.List(cl.lb, loadbalancers.ListOpts{Tags: []string{tag}}).AllPages(ctx)
+	// Every load balancer of the project, kept if it is the cluster's: ccm's cluster tag, or
+	// the upstream CCM's name and description for this cluster (a takeover then reads in bulk
+	// too; upstream's tags cannot be filtered on).
+	lp, err := loadbalancers.List(cl.lb, loadbalancers.ListOpts{}).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing the cluster's load balancers: %w", err)
+		return nil, fmt.Errorf("listing the load balancers: %w", err)
 	}
 	lbs, err := loadbalancers.ExtractLoadBalancers(lp)
 	if err != nil {
 		return nil, err
 	}
 	for i := range lbs {
-		if lbs[i].ProvisioningStatus == "ACTIVE" {
+		if lbs[i].ProvisioningStatus == "ACTIVE" && lbOfCluster(cluster, &lbs[i]) {
 			s.lbs[lbs[i].Name] = &lbs[i]
 			s.lbIDs[lbs[i].ID] = true
 		}

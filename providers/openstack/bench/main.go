@@ -75,6 +75,12 @@ func run(o options) error {
 			fmt.Printf("bench: restart%s: %d writes, %.2f reads per LB (%s)\n", label, s.RestartWrites, float64(s.RestartReads)/float64(s.LBs), benchscenario.Format(s.RestartByOp))
 			fmt.Printf("bench: resync%s: %d writes, %.2f reads per LB (%s)\n", label, s.ResyncWrites, float64(s.ResyncReads)/float64(s.LBs), benchscenario.Format(s.ResyncByOp))
 			steadyRows = append(steadyRows, s.rows(label)...)
+			tk, err := measureTakeover(ctx, o.steadyLBs, sg != "")
+			if err != nil {
+				return fmt.Errorf("takeover from the upstream CCM: %w", err)
+			}
+			fmt.Printf("bench: takeover%s: %s (%s)\n", label, tk, benchscenario.Format(tk.ByOp))
+			steadyRows = append(steadyRows, tk.rows(label)...)
 		}
 	}
 	cl, err := benchscenario.StartCluster(ctx, "openstack")

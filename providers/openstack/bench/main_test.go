@@ -43,3 +43,25 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 		t.Logf("%q: restart %d reads for 4 LBs %v; resync %d %v", sg, s.RestartReads, s.RestartByOp, s.ResyncReads, s.ResyncByOp)
 	}
 }
+
+// 100 load balancers made by the upstream CCM are taken over with no create, no delete of
+// anything that serves, the same addresses, and upstream's groups gone (with security
+// groups); the next sync writes nothing. Counted at the fake; the figures are logged.
+func TestTakeoverOfUpstreamLoadBalancers(t *testing.T) {
+	for _, sg := range []bool{false, true} {
+		tk, err := measureTakeover(t.Context(), 100, sg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("security groups %v: %s; %v", sg, tk, tk.ByOp)
+		if tk.Creates != 0 || tk.ServingDeletes != 0 || tk.ChangedAddrs != 0 || tk.UpstreamGroupsLeft != 0 {
+			t.Errorf("security groups %v: %s", sg, tk)
+		}
+		if tk.NextWrites != 0 {
+			t.Errorf("security groups %v: the sync after the takeover made %d writes", sg, tk.NextWrites)
+		}
+		if sg && tk.UpstreamGroupsSeeded != 100 {
+			t.Errorf("seeded %d upstream groups, want 100", tk.UpstreamGroupsSeeded)
+		}
+	}
+}
