@@ -437,3 +437,34 @@ func deleteUntilDone(t *testing.T, lb cloudprovider.LoadBalancer, svc *v1.Servic
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// With create-monitor = true, upstream's health monitors (TCP, UDP-CONNECT, and HTTP /healthz
+// on the health-check NodePort for externalTrafficPolicy Local, members with monitor_port)
+// are what ccm wants: kept, nothing replaced.
+func TestUpstreamMonitorsKept(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	u := seedUpstreamCluster(t, f, 0, false)
+	tcp := upstreamSvc("mon-tcp")
+	udp := upstreamSvc("mon-udp", v1.ServicePort{Name: "dns", Port: 53, NodePort: 30053, Protocol: v1.ProtocolUDP})
+	local := upstreamSvc("mon-local")
+	local.Spec.ExternalTrafficPolicy, local.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, 32000
+	var svcs []*v1.Service
+	var addrs []string
+	for _, svc := range []*v1.Service{tcp, udp, local} {
+		us := toUpstream(svc, u.nodes, nil)
+		us.Monitor, us.HealthCheckNodePort = true, int(svc.Spec.HealthCheckNodePort)
+		id, addr := f.SeedUpstream(us)
+		adoptedByUpstream(svc, id, addr)
+		svcs, addrs = append(svcs, svc), append(addrs, addr)
+	}
+	lb, _ := migrationCloud(t, f, "create-monitor = true\n")
+	for i, svc := range svcs {
+		if st := ensureUntilReady(t, lb, svc, u.nodes); st.Ingress[0].IP != addrs[i] {
+			t.Errorf("%s: address %s, want %s", svc.Name, st.Ingress[0].IP, addrs[i])
+		}
+	}
+	c := f.Calls()
+	if cr, d := servingChanges(c); cr != 0 || d != 0 || c["octavia.CreateHealthMonitor"]+c["octavia.UpdateHealthMonitor"]+c["octavia.BatchUpdateMembers"] != 0 {
+		t.Errorf("takeover with monitors: %s", f.CallSummary())
+	}
+}

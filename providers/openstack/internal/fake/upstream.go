@@ -33,6 +33,12 @@ type UpstreamService struct {
 	// SecurityGroupPorts, when set (manage-security-groups = true), are the Neutron ports of
 	// the nodes that upstream attached the Service's group to.
 	SecurityGroupPorts []string
+	// Monitor (create-monitor = true): a health monitor per pool with upstream's defaults
+	// (delay 5, timeout 3, max_retries 1): TCP, UDP-CONNECT for UDP, SCTP for SCTP; with
+	// HealthCheckNodePort (externalTrafficPolicy Local) HTTP GET /healthz, and members get it
+	// as their monitor_port.
+	Monitor             bool
+	HealthCheckNodePort int
 }
 
 // UpstreamPort is one Service port.
@@ -109,11 +115,32 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 	for i, p := range s.Ports {
 		var ms []memberBody
 		for _, node := range sortedKeys(s.Nodes) {
-			ms = append(ms, memberBody{Address: s.Nodes[node], Port: p.NodePort, SubnetID: PrivateSubnetID})
+			m := memberBody{Address: s.Nodes[node], Port: p.NodePort, SubnetID: PrivateSubnetID}
+			if s.Monitor && s.HealthCheckNodePort > 0 {
+				hc := s.HealthCheckNodePort
+				m.MonitorPort = &hc
+			}
+			ms = append(ms, m)
 		}
 		proto := strings.ToUpper(p.Protocol)
+		pb := &poolBody{Name: cut255(fmt.Sprintf("pool_%d_%s", i, own)), Method: "ROUND_ROBIN", Protocol: proto, Members: ms}
+		if s.Monitor {
+			pb.Monitor = &struct {
+				Type       string `json:"type"`
+				Delay      int    `json:"delay"`
+				Timeout    int    `json:"timeout"`
+				MaxRetries int    `json:"max_retries"`
+				URLPath    string `json:"url_path"`
+			}{Type: proto, Delay: 5, Timeout: 3, MaxRetries: 1}
+			switch {
+			case s.HealthCheckNodePort > 0:
+				pb.Monitor.Type, pb.Monitor.URLPath = "HTTP", "/healthz"
+			case proto == "UDP":
+				pb.Monitor.Type = "UDP-CONNECT"
+			}
+		}
 		li := c.addListener(lb.ID, listenerBody{Name: cut255(fmt.Sprintf("listener_%d_%s", i, own)), Protocol: proto, Port: p.Port, Tags: []string{own},
-			DefaultPool: &poolBody{Name: cut255(fmt.Sprintf("pool_%d_%s", i, own)), Method: "ROUND_ROBIN", Protocol: proto, Members: ms}})
+			DefaultPool: pb})
 		li.AllowedCIDRs = []string{"0.0.0.0/0"} // upstream sets the default source range explicitly
 	}
 }
