@@ -103,7 +103,8 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 	allowDefaultName := ccmFlags.Bool("allow-default-cluster-name", false,
 		"Allow --cluster-name to keep the default \"kubernetes\" for providers that mark what they own with it (openstack, vsphere, dummy). "+
 			"Only for a cloud account, project or vCenter that no other cluster uses.")
-	addMemoryOptions(ccmFlags, controllers)
+	addMemoryOptions(ccmFlags)
+	serviceOpts := addServiceControllerOptions(ccmFlags, controllers)
 
 	cmd := ccmapp.NewCloudControllerManagerCommand(opts, initCloud, controllers, map[string]string{}, extra, stop)
 	cmd.Use = "ccm"
@@ -131,6 +132,9 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 			return err
 		}
 		if err := applyClusterName(c, opts.KubeCloudShared.ClusterName, *allowDefaultName); err != nil {
+			return err
+		}
+		if err := serviceOpts.validate(); err != nil {
 			return err
 		}
 		if *deletionWindow < 0 {

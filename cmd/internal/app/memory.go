@@ -11,8 +11,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
-	ccmapp "k8s.io/cloud-provider/app"
-	"k8s.io/cloud-provider/names"
 	"k8s.io/klog/v2"
 )
 
@@ -37,15 +35,11 @@ var memoryLimitInForce struct {
 	source string
 }
 
-// addMemoryOptions is what NewCommand does for memory: --memory-limit on fs, and the
-// library's service controller swapped in controllers for one fed coalesced Node events
-// (NewServiceController in informers.go).
-func addMemoryOptions(fs *pflag.FlagSet, controllers map[string]ccmapp.ControllerInitFuncConstructor) {
+// addMemoryOptions is what NewCommand does for memory: --memory-limit on fs. The service
+// controller, the other half (coalesced Node events, a digest per Service), is chosen in
+// servicecontroller.go.
+func addMemoryOptions(fs *pflag.FlagSet) {
 	addMemoryLimitFlag(fs)
-	if sc, ok := controllers[names.ServiceLBController]; ok {
-		sc.Constructor = NewServiceController
-		controllers[names.ServiceLBController] = sc
-	}
 }
 
 // addMemoryLimitFlag registers --memory-limit on fs and applies its default.

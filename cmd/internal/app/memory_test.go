@@ -4,14 +4,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
-	ccmapp "k8s.io/cloud-provider/app"
-	"k8s.io/cloud-provider/names"
 )
 
 func writeFile(t *testing.T, path, body string) {
@@ -104,28 +101,5 @@ func TestMemoryLimitFlagRegistered(t *testing.T) {
 	}
 	if f := fs.Lookup("memory-limit"); f == nil || f.DefValue != "auto" {
 		t.Errorf("flag missing or default not auto: %+v", f)
-	}
-}
-
-func TestAddMemoryOptionsSwapsTheServiceController(t *testing.T) {
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
-	controllers := map[string]ccmapp.ControllerInitFuncConstructor{}
-	for name, c := range ccmapp.DefaultInitFuncConstructors {
-		controllers[name] = c
-	}
-	addMemoryOptions(pflag.NewFlagSet("ccm", pflag.ContinueOnError), controllers)
-	sc := controllers[names.ServiceLBController]
-	if reflect.ValueOf(sc.Constructor).Pointer() != reflect.ValueOf(NewServiceController).Pointer() {
-		t.Error("the service controller was not swapped")
-	}
-	if sc.InitContext != ccmapp.DefaultInitFuncConstructors[names.ServiceLBController].InitContext {
-		t.Error("the client name must stay the library's (RBAC is granted to it)")
-	}
-	if len(controllers) != len(ccmapp.DefaultInitFuncConstructors) {
-		t.Error("no controller may be added or lost")
-	}
-	lib := ccmapp.DefaultInitFuncConstructors[names.ServiceLBController]
-	if reflect.ValueOf(lib.Constructor).Pointer() == reflect.ValueOf(NewServiceController).Pointer() {
-		t.Error("the library's own table must stay unchanged")
 	}
 }

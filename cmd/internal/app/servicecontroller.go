@@ -1,0 +1,89 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/pflag"
+	cloudprovider "k8s.io/cloud-provider"
+	ccmapp "k8s.io/cloud-provider/app"
+	ccmconfig "k8s.io/cloud-provider/app/config"
+	"k8s.io/cloud-provider/names"
+	genericcontrollermanager "k8s.io/controller-manager/app"
+	"k8s.io/controller-manager/controller"
+	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/common/servicecontroller"
+)
+
+// Which service controller runs under the library's name in the controller table: ccm's own
+// (common/servicecontroller) or the library's. The hidden --service-controller flag keeps the
+// library's within reach for the integration test that compares the two.
+const (
+	serviceControllerOwn     = "ccm"
+	serviceControllerLibrary = "library"
+	defaultServiceController = serviceControllerLibrary
+)
+
+type serviceControllerOptions struct {
+	classes   []string
+	unclassed bool
+	impl      string
+}
+
+// addServiceControllerOptions registers the service controller's flags on fs and puts the
+// controller they select in the table, under the library's name and with its client name
+// (the RBAC is granted to it).
+func addServiceControllerOptions(fs *pflag.FlagSet, controllers map[string]ccmapp.ControllerInitFuncConstructor) *serviceControllerOptions {
+	o := &serviceControllerOptions{unclassed: true, impl: defaultServiceController}
+	fs.StringArrayVar(&o.classes, "load-balancer-class", nil,
+		"A spec.loadBalancerClass whose Services this ccm serves; repeat for several. Services of other classes are left to "+
+			"their own implementation (another ccm, MetalLB, kube-vip). Needs the ccm service controller.")
+	fs.BoolVar(&o.unclassed, "serve-unclassed-services", true,
+		"Serve Services of type LoadBalancer without spec.loadBalancerClass (the upstream behaviour). "+
+			"Set false, with --load-balancer-class, when another implementation serves those.")
+	fs.StringVar(&o.impl, "service-controller", defaultServiceController,
+		"Service controller: 'ccm' (common/servicecontroller) or 'library' (k8s.io/cloud-provider's).")
+	_ = fs.MarkHidden("service-controller") // for the comparison test; not an operator's choice
+	if sc, ok := controllers[names.ServiceLBController]; ok {
+		sc.Constructor = o.constructor
+		controllers[names.ServiceLBController] = sc
+	}
+	return o
+}
+
+func (o *serviceControllerOptions) classesValue() servicecontroller.Classes {
+	return servicecontroller.Classes{Names: o.classes, Unclassed: o.unclassed}
+}
+
+// validate runs before anything starts, so a bad class is an exit code and a message.
+func (o *serviceControllerOptions) validate() error {
+	switch o.impl {
+	case serviceControllerOwn:
+		return o.classesValue().Validate()
+	case serviceControllerLibrary:
+		if len(o.classes) > 0 || !o.unclassed {
+			return fmt.Errorf("--load-balancer-class and --serve-unclassed-services=false need --service-controller=%s "+
+				"(the library's controller serves only Services without a class)", serviceControllerOwn)
+		}
+		return nil
+	}
+	return fmt.Errorf("--service-controller: want %q or %q, got %q", serviceControllerOwn, serviceControllerLibrary, o.impl)
+}
+
+func (o *serviceControllerOptions) constructor(initContext ccmapp.ControllerInitContext, c *ccmconfig.CompletedConfig, cloud cloudprovider.Interface) ccmapp.InitFunc {
+	if o.impl == serviceControllerLibrary {
+		return NewServiceController(initContext, c, cloud)
+	}
+	return func(ctx context.Context, cc genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+		sc, err := servicecontroller.New(cloud, c.ClientBuilder.ClientOrDie(initContext.ClientName),
+			c.SharedInformers.Core().V1().Services(), c.SharedInformers.Core().V1().Nodes(),
+			servicecontroller.Options{ClusterName: c.ComponentConfig.KubeCloudShared.ClusterName, Classes: o.classesValue()})
+		if err != nil { // as the library does: the ccm runs on without the controller
+			klog.ErrorS(err, "Failed to start the service controller")
+			return nil, false, nil
+		}
+		go sc.Run(ctx, int(c.ComponentConfig.ServiceController.ConcurrentServiceSyncs), cc.ControllerManagerMetrics)
+		return nil, true, nil
+	}
+}

@@ -1,0 +1,67 @@
+package app
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	ccmapp "k8s.io/cloud-provider/app"
+	"k8s.io/cloud-provider/names"
+)
+
+func TestServiceControllerOptionsSwapTheController(t *testing.T) {
+	controllers := map[string]ccmapp.ControllerInitFuncConstructor{}
+	for name, c := range ccmapp.DefaultInitFuncConstructors {
+		controllers[name] = c
+	}
+	addServiceControllerOptions(pflag.NewFlagSet("ccm", pflag.ContinueOnError), controllers)
+	lib := ccmapp.DefaultInitFuncConstructors[names.ServiceLBController]
+	sc := controllers[names.ServiceLBController]
+	if reflect.ValueOf(sc.Constructor).Pointer() == reflect.ValueOf(lib.Constructor).Pointer() {
+		t.Error("the service controller was not swapped")
+	}
+	if sc.InitContext != lib.InitContext {
+		t.Error("the client name must stay the library's (RBAC is granted to it)")
+	}
+	if len(controllers) != len(ccmapp.DefaultInitFuncConstructors) {
+		t.Error("no controller may be added or lost")
+	}
+	if reflect.ValueOf(ccmapp.DefaultInitFuncConstructors[names.ServiceLBController].Constructor).Pointer() != reflect.ValueOf(lib.Constructor).Pointer() {
+		t.Error("the library's own table must stay unchanged")
+	}
+}
+
+func TestServiceControllerFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		err  string // "" for valid
+	}{
+		{nil, ""},
+		{[]string{"--service-controller=ccm"}, ""},
+		{[]string{"--service-controller=ccm", "--load-balancer-class=example.com/vip", "--load-balancer-class=example.com/internal"}, ""},
+		{[]string{"--service-controller=ccm", "--load-balancer-class=example.com/vip", "--serve-unclassed-services=false"}, ""},
+		{[]string{"--service-controller=ccm", "--serve-unclassed-services=false"}, "needs at least one --load-balancer-class"},
+		{[]string{"--service-controller=ccm", "--load-balancer-class=vip"}, `--load-balancer-class "vip"`},
+		{[]string{"--service-controller=library", "--load-balancer-class=example.com/vip"}, "need --service-controller=ccm"},
+		{[]string{"--service-controller=other"}, "--service-controller"},
+	} {
+		fs := pflag.NewFlagSet("ccm", pflag.ContinueOnError)
+		o := addServiceControllerOptions(fs, map[string]ccmapp.ControllerInitFuncConstructor{})
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := o.validate()
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%v: got %v, want an error with %q", tc.args, err, tc.err)
+		}
+	}
+	fs := pflag.NewFlagSet("ccm", pflag.ContinueOnError)
+	addServiceControllerOptions(fs, map[string]ccmapp.ControllerInitFuncConstructor{})
+	if f := fs.Lookup("service-controller"); f == nil || !f.Hidden {
+		t.Error("--service-controller must exist and be hidden")
+	}
+}
