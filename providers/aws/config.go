@@ -23,7 +23,6 @@ type Config struct {
 	Global struct {
 		Region, Zone                string
 		VPC                         string
-		SubnetID                    string
 		RouteTableID                string
 		RoleARN                     string
 		SourceARN                   string // sent with RoleARN's AssumeRole (confused-deputy condition keys)
