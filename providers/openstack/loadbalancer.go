@@ -15,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
@@ -149,6 +150,32 @@ func (l *loadBalancers) find(ctx context.Context, cl *clients, id ownership.Iden
 	}
 	if refusal != nil {
 		return nil, false, fmt.Errorf("a load balancer named %s exists; not touching it: %w", name, refusal)
+	}
+	return l.findLegacyNamed(ctx, cl, id, name)
+}
+
+// findLegacyNamed looks for the Service's load balancer under the name early upstream CCMs
+// gave it (k8s.io/cloud-provider's DefaultLoadBalancerName: "a" and the UID without dashes,
+// cut to 32), which upstream still looks up: only for the first family's name, and only one
+// the Service owns (upstream's description). syncOne gives it the current name.
+func (l *loadBalancers) findLegacyNamed(ctx context.Context, cl *clients, id ownership.Identity, name string) (*loadbalancers.LoadBalancer, bool, error) {
+	if id.UID == "" || name != lbname.Octavia.Name(id.Cluster, id.Namespace, id.Name) {
+		return nil, false, nil
+	}
+	legacy := cloudprovider.DefaultLoadBalancerName(&v1.Service{ObjectMeta: metav1.ObjectMeta{UID: types.UID(id.UID)}})
+	pages, err := loadbalancers.List(cl.lb, loadbalancers.ListOpts{Name: legacy}).AllPages(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("listing load balancers named %s: %w", legacy, err)
+	}
+	all, err := loadbalancers.ExtractLoadBalancers(pages)
+	if err != nil {
+		return nil, false, err
+	}
+	for i := range all {
+		if all[i].Name == legacy && lbOwned(id, &all[i]) == nil {
+			l.remember(name, all[i].ID)
+			return &all[i], false, nil
+		}
 	}
 	return nil, false, nil
 }
@@ -440,10 +467,11 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 			return "", err
 		}
 	}
-	if !adopted && lbNeedsTags(id, lb) {
-		// Written before the ownership tags held the Service's UID (or by the upstream CCM).
+	if !adopted && (lbNeedsTags(id, lb) || lb.Name != name) {
+		// Written before the ownership tags held the Service's UID (or by the upstream CCM,
+		// perhaps under its early name: the current one is given with the tags).
 		tags := withOwnerTags(lb.Tags, id)
-		if _, err := loadbalancers.Update(ctx, cl.lb, lb.ID, loadbalancers.UpdateOpts{Tags: &tags}).Extract(); err != nil {
+		if _, err := loadbalancers.Update(ctx, cl.lb, lb.ID, loadbalancers.UpdateOpts{Name: &name, Tags: &tags}).Extract(); err != nil {
 			return "", l.conflict(err, "tagging load balancer "+name)
 		}
 		if err := l.waitActive(ctx, cl, lb.ID); err != nil {

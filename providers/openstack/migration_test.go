@@ -468,3 +468,39 @@ func TestUpstreamMonitorsKept(t *testing.T) {
 		t.Errorf("takeover with monitors: %s", f.CallSummary())
 	}
 }
+
+// A load balancer as early upstream versions left it (named "a" + the UID, no tags, no
+// load-balancer-id annotation on the Service) is found by that name, as upstream still looks
+// it up, adopted in place and given the current name; nothing is created or deleted.
+func TestEarlyUpstreamNameAdopted(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	u := seedUpstreamCluster(t, f, 0, false)
+	svc := upstreamSvc("early")
+	us := toUpstream(svc, u.nodes, nil)
+	us.Early = true
+	_, addr := f.SeedUpstream(us)
+	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: addr}}
+	lb, sink := migrationCloud(t, f, "")
+	if _, exists, err := lb.GetLoadBalancer(context.Background(), cluster, svc); err != nil || !exists {
+		t.Errorf("GetLoadBalancer = %v, %v; want it found under its early name", exists, err)
+	}
+	if st := ensureUntilReady(t, lb, svc, u.nodes); st.Ingress[0].IP != addr {
+		t.Errorf("address %s, want %s", st.Ingress[0].IP, addr)
+	}
+	if c, d := servingChanges(f.Calls()); c != 0 || d != 0 {
+		t.Errorf("takeover: %d creates, %d deletes (%s)", c, d, f.CallSummary())
+	}
+	if got := fakeLB(t, f, "early"); len(got.Listeners) != 1 {
+		t.Errorf("after the takeover: %+v", got)
+	}
+	writes := f.Writes()
+	lb2, _ := migrationCloud(t, f, "") // a restart finds it by its current name
+	ensureUntilReady(t, lb2, svc, u.nodes)
+	if w := f.Writes() - writes; w != 0 {
+		t.Errorf("the sync after the takeover made %d writes (%s)", w, f.CallSummary())
+	}
+	time.Sleep(100 * time.Millisecond)
+	if w := warnings(sink, svc); len(w) != 0 {
+		t.Errorf("Warnings %q", w)
+	}
+}

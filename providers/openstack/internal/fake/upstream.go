@@ -39,6 +39,10 @@ type UpstreamService struct {
 	// as their monitor_port.
 	Monitor             bool
 	HealthCheckNodePort int
+	// Early: as early upstream versions left it, before Octavia tags and shared load
+	// balancers: the load balancer named "a" + the UID without dashes (cut to 32), no tags
+	// on it or its listeners, and no load-balancer-id annotation written.
+	Early bool
 }
 
 // UpstreamPort is one Service port.
@@ -70,11 +74,17 @@ func cut255(s string) string {
 func (c *Cloud) SeedUpstream(s UpstreamService) (lbID, address string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	name := UpstreamLBName(s.Cluster, s.Namespace, s.Name)
+	name, tags := UpstreamLBName(s.Cluster, s.Namespace, s.Name), []string{UpstreamLBName(s.Cluster, s.Namespace, s.Name)}
+	if s.Early {
+		name, tags = strings.ReplaceAll("a"+s.UID, "-", ""), nil
+		if len(name) > 32 {
+			name = name[:32]
+		}
+	}
 	c.vipSeq++
 	lb := &loadBalancer{ID: c.nextID("lb"), Name: name, Description: fmt.Sprintf("Kubernetes external service %s/%s from cluster %s", s.Namespace, s.Name, s.Cluster),
 		Status: "ACTIVE", VipAddress: fmt.Sprintf("10.0.%d.%d", 200+c.vipSeq/250, c.vipSeq%250+1), VipSubnetID: PrivateSubnetID, VipNetworkID: PrivateNetworkID,
-		Provider: "amphora", created: time.Now(), Tags: []string{name}}
+		Provider: "amphora", created: time.Now(), Tags: tags}
 	vp := &port{ID: c.nextID("port"), NetworkID: PrivateNetworkID, DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia",
 		FixedIPs: []fixedIP{{SubnetID: PrivateSubnetID, IPAddress: lb.VipAddress}}}
 	c.ports[vp.ID] = vp
@@ -139,7 +149,11 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 				pb.Monitor.Type = "UDP-CONNECT"
 			}
 		}
-		li := c.addListener(lb.ID, listenerBody{Name: cut255(fmt.Sprintf("listener_%d_%s", i, own)), Protocol: proto, Port: p.Port, Tags: []string{own},
+		lt := []string{own}
+		if s.Early {
+			lt = nil
+		}
+		li := c.addListener(lb.ID, listenerBody{Name: cut255(fmt.Sprintf("listener_%d_%s", i, own)), Protocol: proto, Port: p.Port, Tags: lt,
 			DefaultPool: pb})
 		li.AllowedCIDRs = []string{"0.0.0.0/0"} // upstream sets the default source range explicitly
 	}
