@@ -177,18 +177,24 @@ func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clus
 			return err
 		}
 	}
+	created := false
 	if sg == nil {
 		if sg, err = groups.Create(ctx, cl.network, groups.CreateOpts{Name: name, Description: sgDescription(id)}).Extract(); err != nil {
 			return fmt.Errorf("creating security group %s: %w", name, err)
 		}
 		klog.InfoS("Created security group", "service", klog.KObj(svc), "name", name, "id", sg.ID)
-		rep.created = true
+		rep.created, created = true, true
 	}
 	var have []rules.SecGroupRule
-	if inSnapshot {
+	switch {
+	case inSnapshot:
 		have = rep.seen.rules[sg.ID]
-	} else if have, err = listRules(ctx, cl, sg.ID); err != nil {
-		return err
+	case created:
+		// A new group has only Neutron's default egress rules: no ingress rule to list.
+	default:
+		if have, err = listRules(ctx, cl, sg.ID); err != nil {
+			return err
+		}
 	}
 	added, err := syncRules(ctx, cl, id, sg, want, have, legacy)
 	if err != nil {
