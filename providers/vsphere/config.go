@@ -178,7 +178,8 @@ func (c *Config) resolve(e entry) vcenter {
 	}
 	if s.env == "" {
 		v.Insecure = g.InsecureFlag || (s.InsecureFlag != nil && *s.InsecureFlag)
-		if !ownSecret && !c.globalSecretInFile {
+		// The vCenter of [Global] server is made from [Global], credentials included.
+		if e.name == "" || (!ownSecret && !c.globalSecretInFile) {
 			v.User, v.Password = or(s.User, g.User), or(s.Password, g.Password)
 		}
 	}

@@ -140,7 +140,7 @@ var upstreamKeys = []upstreamKey{
 	impl(secNodes, "exclude-internal-network-subnet-cidr", "excludeInternalNetworkSubnetCidr", "10.9.0.0/16", ""),
 	impl(secNodes, "exclude-external-network-subnet-cidr", "excludeExternalNetworkSubnetCidr", "10.9.0.0/16", ""),
 
-	notUsed(secLB, "ip-pool-name", "ipPoolName", "pool", nsxLBWhy, nsxLBInstead),
+	notUsed(secLB, "ip-pool-name", "ipPoolName", "pool-a-1", nsxLBWhy, nsxLBInstead),
 	notUsed(secLB, "ip-pool-id", "ipPoolId", "pid", nsxLBWhy, nsxLBInstead),
 	notUsed(secLB, "size", "size", "SMALL", nsxLBWhy, nsxLBInstead),
 	notUsed(secLB, "lb-service-id", "lbServiceId", "lbs", nsxLBWhy, nsxLBInstead),
@@ -152,7 +152,7 @@ var upstreamKeys = []upstreamKey{
 	notUsed(secLB, "udp-app-profile-name", "udpAppProfileName", "default-udp-lb-app-profile", nsxLBWhy, nsxLBInstead),
 	notUsed(secLB, "udp-app-profile-path", "udpAppProfilePath", "/infra/lb-app-profiles/udp", nsxLBWhy, nsxLBInstead),
 
-	notUsed(secLBClass, "ip-pool-name", "ipPoolName", "pool", nsxLBWhy, nsxLBInstead),
+	notUsed(secLBClass, "ip-pool-name", "ipPoolName", "pool-a-1", nsxLBWhy, nsxLBInstead),
 	notUsed(secLBClass, "ip-pool-id", "ipPoolId", "pid", nsxLBWhy, nsxLBInstead),
 	notUsed(secLBClass, "tcp-app-profile-name", "tcpAppProfileName", "default-tcp-lb-app-profile", nsxLBWhy, nsxLBInstead),
 	notUsed(secLBClass, "tcp-app-profile-path", "tcpAppProfilePath", "/infra/lb-app-profiles/tcp", nsxLBWhy, nsxLBInstead),
@@ -274,7 +274,11 @@ const upstreamNotice = "read by the upstream CCM, not used by ccm: "
 // its line, named as the file's form names it. Values are never repeated: some are secrets.
 func (c *Config) upstreamReport() []string {
 	v := reflect.ValueOf(c).Elem()
-	var out []string
+	type notice struct {
+		line int
+		text string
+	}
+	var found []notice
 	for _, k := range upstreamKeys {
 		if k.status == implemented {
 			continue
@@ -292,8 +296,13 @@ func (c *Config) upstreamReport() []string {
 			if c.yaml {
 				p.Section, p.Subsection, p.Key = "", "", yamlPath(k, s.sub)
 			}
-			out = append(out, p.String())
+			found = append(found, notice{p.Line, p.String()})
 		}
+	}
+	sort.SliceStable(found, func(i, j int) bool { return found[i].line < found[j].line })
+	out := make([]string, len(found))
+	for i, n := range found {
+		out[i] = n.text
 	}
 	return out
 }
