@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"fmt"
 	"maps"
 	"net/netip"
 	"net/url"
@@ -182,6 +183,10 @@ func (c *Config) Validate() config.Problems {
 		case unusedServices[svc] != "":
 			notes = append(notes, config.Problem{Section: "ServiceOverride", Subsection: name, Key: "Service",
 				Msg: config.UpstreamNotice + unusedServices[svc] + "; remove the section"}.String())
+		}
+		if r := c.region(); svc != "" && svc != serviceIMDS && o.Region != "" && r != "" && o.Region != r {
+			notes = append(notes, config.Problem{Section: "ServiceOverride", Subsection: name, Key: "Region",
+				Msg: fmt.Sprintf("%s is not this cloud's region %s, so the section is not used (as upstream, which applies an override only in its Region); remove it or fix Region", o.Region, r)}.String())
 		}
 		if svc != "" {
 			key := [2]string{svc, o.Region}

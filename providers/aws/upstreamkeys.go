@@ -55,7 +55,7 @@ var upstreamKeys = []config.UpstreamKey{
 		"remove it"),
 
 	impl(secOverride, "Service", `"Elastic Load Balancing"`, `the SDK v2 service IDs upstream compares with (EC2, "Elastic Load Balancing", "Elastic Load Balancing v2", STS, ec2imds) and the endpoint names (ec2, elasticloadbalancing, elasticloadbalancingv2, sts), case-insensitive; KMS, "Auto Scaling" and S3 are accepted and reported (ccm does not call them)`),
-	impl(secOverride, "Region", "us-west-2", "a section applies only when its Region is the cloud's region, as upstream (ccm: a section without Region applies to any)"),
+	impl(secOverride, "Region", "us-east-1", "a section applies only when its Region is the cloud's region, as upstream (ccm: a section without Region applies to any)"),
 	impl(secOverride, "URL", "https://ec2.internal.example", "https, or http to a loopback host (simulators) or, for ec2imds, the link-local metadata address"),
 	impl(secOverride, "SigningRegion", "eu-west-3", ""),
 	impl(secOverride, "SigningMethod", "v4", "only v4"),

@@ -173,6 +173,9 @@ func TestServiceOverrideNames(t *testing.T) {
 	if o := c.cfg.override(serviceEC2); o != nil {
 		t.Errorf("the us-west-2 override applies in us-east-1: %+v", o)
 	}
+	if n := c.cfg.Notices(); len(n) != 1 || !strings.HasPrefix(n[0], `[ServiceOverride "w"] Region: us-west-2 is not this cloud's region us-east-1, so the section is not used`) {
+		t.Errorf("reports %q", n)
+	}
 	if c.cfg.endpoint(serviceELB) != "https://elb.example.com" || c.cfg.override(serviceELBv2, serviceELB) == nil {
 		t.Errorf("the us-east-1 ELB override does not apply")
 	}
