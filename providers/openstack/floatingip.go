@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -37,8 +38,10 @@ func listFIPs(ctx context.Context, cl *clients, o floatingips.ListOpts) ([]float
 }
 
 // checkRequestedFIP refuses, before anything is written, a spec.loadBalancerIP that is an
-// existing floating IP the Service does not own and the operator did not allow.
-func (l *loadBalancers) checkRequestedFIP(ctx context.Context, cl *clients, id ownership.Identity, spec *lbSpec) error {
+// existing floating IP the Service does not own and the operator did not allow. One already
+// on the VIP of the Service's own load balancer is the Service's in use: a floating IP a user
+// allocated and the upstream CCM associated (its documented way to keep an address).
+func (l *loadBalancers) checkRequestedFIP(ctx context.Context, cl *clients, id ownership.Identity, spec *lbSpec, seen *snapshot) error {
 	if spec.fixedFIP == "" || spec.internal || spec.family == v1.IPv6Protocol {
 		return nil
 	}
@@ -47,11 +50,38 @@ func (l *loadBalancers) checkRequestedFIP(ctx context.Context, cl *clients, id o
 		return err
 	}
 	for i := range fips {
-		if f := &fips[i]; !fipOwned(id, f) && !l.fipAllowed(id, f) {
-			return errFIPNotOwned(spec.fixedFIP)
+		f := &fips[i]
+		if fipOwned(id, f) || l.fipAllowed(id, f) {
+			continue
 		}
+		if f.PortID != "" {
+			if vip, err := l.ownVIPPort(ctx, cl, id, spec, seen); err != nil || vip == f.PortID {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		return errFIPNotOwned(spec.fixedFIP)
 	}
 	return nil
+}
+
+// ownVIPPort is the VIP port of the Service's own load balancer of spec's family, "" if none.
+func (l *loadBalancers) ownVIPPort(ctx context.Context, cl *clients, id ownership.Identity, spec *lbSpec, seen *snapshot) (string, error) {
+	if seen != nil && spec.existingID == "" {
+		if lb := seen.lbs[spec.name]; lb != nil && lbOwned(id, lb) == nil {
+			return lb.VipPortID, nil
+		}
+	}
+	lb, adopted, err := l.find(ctx, cl, id, spec.name, spec.existingID)
+	if isNotOwned(err) || errors.Is(err, errNamedMissing) {
+		return "", nil
+	}
+	if err != nil || lb == nil || adopted {
+		return "", err
+	}
+	return lb.VipPortID, nil
 }
 
 // ensureFIP gives the VIP port of the Service's own load balancer a floating IP and returns

@@ -361,7 +361,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 	id := ownership.Of(clusterName, svc)
 	// What the Service names is checked before anything is written.
 	for _, spec := range specs {
-		if err := l.checkRequestedFIP(ctx, cl, id, spec); err != nil {
+		if err := l.checkRequestedFIP(ctx, cl, id, spec, rep.seen); err != nil {
 			return nil, err
 		}
 	}

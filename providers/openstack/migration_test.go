@@ -504,3 +504,34 @@ func TestEarlyUpstreamNameAdopted(t *testing.T) {
 		t.Errorf("Warnings %q", w)
 	}
 }
+
+// A floating IP a user allocated and named in spec.loadBalancerIP, which the upstream CCM put
+// on the Service's load balancer, is the Service's in use: the takeover keeps it (no
+// refusal), and deleting the Service leaves the user's floating IP allocated. Naming it from
+// another Service is still refused.
+func TestUserFloatingIPOnOwnLoadBalancerKept(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	u := seedUpstreamCluster(t, f, 0, false)
+	svc := upstreamSvc("user-fip")
+	svc.Spec.LoadBalancerIP = "172.24.4.77" //nolint:staticcheck // the upstream way to ask for a floating IP
+	us := toUpstream(svc, u.nodes, nil)
+	us.UserFloatingIP = "172.24.4.77"
+	id, addr := f.SeedUpstream(us)
+	adoptedByUpstream(svc, id, addr)
+	lb, _ := migrationCloud(t, f, "")
+	if st := ensureUntilReady(t, lb, svc, u.nodes); st.Ingress[0].IP != "172.24.4.77" {
+		t.Errorf("address %v, want the user's floating IP", st.Ingress)
+	}
+	if c, d := servingChanges(f.Calls()); c != 0 || d != 0 {
+		t.Errorf("takeover: %d creates, %d deletes (%s)", c, d, f.CallSummary())
+	}
+	thief := upstreamSvc("thief")
+	thief.Spec.LoadBalancerIP = "172.24.4.77" //nolint:staticcheck // the upstream way to ask for a floating IP
+	if _, err := lb.EnsureLoadBalancer(context.Background(), cluster, thief, u.nodes); err == nil || !strings.Contains(err.Error(), "does not own") {
+		t.Errorf("another Service naming it: %v, want a refusal", err)
+	}
+	deleteUntilDone(t, lb, svc)
+	if fips := f.FloatingIPs(); len(fips) != 1 || fips[0].Address != "172.24.4.77" {
+		t.Errorf("after the delete: floating IPs %+v, want the user's kept", fips)
+	}
+}

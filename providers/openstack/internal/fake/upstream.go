@@ -39,6 +39,9 @@ type UpstreamService struct {
 	// as their monitor_port.
 	Monitor             bool
 	HealthCheckNodePort int
+	// UserFloatingIP, when set, is the address of a floating IP a user allocated (no
+	// description) and named in spec.loadBalancerIP; upstream associated it with the VIP.
+	UserFloatingIP string
 	// Early: as early upstream versions left it, before Octavia tags and shared load
 	// balancers: the load balancer named "a" + the UID without dashes (cut to 32), no tags
 	// on it or its listeners, and no load-balancer-id annotation written.
@@ -97,6 +100,9 @@ func (c *Cloud) SeedUpstream(s UpstreamService) (lbID, address string) {
 		f := &floatingIP{ID: c.nextID("fip"), FloatingIP: fmt.Sprintf("172.24.4.%d", 100+c.fipSeq%150), NetworkID: PublicNetworkID,
 			PortID: vp.ID, FixedIP: lb.VipAddress, Status: "ACTIVE",
 			Description: fmt.Sprintf("Floating IP for Kubernetes external service %s/%s from cluster %s", s.Namespace, s.Name, s.Cluster)}
+		if s.UserFloatingIP != "" {
+			f.FloatingIP, f.Description = s.UserFloatingIP, ""
+		}
 		c.fips[f.ID] = f
 		address = f.FloatingIP
 	}
