@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccm-project/ccm/common/cloudtest"
+	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/sourceranges"
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
@@ -533,5 +535,37 @@ func TestUserFloatingIPOnOwnLoadBalancerKept(t *testing.T) {
 	deleteUntilDone(t, lb, svc)
 	if fips := f.FloatingIPs(); len(fips) != 1 || fips[0].Address != "172.24.4.77" {
 		t.Errorf("after the delete: floating IPs %+v, want the user's kept", fips)
+	}
+}
+
+// Only a group with upstream's name for the Service (its UID) and upstream's description for
+// the cluster and Service is upstream's; names are cut to 255 as upstream cuts them.
+func TestUpstreamSGsArePickedByNameAndDescription(t *testing.T) {
+	svc := upstreamSvc("web")
+	long := upstreamSvc(strings.Repeat("n", 250))
+	name, desc := upstreamSGName(svc), upstreamSGDescription(cluster, svc)
+	if name != "lb-sg-0b7c3a4e-web-default-web" || desc != "Security Group for default/web Service LoadBalancer in cluster "+cluster {
+		t.Errorf("name %q, description %q", name, desc)
+	}
+	if n := upstreamSGName(long); len(n) != 255 || n != fake.UpstreamSGName(string(long.UID), long.Namespace, long.Name) {
+		t.Errorf("a long name is %d characters, want 255 as upstream cuts it", len(n))
+	}
+	g := func(id, name, desc string) groups.SecGroup {
+		return groups.SecGroup{ID: id, Name: name, Description: desc}
+	}
+	all := []groups.SecGroup{
+		g("ok", name, desc),
+		g("other-cluster", name, "Security Group for default/web Service LoadBalancer in cluster other"),
+		g("other-service", "lb-sg-0b7c3a4e-web-default-api", "Security Group for default/api Service LoadBalancer in cluster "+cluster),
+		g("hand-made", name, ""),
+		g("ccm", sgName("kube_service_"+cluster+"_default_web"), legacySGDescription(ownership.Of(cluster, svc))),
+	}
+	if got := upstreamSGs(all, cluster, svc); len(got) != 1 || got[0].ID != "ok" {
+		t.Errorf("picked %+v, want only the group with both marks", got)
+	}
+	noUID := svc.DeepCopy()
+	noUID.UID = ""
+	if got := upstreamSGs([]groups.SecGroup{g("x", upstreamSGName(noUID), desc)}, cluster, noUID); len(got) != 0 {
+		t.Errorf("a Service without a UID picked %+v", got)
 	}
 }
