@@ -135,12 +135,12 @@ type outcome struct {
 	external  bool   // the chart renders no cloud-config: it mounts the operator's own
 }
 
-// Defaults cannot make a working install (the upstream charts' defaults cannot either): the
-// rendered config must fail check-config with the message that says what to set.
+// Defaults cannot make a working install where the upstream charts' defaults cannot either
+// (openstack: no Keystone; dummy: the placeholder cluster name): the rendered config must fail
+// check-config with the message that says what to set. AWS starts without a config, as upstream.
 var expect = map[string]outcome{
 	"dummy":                         {configErr: "placeholder"},
 	"openstack":                     {configErr: "auth-url"},
-	"aws":                           {configErr: "Region"},
 	"vsphere":                       {external: true}, // config.enabled is false upstream: ConfigMap cloud-config
 	"aws/ci/own-config-values.yaml": {external: true},
 	"openstack/ci/external-secret-values.yaml": {external: true},
@@ -356,7 +356,7 @@ func TestNotesListUnusedValues(t *testing.T) {
 		{"openstack", "password-values.yaml", []string{"  - image\n"}, []string{"ACTION NEEDED", "neither"}},
 		{"openstack", "", []string{"ACTION NEEDED", `"kubernetes"`}, []string{"accepts and does not use"}},
 		{"aws", "irsa-values.yaml", []string{"  - image\n", "  - clusterRoleRules\n"}, []string{"ACTION NEEDED"}},
-		{"aws", "", []string{"ACTION NEEDED: no region", "ACTION NEEDED: no cluster ID"}, nil},
+		{"aws", "", []string{"instance metadata service"}, []string{"ACTION NEEDED"}},
 		{"vsphere", "full-values.yaml", []string{"  - podSecurityPolicy\n", "  - daemonset.image\n", "  - daemonset.tag\n", "  - daemonset.replicaCount\n", "  - daemonset.extraVolumesMounts\n"}, []string{"ACTION NEEDED"}},
 		{"dummy", "", []string{"ACTION NEEDED", `"CHANGE-ME"`}, nil},
 	} {
@@ -377,6 +377,9 @@ func TestNotesListUnusedValues(t *testing.T) {
 				}
 			}
 		})
+	}
+	if n := notes(t, "aws", "--set", "hostNetworking=false"); !strings.Contains(n, "HttpPutResponseHopLimit") {
+		t.Errorf("without the host network, the notes do not say how IMDSv2 is reached:\n%s", n)
 	}
 	n := notes(t, "openstack", "--set", "cluster.name=prod", "--set", "imagee.tag=x")
 	if !strings.Contains(n, "neither the upstream chart nor ccm knows") || !strings.Contains(n, "  - imagee\n") {

@@ -9,6 +9,7 @@
 {{- /* The operator's own --cloud-config (mounted through extraVolumes) wins over ours. */ -}}
 {{- $own := include "ccm.flag" (dict "args" $user "name" "cloud-config") -}}
 {{- $mount := "/etc/ccm" -}}
+{{- $hostNet := ternary true $v.hostNetworking (kindIs "invalid" $v.hostNetworking) -}}
 {{- $ini := "" -}}
 {{- $notes := list -}}
 {{- if not $own -}}
@@ -21,19 +22,15 @@
 {{- $parts = append $parts (include "ccm.iniSection" (dict "name" "ServiceOverride" "sub" $n "keys" $keys)) -}}
 {{- end -}}
 {{- $ini = printf "%s\n" (join "\n\n" $parts) -}}
-{{- if not (or $g.Region $g.Zone) -}}
-{{- $notes = append $notes "ACTION NEEDED: no region. The upstream CCM asked the instance metadata service; ccm does not: set ccm.cloudConfig.global.Region (or AWS_REGION in env)." -}}
-{{- end -}}
-{{- if not (or $g.KubernetesClusterID $g.KubernetesClusterTag) -}}
-{{- $notes = append $notes "ACTION NEEDED: no cluster ID. The upstream CCM read it from the instance's kubernetes.io/cluster/<id> tag; ccm does not: set ccm.cloudConfig.global.KubernetesClusterID to that <id>." -}}
+{{- if not (and (or $g.Region $g.Zone) (or $g.KubernetesClusterID $g.KubernetesClusterTag)) -}}
+{{- $notes = append $notes (printf "ccm asks the instance metadata service (IMDSv2) at start for what the cloud-config leaves out (region; cluster ID from the instance's kubernetes.io/cluster/<id> tag), as the upstream CCM does.%s Or set ccm.cloudConfig.global.Region and KubernetesClusterID." (ternary "" " Without the host network a Pod reaches IMDSv2 only with the instance's HttpPutResponseHopLimit at 2 or more." $hostNet)) -}}
 {{- end -}}
 {{- end -}}
 {{- $extra := $user -}}
-{{- if not (include "ccm.hasFlag" (dict "args" $user "name" "configure-cloud-routes")) -}}
-{{- /* As deploy/aws: the library would exit at start without --cluster-cidr. */ -}}
+{{- if not (or (include "ccm.hasFlag" (dict "args" $user "name" "configure-cloud-routes")) (include "ccm.hasFlag" (dict "args" $user "name" "cluster-cidr"))) -}}
+{{- /* As deploy/aws: with routes on (the library's default) it would exit at start without --cluster-cidr. */ -}}
 {{- $extra = prepend $extra "--configure-cloud-routes=false" -}}
 {{- end -}}
-{{- $hostNet := ternary true $v.hostNetworking (kindIs "invalid" $v.hostNetworking) -}}
 {{- $probes := include "ccm.probes" (dict "hostNetwork" $hostNet) | fromYaml -}}
 {{- $args := include "ccm.args" (dict "provider" "aws" "config" (ternary "" (printf "%s/cloud.conf" $mount) (ne $own ""))
       "cluster" $cluster "allowDefault" $c.allowDefaultClusterName "listenAll" (not $hostNet)
