@@ -18,53 +18,53 @@ import (
 // envVar is one row of the environment table.
 type envVar struct {
 	name          string // <id> stands for the vCenter's identifier
-	status        keyStatus
+	status        config.KeyStatus
 	note, instead string
 }
 
 const envGlobalNote = "fills in the vCenters of VSPHERE_VCENTER_<id> only: the upstream CCM applies it after the file's vCenters are resolved, so it changes none of them"
 
 var upstreamEnv = []envVar{
-	{name: "VSPHERE_VCENTER", status: unused,
+	{name: "VSPHERE_VCENTER", status: config.Unused,
 		note:    "the upstream CCM sets [Global] server from it after the file's vCenters are resolved, so it adds and changes no vCenter",
 		instead: "set [Global] server or a [VirtualCenter] section, or VSPHERE_VCENTER_<id>"},
-	{name: "VSPHERE_VCENTER_PORT", status: implemented, note: envGlobalNote},
-	{name: "VSPHERE_USER", status: implemented, note: envGlobalNote},
-	{name: "VSPHERE_PASSWORD", status: implemented, note: envGlobalNote},
-	{name: "VSPHERE_DATACENTER", status: implemented, note: envGlobalNote},
-	{name: "VSPHERE_CAFILE", status: implemented, note: envGlobalNote},
-	{name: "VSPHERE_THUMBPRINT", status: implemented, note: envGlobalNote},
-	{name: "VSPHERE_INSECURE", status: unused,
+	{name: "VSPHERE_VCENTER_PORT", status: config.Implemented, note: envGlobalNote},
+	{name: "VSPHERE_USER", status: config.Implemented, note: envGlobalNote},
+	{name: "VSPHERE_PASSWORD", status: config.Implemented, note: envGlobalNote},
+	{name: "VSPHERE_DATACENTER", status: config.Implemented, note: envGlobalNote},
+	{name: "VSPHERE_CAFILE", status: config.Implemented, note: envGlobalNote},
+	{name: "VSPHERE_THUMBPRINT", status: config.Implemented, note: envGlobalNote},
+	{name: "VSPHERE_INSECURE", status: config.Unused,
 		note:    "it has no effect in the upstream CCM either: the file's vCenters are resolved before it is read, and a vCenter from VSPHERE_VCENTER_<id> is always verified",
 		instead: "remove it; set insecure-flag in the file, or better ca-file or thumbprint"},
-	{name: "VSPHERE_ROUNDTRIP_COUNT", status: unused,
+	{name: "VSPHERE_ROUNDTRIP_COUNT", status: config.Unused,
 		note:    "it has no effect in the upstream CCM either (read after the file's vCenters are resolved; a vCenter from VSPHERE_VCENTER_<id> always gets 3)",
 		instead: "set soap-roundtrip-count in the file"},
-	{name: "VSPHERE_SECRET_NAME", status: implemented, note: "overrides [Global] secret-name"},
-	{name: "VSPHERE_SECRET_NAMESPACE", status: implemented, note: "overrides [Global] secret-namespace"},
-	{name: "VSPHERE_SECRETS_DIRECTORY", status: implemented, note: "overrides [Global] secrets-directory"},
-	{name: "VSPHERE_LABEL_REGION", status: implemented, note: "overrides [Labels] region"},
-	{name: "VSPHERE_LABEL_ZONE", status: implemented, note: "overrides [Labels] zone"},
-	{name: "VSPHERE_NODES_INTERNAL_NETWORK_SUBNET_CIDR", status: implemented, note: "overrides [Nodes] internal-network-subnet-cidr"},
-	{name: "VSPHERE_NODES_EXTERNAL_NETWORK_SUBNET_CIDR", status: implemented, note: "overrides [Nodes] external-network-subnet-cidr"},
-	{name: "VSPHERE_NODES_INTERNAL_VM_NETWORK_NAME", status: implemented, note: "overrides [Nodes] internal-vm-network-name"},
-	{name: "VSPHERE_NODES_EXTERNAL_VM_NETWORK_NAME", status: implemented, note: "overrides [Nodes] external-vm-network-name"},
-	{name: "VSPHERE_VCENTER_<id>", status: implemented, note: "one more vCenter (the value is its host, or its name when VCENTER_<id>_SERVER is set); it replaces a [VirtualCenter] section of that name, as upstream. Its certificate is always verified. <id> PORT is VSPHERE_VCENTER_PORT, not a vCenter"},
-	{name: "VCENTER_<id>_SERVER", status: implemented, note: "the vCenter's host"},
-	{name: "VCENTER_<id>_USERNAME", status: implemented, note: "else VSPHERE_USER, else [Global] user"},
-	{name: "VCENTER_<id>_PASSWORD", status: implemented, note: "else VSPHERE_PASSWORD, else [Global] password"},
-	{name: "VCENTER_<id>_PORT", status: implemented, note: "else VSPHERE_VCENTER_PORT, else [Global] port"},
-	{name: "VCENTER_<id>_DATACENTERS", status: implemented, note: "else VSPHERE_DATACENTER, else [Global] datacenters"},
-	{name: "VCENTER_<id>_CAFILE", status: implemented, note: "else VSPHERE_CAFILE, else [Global] ca-file"},
-	{name: "VCENTER_<id>_THUMBPRINT", status: implemented, note: "else VSPHERE_THUMBPRINT, else [Global] thumbprint"},
-	{name: "VCENTER_<id>_SECRET_NAME", status: implemented, note: "with VCENTER_<id>_SECRET_NAMESPACE (both, or neither counts): this vCenter's Secret"},
-	{name: "VCENTER_<id>_SECRET_NAMESPACE", status: implemented, note: "as VCENTER_<id>_SECRET_NAME"},
-	{name: "VCENTER_<id>_INSECURE", status: unused,
+	{name: "VSPHERE_SECRET_NAME", status: config.Implemented, note: "overrides [Global] secret-name"},
+	{name: "VSPHERE_SECRET_NAMESPACE", status: config.Implemented, note: "overrides [Global] secret-namespace"},
+	{name: "VSPHERE_SECRETS_DIRECTORY", status: config.Implemented, note: "overrides [Global] secrets-directory"},
+	{name: "VSPHERE_LABEL_REGION", status: config.Implemented, note: "overrides [Labels] region"},
+	{name: "VSPHERE_LABEL_ZONE", status: config.Implemented, note: "overrides [Labels] zone"},
+	{name: "VSPHERE_NODES_INTERNAL_NETWORK_SUBNET_CIDR", status: config.Implemented, note: "overrides [Nodes] internal-network-subnet-cidr"},
+	{name: "VSPHERE_NODES_EXTERNAL_NETWORK_SUBNET_CIDR", status: config.Implemented, note: "overrides [Nodes] external-network-subnet-cidr"},
+	{name: "VSPHERE_NODES_INTERNAL_VM_NETWORK_NAME", status: config.Implemented, note: "overrides [Nodes] internal-vm-network-name"},
+	{name: "VSPHERE_NODES_EXTERNAL_VM_NETWORK_NAME", status: config.Implemented, note: "overrides [Nodes] external-vm-network-name"},
+	{name: "VSPHERE_VCENTER_<id>", status: config.Implemented, note: "one more vCenter (the value is its host, or its name when VCENTER_<id>_SERVER is set); it replaces a [VirtualCenter] section of that name, as upstream. Its certificate is always verified. <id> PORT is VSPHERE_VCENTER_PORT, not a vCenter"},
+	{name: "VCENTER_<id>_SERVER", status: config.Implemented, note: "the vCenter's host"},
+	{name: "VCENTER_<id>_USERNAME", status: config.Implemented, note: "else VSPHERE_USER, else [Global] user"},
+	{name: "VCENTER_<id>_PASSWORD", status: config.Implemented, note: "else VSPHERE_PASSWORD, else [Global] password"},
+	{name: "VCENTER_<id>_PORT", status: config.Implemented, note: "else VSPHERE_VCENTER_PORT, else [Global] port"},
+	{name: "VCENTER_<id>_DATACENTERS", status: config.Implemented, note: "else VSPHERE_DATACENTER, else [Global] datacenters"},
+	{name: "VCENTER_<id>_CAFILE", status: config.Implemented, note: "else VSPHERE_CAFILE, else [Global] ca-file"},
+	{name: "VCENTER_<id>_THUMBPRINT", status: config.Implemented, note: "else VSPHERE_THUMBPRINT, else [Global] thumbprint"},
+	{name: "VCENTER_<id>_SECRET_NAME", status: config.Implemented, note: "with VCENTER_<id>_SECRET_NAMESPACE (both, or neither counts): this vCenter's Secret"},
+	{name: "VCENTER_<id>_SECRET_NAMESPACE", status: config.Implemented, note: "as VCENTER_<id>_SECRET_NAME"},
+	{name: "VCENTER_<id>_INSECURE", status: config.Unused,
 		note:    "the upstream CCM reads it but never applies it (a vCenter from the environment is always verified)",
 		instead: "remove it; set ca-file or thumbprint (VCENTER_<id>_CAFILE, VCENTER_<id>_THUMBPRINT)"},
-	{name: "VCENTER_<id>_ROUNDTRIP", status: unused,
+	{name: "VCENTER_<id>_ROUNDTRIP", status: config.Unused,
 		note: "the upstream CCM reads it but never applies it", instead: "remove it; [Global] soap-roundtrip-count applies"},
-	{name: "VCENTER_<id>_IP_FAMILY", status: unused,
+	{name: "VCENTER_<id>_IP_FAMILY", status: config.Unused,
 		note: "the upstream CCM reads it but never applies it as written", instead: "remove it; [Global] ip-family applies"},
 }
 
@@ -93,7 +93,7 @@ func (c *Config) applyEnv(environ []string) (notices []string, ps config.Problem
 	}
 	note := func(name, msg string) { notices = append(notices, "environment "+name+": "+msg) }
 	for _, e := range upstreamEnv {
-		if e.status == unused && !strings.Contains(e.name, "<id>") && env[e.name] != "" {
+		if e.status == config.Unused && !strings.Contains(e.name, "<id>") && env[e.name] != "" {
 			note(e.name, upstreamNotice+e.note+"; "+e.instead)
 		}
 	}

@@ -21,25 +21,12 @@ import (
 // table stays an "unknown key" error with its line. The VSPHERE_* environment variables
 // have their own table (env.go).
 
-type keyStatus int
-
-const (
-	implemented keyStatus = iota // ccm reads it and acts on it
-	unused                       // accepted, reported once at start-up and by check-config
-)
-
-func (s keyStatus) String() string { return [...]string{"implemented", "accepted, not used"}[s] }
-
-// upstreamKey is one row of the table.
+// upstreamKey is one row of the table: common/config's row plus the key's YAML name ("" if
+// the YAML form has none). Example is INI syntax; Why is, for an implemented key, how ccm
+// reads it if that needs saying.
 type upstreamKey struct {
-	section, key string // INI names; key "" never
-	yamlKey      string // the YAML name in section's YAML map; "" if the YAML form has none
-	status       keyStatus
-	// example is a value the tests set (INI syntax); for implemented keys it must take effect.
-	example string
-	// note: for an implemented key, how ccm reads it if that needs saying; for an unused key,
-	// why ccm does not use it. instead: what to do instead (unused keys).
-	note, instead string
+	config.UpstreamKey
+	yamlKey string
 }
 
 const (
@@ -62,11 +49,11 @@ var yamlSectionOf = map[string]string{secGlobal: "global", secVC: "vcenter", sec
 	secLB: "loadBalancer", secLBClass: "loadBalancerClass", secNSXT: "nsxt", secRoute: "route"}
 
 func impl(section, key, yamlKey, example, note string) upstreamKey {
-	return upstreamKey{section: section, key: key, yamlKey: yamlKey, status: implemented, example: example, note: note}
+	return upstreamKey{config.UpstreamKey{Section: section, Key: key, Status: config.Implemented, Example: example, Why: note}, yamlKey}
 }
 
 func notUsed(section, key, yamlKey, example, why, instead string) upstreamKey {
-	return upstreamKey{section: section, key: key, yamlKey: yamlKey, status: unused, example: example, note: why, instead: instead}
+	return upstreamKey{config.UpstreamKey{Section: section, Key: key, Status: config.Unused, Example: example, Why: why, Instead: instead}, yamlKey}
 }
 
 const (
@@ -268,7 +255,7 @@ var logNotice = func(msg string) { klog.Warning(msg) }
 func (c *Config) Notices() []string { return append([]string(nil), c.notices...) }
 
 // upstreamNotice is the text every report of an unused upstream key or variable carries.
-const upstreamNotice = "read by the upstream CCM, not used by ccm: "
+const upstreamNotice = config.UpstreamNotice
 
 // upstreamReport walks the table: each unused key present in the file gives one notice with
 // its line, named as the file's form names it. Values are never repeated: some are secrets.
@@ -280,21 +267,21 @@ func (c *Config) upstreamReport() []string {
 	}
 	var found []notice
 	for _, k := range upstreamKeys {
-		if k.status == implemented {
+		if k.Status == config.Implemented {
 			continue
 		}
-		for _, s := range sectionValues(v, k.section) {
-			f, ok := fieldByKey(s.v, k.key)
+		for _, s := range config.SectionValues(v, k.Section) {
+			f, ok := config.FieldByKey(s.Value, k.Key)
 			if !ok {
 				continue // TestUpstreamKeyTable catches a row without a field
 			}
 			if !present(f) {
 				continue
 			}
-			p := config.Problem{Line: c.line(k.section, s.sub, k.key), Section: k.section, Subsection: s.sub, Key: k.key,
-				Msg: upstreamNotice + k.note + "; " + k.instead}
+			p := config.Problem{Line: c.line(k.Section, s.Sub, k.Key), Section: k.Section, Subsection: s.Sub, Key: k.Key,
+				Msg: upstreamNotice + k.Why + "; " + k.Instead}
 			if c.yaml {
-				p.Section, p.Subsection, p.Key = "", "", yamlPath(k, s.sub)
+				p.Section, p.Subsection, p.Key = "", "", yamlPath(k, s.Sub)
 			}
 			found = append(found, notice{p.Line, p.String()})
 		}
@@ -309,51 +296,11 @@ func (c *Config) upstreamReport() []string {
 
 // yamlPath names a key as the YAML form writes it, e.g. loadBalancerClass.public.ipPoolName.
 func yamlPath(k upstreamKey, sub string) string {
-	p := yamlSectionOf[k.section]
+	p := yamlSectionOf[k.Section]
 	if sub != "" {
 		p += "." + sub
 	}
 	return p + "." + k.yamlKey
-}
-
-type sectionValue struct {
-	sub string
-	v   reflect.Value
-}
-
-// sectionValues is the struct of a section, or one per subsection of a map section.
-func sectionValues(cfg reflect.Value, section string) []sectionValue {
-	f := cfg.FieldByName(section)
-	if !f.IsValid() {
-		return nil
-	}
-	if f.Kind() != reflect.Map {
-		return []sectionValue{{v: f}}
-	}
-	var out []sectionValue
-	for _, key := range f.MapKeys() {
-		if e := f.MapIndex(key); !e.IsNil() {
-			out = append(out, sectionValue{sub: key.String(), v: e.Elem()})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].sub < out[j].sub })
-	return out
-}
-
-// fieldByKey finds the field gcfg stores key in: by its gcfg tag, else by its name as gcfg
-// matches it (case-insensitive, '-' as '_'); promoted fields of embedded structs included.
-func fieldByKey(s reflect.Value, key string) (reflect.Value, bool) {
-	for _, sf := range reflect.VisibleFields(s.Type()) {
-		if sf.Anonymous || !sf.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(sf.Tag.Get("gcfg"), ",")
-		if (name != "" && strings.EqualFold(name, key)) ||
-			(name == "" && strings.EqualFold(sf.Name, strings.ReplaceAll(key, "-", "_"))) {
-			return s.FieldByIndex(sf.Index), true
-		}
-	}
-	return reflect.Value{}, false
 }
 
 // present tells whether the file set an upstream-only field. An empty string counts as not
@@ -377,8 +324,8 @@ func upstreamKeysMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| INI | YAML | ccm | Notes; what to do instead |\n|---|---|---|---|\n")
 	for _, k := range upstreamKeys {
-		sec := "[" + k.section + "]"
-		switch k.section {
+		sec := "[" + k.Section + "]"
+		switch k.Section {
 		case secVC:
 			sec = `[VirtualCenter "name"]`
 		case secLBClass:
@@ -387,16 +334,16 @@ func upstreamKeysMarkdown() string {
 		y := "—"
 		if k.yamlKey != "" {
 			sub := ""
-			if k.section == secVC || k.section == secLBClass {
+			if k.Section == secVC || k.Section == secLBClass {
 				sub = "<name>"
 			}
 			y = "`" + yamlPath(k, sub) + "`"
 		}
-		note := k.note
-		if k.instead != "" {
-			note += "; " + k.instead
+		note := k.Why
+		if k.Instead != "" {
+			note += "; " + k.Instead
 		}
-		fmt.Fprintf(&b, "| `%s %s` | %s | %s | %s |\n", sec, k.key, y, k.status, strings.ReplaceAll(note, "|", `\|`))
+		fmt.Fprintf(&b, "| `%s %s` | %s | %s | %s |\n", sec, k.Key, y, k.Status, strings.ReplaceAll(note, "|", `\|`))
 	}
 	return b.String()
 }

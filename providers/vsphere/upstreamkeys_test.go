@@ -11,6 +11,7 @@ import (
 
 	"github.com/vmware/govmomi/vim25/soap"
 
+	"github.com/ccm-project/ccm/common/config"
 	"github.com/ccm-project/ccm/common/provider"
 )
 
@@ -33,19 +34,19 @@ func tableConfig(k upstreamKey, value string, yaml bool) (string, int) {
 	// Keys that only mean something in pairs get their partner.
 	partner := map[string]string{"secret-name": "secret-namespace", "secret-namespace": "secret-name"}
 	extra := map[string]string{}
-	if p, ok := partner[k.key]; ok && (k.section == secGlobal || k.section == secVC) {
+	if p, ok := partner[k.Key]; ok && (k.Section == secGlobal || k.Section == secVC) {
 		extra[p] = "x"
 	}
 	if !yaml {
 		secs := map[string][]string{secGlobal: {"user = u", "password = p"}, secVC: nil}
 		order := []string{secGlobal, secVC}
-		if _, ok := secs[k.section]; !ok {
-			order = append(order, k.section)
+		if _, ok := secs[k.Section]; !ok {
+			order = append(order, k.Section)
 		}
-		kv := k.key + " = " + value
-		secs[k.section] = append(secs[k.section], kv)
+		kv := k.Key + " = " + value
+		secs[k.Section] = append(secs[k.Section], kv)
 		for p, v := range extra {
-			secs[k.section] = append(secs[k.section], p+" = "+v)
+			secs[k.Section] = append(secs[k.Section], p+" = "+v)
 		}
 		var b strings.Builder
 		line := 0
@@ -63,7 +64,7 @@ func tableConfig(k upstreamKey, value string, yaml bool) (string, int) {
 			for _, l := range secs[s] {
 				b.WriteString(l + "\n")
 				n++
-				if l == kv && s == k.section {
+				if l == kv && s == k.Section {
 					line = n
 				}
 			}
@@ -84,7 +85,7 @@ func tableConfig(k upstreamKey, value string, yaml bool) (string, int) {
 	}
 	ykv := k.yamlKey + ": " + yv
 	lines := []string{"global:", "  user: u", "  password: p"}
-	if k.section == secGlobal && (k.yamlKey == "user" || k.yamlKey == "password") {
+	if k.Section == secGlobal && (k.yamlKey == "user" || k.yamlKey == "password") {
 		lines = []string{"global:", "  user: u"}
 		if k.yamlKey == "user" {
 			lines = []string{"global:", "  password: p"}
@@ -99,7 +100,7 @@ func tableConfig(k upstreamKey, value string, yaml bool) (string, int) {
 			*dst = append(*dst, indent+(map[string]string{"secret-name": "secretName", "secret-namespace": "secretNamespace"})[p]+": x")
 		}
 	}
-	switch k.section {
+	switch k.Section {
 	case secGlobal:
 		add("  ", &lines)
 		return strings.Join(append(lines, vc...), "\n") + "\n", at
@@ -111,9 +112,9 @@ func tableConfig(k upstreamKey, value string, yaml bool) (string, int) {
 		return strings.Join(append(lines, vc...), "\n") + "\n", len(lines) + at
 	}
 	out := append(lines, vc...)
-	out = append(out, yamlSectionOf[k.section]+":")
+	out = append(out, yamlSectionOf[k.Section]+":")
 	indent := "  "
-	if k.section == secLBClass {
+	if k.Section == secLBClass {
 		out = append(out, "  c:")
 		indent = "    "
 	}
@@ -144,7 +145,7 @@ func TestUpstreamKeyTable(t *testing.T) {
 	isolate(t)
 	seen := map[string]bool{}
 	for _, k := range upstreamKeys {
-		id := k.section + "/" + k.key
+		id := k.Section + "/" + k.Key
 		if seen[id] {
 			t.Fatalf("%s is in the table twice", id)
 		}
@@ -159,37 +160,37 @@ func TestUpstreamKeyTable(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				logged := isolate(t)
-				if k.status == unused && (k.note == "" || k.instead == "") {
+				if k.Status == config.Unused && (k.Why == "" || k.Instead == "") {
 					t.Fatalf("row needs a reason and advice")
 				}
 				base, _ := readConfig(strings.NewReader("[Global]\nuser = u\npassword = p\n[VirtualCenter \"vc.example.com\"]\n"))
-				if _, ok := fieldByKey(sectionOf(base, k.section), k.key); !ok {
-					t.Fatalf("no config field reads [%s] %s", k.section, k.key)
+				if _, ok := config.FieldByKey(sectionOf(base, k.Section), k.Key); !ok {
+					t.Fatalf("no config field reads [%s] %s", k.Section, k.Key)
 				}
-				conf, line := tableConfig(k, k.example, yaml)
+				conf, line := tableConfig(k, k.Example, yaml)
 				c, err := readConfig(strings.NewReader(conf))
 				if err != nil {
 					t.Fatalf("%s\n%v", conf, err)
 				}
 				n := c.Notices()
-				switch k.status {
-				case implemented:
+				switch k.Status {
+				case config.Implemented:
 					if len(n) != 0 || len(*logged) != 0 {
-						t.Errorf("implemented key reported: %q", n)
+						t.Errorf("config.Implemented key reported: %q", n)
 					}
 					var got reflect.Value
-					if k.section == secGlobal && k.key == "server" {
+					if k.Section == secGlobal && k.Key == "server" {
 						if len(c.vcenters()) != 2 {
 							t.Errorf("[Global] server did not add a vCenter: %+v", c.vcenters())
 						}
 						return
 					}
-					got, _ = fieldByKey(sectionOf(c, k.section), k.key)
-					was, _ := fieldByKey(sectionOf(base, k.section), k.key)
+					got, _ = config.FieldByKey(sectionOf(c, k.Section), k.Key)
+					was, _ := config.FieldByKey(sectionOf(base, k.Section), k.Key)
 					if reflect.DeepEqual(got.Interface(), was.Interface()) {
-						t.Errorf("%s\n%s = %s did not take effect (still %v)", conf, k.key, k.example, got.Interface())
+						t.Errorf("%s\n%s = %s did not take effect (still %v)", conf, k.Key, k.Example, got.Interface())
 					}
-				case unused:
+				case config.Unused:
 					if len(n) != 1 || len(*logged) != 1 || n[0] != (*logged)[0] {
 						t.Fatalf("%s\nwant exactly one report, got notices %q, logged %q", conf, n, *logged)
 					}
@@ -197,25 +198,25 @@ func TestUpstreamKeyTable(t *testing.T) {
 					switch {
 					case yaml:
 						sub := ""
-						if k.section == secVC {
+						if k.Section == secVC {
 							sub = "vc"
-						} else if k.section == secLBClass {
+						} else if k.Section == secLBClass {
 							sub = "c"
 						}
 						want += yamlPath(k, sub)
-					case k.section == secVC:
-						want += `[VirtualCenter "vc.example.com"] ` + k.key
-					case k.section == secLBClass:
-						want += `[LoadBalancerClass "c"] ` + k.key
+					case k.Section == secVC:
+						want += `[VirtualCenter "vc.example.com"] ` + k.Key
+					case k.Section == secLBClass:
+						want += `[LoadBalancerClass "c"] ` + k.Key
 					default:
-						want += "[" + k.section + "] " + k.key
+						want += "[" + k.Section + "] " + k.Key
 					}
-					for _, w := range []string{want + ": read by the upstream CCM, not used by ccm: ", k.note, k.instead} {
+					for _, w := range []string{want + ": read by the upstream CCM, not used by ccm: ", k.Why, k.Instead} {
 						if !strings.Contains(n[0], w) {
 							t.Errorf("%s\nreport %q lacks %q", conf, n[0], w)
 						}
 					}
-					if v := strings.Trim(k.example, `"`); len(v) > 3 && !strings.Contains(k.note+k.instead, v) && strings.Contains(n[0], v) {
+					if v := strings.Trim(k.Example, `"`); len(v) > 3 && !strings.Contains(k.Why+k.Instead, v) && strings.Contains(n[0], v) {
 						t.Errorf("report echoes the value %q: %s", v, n[0])
 					}
 				}
