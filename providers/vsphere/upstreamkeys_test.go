@@ -258,6 +258,9 @@ func TestUpstreamCorpus(t *testing.T) {
 		name, server, user, secret, dir string
 		insecure, thumbprint            bool
 	}
+	multiVC := []vc{{name: "10.0.0.3", server: "10.0.0.3", secret: "kube-system/eu-secret", insecure: true},
+		{name: "tenant1", server: "10.0.0.1", secret: "kube-system/tenant1-secret", insecure: true},
+		{name: "tenant2", server: "10.0.0.2", secret: "kube-system/tenant2-secret", insecure: true}}
 	cases := map[string]struct {
 		notices []string // each report's beginning, in order
 		vcs     []vc
@@ -291,6 +294,8 @@ func TestUpstreamCorpus(t *testing.T) {
 				"line 19: [Workspace] folder: read by", "line 20: [Workspace] default-datastore: read by", "line 21: [Workspace] resourcepool-path: read by",
 				"line 24: [Disk] scsicontrollertype: read by", "line 27: [Network] public-network: read by"},
 			[]vc{{name: "10.0.0.1", server: "10.0.0.1", user: "u@vsphere.local", insecure: true}}},
+		"multi-vc-secrets.conf": {nil, multiVC},
+		"multi-vc-secrets.yaml": {nil, multiVC},
 		"chart-insecure.yaml": {nil,
 			[]vc{{name: "vcenter.local", server: "vcenter.local", secret: "kube-system/vsphere-cloud-secret", insecure: true}}},
 		"chart-ca-file.yaml": {nil,
