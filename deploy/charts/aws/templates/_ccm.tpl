@@ -38,7 +38,8 @@ annotations:
 {{/* ccm.iniValue: one value as gcfg reads it: quoted, with \ and " escaped. */}}
 {{- define "ccm.iniValue" -}}
 {{- $s := toString . -}}
-{{- if kindIs "float64" . }}{{ $s = . | int64 | toString }}{{ end -}}
+{{- /* YAML numbers arrive as float64: 128 must stay "128", not "1.28e+02". */ -}}
+{{- if and (kindIs "float64" .) (eq (. | int64 | float64) .) }}{{ $s = . | int64 | toString }}{{ end -}}
 "{{ $s | replace "\\" "\\\\" | replace "\"" "\\\"" | replace "\n" "\\n" }}"
 {{- end -}}
 
