@@ -56,8 +56,9 @@ func trimObject(obj any) (any, error) {
 // nodeSetKey is the one queue key the service controller sees for every Node event.
 const nodeSetKey = "ccm-node-set-changed"
 
-// NewServiceController is the library's "service" controller, fed a Node informer whose events
-// all carry one name. The library's controller queues each Node event under the Node's name
+// NewServiceController is the library's "service" controller (--service-controller=library; ccm's
+// own in common/servicecontroller is the default), fed a Node informer whose events all carry
+// one name. The library's controller queues each Node event under the Node's name
 // and answers every one with a sync of all LoadBalancer Services against the whole Node list,
 // so N Nodes registered at once cost N full syncs (Services × Nodes work each). The sync reads
 // the Node lister, never the event's Node, so one key loses nothing: the queue holds it once

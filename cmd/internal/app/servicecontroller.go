@@ -22,7 +22,7 @@ import (
 const (
 	serviceControllerOwn     = "ccm"
 	serviceControllerLibrary = "library"
-	defaultServiceController = serviceControllerLibrary
+	defaultServiceController = serviceControllerOwn
 )
 
 type serviceControllerOptions struct {
@@ -38,7 +38,7 @@ func addServiceControllerOptions(fs *pflag.FlagSet, controllers map[string]ccmap
 	o := &serviceControllerOptions{unclassed: true, impl: defaultServiceController}
 	fs.StringArrayVar(&o.classes, "load-balancer-class", nil,
 		"A spec.loadBalancerClass whose Services this ccm serves; repeat for several. Services of other classes are left to "+
-			"their own implementation (another ccm, MetalLB, kube-vip). Needs the ccm service controller.")
+			"their own implementation (another ccm, MetalLB, kube-vip).")
 	fs.BoolVar(&o.unclassed, "serve-unclassed-services", true,
 		"Serve Services of type LoadBalancer without spec.loadBalancerClass (the upstream behaviour). "+
 			"Set false, with --load-balancer-class, when another implementation serves those.")
