@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/vmware/govmomi/vim25/soap"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccm-project/ccm/common/config"
 	"github.com/ccm-project/ccm/common/provider"
@@ -503,6 +505,19 @@ func TestCredentialForms(t *testing.T) {
 		if u != tc.user || p != tc.pass || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("%s: %q %q %v", tc.host, u, p, err)
 		}
+	}
+	// The same forms in a Secret.
+	sc := newSecretCreds(func(string) {})
+	sc.wait["kube-system/creds"] = make(chan struct{})
+	close(sc.wait["kube-system/creds"])
+	sc.apply(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "kube-system"}, Data: map[string][]byte{
+		"server_a": []byte("10.0.0.7"), "username_a": []byte("ua"), "password_a": []byte("pa"),
+		"sm.vc-session-manager-url": []byte("https://sm"), "sm.vc-session-manager-token": []byte("t")}})
+	if u, p, err := sc.lookup("10.0.0.7", "kube-system", "creds"); u != "ua" || p != "pa" || err != nil {
+		t.Errorf("server_<id> form: %q %q %v", u, p, err)
+	}
+	if _, _, err := sc.lookup("sm", "kube-system", "creds"); err == nil || !strings.Contains(err.Error(), "shared session manager") {
+		t.Errorf("session manager keys in a Secret: %v", err)
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "vc.vc-session-manager-url"), []byte("https://sm"), 0o600); err != nil {
