@@ -65,7 +65,9 @@ func FindOrphans(lbs []OwnedLoadBalancer, lookup ServiceLookup, classes Classes)
 }
 
 // orphanKey tells listed load balancers apart across rounds.
-func orphanKey(lb OwnedLoadBalancer) string { return lb.ID + "\x00" + lb.Owner.Service() + "\x00" + lb.Owner.UID }
+func orphanKey(lb OwnedLoadBalancer) string {
+	return lb.ID + "\x00" + lb.Owner.Service() + "\x00" + lb.Owner.UID
+}
 
 // OrphanTracker remembers since when each orphan has been one.
 type OrphanTracker struct {
