@@ -255,11 +255,6 @@ func (c *Config) Validate() config.Problems {
 		}
 		hosts[v.Server] = e.name
 	}
-	if g.SecretsDirectory != "" {
-		if st, err := os.Stat(g.SecretsDirectory); err != nil || !st.IsDir() {
-			ps.Add("Global", "secrets-directory", "is not a readable directory")
-		}
-	}
 	if g.SOAPRoundtripCount < 0 || g.SOAPRoundtripCount > 10 {
 		ps.Add("Global", "soap-roundtrip-count", "must be between 0 and 10")
 	}

@@ -117,6 +117,14 @@ func (c *Config) applyEnv(environ []string) (notices []string, ps config.Problem
 			notices = append(notices, fmt.Sprintf("[Global] secrets-directory: %s exists, so vCenter credentials missing from the file (or refused) are read from its files instead of the [Global] Secret, as the upstream CCM does", defaultSecretsDirectory))
 		}
 	}
+	// Upstream drops a secrets directory that does not exist, wherever it was set.
+	if dir := g.SecretsDirectory; dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			g.SecretsDirectory = ""
+			notices = append(notices, config.Problem{Line: c.line("Global", "", "secrets-directory"), Section: "Global", Key: "secrets-directory",
+				Msg: "is not a directory here, so it is not used (the upstream CCM ignores a missing one too): credentials must come from the file or a Secret"}.String())
+		}
+	}
 	// The defaults of vCenters from the environment: [Global] as the file has it, overridden.
 	d := struct{ user, password, port, datacenters, caFile, thumbprint string }{
 		or(env["VSPHERE_USER"], g.User), or(env["VSPHERE_PASSWORD"], g.Password), or(env["VSPHERE_VCENTER_PORT"], g.Port),

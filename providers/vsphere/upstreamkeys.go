@@ -83,7 +83,7 @@ var upstreamKeys = []upstreamKey{
 	impl(secGlobal, "thumbprint", "thumbprint", "AB:CD", "inherited by every section without its own, as upstream"),
 	impl(secGlobal, "secret-name", "secretName", "creds", "with secret-namespace: the Secret of every vCenter without its own, tried when the file has no credentials for it or vCenter refuses them"),
 	impl(secGlobal, "secret-namespace", "secretNamespace", "kube-system", ""),
-	impl(secGlobal, "secrets-directory", "secretsDirectory", "testdata/upstream/secrets", "files named as a Secret's keys (<host>.username, <host>.password), read at each login; replaces the [Global] Secret. As upstream, /etc/cloud/secrets is used when it exists and nothing else is set"),
+	impl(secGlobal, "secrets-directory", "secretsDirectory", "testdata/upstream/secrets", "files named as a Secret's keys (<host>.username, <host>.password), read at each login; replaces the [Global] Secret. As upstream, /etc/cloud/secrets is used when it exists and nothing else is set, and a directory that does not exist is not used (reported at start-up)"),
 	impl(secGlobal, "ip-family", "ipFamily", "ipv6", ""),
 	notUsed(secGlobal, "api-disable", "apiDisable", "true",
 		"ccm has no API server of its own (the upstream CCM serves node information over gRPC on api-binding unless api-disable)",

@@ -433,6 +433,9 @@ func TestUpstreamEnvironment(t *testing.T) {
 		{"secret, labels and nodes override the file",
 			[]string{"VSPHERE_SECRET_NAME=s", "VSPHERE_SECRET_NAMESPACE=ns", "VSPHERE_LABEL_ZONE=z", "VSPHERE_NODES_INTERNAL_NETWORK_SUBNET_CIDR=10.0.0.0/8"},
 			want{vcs: map[string]string{"": "vc.example.com/u/p/443/ns/s", "west": "10.0.0.9/u/p/443/ns/s"}}},
+		{"a secrets directory that does not exist is not used, as upstream", []string{"VSPHERE_SECRETS_DIRECTORY=/nonexistent/secrets"},
+			want{vcs: map[string]string{"": "vc.example.com/u/p/443", "west": "10.0.0.9/u/p/443"},
+				notices: []string{"[Global] secrets-directory: is not a directory here, so it is not used"}}},
 		{"bad port of an environment vCenter", []string{"VSPHERE_VCENTER_B=b", "VCENTER_B_PORT=x"},
 			want{err: "environment VCENTER_B_PORT (or VSPHERE_VCENTER_PORT, or [Global] port): not a TCP port"}},
 	} {
