@@ -1,7 +1,8 @@
 // helm for test/helm (make helm-test), built by build/testbin.sh helm.
 // v3.21.4, not v3.22: 3.22 needs golang.org/x/text and x/crypto newer than the control plane's.
 // Every module shared with build/testbin/apiserver is at that module's version, so the build
-// reuses the control plane's compiled packages: about 35 s of CPU instead of 6 minutes.
+// reuses the control plane's compiled packages (549 of its 730 packages): about 45 s of CPU once
+// the control plane is built, against about 8 minutes of CPU from an empty build cache.
 module github.com/ccm-project/ccm/build/testbin/helm
 
 go 1.26.0
