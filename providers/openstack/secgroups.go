@@ -207,9 +207,11 @@ func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clus
 			rep.repairs = append(rep.repairs, fmt.Sprintf("security group rule %s was revoked", r))
 		}
 	}
-	attached, err := listPorts(ctx, cl, ports.ListOpts{SecurityGroups: []string{sg.ID}})
-	if err != nil {
-		return err
+	var attached []ports.Port // a group just created is on no port yet
+	if !created {
+		if attached, err = listPorts(ctx, cl, ports.ListOpts{SecurityGroups: []string{sg.ID}}); err != nil {
+			return err
+		}
 	}
 	wantPorts, err := l.memberPorts(ctx, cl, nodes, specs, attached)
 	if err != nil {
