@@ -646,7 +646,7 @@ func (l *loadBalancers) deleteOne(ctx context.Context, cl *clients, id ownership
 		return err
 	}
 	if adopted {
-		klog.InfoS("Keeping a load balancer the Service does not own; removing its listeners", "service", klog.KObj(svc), "id", lb.ID)
+		klog.InfoS("A load balancer the Service shares or was allowed to use: removing its listeners", "service", klog.KObj(svc), "id", lb.ID)
 		if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
 			if n, err := l.ourListeners(ctx, cl, lb.ID, id); err != nil || n == 0 {
 				return err

@@ -9,6 +9,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/ownership"
 )
@@ -212,6 +213,7 @@ func (l *loadBalancers) leaveShared(ctx context.Context, cl *clients, id ownersh
 	if err := loadbalancers.Delete(ctx, cl.lb, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil {
 		return l.conflict(err, "deleting the shared load balancer "+lb.Name+" its last user left")
 	}
+	klog.InfoS("Deleted a shared load balancer its last user left", "service", id.Service(), "name", lb.Name, "id", lb.ID)
 	return nil
 }
 
