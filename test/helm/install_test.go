@@ -28,7 +28,9 @@ func TestInstallAndUpgradeDummy(t *testing.T) {
 	chart := filepath.Join(root, "deploy", "charts", "dummy")
 	values := func(pool string) string {
 		f := filepath.Join(t.TempDir(), "values.yaml")
-		os.WriteFile(f, []byte("ccm:\n  clusterName: testcluster\n  cloudConfig: |\n    [Global]\n    region = dc1\n\n"+
+		// enabledControllers: the upstream OpenStack chart's default list, which ccm must accept.
+		os.WriteFile(f, []byte("enabledControllers: [cloud-node, cloud-node-lifecycle, route, service]\n"+
+			"ccm:\n  clusterName: testcluster\n  cloudConfig: |\n    [Global]\n    region = dc1\n\n"+
 			"    [Instance \"helm-node-1\"]\n    internal-ip = 10.0.0.11\n\n    [Pool \"default\"]\n    cidr = "+pool+"\n"), 0o644)
 		return f
 	}
@@ -87,17 +89,20 @@ func startFromRelease(t *testing.T, name string) *testenv.CCM {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cluster string
+	var cluster, controllers string
 	for _, a := range ds.Spec.Template.Spec.Containers[0].Args {
 		if v, ok := strings.CutPrefix(a, "--cluster-name="); ok {
 			cluster = v
 		}
+		if strings.HasPrefix(a, "--controllers=") {
+			controllers = a
+		}
 	}
-	if ds.Spec.Template.Spec.ServiceAccountName != "cloud-controller-manager" || cluster != "testcluster" {
-		t.Fatalf("DaemonSet runs as %q with cluster %q", ds.Spec.Template.Spec.ServiceAccountName, cluster)
+	if ds.Spec.Template.Spec.ServiceAccountName != "cloud-controller-manager" || cluster != "testcluster" || controllers == "" {
+		t.Fatalf("DaemonSet runs as %q with cluster %q and %q", ds.Spec.Template.Spec.ServiceAccountName, cluster, controllers)
 	}
 	c, err := env.StartCCM(ctx, testenv.CCMOptions{Name: name, Provider: "dummy", CloudConfig: conf,
-		Binary: filepath.Join(os.Getenv("CCM_BIN_DIR"), "ccm-dummy"), Args: []string{"--cluster-name=" + cluster}})
+		Binary: filepath.Join(os.Getenv("CCM_BIN_DIR"), "ccm-dummy"), Args: []string{"--cluster-name=" + cluster, controllers}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ are dropped); for every other flag of ours, the operator's in .extra wins and ou
 {{- $defaults := list "--leader-elect=true" "--use-service-account-credentials=false"
       (printf "--bind-address=%s" (ternary "0.0.0.0" "127.0.0.1" (.listenAll | default false)))
       "--secure-port=10258" (printf "--v=%d" ($v | int)) -}}
-{{- with .controllers }}{{ $defaults = append $defaults (printf "--controllers=%s" (join "," .)) }}{{ end -}}
+{{- with .controllers }}{{ $defaults = append $defaults (printf "--controllers=%s" (include "ccm.controllers" .)) }}{{ end -}}
 {{- $flag := "^--([^=]+)" -}}
 {{- $forcedNames := list -}}
 {{- range $forced }}{{ $forcedNames = append $forcedNames (regexFind $flag .) }}{{ end -}}
@@ -125,13 +125,32 @@ are dropped); for every other flag of ours, the operator's in .extra wins and ou
 {{- $extraNames := list -}}
 {{- range .extra -}}
 {{- $n := regexFind $flag (toString .) -}}
-{{- if not (has $n $forcedNames) }}{{ $extra = append $extra (toString .) }}{{ $extraNames = append $extraNames $n }}{{ end -}}
+{{- $arg := toString . -}}
+{{- if hasPrefix "--controllers=" $arg }}{{ $arg = printf "--controllers=%s" (include "ccm.controllers" (splitList "," (trimPrefix "--controllers=" $arg))) }}{{ end -}}
+{{- if not (has $n $forcedNames) }}{{ $extra = append $extra $arg }}{{ $extraNames = append $extraNames $n }}{{ end -}}
 {{- end -}}
 {{- $a := $forced -}}
 {{- range $defaults -}}
 {{- if not (has (regexFind $flag .) $extraNames) }}{{ $a = append $a . }}{{ end -}}
 {{- end -}}
 {{- toYaml (concat $a $extra) -}}
+{{- end -}}
+
+{{/*
+ccm.controllers: a --controllers list, comma-joined. Upstream charts use the library's short
+aliases (cloud-node, cloud-node-lifecycle, service, route), which ccm does not take: they become
+the controllers' names.
+*/}}
+{{- define "ccm.controllers" -}}
+{{- $alias := dict "cloud-node" "cloud-node-controller" "cloud-node-lifecycle" "cloud-node-lifecycle-controller" "service" "service-lb-controller" "route" "node-route-controller" -}}
+{{- $names := list -}}
+{{- range . -}}
+{{- $n := toString . -}}
+{{- $neg := ternary "-" "" (hasPrefix "-" $n) -}}
+{{- $n = trimPrefix "-" $n -}}
+{{- $names = append $names (printf "%s%s" $neg (get $alias $n | default $n)) -}}
+{{- end -}}
+{{- join "," $names -}}
 {{- end -}}
 
 {{/* ccm.flag: the value of the last --.name=VALUE in .args ("" if none). */}}
