@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -246,6 +247,14 @@ func checkRendered(t *testing.T, provider, out string, want outcome) {
 			t.Errorf("--%s given %d times: %v", name, n, args)
 		}
 	}
+	// Every flag is one the provider's binary has (its --help lists them all).
+	known := flagsOf(t, provider)
+	for _, a := range args {
+		name, _, _ := strings.Cut(a, "=")
+		if !known[name] {
+			t.Errorf("%s: ccm-%s has no such flag", a, provider)
+		}
+	}
 	// The cloud-config: the file --cloud-config names, in the volume mounted at its folder.
 	path := flag("cloud-config")
 	var secretName string
@@ -295,6 +304,29 @@ func checkRendered(t *testing.T, provider, out string, want outcome) {
 	case want.configErr != "" && !strings.Contains(string(res), want.configErr):
 		t.Errorf("check-config error does not name %q:\n%s", want.configErr, res)
 	}
+}
+
+var helpFlags = map[string]map[string]bool{}
+
+// flagsOf lists the flags of bin/ccm-PROVIDER, from its --help.
+func flagsOf(t *testing.T, provider string) map[string]bool {
+	t.Helper()
+	if f, ok := helpFlags[provider]; ok {
+		return f
+	}
+	out, err := exec.Command(filepath.Join(os.Getenv("CCM_BIN_DIR"), "ccm-"+provider), "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ccm-%s --help: %v\n%s", provider, err, out)
+	}
+	f := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+(?:-\w, )?(--[a-z0-9-]+)`).FindAllStringSubmatch(string(out), -1) {
+		f[m[1]] = true
+	}
+	if !f["--cloud-provider"] || !f["--leader-elect"] {
+		t.Fatalf("ccm-%s --help lists no flags I can read:\n%s", provider, out)
+	}
+	helpFlags[provider] = f
+	return f
 }
 
 func decode(t *testing.T, out string) []map[string]any {
