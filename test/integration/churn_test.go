@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -24,11 +25,16 @@ func TestChurnWithKills(t *testing.T) {
 	cfg := "[Instance \"it-churn-node\"]\ninternal-ip = 10.6.0.1\n\n[Pool \"churn\"]\ncidr = 100.65.0.0/24\n"
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
 	ccm := startCCM(t, "ccm-churn-0", cfg)
+	ccms := []*testenv.CCM{ccm}
 	newNode(t, "it-churn-node")
 	ns := namespace(t)
 	svcs := env.Client.CoreV1().Services(ns)
 
 	live := map[string]bool{}
+	var history []string // what the test did, for the failure report
+	did := func(format string, a ...any) {
+		history = append(history, time.Now().Format("15:04:05.000000")+" "+fmt.Sprintf(format, a...))
+	}
 	killAt := map[int]bool{}
 	for len(killAt) < kills {
 		killAt[10+rng.IntN(ops-20)] = true
@@ -37,8 +43,10 @@ func TestChurnWithKills(t *testing.T) {
 	for i := range ops {
 		if killAt[i] {
 			ccm.Kill()
+			did("killed ccm-churn-%d", restarts)
 			restarts++
 			ccm = startCCM(t, fmt.Sprintf("ccm-churn-%d", restarts), cfg)
+			ccms = append(ccms, ccm)
 			// Go on only once it leads, so that every kill hits a working leader.
 			eventually(t, 30*time.Second, "the restarted ccm leads", func() (bool, error) {
 				return strings.Contains(ccm.Log(), acquired), nil
@@ -52,6 +60,7 @@ func TestChurnWithKills(t *testing.T) {
 				t.Fatal(err)
 			}
 			live[name] = true
+			did("created %s", name)
 		case r < 7:
 			name := names[rng.IntN(len(names))]
 			err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the ccm writes it too
@@ -66,16 +75,46 @@ func TestChurnWithKills(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			did("changed the port of %s", name)
 		default:
 			name := names[rng.IntN(len(names))]
 			if err := svcs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			delete(live, name)
+			did("deleted %s", name)
 		}
 		time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond)
 	}
 	t.Logf("%d operations, %d SIGKILLs, %d Services left", ops, kills, len(live))
+
+	// On failure, what every ccm logged about the Services whose records outlived them or
+	// are missing (the log tails printed by startCCM rarely reach back to them).
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		stored, want := storeKeys(t, ns), keys(live)
+		odd := append(difference(stored, want), difference(want, stored)...)
+		for _, h := range history {
+			for _, name := range odd {
+				if strings.HasSuffix(h, " "+name) || strings.HasPrefix(h[16:], "killed") {
+					t.Logf("test: %s", h)
+					break
+				}
+			}
+		}
+		for i, c := range ccms {
+			for _, line := range strings.Split(c.Log(), "\n") {
+				for _, name := range odd {
+					if strings.Contains(line, "/"+name+"\"") || strings.Contains(line, "/"+name+" ") || strings.HasSuffix(line, "/"+name) || strings.Contains(line, "_"+name) {
+						t.Logf("ccm-churn-%d about %s: %s", i, name, line)
+						break
+					}
+				}
+			}
+		}
+	})
 
 	// Converged: exactly the live Services exist, each with one address of its own, and the
 	// store holds exactly their records.
@@ -136,5 +175,16 @@ func storeKeys(t *testing.T, ns string) []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// difference is what a holds and b does not.
+func difference(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
 	return out
 }
