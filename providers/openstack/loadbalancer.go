@@ -107,8 +107,8 @@ func (l *loadBalancers) find(ctx context.Context, cl *clients, id ownership.Iden
 		if lbOwned(id, lb) == nil {
 			return lb, false, nil
 		}
-		if lbOfCluster(id.Cluster, lb) {
-			return lb, true, nil // another Service's of this cluster: shared, as upstream (shared.go)
+		if sharable(id, lb) {
+			return lb, true, nil // another Service's of this cluster and namespace: shared (shared.go)
 		}
 		if err := l.c.cfg.LoadBalancer.allow.Named(id, annLoadBalancerID, kindLB, lb.ID, tagMap(lb.Tags)); err != nil {
 			return lb, false, err

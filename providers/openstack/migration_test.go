@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -567,5 +568,41 @@ func TestUpstreamSGsArePickedByNameAndDescription(t *testing.T) {
 	noUID.UID = ""
 	if got := upstreamSGs([]groups.SecGroup{g("x", upstreamSGName(noUID), desc)}, cluster, noUID); len(got) != 0 {
 		t.Errorf("a Service without a UID picked %+v", got)
+	}
+}
+
+// A Service of another namespace may not put its listeners on a load balancer of this cluster
+// by naming it in load-balancer-id (a namespace is a tenant's boundary; upstream allows it):
+// refused, naming the annotation, with nothing written, until the operator allows that
+// namespace in [LoadBalancer] allowed-resource-namespaces.
+func TestSharingAcrossNamespacesNeedsTheOperator(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	u := seedUpstreamCluster(t, f, 1, false)
+	lb, _ := migrationCloud(t, f, "")
+	ensureUntilReady(t, lb, u.svcs[0], u.nodes)
+	intruder := upstreamSvc("intruder", v1.ServicePort{Name: "https", Port: 443, NodePort: 30443, Protocol: v1.ProtocolTCP})
+	intruder.Namespace = "tenant-b"
+	intruder.Annotations[annLoadBalancerID] = u.lbIDs[0]
+	writes := f.Writes()
+	_, err := lb.EnsureLoadBalancer(context.Background(), cluster, intruder, u.nodes)
+	if !errors.Is(err, ownership.ErrNotOwned) || !strings.Contains(err.Error(), annLoadBalancerID) {
+		t.Errorf("a Service of another namespace: %v, want a refusal naming %s", err, annLoadBalancerID)
+	}
+	if w := f.Writes() - writes; w != 0 {
+		t.Errorf("the refusal wrote %d times (%s)", w, f.CallSummary())
+	}
+	allowed, _ := migrationCloud(t, f, "allowed-resource-namespaces = tenant-b\n")
+	if st := ensureUntilReady(t, allowed, intruder, u.nodes); st.Ingress[0].IP != u.addrs[0] {
+		t.Errorf("allowed: address %s, want %s", st.Ingress[0].IP, u.addrs[0])
+	}
+	deleteUntilDone(t, allowed, intruder)
+	var ports []int
+	for _, l := range f.LoadBalancers() {
+		for _, li := range l.Listeners {
+			ports = append(ports, li.Port)
+		}
+	}
+	if !slices.Equal(ports, []int{80}) {
+		t.Errorf("after the allowed Service's delete: listeners on ports %v, want the owner's [80]", ports)
 	}
 }

@@ -55,6 +55,29 @@ func lbOfCluster(cluster string, lb *loadbalancers.LoadBalancer) bool {
 	return false
 }
 
+// lbNamespace is the namespace of the Service lb was made for: by ccm's ownership tags, else by
+// the upstream CCM's name (kube_service_<cluster>_<namespace>_<name>; a namespace has no '_').
+func lbNamespace(cluster string, lb *loadbalancers.LoadBalancer) (string, bool) {
+	if owner, ok := ownership.Owner(cluster, tagMap(lb.Tags)); ok {
+		return owner.Namespace, true
+	}
+	rest, ok := strings.CutPrefix(lb.Name, upstreamNamePrefix+cluster+"_")
+	if !ok {
+		return "", false
+	}
+	ns, _, ok := strings.Cut(rest, "_")
+	return ns, ok && ns != ""
+}
+
+// sharable: the Service id may add its listeners to lb, another Service's load balancer, without
+// the operator's leave: lb is of this cluster and of the Service's own namespace. Upstream lets
+// any Service of the cluster share; here a namespace is a tenant's boundary, so sharing across
+// namespaces needs [LoadBalancer] allowed-resource-* like any other object not the Service's.
+func sharable(id ownership.Identity, lb *loadbalancers.LoadBalancer) bool {
+	ns, ok := lbNamespace(id.Cluster, lb)
+	return ok && ns == id.Namespace && lbOfCluster(id.Cluster, lb)
+}
+
 // users are the names of the Services using lb (its kube_service_ tags), its owner's
 // included while it has one.
 func users(lb *loadbalancers.LoadBalancer) []string {
