@@ -21,8 +21,10 @@ func TestNodeLifecycle(t *testing.T) {
 	inv := filepath.Join(t.TempDir(), "inventory.conf")
 	write := func(aState, bState string) { writeInventory(t, inv, "it-life-a", aState, "it-life-b", bState) }
 	write("running", "running")
-	// The deletion guard is off here (upstream behaviour); TestNodeDeletionGuard tests it.
-	startCCM(t, "ccm-life", fmt.Sprintf("[Global]\ninventory = %s\ninventory-refresh = 1s\n", inv), "--node-deletion-confirmation=0")
+	// The deletion guard is off here (upstream behaviour); TestNodeDeletionGuard tests it. The
+	// controllers are named by the aliases the upstream charts use.
+	startCCM(t, "ccm-life", fmt.Sprintf("[Global]\ninventory = %s\ninventory-refresh = 1s\n", inv), "--node-deletion-confirmation=0",
+		"--controllers=cloud-node,cloud-node-lifecycle")
 	newNode(t, "it-life-a")
 	newNode(t, "it-life-b")
 	for _, n := range []string{"it-life-a", "it-life-b"} {

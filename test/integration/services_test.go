@@ -30,7 +30,7 @@ range = 192.0.2.50-192.0.2.51
 `
 
 func TestLoadBalancerLifecycle(t *testing.T) {
-	startCCM(t, "ccm-lb", lbConfig)
+	startCCM(t, "ccm-lb", lbConfig, "--controllers=cloud-node,service") // upstream charts' aliases
 	newNode(t, "it-lb-node")
 	ns := namespace(t)
 	ctx := context.Background()

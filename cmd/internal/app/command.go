@@ -13,6 +13,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	ccmapp "k8s.io/cloud-provider/app"
 	ccmconfig "k8s.io/cloud-provider/app/config"
+	"k8s.io/cloud-provider/names"
 	"k8s.io/cloud-provider/options"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/version"
@@ -106,7 +107,9 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 	addMemoryOptions(ccmFlags)
 	serviceOpts := addServiceControllerOptions(ccmFlags, controllers)
 
-	cmd := ccmapp.NewCloudControllerManagerCommand(opts, initCloud, controllers, map[string]string{}, extra, stop)
+	// The library's aliases (cloud-node, cloud-node-lifecycle, service, route): the upstream CCMs'
+	// charts and manifests name controllers by them in --controllers.
+	cmd := ccmapp.NewCloudControllerManagerCommand(opts, initCloud, controllers, names.CCMControllerAliases(), extra, stop)
 	cmd.Use = "ccm"
 	cmd.Long = fmt.Sprintf(`ccm is a Kubernetes cloud-controller-manager for several clouds in one binary.
 It initialises Nodes (providerID, addresses, zone, region, instance type), removes Nodes whose

@@ -138,8 +138,8 @@ are dropped); for every other flag of ours, the operator's in .extra wins and ou
 
 {{/*
 ccm.controllers: a --controllers list, comma-joined. Upstream charts use the library's short
-aliases (cloud-node, cloud-node-lifecycle, service, route), which ccm does not take: they become
-the controllers' names.
+aliases (cloud-node, cloud-node-lifecycle, service, route); ccm takes them too, but the chart
+writes the controllers' full names, as `ccm --help` lists them.
 */}}
 {{- define "ccm.controllers" -}}
 {{- $alias := dict "cloud-node" "cloud-node-controller" "cloud-node-lifecycle" "cloud-node-lifecycle-controller" "service" "service-lb-controller" "route" "node-route-controller" -}}
