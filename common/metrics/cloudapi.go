@@ -46,7 +46,8 @@ var registerOnce sync.Once
 func Register() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(CloudAPIRequests, CloudAPIDuration,
-			ReconcileTotal, ReconcileDuration, NodeDeletionsHeld, IPPoolAddresses)
+			ReconcileTotal, ReconcileDuration, NodeDeletionsHeld, IPPoolAddresses,
+			OrphanedLoadBalancers, OrphanedLoadBalancersDeleted)
 	})
 }
 

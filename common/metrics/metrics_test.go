@@ -19,6 +19,8 @@ func TestRegisteredInLegacyRegistry(t *testing.T) {
 	ObserveReconcile("test", "loadbalancer", "ensure", time.Now(), errors.New("boom"))
 	NodeDeletionsHeld.WithLabelValues("test", "cloud_error").Inc()
 	IPPoolAddresses.WithLabelValues("test", "default", "used").Set(3)
+	OrphanedLoadBalancers.WithLabelValues("test").Set(1)
+	OrphanedLoadBalancersDeleted.WithLabelValues("test").Inc()
 
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
@@ -32,6 +34,7 @@ func TestRegisteredInLegacyRegistry(t *testing.T) {
 		"ccm_cloud_api_requests_total", "ccm_cloud_api_request_duration_seconds",
 		"ccm_reconcile_total", "ccm_reconcile_duration_seconds",
 		"ccm_node_deletions_held_total", "ccm_ip_pool_addresses",
+		"ccm_orphaned_load_balancers", "ccm_orphaned_load_balancers_deleted_total",
 	} {
 		if !got[want] {
 			t.Errorf("%s not in legacyregistry", want)

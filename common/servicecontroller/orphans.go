@@ -22,7 +22,7 @@ import (
 // name, or no longer wants one, stays in the cloud and on the bill. A provider that can list what
 // it owns by the ownership marks implements OwnedLister; the collector compares the listing with
 // the Service cache, reports orphans and deletes one only after it has stayed an orphan for the
-// grace period. Not wired into ccm yet: no provider implements OwnedLister.
+// grace period. orphanloop.go runs it in ccm; `ccm gc` runs FindOrphans once.
 
 // OwnedLoadBalancer is one load balancer a listing found, with the identity its ownership marks
 // carry (UID empty for objects written before UIDs were recorded).
@@ -116,7 +116,9 @@ type Collector struct {
 	Recorder record.EventRecorder // Events on a Service of the orphan's namespace/name, when one exists
 	Grace    time.Duration        // 0: report only
 	Now      func() time.Time
-	tracker  *OrphanTracker
+	// Found is how many orphans the last complete round found (reported ones included).
+	Found   int
+	tracker *OrphanTracker
 }
 
 const reasonOrphan = "OrphanedLoadBalancer"
@@ -145,11 +147,14 @@ func (c *Collector) Round(ctx context.Context) ([]OwnedLoadBalancer, error) {
 		}
 		return s
 	}
-	report, remove := c.tracker.Plan(c.Now(), FindOrphans(lbs, lookup, c.Classes), c.Grace)
+	orphans := FindOrphans(lbs, lookup, c.Classes)
+	c.Found = len(orphans)
+	report, remove := c.tracker.Plan(c.Now(), orphans, c.Grace)
 	for _, lb := range report {
-		klog.InfoS("Orphaned load balancer found", "loadBalancer", lb.ID, "service", lb.Owner.Service(), "uid", lb.Owner.UID, "deleteAfter", c.Grace)
+		klog.InfoS("Orphaned load balancer found", "loadBalancer", lb.ID, "service", lb.Owner.Service(), "uid", lb.Owner.UID, "then", deletionNote(c.Grace))
 		if s := lookup(lb.Owner.Namespace, lb.Owner.Name); s != nil && c.Recorder != nil {
-			c.Recorder.Eventf(s, v1.EventTypeWarning, reasonOrphan, "Load balancer %s was made for another Service of this name (UID %s) or is no longer wanted; it is deleted after %v unless claimed", lb.ID, lb.Owner.UID, c.Grace)
+			c.Recorder.Eventf(s, v1.EventTypeWarning, reasonOrphan, "Load balancer %s was made for another Service of this name (UID %s) or is no longer wanted; %s",
+				lb.ID, lb.Owner.UID, deletionNote(c.Grace))
 		}
 	}
 	var deleted []OwnedLoadBalancer
@@ -164,6 +169,14 @@ func (c *Collector) Round(ctx context.Context) ([]OwnedLoadBalancer, error) {
 		deleted = append(deleted, lb)
 	}
 	return deleted, nil
+}
+
+// deletionNote says what becomes of a reported orphan.
+func deletionNote(grace time.Duration) string {
+	if grace <= 0 {
+		return "it is not deleted (orphan deletion is off: --orphan-grace-period=0)"
+	}
+	return fmt.Sprintf("it is deleted after %v unless claimed", grace)
 }
 
 // Run runs a round every interval until ctx is done.

@@ -140,6 +140,7 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		if err := serviceOpts.validate(); err != nil {
 			return err
 		}
+		serviceOpts.useCloud(c)
 		if *deletionWindow < 0 {
 			return fmt.Errorf("--node-deletion-confirmation must not be negative, got %v", *deletionWindow)
 		}

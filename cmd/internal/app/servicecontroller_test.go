@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	ccmapp "k8s.io/cloud-provider/app"
@@ -45,6 +46,9 @@ func TestServiceControllerFlags(t *testing.T) {
 		{[]string{"--service-controller=ccm", "--load-balancer-class=vip"}, `--load-balancer-class "vip"`},
 		{[]string{"--service-controller=library", "--load-balancer-class=example.com/vip"}, "need --service-controller=ccm"},
 		{[]string{"--service-controller=other"}, "--service-controller"},
+		{[]string{"--orphan-grace-period=0", "--orphan-collection-period=1m"}, ""},
+		{[]string{"--orphan-grace-period=-1s"}, "--orphan-grace-period must not be negative"},
+		{[]string{"--orphan-collection-period=-1m"}, "must not be negative"},
 	} {
 		fs := pflag.NewFlagSet("ccm", pflag.ContinueOnError)
 		o := addServiceControllerOptions(fs, map[string]ccmapp.ControllerInitFuncConstructor{})
@@ -60,7 +64,10 @@ func TestServiceControllerFlags(t *testing.T) {
 		}
 	}
 	fs := pflag.NewFlagSet("ccm", pflag.ContinueOnError)
-	addServiceControllerOptions(fs, map[string]ccmapp.ControllerInitFuncConstructor{})
+	o := addServiceControllerOptions(fs, map[string]ccmapp.ControllerInitFuncConstructor{})
+	if o.orphans.Grace != time.Hour || o.orphans.Period <= 0 {
+		t.Errorf("orphan defaults: grace %v, period %v; want an hour of grace and collection on", o.orphans.Grace, o.orphans.Period)
+	}
 	if f := fs.Lookup("service-controller"); f == nil || !f.Hidden {
 		t.Error("--service-controller must exist and be hidden")
 	}
