@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -29,6 +31,13 @@ import (
 type OwnedLoadBalancer struct {
 	Owner ownership.Identity
 	ID    string // the cloud's name or ID, for logs and Events
+}
+
+// Service stands for the Service lb was made for, for a provider's delete path: namespace,
+// name and UID (all that ownership checks read), type LoadBalancer, no annotations.
+func (lb OwnedLoadBalancer) Service() *v1.Service {
+	return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: lb.Owner.Namespace, Name: lb.Owner.Name, UID: types.UID(lb.Owner.UID)},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer}}
 }
 
 // OwnedLister lists and deletes the load balancers a cluster owns.
