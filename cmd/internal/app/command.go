@@ -118,7 +118,8 @@ machines are gone and provides Services of type LoadBalancer.
 This binary: %s.
 Pick one with --cloud-provider=NAME. Providers are compiled in with Go build tags:
   go build -tags dummy,aws,vsphere,openstack ./cmd/ccm
-Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers" lists providers.`,
+Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers" lists providers;
+"ccm gc --dry-run" lists the cluster's orphaned load balancers ("ccm gc" deletes them).`,
 		provider.Describe())
 	cmd.SilenceUsage = true // a bad flag value prints its error, not two screens of flags
 	// Build the cloud before the library runs, so a bad --cloud-provider or --cloud-config is
@@ -164,6 +165,6 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		}
 		return err
 	}
-	cmd.AddCommand(newCheckConfigCommand(), newProvidersCommand())
+	cmd.AddCommand(newCheckConfigCommand(), newProvidersCommand(), newGCCommand())
 	return cmd
 }
