@@ -23,7 +23,7 @@ import (
 // gcOptions are ccm gc's flags.
 type gcOptions struct {
 	provider, cloudConfig, clusterName, kubeconfig string
-	allowDefault, dryRun, unclassed               bool
+	allowDefault, dryRun, unclassed                bool
 	classes                                        []string
 }
 
