@@ -49,7 +49,7 @@ func (l *loadBalancers) ownedTargetGroups(ctx context.Context, id ownership.Iden
 			return nil, fmt.Errorf("aws: DescribeTargetGroups: %w", err)
 		}
 		for _, tg := range out.TargetGroups {
-			if strings.HasPrefix(aws.ToString(tg.TargetGroupName), tgNames.Prefix) {
+			if n := aws.ToString(tg.TargetGroupName); strings.HasPrefix(n, tgNames.Prefix) || upstreamTGNameRE.MatchString(n) {
 				byARN[aws.ToString(tg.TargetGroupArn)] = tg
 				arns = append(arns, aws.ToString(tg.TargetGroupArn))
 			}
@@ -66,8 +66,9 @@ func (l *loadBalancers) ownedTargetGroups(ctx context.Context, id ownership.Iden
 			return fmt.Errorf("aws: DescribeTags (v2): %w", err)
 		}
 		for _, td := range out.TagDescriptions {
-			if ownership.Is(id, tagMap(td.Tags, func(t v2types.Tag) (*string, *string) { return t.Key, t.Value })) {
-				owned = append(owned, byARN[aws.ToString(td.ResourceArn)])
+			tg := byARN[aws.ToString(td.ResourceArn)]
+			if ownsTG(id, tg, tagMap(td.Tags, func(t v2types.Tag) (*string, *string) { return t.Key, t.Value })) {
+				owned = append(owned, tg)
 			}
 		}
 		return nil
@@ -99,7 +100,7 @@ func (l *loadBalancers) dropUnusedOwnGroup(ctx context.Context, svc *v1.Service,
 	}
 	g, _ := l.gsnap.get(ctx, "name:"+vpc+"/"+groupName(lbName), l.listGroups)
 	id := l.identity(svc)
-	if g == nil || !ownership.Is(id, groupTags(g)) {
+	if g == nil || (!ownership.Is(id, groupTags(g)) && !isUpstreamGroup(id, svc, lbName, g)) {
 		return nil
 	}
 	own := *g

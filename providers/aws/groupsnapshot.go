@@ -74,7 +74,7 @@ func (l *loadBalancers) listTGs(ctx context.Context) (map[string]*[]v2types.Targ
 			return nil, nil, err
 		}
 		for _, tg := range out.TargetGroups {
-			if !strings.HasPrefix(aws.ToString(tg.TargetGroupName), tgNames.Prefix) {
+			if n := aws.ToString(tg.TargetGroupName); !strings.HasPrefix(n, tgNames.Prefix) && !upstreamTGNameRE.MatchString(n) {
 				continue
 			}
 			for _, lb := range tg.LoadBalancerArns {

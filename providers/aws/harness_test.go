@@ -30,8 +30,11 @@ type harness struct {
 	subnets []string             // the fake's own load balancer subnets, tagged for every cluster of the harness
 	events  *cloudtest.EventSink // every cloud of the harness records its Service Events here
 
-	mu sync.Mutex
-	n  int
+	mu  sync.Mutex
+	n   int
+	ids map[string]string // instance ID by private DNS name (= Node name)
+	// upstreamNLB: SeedUpstream leaves NLBs (the Services it returns ask for one), else classic ELBs.
+	upstreamNLB bool
 }
 
 func newHarness(t *testing.T, cluster string) *harness {
@@ -82,12 +85,19 @@ func (h *harness) machine(name string) (string, cloudprovider.InstanceMetadata) 
 	h.n++
 	i := h.n
 	h.mu.Unlock()
+
 	zone := "us-east-1" + string(rune('a'+i%3))
 	ip, ip2, eni2 := fmt.Sprintf("10.0.%d.%d", i/250, i%250+10), fmt.Sprintf("10.0.%d.%d", i/250, i%250+11), fmt.Sprintf("10.1.%d.%d", i/250, i%250+10)
 	pub := fmt.Sprintf("203.0.113.%d", i%250+1)
 	id := h.fake.AddInstance(fakeaws.Instance{Type: "m5.large", Zone: zone, PrivateDNS: name, PublicIP: pub,
 		PublicDNS: "ec2-" + strings.ReplaceAll(pub, ".", "-") + ".compute.amazonaws.com",
 		ENIs:      []fakeaws.ENI{{Device: 0, PrivateIPs: []string{ip, ip2}, IPv6: []string{fmt.Sprintf("2001:db8::%x", i)}}, {Device: 1, PrivateIPs: []string{eni2}}}})
+	h.mu.Lock()
+	if h.ids == nil {
+		h.ids = map[string]string{}
+	}
+	h.ids[name] = id
+	h.mu.Unlock()
 	return id, cloudprovider.InstanceMetadata{
 		ProviderID: "aws:///" + zone + "/" + id, InstanceType: "m5.large", Zone: zone, Region: "us-east-1",
 		NodeAddresses: []v1.NodeAddress{

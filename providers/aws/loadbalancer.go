@@ -114,13 +114,13 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.S
 // loadBalancerStatus is the status of svc's load balancer of the type it asks for, or nil.
 func (l *loadBalancers) loadBalancerStatus(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, error) {
 	if svc.Annotations[annotationPrefix+annType] == "nlb" {
-		lb, err := l.describeNLB(ctx, l.name(svc))
+		_, lb, _, err := l.findNLB(ctx, svc)
 		if err != nil || lb == nil {
 			return nil, err
 		}
 		return nlbStatus(lb), nil
 	}
-	d, err := l.describe(ctx, l.name(svc))
+	_, d, _, _, err := l.findClassic(ctx, svc)
 	if err != nil || d == nil {
 		return nil, err
 	}
@@ -140,13 +140,13 @@ func (l *loadBalancers) leftovers(ctx context.Context, svc *v1.Service) (bool, e
 	return len(tgs) > 0, err
 }
 
-// confirmOwner reads the ELB's tags and checks that id owns it.
-func (l *loadBalancers) confirmOwner(ctx context.Context, id ownership.Identity, name string) error {
+// confirmOwner reads the ELB's tags and checks that svc owns it (see checkLB).
+func (l *loadBalancers) confirmOwner(ctx context.Context, svc *v1.Service, name string) error {
 	tags, err := l.tags(ctx, name)
 	if err != nil {
 		return err
 	}
-	return ownership.Check(id, "load balancer", name, tags)
+	return checkLB(l.identity(svc), svc, name, tags)
 }
 
 // status is the ELB's DNS name, lower-cased: ELB keeps the case of the load balancer name in
@@ -236,9 +236,10 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	}
 	if err != nil && !errors.Is(err, errNotCreatedYet) {
 		// Maybe a listing was out of date (a group deleted by hand): the next try lists afresh.
-		name := l.name(svc)
-		l.snap.forget(name)
-		l.nsnap.forget(name)
+		for _, name := range []string{l.name(svc), upstreamName(svc)} {
+			l.snap.forget(name)
+			l.nsnap.forget(name)
+		}
 		l.gsnap.forgetAll()
 		l.tsnap.forgetAll()
 	}
@@ -250,8 +251,13 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 // rules), then writes the plan, the difference. Nothing differs: no write. The fingerprint tag
 // says what was last applied: a difference while it still matches is drift, reported as an Event.
 func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
-	name := l.name(svc)
 	members, nodeGroups, err := l.members(ctx, opts, nodes)
+	if err != nil {
+		return nil, err
+	}
+	// ccm's ELB, or the one the upstream CCM made for this Service (taken over in place).
+	// listed: tags from the shared listing, up to its age old.
+	name, cur, tags, listed, err := l.findClassic(ctx, svc)
 	if err != nil {
 		return nil, err
 	}
@@ -261,19 +267,6 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 	}
 	fp := fingerprint.Of(want)
 	id := l.identity(svc)
-	cur, tags := l.snap.get(ctx, name, l.listELBs)
-	listed := cur != nil && tags != nil // tags from the shared listing, up to its age old
-	if cur == nil || tags == nil {
-		// Not in the listing (new, just written, or the listing failed): read it alone.
-		if cur, err = l.describe(ctx, name); err != nil {
-			return nil, err
-		}
-		if cur != nil {
-			if tags, err = l.tags(ctx, name); err != nil {
-				return nil, err
-			}
-		}
-	}
 	if cur == nil && mustExist {
 		return nil, errNotCreatedYet
 	}
@@ -285,7 +278,7 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 	}()
 	var repairs []string
 	if cur != nil {
-		if err := ownership.Check(id, "load balancer", name, tags); err != nil {
+		if err := checkLB(id, svc, name, tags); err != nil {
 			return nil, err
 		}
 	}
@@ -308,7 +301,7 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 		if listed && (plan.recreate || !plan.empty()) {
 			// About to change the ELB: its ownership is checked on tags read now, not on the
 			// listing's copy (they may have been changed since).
-			if err := l.confirmOwner(ctx, id, name); err != nil {
+			if err := l.confirmOwner(ctx, svc, name); err != nil {
 				return nil, err
 			}
 		}
@@ -502,20 +495,23 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 // ones named by annotation, ElbSecurityGroup), and its own security group. Which rules go is
 // decided by their descriptions alone, never by a tag a Service could have set.
 func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) (existed bool, err error) {
-	name := l.name(svc)
 	id := l.identity(svc)
-	defer l.snap.forget(name)
-	cur, err := l.describe(ctx, name)
+	l.snap.forget(l.name(svc))
+	l.snap.forget(upstreamName(svc))
+	// ccm's ELB or upstream's for this Service (findClassic reads both names when not listed).
+	name, cur, tags, listed, err := l.findClassic(ctx, svc)
 	if err != nil {
 		return false, err
 	}
-	var sources []string
-	if cur != nil {
-		tags, err := l.tags(ctx, name)
-		if err != nil {
+	if listed {
+		if tags, err = l.tags(ctx, name); err != nil { // a delete goes by the tags as they are
 			return false, err
 		}
-		if !ownership.Is(id, tags) {
+	}
+	defer l.snap.forget(name)
+	var sources []string
+	if cur != nil {
+		if checkLB(id, svc, name, tags) != nil {
 			klog.InfoS("Not deleting an ELB this Service does not own", "service", klog.KObj(svc), "name", name)
 			return true, nil
 		}
@@ -545,7 +541,7 @@ func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) (exi
 		return false, err
 	}
 	if byName != nil && !slices.ContainsFunc(owned, func(g ec2types.SecurityGroup) bool { return aws.ToString(g.GroupId) == aws.ToString(byName.GroupId) }) {
-		if ownership.Is(id, groupTags(byName)) {
+		if ownership.Is(id, groupTags(byName)) || isUpstreamGroup(id, svc, name, byName) {
 			owned = append(owned, *byName)
 		} else {
 			klog.InfoS("Not deleting a security group this Service does not own", "group", aws.ToString(byName.GroupId))

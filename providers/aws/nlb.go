@@ -132,7 +132,6 @@ func nlbStatus(lb *v2types.LoadBalancer) *v1.LoadBalancerStatus {
 // node rules), then only the difference is written. The fingerprint tag says what was last
 // applied: a difference while it still matches is drift, reported as an Event.
 func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
-	name := l.name(svc)
 	members, nodeGroups, err := l.members(ctx, opts, nodes)
 	if err != nil {
 		return nil, err
@@ -144,17 +143,11 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	want.NodeGroups = nodeGroups
 	fp := fingerprint.Of(want)
 	id := l.identity(svc)
-	cur, tags := l.nsnap.get(ctx, name, l.listNLBs)
-	if cur == nil || tags == nil || cur.State == nil || cur.State.Code != v2types.LoadBalancerStateEnumActive {
-		// Not in the listing, or provisioning when listed: read it alone.
-		if cur, err = l.describeNLB(ctx, name); err != nil {
-			return nil, err
-		}
-		if cur != nil {
-			if tags, err = l.tagsV2(ctx, aws.ToString(cur.LoadBalancerArn)); err != nil {
-				return nil, err
-			}
-		}
+	// ccm's NLB, or the one the upstream CCM made for this Service (taken over in place); from
+	// the listing when it holds it active, else read.
+	name, cur, tags, err := l.findNLB(ctx, svc)
+	if err != nil {
+		return nil, err
 	}
 	if cur == nil && mustExist {
 		return nil, errNotCreatedYet
@@ -195,7 +188,7 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		cur, tags = &out.LoadBalancers[0], nil
 		klog.InfoS("Created NLB", "service", klog.KObj(svc), "name", name)
 	} else {
-		if err := ownership.Check(id, "load balancer", name, tags); err != nil {
+		if err := checkLB(id, svc, name, tags); err != nil {
 			return nil, err
 		}
 		if string(cur.Scheme) != want.Scheme {
@@ -214,8 +207,19 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	if err != nil {
 		return nil, err
 	}
-	if tgs, err = l.reconcileNLB(ctx, svc, arn, want, tgs, named, &repairs); err != nil {
+	// Until ccm has completed a reconcile of it (its fingerprint is on it), target groups the
+	// upstream CCM attached are taken over only when their tags prove them this Service's.
+	verify := name == upstreamName(svc) && tags[fingerprintTag] == ""
+	if tgs, err = l.reconcileNLB(ctx, svc, arn, want, tgs, named, verify, &repairs); err != nil {
 		return nil, err
+	}
+	if verify {
+		// Upstream's node rules for this NLB are in the node groups (it named none in a tag).
+		groups, err := l.clusterGroups(ctx)
+		if err != nil {
+			return nil, err
+		}
+		prevGroups = append(prevGroups, groups...)
 	}
 	ruleChanges, err := l.nodeRulesNLB(ctx, svc, append(slices.Clone(want.NodeGroups), prevGroups...), want)
 	if err != nil {
@@ -299,7 +303,7 @@ func groupIDs(v string) []string {
 // reconcileNLB makes the target groups and listeners match want and removes stale ones.
 // It returns the target groups now attached. named holds target groups already looked up by
 // name (nil: look them up).
-func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn string, want *nlbDesired, attached []v2types.TargetGroup, named map[string]v2types.TargetGroup, notes *[]string) ([]v2types.TargetGroup, error) {
+func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn string, want *nlbDesired, attached []v2types.TargetGroup, named map[string]v2types.TargetGroup, verify bool, notes *[]string) ([]v2types.TargetGroup, error) {
 	note := func(format string, args ...any) { *notes = append(*notes, fmt.Sprintf(format, args...)) }
 	id := l.identity(svc)
 	byName := map[string]v2types.TargetGroup{}
@@ -311,9 +315,15 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 	for _, p := range want.Ports {
 		tg, ok := byName[p.TG]
 		if !ok {
-			// Not attached: maybe made by an earlier, interrupted try (then it is ours).
-			var found *v2types.TargetGroup
-			if t, known := named[p.TG]; known {
+			// Not attached: maybe the upstream CCM's for this port (taken over, so its listener
+			// stays), or made by an earlier, interrupted try (then it is ours).
+			found, err := l.adoptTargetGroup(ctx, svc, p, attached, verify)
+			if err != nil {
+				return nil, err
+			}
+			if found != nil {
+				tg = *found
+			} else if t, known := named[p.TG]; known {
 				found = &t
 			} else if named == nil {
 				var err error
@@ -458,7 +468,7 @@ func (l *loadBalancers) deleteTG(ctx context.Context, svc *v1.Service, tg v2type
 	if err != nil {
 		return err
 	}
-	if !ownership.Is(l.identity(svc), tags) {
+	if !ownsTG(l.identity(svc), tg, tags) {
 		return nil
 	}
 	_, err = l.c.api.elbv2.DeleteTargetGroup(ctx, &elbv2.DeleteTargetGroupInput{TargetGroupArn: tg.TargetGroupArn})
@@ -474,21 +484,19 @@ func (l *loadBalancers) deleteTG(ctx context.Context, svc *v1.Service, tg v2type
 // deleteNLB deletes svc's NLB and its target groups if this cluster owns them. Groups left by
 // an interrupted delete are found again by their names.
 func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed bool, err error) {
-	name := l.name(svc)
-	defer l.nsnap.forget(name)
-	cur, err := l.describeNLB(ctx, name)
+	l.nsnap.forget(l.name(svc))
+	l.nsnap.forget(upstreamName(svc))
+	// ccm's NLB or upstream's for this Service (both names read: they were just forgotten).
+	name, cur, tags, err := l.findNLB(ctx, svc)
 	if err != nil {
 		return false, err
 	}
+	defer l.nsnap.forget(name)
 	var tgs []v2types.TargetGroup
 	if cur != nil {
 		arn := aws.ToString(cur.LoadBalancerArn)
 		defer l.tsnap.forget(arn)
-		tags, err := l.tagsV2(ctx, arn)
-		if err != nil {
-			return false, err
-		}
-		if !ownership.Is(l.identity(svc), tags) {
+		if checkLB(l.identity(svc), svc, name, tags) != nil {
 			klog.InfoS("Not deleting an NLB this Service does not own", "service", klog.KObj(svc), "name", name)
 			return true, nil
 		}

@@ -61,9 +61,17 @@ func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, group
 			rs = need
 		}
 		// An NLB's rules are from CIDRs; the Service's classic ELB rules (from its group) are not
-		// these, during a type change either.
-		mine := func(r rule) bool { return r.cidr != "" && ownership.DescribedBy(id, r.desc) }
-		changed, err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), rs, mine)
+		// these, during a type change either. The client and health rules the upstream CCM
+		// added for this Service's NLB are taken over: those ccm wants get its description in
+		// place, the others are revoked after ccm's own are added (syncRules adds first).
+		upstream := func(r rule) bool { return upstreamNLBRule(svc, r) }
+		mine := func(r rule) bool { return r.cidr != "" && (ownership.DescribedBy(id, r.desc) || upstream(r)) }
+		have, redescribed, err := l.redescribe(ctx, aws.ToString(g.GroupId), rulesOf(g), rs, upstream)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, redescribed...)
+		changed, err := l.syncRules(ctx, aws.ToString(g.GroupId), have, rs, mine)
 		if err != nil {
 			return nil, err
 		}

@@ -303,7 +303,8 @@ func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, n
 		}
 		if g != nil {
 			// Found by its name alone: a group someone else made with this name is not ours.
-			if err := ownership.Check(id, "security group", groupName(name), groupTags(g)); err != nil {
+			// Upstream's group for this Service's ELB becomes ours in place (adoptGroup).
+			if err := l.adoptGroup(ctx, svc, name, g); err != nil {
 				return nil, err
 			}
 		} else {

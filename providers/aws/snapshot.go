@@ -61,7 +61,8 @@ func (s *snapshot[T]) forget(name string) {
 	delete(s.tags, name)
 }
 
-// listELBs lists the cluster's classic ELBs (by name prefix) and their tags.
+// listELBs lists the cluster's classic ELBs (by name prefix, and the upstream CCM's names for the
+// takeover) and their tags.
 func (l *loadBalancers) listELBs(ctx context.Context) (map[string]*elbtypes.LoadBalancerDescription, map[string]map[string]string, error) {
 	lbs := map[string]*elbtypes.LoadBalancerDescription{}
 	var names []string
@@ -73,7 +74,7 @@ func (l *loadBalancers) listELBs(ctx context.Context) (map[string]*elbtypes.Load
 		}
 		for i := range out.LoadBalancerDescriptions {
 			d := &out.LoadBalancerDescriptions[i]
-			if n := aws.ToString(d.LoadBalancerName); strings.HasPrefix(n, lbname.AWSELB.Prefix) {
+			if n := aws.ToString(d.LoadBalancerName); strings.HasPrefix(n, lbname.AWSELB.Prefix) || isUpstreamLBName(n) {
 				lbs[n] = d
 				names = append(names, n)
 			}
@@ -110,7 +111,7 @@ func (l *loadBalancers) listNLBs(ctx context.Context) (map[string]*v2types.LoadB
 		}
 		for i := range out.LoadBalancers {
 			lb := &out.LoadBalancers[i]
-			if n := aws.ToString(lb.LoadBalancerName); lb.Type == v2types.LoadBalancerTypeEnumNetwork && strings.HasPrefix(n, lbname.AWSELB.Prefix) {
+			if n := aws.ToString(lb.LoadBalancerName); lb.Type == v2types.LoadBalancerTypeEnumNetwork && (strings.HasPrefix(n, lbname.AWSELB.Prefix) || isUpstreamLBName(n)) {
 				lbs[n] = lb
 				byARN[aws.ToString(lb.LoadBalancerArn)] = n
 				arns = append(arns, aws.ToString(lb.LoadBalancerArn))

@@ -153,6 +153,8 @@ func (s *Server) ec2(action string, f form) (string, *apiError) {
 		return s.changeIngress(f, true)
 	case "RevokeSecurityGroupIngress":
 		return s.changeIngress(f, false)
+	case "UpdateSecurityGroupRuleDescriptionsIngress":
+		return s.redescribeIngress(f)
 	case "CreateTags":
 		return s.createTags(f)
 	}
@@ -565,39 +567,9 @@ func (s *Server) deleteSecurityGroup(f form) (string, *apiError) {
 }
 
 func (s *Server) changeIngress(f form, add bool) (string, *apiError) {
-	g, ok := s.groups[f.get("GroupId")]
-	if !ok {
-		return "", notFound("InvalidGroup.NotFound", "The security group '%s' does not exist", f.get("GroupId"))
-	}
-	var rules []Rule
-	for _, p := range f.structs("IpPermissions") {
-		proto := f.get(p + "IpProtocol")
-		from, _ := strconv.Atoi(f.get(p + "FromPort"))
-		to, _ := strconv.Atoi(f.get(p + "ToPort"))
-		if proto == "-1" {
-			from, to = 0, 0
-		}
-		for _, r := range f.structs(p + "IpRanges") {
-			cidr := f.get(r + "CidrIp")
-			if isIPv6(cidr) {
-				return "", invalid("CIDR block %s is malformed", cidr)
-			}
-			rules = append(rules, Rule{Protocol: proto, From: from, To: to, CIDR: cidr, Description: f.get(r + "Description")})
-		}
-		for _, r := range f.structs(p + "Ipv6Ranges") {
-			cidr := f.get(r + "CidrIpv6")
-			if !isIPv6(cidr) {
-				return "", invalid("CIDR block %s is malformed", cidr)
-			}
-			rules = append(rules, Rule{Protocol: proto, From: from, To: to, CIDR: cidr, Description: f.get(r + "Description")})
-		}
-		for _, r := range f.structs(p + "Groups") {
-			src := f.get(r + "GroupId")
-			if _, ok := s.groups[src]; !ok {
-				return "", notFound("InvalidGroup.NotFound", "The security group '%s' does not exist", src)
-			}
-			rules = append(rules, Rule{Protocol: proto, From: from, To: to, SourceSG: src, Description: f.get(r + "Description")})
-		}
+	g, rules, aerr := s.ingressOf(f)
+	if aerr != nil {
+		return "", aerr
 	}
 	// EC2 applies a request whole or not at all, and matches rules without their descriptions.
 	next := slices.Clone(g.Rules)
@@ -619,6 +591,68 @@ func (s *Server) changeIngress(f form, add bool) (string, *apiError) {
 	}
 	g.Rules = next
 	return "<return>true</return>", nil
+}
+
+// redescribeIngress is UpdateSecurityGroupRuleDescriptionsIngress: each named rule (matched
+// without its description) gets the request's description; the rule itself, and the traffic
+// it admits, stay. A rule the group does not hold fails the whole request.
+func (s *Server) redescribeIngress(f form) (string, *apiError) {
+	g, rules, aerr := s.ingressOf(f)
+	if aerr != nil {
+		return "", aerr
+	}
+	next := slices.Clone(g.Rules)
+	for _, r := range rules {
+		if len(r.Description) > 255 || strings.ContainsFunc(r.Description, func(c rune) bool { return !descChar(c) }) {
+			return "", invalid("Invalid rule description: %q", r.Description)
+		}
+		i := slices.IndexFunc(next, func(o Rule) bool { return o.key() == r.key() })
+		if i < 0 {
+			return "", notFound("InvalidPermission.NotFound", "The specified rule does not exist in this security group.")
+		}
+		next[i].Description = r.Description
+	}
+	g.Rules = next
+	return "<return>true</return>", nil
+}
+
+// ingressOf reads the group and the rules of an ingress request (IpPermissions).
+func (s *Server) ingressOf(f form) (*SecurityGroup, []Rule, *apiError) {
+	g, ok := s.groups[f.get("GroupId")]
+	if !ok {
+		return nil, nil, notFound("InvalidGroup.NotFound", "The security group '%s' does not exist", f.get("GroupId"))
+	}
+	var rules []Rule
+	for _, p := range f.structs("IpPermissions") {
+		proto := f.get(p + "IpProtocol")
+		from, _ := strconv.Atoi(f.get(p + "FromPort"))
+		to, _ := strconv.Atoi(f.get(p + "ToPort"))
+		if proto == "-1" {
+			from, to = 0, 0
+		}
+		for _, r := range f.structs(p + "IpRanges") {
+			cidr := f.get(r + "CidrIp")
+			if isIPv6(cidr) {
+				return nil, nil, invalid("CIDR block %s is malformed", cidr)
+			}
+			rules = append(rules, Rule{Protocol: proto, From: from, To: to, CIDR: cidr, Description: f.get(r + "Description")})
+		}
+		for _, r := range f.structs(p + "Ipv6Ranges") {
+			cidr := f.get(r + "CidrIpv6")
+			if !isIPv6(cidr) {
+				return nil, nil, invalid("CIDR block %s is malformed", cidr)
+			}
+			rules = append(rules, Rule{Protocol: proto, From: from, To: to, CIDR: cidr, Description: f.get(r + "Description")})
+		}
+		for _, r := range f.structs(p + "Groups") {
+			src := f.get(r + "GroupId")
+			if _, ok := s.groups[src]; !ok {
+				return nil, nil, notFound("InvalidGroup.NotFound", "The security group '%s' does not exist", src)
+			}
+			rules = append(rules, Rule{Protocol: proto, From: from, To: to, SourceSG: src, Description: f.get(r + "Description")})
+		}
+	}
+	return g, rules, nil
 }
 
 // descChar is a character EC2 accepts in a rule description: a-zA-Z0-9. _-:/()#,@[]+=&;{}!$*
