@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	cloudprovider "k8s.io/cloud-provider"
@@ -40,11 +41,16 @@ type Cloud struct {
 	rules   addressRules
 	secrets *secretCreds
 	lb      *loadBalancers
+
+	// stopped is closed once the logouts after stop are done; ccm waits for it before it exits
+	// (provider.Stopper). Set by Initialize.
+	stopped atomic.Pointer[chan struct{}]
 }
 
 var (
 	_ cloudprovider.Interface     = (*Cloud)(nil)
 	_ ownership.ClusterNameScoped = (*Cloud)(nil)
+	_ provider.Stopper            = (*Cloud)(nil)
 )
 
 // Factory reads and validates vsphere.conf (INI or YAML). It opens no connection.
@@ -112,7 +118,9 @@ func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan 
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-stop; cancel(); c.logoutAll() }()
+	stopped := make(chan struct{})
+	c.stopped.Store(&stopped)
+	go func() { <-stop; cancel(); c.logoutAll(); close(stopped) }()
 	go func() {
 		t := time.NewTicker(5 * time.Minute)
 		defer t.Stop()
@@ -173,3 +181,12 @@ func (c *Cloud) redact(s string) string {
 
 // String never shows credentials (a %v of the Cloud in a log line must be safe).
 func (c *Cloud) String() string { return fmt.Sprintf("vsphere(%d vCenters)", len(c.conns)) }
+
+// Stopped implements provider.Stopper: closed when the logouts after stop are done; nil before
+// Initialize.
+func (c *Cloud) Stopped() <-chan struct{} {
+	if p := c.stopped.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

@@ -14,8 +14,9 @@ const logoutTimeout = 5 * time.Second
 
 // logoutAll ends this process's sessions with every vCenter (vAPI first, then SOAP) when it
 // stops, so a restart or rollout leaves no session behind for vCenter's idle timeout to
-// collect. (The upstream CCM has a logout for its connections but, in the code read, calls it
-// only from a finalizer its tests opt into, not on the stop channel.) Failures are logged (server and error only) and ignored.
+// collect, as the upstream CCM does (its main logs out once the controller manager's Run
+// returns). ccm waits for it before exiting (Stopped, provider.Stopper). Failures are logged
+// (server and error only) and ignored.
 func (c *Cloud) logoutAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), logoutTimeout)
 	defer cancel()

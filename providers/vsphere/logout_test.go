@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccm-project/ccm/common/cloudtest"
+	"github.com/ccm-project/ccm/common/provider"
 	"github.com/ccm-project/ccm/providers/vsphere/internal/sim"
 )
 
@@ -54,12 +55,15 @@ func TestLogoutOnStop(t *testing.T) {
 	if during != before+1 {
 		t.Fatalf("sessions at vcsim: %d before a call, %d after, want one more", before, during)
 	}
+	if provider.WaitStopped(c, 50*time.Millisecond) {
+		t.Fatal("Stopped() closed before stop")
+	}
 	close(stop)
-	deadline := time.Now().Add(10 * time.Second)
-	for simSessions(t, s, testUser) != before {
-		if time.Now().After(deadline) {
-			t.Fatalf("sessions at vcsim after stop: %d, want %d (the provider's session ended)", simSessions(t, s, testUser), before)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// ccm waits on Stopped before it exits: the session must be gone when it closes.
+	if !provider.WaitStopped(c, 10*time.Second) {
+		t.Fatal("Stopped() not closed 10s after stop")
+	}
+	if n := simSessions(t, s, testUser); n != before {
+		t.Fatalf("sessions at vcsim once Stopped() closed: %d, want %d (the provider's session ended)", n, before)
 	}
 }

@@ -37,6 +37,9 @@ const (
 	// DefaultNodeDeletionConfirmation is how long the cloud must keep saying "not found"
 	// before a NotReady Node is deleted (0: at once, as upstream).
 	DefaultNodeDeletionConfirmation = 2 * time.Minute
+	// ProviderStopTimeout bounds the wait for a provider's work after stop (vsphere bounds its
+	// logouts at 5 s), well inside a Pod's default 30 s termination grace period.
+	ProviderStopTimeout = 10 * time.Second
 )
 
 // SignalStop returns a channel closed on SIGTERM or SIGINT.
@@ -71,7 +74,8 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 	}
 
 	var cloud cloudprovider.Interface
-	var election *leader.Election // ours, when leader election is on (see package leader)
+	var base cloudprovider.Interface // the provider itself, under ccm's wrappers
+	var election *leader.Election    // ours, when leader election is on (see package leader)
 	// The library's /healthz check of its election, for ours (a controller is its only hook).
 	controllers[leader.HealthzController] = leader.HealthzInit(func() *leader.Election { return election })
 	// The library calls initCloud with the completed config just before it runs: the one
@@ -151,7 +155,7 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 			return fmt.Errorf("provider %q manages routes and --configure-cloud-routes is on (the default), but --cluster-cidr is empty: "+
 				"set --cluster-cidr to the Pods' CIDR, or --configure-cloud-routes=false if the network (e.g. a CNI) routes Pods itself", name)
 		}
-		cloud = nodeguard.Wrap(c, *deletionWindow)
+		base, cloud = c, nodeguard.Wrap(c, *deletionWindow)
 		klog.InfoS("Starting ccm", "version", version.Get().GitVersion, "provider", name,
 			"cloudConfig", path, "compiledIn", provider.Names())
 		return nil
