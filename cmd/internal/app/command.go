@@ -167,6 +167,11 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		if election != nil {
 			election.WaitReleased(opts.Generic.LeaderElection.RenewDeadline.Duration + 5*time.Second)
 		}
+		// The provider's own work after stop (vsphere: logging out of every vCenter, as the
+		// upstream CCM does once its Run returns); bounded, so a dead cloud cannot hold the exit.
+		if base != nil && !provider.WaitStopped(base, ProviderStopTimeout) {
+			klog.InfoS("The provider's shutdown did not finish in time; exiting anyway", "timeout", ProviderStopTimeout)
+		}
 		return err
 	}
 	cmd.AddCommand(newCheckConfigCommand(), newProvidersCommand(), newGCCommand())
