@@ -242,11 +242,20 @@ func ownsTG(id ownership.Identity, tg v2types.TargetGroup, tags map[string]strin
 	return ownership.Is(id, tags) || (upstreamTGNameRE.MatchString(aws.ToString(tg.TargetGroupName)) && upstreamOwned(id, tags))
 }
 
-// upstreamNLBRule says whether a node rule is one upstream added for svc's NLB: its
-// description names the NLB (client or health rule). Upstream's ICMP rule for MTU discovery
-// names no NLB (it is shared by all of them) and is left alone.
-func upstreamNLBRule(svc *v1.Service, r rule) bool {
-	up := upstreamName(svc)
+// upstreamOnly is name when it is svc's upstream name (the load balancer found under it was
+// proven svc's), else "".
+func upstreamOnly(name string, svc *v1.Service) string {
+	if name != "" && name == upstreamName(svc) {
+		return name
+	}
+	return ""
+}
+
+// upstreamNLBRule says whether a node rule is one upstream added for the NLB up, which must be
+// the Service's upstream NLB, proven its own by its tags (else ""): the rule's description names
+// it (client or health rule). Upstream's ICMP rule for MTU discovery names no NLB (it is shared
+// by all of them) and is left alone.
+func upstreamNLBRule(up string, r rule) bool {
 	return up != "" && r.cidr != "" && (r.desc == "kubernetes.io/rule/nlb/client="+up || r.desc == "kubernetes.io/rule/nlb/health="+up)
 }
 

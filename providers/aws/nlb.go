@@ -221,7 +221,7 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		}
 		prevGroups = append(prevGroups, groups...)
 	}
-	ruleChanges, err := l.nodeRulesNLB(ctx, svc, append(slices.Clone(want.NodeGroups), prevGroups...), want)
+	ruleChanges, err := l.nodeRulesNLB(ctx, svc, upstreamOnly(name, svc), append(slices.Clone(want.NodeGroups), prevGroups...), want)
 	if err != nil {
 		return nil, err
 	}
@@ -510,7 +510,7 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 		if err != nil {
 			return false, err
 		}
-		if _, err := l.nodeRulesNLB(ctx, svc, append(groups, groupIDs(tags[nodeGroupsTag])...), nil); err != nil {
+		if _, err := l.nodeRulesNLB(ctx, svc, upstreamOnly(name, svc), append(groups, groupIDs(tags[nodeGroupsTag])...), nil); err != nil {
 			return false, err
 		}
 		if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: cur.LoadBalancerArn}); err != nil {
@@ -524,7 +524,7 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 		if err != nil {
 			return false, err
 		}
-		if _, err := l.nodeRulesNLB(ctx, svc, groups, nil); err != nil {
+		if _, err := l.nodeRulesNLB(ctx, svc, "", groups, nil); err != nil {
 			return false, err
 		}
 	}

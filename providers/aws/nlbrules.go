@@ -22,7 +22,9 @@ const nodeGroupsTag = "ccm.k8s.io/node-groups"
 // check nodePort), or, with want nil, removes the rules; it returns what it changed. The rules it manages are those
 // carrying this Service's description (ownership.Description): nodePorts are unique only
 // within a cluster, and two clusters may share a node group.
-func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, groups []string, want *nlbDesired) ([]string, error) {
+// up is the name of the Service's NLB when it is the upstream CCM's, taken over ("" otherwise):
+// the node rules upstream described with that name are then this Service's too.
+func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, up string, groups []string, want *nlbDesired) ([]string, error) {
 	groups = slices.Compact(slices.Sorted(slices.Values(groups)))
 	if len(groups) == 0 || (want != nil && l.c.cfg.Global.DisableSecurityGroupIngress) {
 		return nil, nil
@@ -64,7 +66,7 @@ func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, group
 		// these, during a type change either. The client and health rules the upstream CCM
 		// added for this Service's NLB are taken over: those ccm wants get its description in
 		// place, the others are revoked after ccm's own are added (syncRules adds first).
-		upstream := func(r rule) bool { return upstreamNLBRule(svc, r) }
+		upstream := func(r rule) bool { return upstreamNLBRule(up, r) }
 		mine := func(r rule) bool { return r.cidr != "" && (ownership.DescribedBy(id, r.desc) || upstream(r)) }
 		have, redescribed, err := l.redescribe(ctx, aws.ToString(g.GroupId), rulesOf(g), rs, upstream)
 		if err != nil {
