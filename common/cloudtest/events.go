@@ -74,3 +74,15 @@ func containsAll(s string, parts []string) bool {
 	}
 	return true
 }
+
+// Writes counts the Event writes the API server took (creates, and the patches by which
+// client-go counts a repeated Event): a repeated Event is one object but one write each time.
+func (e *EventSink) Writes() int {
+	n := 0
+	for _, a := range e.cs.Actions() {
+		if a.GetResource().Resource == "events" && (a.GetVerb() == "create" || a.GetVerb() == "patch" || a.GetVerb() == "update") {
+			n++
+		}
+	}
+	return n
+}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -37,7 +38,16 @@ type Recorder struct {
 	mu     sync.Mutex
 	rec    record.EventRecorder
 	redact func(string) string
+
+	// advised: when each advice (Service UID, reason, message) was last recorded (Advise).
+	advised map[string]time.Time
+	pruned  int              // len(advised) after the last prune
+	now     func() time.Time // time.Now; tests set it
 }
+
+// AdviceRepeat is how long an identical advice is not recorded again: the API server's
+// default Event TTL, so a user still sees it while the Service keeps the cause.
+const AdviceRepeat = time.Hour
 
 // New returns a Recorder whose messages pass through redact (nil: none).
 func New(redact func(string) string) *Recorder { return &Recorder{redact: redact} }
@@ -78,6 +88,55 @@ func (r *Recorder) Event(svc *v1.Service, typ, reason, msg string) {
 	if rec != nil {
 		rec.Event(svc, typ, reason, msg)
 	}
+}
+
+// Advise records a Warning about the Service's own spec (an annotation ccm does not use, a
+// setting it adjusted): a sync of an unchanged Service gives the same advice, and recording it
+// at every sync would make every resync write. An advice identical to one recorded for the same
+// Service in the last AdviceRepeat is only logged (at V(4)). Repairs and failures are not
+// advice: each is news and goes through Event.
+func (r *Recorder) Advise(svc *v1.Service, reason, msg string) {
+	if r == nil {
+		return
+	}
+	if r.redact != nil {
+		msg = r.redact(msg)
+	}
+	key := string(svc.UID) + "\x00" + reason + "\x00" + msg
+	r.mu.Lock()
+	now := time.Now()
+	if r.now != nil {
+		now = r.now()
+	}
+	last, seen := r.advised[key]
+	fresh := !seen || now.Sub(last) >= AdviceRepeat
+	if fresh {
+		if r.advised == nil {
+			r.advised = map[string]time.Time{}
+		}
+		r.advised[key] = now
+		r.prune(now)
+	}
+	r.mu.Unlock()
+	if !fresh {
+		klog.V(4).InfoS("Service advice already recorded", "service", klog.KObj(svc), "reason", reason, "message", msg)
+		return
+	}
+	r.Event(svc, v1.EventTypeWarning, reason, msg)
+}
+
+// prune drops advice older than AdviceRepeat (of Services long gone, or to be repeated anyway)
+// whenever the map has doubled since the last prune: amortised O(1) per advice. r.mu is held.
+func (r *Recorder) prune(now time.Time) {
+	if len(r.advised) < 2*r.pruned+64 {
+		return
+	}
+	for k, at := range r.advised {
+		if now.Sub(at) >= AdviceRepeat {
+			delete(r.advised, k)
+		}
+	}
+	r.pruned = len(r.advised)
 }
 
 // Repaired records ReasonDriftRepaired on svc for the repairs a sync made (each a short phrase,

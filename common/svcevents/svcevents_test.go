@@ -1,15 +1,18 @@
 package svcevents
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 )
 
 func TestRepairMessage(t *testing.T) {
@@ -62,5 +65,59 @@ func TestEventReachesTheAPIServerRedacted(t *testing.T) {
 			t.Fatalf("%d events, want 1", len(evs.Items))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// An advice is recorded once per Service while it stays the same; again after AdviceRepeat,
+// for another Service, or when its text changes. Event (repairs, failures) is never held back.
+func TestAdviseRecordsOnceAnHour(t *testing.T) {
+	fr := record.NewFakeRecorder(100)
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	r := New(nil)
+	r.rec, r.now = fr, func() time.Time { return now }
+	a := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
+	b := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "uid-b"}}
+	step := func(d time.Duration, svc *v1.Service, msg string) {
+		now = now.Add(d)
+		r.Advise(svc, "UnsupportedAnnotation", msg)
+	}
+	step(0, a, "x is not used")                        // recorded
+	step(time.Minute, a, "x is not used")              // held back
+	step(0, b, "x is not used")                        // another Service: recorded
+	step(0, a, "y is not used")                        // other text: recorded
+	step(AdviceRepeat-time.Minute, a, "x is not used") // an hour after the first: recorded again
+	step(time.Second, a, "x is not used")              // held back
+	r.Event(a, v1.EventTypeWarning, ReasonDriftRepaired, "same")
+	r.Event(a, v1.EventTypeWarning, ReasonDriftRepaired, "same")
+	close(fr.Events)
+	var got []string
+	for e := range fr.Events {
+		got = append(got, e)
+	}
+	want := []string{
+		"Warning UnsupportedAnnotation x is not used",
+		"Warning UnsupportedAnnotation x is not used",
+		"Warning UnsupportedAnnotation y is not used",
+		"Warning UnsupportedAnnotation x is not used",
+		"Warning " + ReasonDriftRepaired + " same",
+		"Warning " + ReasonDriftRepaired + " same",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Old advice is pruned as the map grows, so Services that come and go do not grow it forever.
+func TestAdvicePruned(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	r := New(nil)
+	r.now = func() time.Time { return now }
+	for i := range 1000 {
+		now = now.Add(10 * time.Second)
+		r.Advise(&v1.Service{ObjectMeta: metav1.ObjectMeta{UID: types.UID(fmt.Sprint("uid-", i))}}, "R", "m")
+	}
+	// 10 s apart, one hour holds 360 of them; the map may be up to about twice that.
+	if n := len(r.advised); n > 2*360+64 {
+		t.Errorf("%d advice kept after 1000 Services over 10,000 s, want at most %d", n, 2*360+64)
 	}
 }

@@ -342,7 +342,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 		return nil, err
 	}
 	for _, w := range base.warnings {
-		l.c.event(svc, v1.EventTypeWarning, "UnsupportedAnnotation", w)
+		l.c.events.Advise(svc, "UnsupportedAnnotation", w) // once an hour per Service, not every resync
 	}
 	cl, err := l.c.sess.get(ctx)
 	if err != nil {

@@ -458,3 +458,24 @@ func TestUpdateBeforeCreate(t *testing.T) {
 		t.Errorf("%d load balancers after the update of a Service whose load balancer vanished, want 1", n)
 	}
 }
+
+// An unsupported annotation is advice about the Service's own spec: one Warning, not one per
+// sync (a resync of an unchanged Service must write nothing, Events included; client-go folds
+// repeats into one Event object, but each repeat is still a write).
+func TestUnsupportedAnnotationWarnedOnce(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	lb, sink := migrationCloud(t, f, "")
+	svc := lbService("adv", map[string]string{annPrefix + "flavor-id": "x"})
+	ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+	if ok, evs := sink.Await(svc, 5*time.Second, "UnsupportedAnnotation", "flavor-id"); !ok {
+		t.Fatalf("no UnsupportedAnnotation Warning naming flavor-id: %q", evs)
+	}
+	before := sink.Writes()
+	for range 3 {
+		ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+	}
+	time.Sleep(300 * time.Millisecond) // the broadcaster delivers asynchronously
+	if w := sink.Writes() - before; w != 0 {
+		t.Errorf("3 more syncs of the unchanged Service wrote %d Events (%q), want 0", w, sink.On(svc))
+	}
+}
