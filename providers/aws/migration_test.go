@@ -223,6 +223,56 @@ func TestUpstreamNLBHealthRuleRetired(t *testing.T) {
 	}
 }
 
+// An NLB with restricted source ranges and a UDP port (upstream then writes every client rule
+// as UDP and admits its health checks from the NLB's subnets on each nodePort): the health
+// rules are what ccm wants too (health checks come from the subnets), so they are re-described
+// in place, never revoked; the UDP client rule of the TCP port goes only after ccm's TCP rule
+// is there.
+func TestUpstreamNLBRestrictedRanges(t *testing.T) {
+	h := newHarness(t, migCluster)
+	nodes := migNodes(h)
+	svc := migService(10, true)
+	svc.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"}
+	svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "dns", Port: 53, NodePort: 30053, Protocol: v1.ProtocolUDP})
+	addr := seedAs(h, migCluster, svc, nodes)
+	up := fakeaws.UpstreamLBName(string(svc.UID))
+	g, _ := h.fake.Group(fakeaws.NodeGroup)
+	var health []fakeaws.Rule
+	for _, r := range g.Rules {
+		if r.Description == fakeaws.NLBRuleDescription("health", up) {
+			health = append(health, r)
+		}
+	}
+	if len(health) != 6 { // 2 nodePorts x 3 subnets
+		t.Fatalf("seeded health rules %v", health)
+	}
+	lb, _ := h.cloud(t, "").LoadBalancer()
+	c0 := h.fake.Calls()
+	if st := ensureOK(t, lb, svc, nodes); st.Ingress[0].Hostname != addr {
+		t.Errorf("address %s, want %s", st.Ingress[0].Hostname, addr)
+	}
+	c1 := h.fake.Calls()
+	if a, r := c1["ec2:AuthorizeSecurityGroupIngress"]-c0["ec2:AuthorizeSecurityGroupIngress"], c1["ec2:RevokeSecurityGroupIngress"]-c0["ec2:RevokeSecurityGroupIngress"]; a != 1 || r != 1 {
+		t.Errorf("%d authorize, %d revoke calls; want 1 and 1 (ccm's TCP client rule, then upstream's UDP one of that port)", a, r)
+	}
+	g, _ = h.fake.Group(fakeaws.NodeGroup)
+	id := ownership.Of(migCluster, svc)
+	for _, r := range health {
+		r.Description = ruleDescription(id, "health")
+		if !slices.Contains(g.Rules, r) {
+			t.Errorf("health rule %v missing: %v", r, g.Rules)
+		}
+	}
+	if left := h.Leftovers(t, migCluster, svc); len(left) != 0 {
+		t.Errorf("left: %q", left)
+	}
+	w := h.fake.Writes()
+	ensureOK(t, lb, svc, nodes)
+	if d := h.fake.Writes() - w; d != 0 {
+		t.Errorf("the next sync wrote %d", d)
+	}
+}
+
 // A Service deleted before ccm ever synced it (upstream's state untouched) and one deleted
 // after the takeover: nothing of either is left, upstream's objects included; a third
 // Service's objects stay.

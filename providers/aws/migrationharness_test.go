@@ -25,6 +25,7 @@ func (h *harness) upstreamOf(cluster string, svc *v1.Service, nodes []*v1.Node) 
 	for _, p := range svc.Spec.Ports {
 		u.Ports = append(u.Ports, fakeaws.UpstreamPort{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort)})
 	}
+	u.SourceRanges = svc.Spec.LoadBalancerSourceRanges
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
 		u.HealthCheckNodePort = int(svc.Spec.HealthCheckNodePort)
 	}

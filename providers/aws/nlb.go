@@ -42,6 +42,11 @@ type nlbDesired struct {
 	NodeGroups   []string
 	SourceRanges []string
 	HCNodePort   int32
+	// HealthCIDRs are the NLB's subnets' CIDRs, whence its health checks come, admitted on the
+	// health ports the client rules do not cover for everyone (restricted source ranges, UDP
+	// ports checked over TCP), as upstream admits them. Omitted when empty, so the fingerprints
+	// of NLBs made before it existed hold.
+	HealthCIDRs []string `json:",omitempty"`
 	// ProxyProtocol is omitted when off so the fingerprints of NLBs made before it existed hold.
 	ProxyProtocol bool `json:",omitempty"`
 	vpc           string
@@ -84,7 +89,47 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 		d.HCNodePort = port // admitted on the node groups as the health check NodePort is
 	}
 	d.SourceRanges = opts.SourceRanges
+	if len(d.uncoveredHealthPorts()) > 0 {
+		a, err := l.subnetAnswer(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range d.Subnets {
+			if c := a.cidrs[id]; c != "" && !slices.Contains(d.HealthCIDRs, c) {
+				d.HealthCIDRs = append(d.HealthCIDRs, c)
+			}
+		}
+		slices.Sort(d.HealthCIDRs)
+	}
 	return d, nil
+}
+
+// healthPorts are the nodePorts the NLB's health checks go to (TCP): the health check nodePort,
+// else every traffic port.
+func (d *nlbDesired) healthPorts() []int32 {
+	if d.HCNodePort != 0 {
+		return []int32{d.HCNodePort}
+	}
+	var out []int32
+	for _, p := range d.Ports {
+		out = append(out, p.NodePort)
+	}
+	return out
+}
+
+// uncoveredHealthPorts are the health ports no rule admits from everywhere over TCP: the client
+// rules do for a TCP (or TLS) traffic port, the health rule does for the health check nodePort,
+// when the source ranges hold 0.0.0.0/0.
+func (d *nlbDesired) uncoveredHealthPorts() []int32 {
+	open := slices.Contains(d.SourceRanges, "0.0.0.0/0")
+	var out []int32
+	for _, port := range d.healthPorts() {
+		covered := open && (port == d.HCNodePort || slices.ContainsFunc(d.Ports, func(p nlbPort) bool { return p.NodePort == port && p.Protocol != "UDP" }))
+		if !covered && !slices.Contains(out, port) {
+			out = append(out, port)
+		}
+	}
+	return out
 }
 
 func (l *loadBalancers) describeNLB(ctx context.Context, name string) (*v2types.LoadBalancer, error) {

@@ -46,6 +46,18 @@ func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, up st
 				need = append(need, rule{proto: "tcp", from: want.HCNodePort, to: want.HCNodePort, cidr: cidr, desc: ruleDescription(id, "health")})
 			}
 		}
+		// The health checks come from the NLB's subnets: admitted where the rules above do not
+		// admit everyone.
+		if len(want.HealthCIDRs) > 0 {
+			for _, port := range want.uncoveredHealthPorts() {
+				for _, cidr := range want.HealthCIDRs {
+					r := rule{proto: "tcp", from: port, to: port, cidr: cidr, desc: ruleDescription(id, "health")}
+					if !slices.ContainsFunc(need, func(n rule) bool { return n.key() == r.key() }) {
+						need = append(need, r)
+					}
+				}
+			}
+		}
 	}
 	read := l.groupsByID // a reconcile may use the listing
 	if want == nil {

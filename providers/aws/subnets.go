@@ -28,7 +28,8 @@ type subnetCache struct {
 type subnetAnswer struct {
 	ids      []string
 	vpc      string
-	untagged []string // of ids, those not tagged for this cluster (owned or shared)
+	untagged []string          // of ids, those not tagged for this cluster (owned or shared)
+	cidrs    map[string]string // IPv4 CIDR by subnet ID
 	at       time.Time
 }
 
@@ -96,6 +97,7 @@ func (l *loadBalancers) subnetAnswer(ctx context.Context, opts *lbOptions) (subn
 		return subnetAnswer{}, fmt.Errorf("aws: DescribeSubnets: %w", err)
 	}
 	byZone := map[string]string{}
+	cidrs := map[string]string{}
 	vpc := ""
 	var untagged []string
 	for _, s := range out.Subnets {
@@ -107,6 +109,7 @@ func (l *loadBalancers) subnetAnswer(ctx context.Context, opts *lbOptions) (subn
 			untagged = append(untagged, aws.ToString(s.SubnetId))
 		}
 		z, id := aws.ToString(s.AvailabilityZone), aws.ToString(s.SubnetId)
+		cidrs[id] = aws.ToString(s.CidrBlock)
 		if cur, ok := byZone[z]; !ok || id < cur || len(opts.Subnets) > 0 {
 			byZone[z] = id
 		}
@@ -130,7 +133,7 @@ func (l *loadBalancers) subnetAnswer(ctx context.Context, opts *lbOptions) (subn
 			role, ownership.ClusterTagPrefix, l.c.cfg.ClusterID(), annotationPrefix, annSubnets)
 	}
 	sort.Strings(ids)
-	a = subnetAnswer{ids: ids, vpc: vpc, untagged: untagged, at: time.Now()}
+	a = subnetAnswer{ids: ids, vpc: vpc, untagged: untagged, cidrs: cidrs, at: time.Now()}
 	l.sn.mu.Lock()
 	l.sn.m[key] = a
 	l.sn.mu.Unlock()
