@@ -62,3 +62,19 @@ func parse(items []string, bad func(i int, v string) error) ([]string, error) {
 	slices.Sort(out)
 	return slices.Compact(out), nil
 }
+
+// ReasonNotEnforced is the Warning's reason when Unenforced has advice.
+const ReasonNotEnforced = "LoadBalancerSourceRangesNotEnforced"
+
+// Unenforced is the advice, for a provider with no firewall of its own (the dummy, vSphere),
+// when svc restricts its clients by the legacy annotation alone: kube-proxy enforces
+// spec.loadBalancerSourceRanges on the Nodes but does not read the annotation, so nothing
+// applies those ranges. The upstream CCMs with a firewall honour the annotation; a Service
+// migrated with it must not silently open to everyone.
+func Unenforced(svc *v1.Service) (string, bool) {
+	if len(svc.Spec.LoadBalancerSourceRanges) > 0 || strings.TrimSpace(svc.Annotations[Annotation]) == "" {
+		return "", false
+	}
+	return fmt.Sprintf("annotation %s is not enforced: this provider has no firewall of its own and kube-proxy applies only %s; "+
+		"move the ranges to %s to restrict the clients", Annotation, Field, Field), true
+}

@@ -65,3 +65,26 @@ func TestOf(t *testing.T) {
 		})
 	}
 }
+
+func TestUnenforced(t *testing.T) {
+	ann, blank := "10.0.0.0/8, 192.168.0.0/16", " "
+	for _, tc := range []struct {
+		name string
+		svc  *v1.Service
+		want bool
+	}{
+		{"nothing set", svc(nil, nil), false},
+		{"spec only: kube-proxy enforces it", svc([]string{"10.0.0.0/8"}, nil), false},
+		{"spec and annotation: the spec wins, enforced", svc([]string{"10.0.0.0/8"}, &ann), false},
+		{"annotation only: not enforced", svc(nil, &ann), true},
+		{"blank annotation: no restriction asked", svc(nil, &blank), false},
+	} {
+		msg, got := Unenforced(tc.svc)
+		if got != tc.want || got != (msg != "") {
+			t.Errorf("%s: Unenforced = %q, %v; want advice %v", tc.name, msg, got, tc.want)
+		}
+		if got && (!strings.Contains(msg, Annotation) || !strings.Contains(msg, Field)) {
+			t.Errorf("%s: %q should name the annotation and the field", tc.name, msg)
+		}
+	}
+}

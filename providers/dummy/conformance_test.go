@@ -336,3 +336,11 @@ func (h *harness) LoadBalancerState(t cloudtest.T, cluster string, svc *v1.Servi
 	}
 	return snapshotOf(map[string]Record{k: r}), ok
 }
+
+// The dummy has no firewall: annotation-only source ranges get one Warning (see cloudtest).
+func TestLegacySourceRangesAdvised(t *testing.T) {
+	h := &harness{dir: t.TempDir(), store: NewMemStore(), machines: map[string]int{}, byCluster: map[string]*Cloud{}, events: cloudtest.NewEventSink()}
+	h.writeInventory(t)
+	lb, _ := h.NewCloudFor(t, "advice").LoadBalancer()
+	cloudtest.LegacySourceRangesAreAdvised(t, lb, "advice", h.events, nil)
+}

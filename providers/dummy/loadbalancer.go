@@ -21,6 +21,7 @@ import (
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/sourceranges"
 )
 
 // names follows the Octavia-style scheme: readable, and reversible to namespace/name.
@@ -133,6 +134,9 @@ func (l *loadBalancers) mine(id ownership.Identity, k string) (Record, bool, err
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (_ *v1.LoadBalancerStatus, err error) {
 	defer observe("ensure", time.Now(), &err)
 	id, k := ownership.Of(clusterName, svc), recordKey(clusterName, svc)
+	if msg, ok := sourceranges.Unenforced(svc); ok { // no firewall here: say so, once an hour
+		l.c.rec.Advise(svc, sourceranges.ReasonNotEnforced, msg)
+	}
 	defer l.keys.Lock(k)()
 	l.mu.Lock()
 	if err := l.load(ctx, clusterName); err != nil {

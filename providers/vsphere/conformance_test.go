@@ -251,3 +251,11 @@ func (h *harness) LoadBalancerState(t cloudtest.T, cluster string, svc *v1.Servi
 	r := parseRecord(desc)
 	return fmt.Sprintf("owner=%s/%s/%s ips=%v ports=%v fp=%s unreadable=%v", r.Cluster, r.Service, r.UID, r.IPs, r.Ports, r.Fingerprint, r.unreadable), true
 }
+
+// vSphere's load balancers have no firewall: annotation-only source ranges get one Warning
+// (see cloudtest).
+func TestLegacySourceRangesAdvised(t *testing.T) {
+	h := &harness{s: startSim(t), events: cloudtest.NewEventSink()}
+	lb, _ := h.NewCloudFor(t, "advice").LoadBalancer()
+	cloudtest.LegacySourceRangesAreAdvised(t, lb, "advice", h.events, nil)
+}

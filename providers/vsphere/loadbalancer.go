@@ -18,6 +18,7 @@ import (
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/sourceranges"
 	"github.com/ccm-project/ccm/common/svcevents"
 )
 
@@ -170,6 +171,9 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	defer observe("ensure", time.Now(), &err)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if msg, ok := sourceranges.Unenforced(svc); ok { // no firewall here: say so, once an hour
+		l.rec.Advise(svc, sourceranges.ReasonNotEnforced, msg)
+	}
 	if err := l.load(ctx); err != nil {
 		return nil, eventSafe("reading", err)
 	}
