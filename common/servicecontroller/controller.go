@@ -21,6 +21,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -76,6 +77,7 @@ type Controller struct {
 	state      map[string]syncedWith  // Service key -> what its load balancer was last synced with
 	gone       map[string]*v1.Service // Services deleted without the finalizer whose load balancer we made
 	nodeSyncMu sync.Mutex             // one Node sync at a time (tests call syncNodes directly)
+	members    memberCache            // the member set, listed again only after a Node changed
 }
 
 // syncedWith is all that is kept per Service: its UID (a Service deleted and created again
@@ -145,15 +147,27 @@ func New(cloud cloudprovider.Interface, client kubernetes.Interface, services co
 		return nil, err
 	}
 	_, err = nodes.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { c.nodeQueue.Add(nodesKey) },
+		AddFunc: func(any) {
+			c.members.invalidate()
+			c.nodeQueue.Add(nodesKey)
+		},
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*v1.Node)
 			n, ok2 := cur.(*v1.Node)
-			if ok1 && ok2 && NodeUpdateMatters(o, n) {
+			if !ok1 || !ok2 {
+				return
+			}
+			if NodeChanged(o, n) {
+				c.members.invalidate()
+			}
+			if NodeUpdateMatters(o, n) {
 				c.nodeQueue.Add(nodesKey)
 			}
 		},
-		DeleteFunc: func(any) { c.nodeQueue.Add(nodesKey) },
+		DeleteFunc: func(any) {
+			c.members.invalidate()
+			c.nodeQueue.Add(nodesKey)
+		},
 	}, nodeResync)
 	if err != nil {
 		return nil, err
@@ -263,6 +277,11 @@ func (c *Controller) processNodes(ctx context.Context, workers int) bool {
 	}
 	c.nodeQueue.Forget(key)
 	return true
+}
+
+// memberSet returns the current member set (see memberCache).
+func (c *Controller) memberSet() (memberSet, error) {
+	return c.members.get(func() ([]*v1.Node, error) { return c.nodes.List(labels.Everything()) })
 }
 
 func (c *Controller) stateOf(key string) (syncedWith, bool) {

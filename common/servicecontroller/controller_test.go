@@ -12,7 +12,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -184,7 +183,8 @@ func (h *harness) waitFor(s *v1.Service, ok func(*v1.Service) bool) *v1.Service 
 func (h *harness) waitForNodes(n int) {
 	h.t.Helper()
 	for i := 0; i < 200; i++ {
-		if all, _ := h.c.nodes.List(labelsEverything()); len(all) == n {
+		// The member set a sync uses, not only the lister: it follows the Node handler.
+		if set, _ := h.c.memberSet(); len(set.nodes) == n {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -472,5 +472,3 @@ func TestNodeEventsCoalesce(t *testing.T) {
 		t.Errorf("node queue holds %d keys for 50 Node adds, want 1", n)
 	}
 }
-
-func labelsEverything() labels.Selector { return labels.Everything() }

@@ -251,3 +251,40 @@ func TestNeedsSync(t *testing.T) {
 		t.Error("becoming a LoadBalancer must sync")
 	}
 }
+
+// The member set is listed once per Node change, however many syncs ask for it.
+func TestMemberCacheListsOncePerChange(t *testing.T) {
+	var m memberCache
+	lists := 0
+	nodes := []*v1.Node{node("a"), node("b")}
+	list := func() ([]*v1.Node, error) { lists++; return nodes, nil }
+	first, _ := m.get(list)
+	for range 100 {
+		if s, _ := m.get(list); s.digest != first.digest {
+			t.Fatal("digest changed without a Node change")
+		}
+	}
+	if lists != 1 {
+		t.Fatalf("listed %d times for 101 syncs and no change, want 1", lists)
+	}
+	nodes = append(nodes, node("c"))
+	m.invalidate()
+	s, _ := m.get(list)
+	if lists != 2 || len(s.nodes) != 3 || s.digest == first.digest {
+		t.Fatalf("after a change: %d lists, %d members; want 2 lists, 3 members and a new digest", lists, len(s.nodes))
+	}
+}
+
+func TestNodeChanged(t *testing.T) {
+	rv := func(v string) func(*v1.Node) { return func(n *v1.Node) { n.ResourceVersion = v } }
+	a := node("a", rv("1"))
+	if NodeChanged(a, a) {
+		t.Error("a resync's identical copy is no change")
+	}
+	if !NodeChanged(a, node("a", rv("2"))) {
+		t.Error("a new resourceVersion is a change (addresses, labels: providers read them)")
+	}
+	if !NodeChanged(node("a"), node("a")) {
+		t.Error("without resourceVersions every update counts")
+	}
+}

@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
@@ -75,17 +74,17 @@ func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service) er
 	if err := c.patchFinalizer(svc, true); err != nil {
 		return c.failed(svc, fmt.Errorf("failed to add load balancer cleanup finalizer: %w", err))
 	}
-	all, err := c.nodes.List(labels.Everything())
+	set, err := c.memberSet()
 	if err != nil {
 		return c.failed(svc, err)
 	}
-	members := Members(all)
+	members := set.nodes
 	if len(members) == 0 && !quiet {
 		c.recorder.Event(svc, v1.EventTypeWarning, reasonNoNodes, messageNoNodes)
 	}
 	// Recorded before the call, whatever its outcome: a failure is retried through the
 	// Service queue, not by the next Node sync.
-	c.remember(key, svc.UID, DigestOf(members))
+	c.remember(key, svc.UID, set.digest)
 	status, err := c.balancer.EnsureLoadBalancer(ctx, c.opts.ClusterName, svc, members)
 	if err == cloudprovider.ImplementedElsewhere {
 		klog.V(4).InfoS("Load balancer implemented by another controller", "service", key, "provider", c.provider)
@@ -204,12 +203,11 @@ func (c *Controller) patchStatus(svc *v1.Service, status *v1.LoadBalancerStatus)
 func (c *Controller) syncNodes(ctx context.Context, workers int) error {
 	c.nodeSyncMu.Lock()
 	defer c.nodeSyncMu.Unlock()
-	all, err := c.nodes.List(labels.Everything())
+	set, err := c.memberSet()
 	if err != nil {
 		return err
 	}
-	members := Members(all)
-	d := DigestOf(members)
+	members, d := set.nodes, set.digest
 	var stale []string
 	c.mu.Lock()
 	for key, st := range c.state {

@@ -33,6 +33,7 @@ type result struct {
 	NodeAddedLBsUpdated  int
 	NodeAddedCloudWrites float64
 	NodeAddedAllUpdatedS float64
+	NodeAddedCost        nodeAddedCost
 	Services             int
 	ServiceTimes         []float64 // seconds from creation to an address, per Service
 	APIWritesPerService  float64
@@ -211,7 +212,8 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 			return nil, err
 		}
 		naDone(ccm.Done())
-		if err := nodeAddedScenario(ctx, env, r, func() (float64, error) { w, _, err := writesNow(ccm); return w, err }); err != nil {
+		scrapeNow := func() (*metrics, error) { return scrape(ccm.Get, metricsToken) }
+		if err := nodeAddedScenario(ctx, env, r, scrapeNow); err != nil {
 			return nil, err
 		}
 	}
@@ -268,7 +270,7 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 // nodeAddedScenario registers one more Node and waits until every LB record has changed.
 // The dummy keeps one record per LB (with a fingerprint of its desired state, nodes included)
 // in ConfigMaps: an LB is updated when its fingerprint changes.
-func nodeAddedScenario(ctx context.Context, env *testenv.Env, r *result, writesNow func() (float64, error)) error {
+func nodeAddedScenario(ctx context.Context, env *testenv.Env, r *result, scrapeNow func() (*metrics, error)) error {
 	fingerprints := func() (map[string]string, error) {
 		cms, err := env.Client.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -295,7 +297,7 @@ func nodeAddedScenario(ctx context.Context, env *testenv.Env, r *result, writesN
 	if len(old) != r.NodeAddedLBs {
 		return fmt.Errorf("node added: %d LB records before, want %d", len(old), r.NodeAddedLBs)
 	}
-	before, err := writesNow()
+	before, err := scrapeNow()
 	if err != nil {
 		return fmt.Errorf("node added: store writes before: %w", err)
 	}
@@ -321,13 +323,52 @@ func nodeAddedScenario(ctx context.Context, env *testenv.Env, r *result, writesN
 		time.Sleep(100 * time.Millisecond)
 	}
 	r.NodeAddedAllUpdatedS = time.Since(start).Seconds()
+	mid, err := scrapeNow()
+	if err != nil {
+		return fmt.Errorf("node added: store writes when done: %w", err)
+	}
+	r.NodeAddedCost = costBetween(before, mid)
 	time.Sleep(3 * time.Second) // more writes than LBs would show here
-	after, err := writesNow()
+	after, err := scrapeNow()
 	if err != nil {
 		return fmt.Errorf("node added: store writes after: %w", err)
 	}
-	r.NodeAddedCloudWrites = after - before
+	r.NodeAddedCloudWrites = storeWrites(after) - storeWrites(before)
 	return nil
+}
+
+// storeWrites is the dummy's store writes (Create, Update) so far.
+func storeWrites(m *metrics) float64 {
+	return m.sum(`ccm_cloud_api_requests_total{operation="Update",provider="dummy"`) +
+		m.sum(`ccm_cloud_api_requests_total{operation="Create",provider="dummy"`)
+}
+
+// nodeAddedCost says where the node-added time went, from the ccm's own histograms between two
+// scrapes: how many UpdateLoadBalancer calls ran and how long each took on average, and the
+// mean latency of the store's reads and writes (one shard ConfigMap each).
+type nodeAddedCost struct {
+	Updates, UpdateMeanS          float64
+	StoreGets, StoreGetMeanS      float64
+	StoreUpdates, StoreUpdateMean float64
+}
+
+func costBetween(a, b *metrics) nodeAddedCost {
+	diff := func(prefix string) float64 { return b.sum(prefix) - a.sum(prefix) }
+	mean := func(sum, n float64) float64 {
+		if n == 0 {
+			return 0
+		}
+		return sum / n
+	}
+	const rec, call = `ccm_reconcile_duration_seconds_`, `ccm_cloud_api_request_duration_seconds_`
+	var c nodeAddedCost
+	c.Updates = diff(rec + `count{kind="loadbalancer",operation="update",provider="dummy"`)
+	c.UpdateMeanS = mean(diff(rec+`sum{kind="loadbalancer",operation="update",provider="dummy"`), c.Updates)
+	c.StoreGets = diff(call + `count{operation="Get",provider="dummy",service="loadbalancer-store"`)
+	c.StoreGetMeanS = mean(diff(call+`sum{operation="Get",provider="dummy",service="loadbalancer-store"`), c.StoreGets)
+	c.StoreUpdates = diff(call + `count{operation="Update",provider="dummy",service="loadbalancer-store"`)
+	c.StoreUpdateMean = mean(diff(call+`sum{operation="Update",provider="dummy",service="loadbalancer-store"`), c.StoreUpdates)
+	return c
 }
 
 // report prints the table and writes it, with the latency samples, under out.
@@ -350,6 +391,11 @@ func report(r *result, command, out string) error {
 			Add(benchreport.Row{Key: benchreport.KeyNodeAddedWrites, Scenario: na, Measure: "cloud (store) writes", Value: r.NodeAddedCloudWrites,
 				Target: "<= 1 per LB", Met: benchreport.Met(r.NodeAddedCloudWrites <= float64(r.NodeAddedLBs))}).
 			Add(benchreport.Row{Key: benchreport.KeyNodeAddedAll, Scenario: na, Measure: "until every LB has the Node", Value: r.NodeAddedAllUpdatedS, Unit: "s"})
+		c := r.NodeAddedCost
+		rep.Add(benchreport.Row{Key: "dummy.node_added.update_calls", Scenario: na, Measure: "UpdateLoadBalancer calls until then (mean duration)", Value: c.Updates,
+			Text: fmt.Sprintf("%.0f (%.0f ms)", c.Updates, 1000*c.UpdateMeanS)}).
+			Add(benchreport.Row{Key: "dummy.node_added.store_calls", Scenario: na, Measure: "store shard reads / writes until then (mean latency)", Value: c.StoreGets + c.StoreUpdates,
+				Text: fmt.Sprintf("%.0f (%.0f ms) / %.0f (%.0f ms)", c.StoreGets, 1000*c.StoreGetMeanS, c.StoreUpdates, 1000*c.StoreUpdateMean)})
 	}
 	rep.Add(benchreport.Row{Key: benchreport.KeyLBServices, Scenario: svcs, Measure: "Services addressed", Value: float64(len(r.ServiceTimes)),
 		Text: fmt.Sprintf("%d of %d", len(r.ServiceTimes), r.Services), Target: "all", Met: benchreport.Met(len(r.ServiceTimes) == r.Services)}).
@@ -375,6 +421,10 @@ func report(r *result, command, out string) error {
 			Add(benchreport.Row{Key: "memory.settled_rss_mib", Scenario: ms, Measure: "ccm RSS when settled", Value: m.SettledRSSMiB, Unit: "MiB"}).
 			Add(benchreport.Row{Key: "memory.cpu_s", Scenario: ms, Measure: "ccm CPU time until settled", Value: m.CPUSeconds, Unit: "s"}).
 			Add(benchreport.Row{Key: "memory.settled_s", Scenario: ms, Measure: "all initialised and addressed", Value: m.SettledS, Unit: "s"})
+		if p := m.AtPeak; p != nil {
+			rep.Add(benchreport.Row{Key: "memory.peak_rss_anon_mib", Scenario: ms, Measure: "at the highest RSS sampled: anonymous / file pages; Go heap in use / next GC", Value: p.AnonMiB, Unit: "MiB",
+				Text: fmt.Sprintf("%.0f / %.0f MiB; %.0f / %.0f MiB (at %.0f s)", p.AnonMiB, p.FileMiB, p.HeapInuse, p.NextGC, p.AtS)})
+		}
 	}
 	rep.Latencies = []benchreport.Distribution{
 		{Name: fmt.Sprintf("time to initialised per Node (N=%d)", r.Nodes), Unit: "s", Samples: r.NodeTimes},

@@ -26,6 +26,68 @@ type memoryResult struct {
 	PeakRSSMiB    float64  `json:"peak_rss_mib"`
 	SettledRSSMiB float64  `json:"settled_rss_mib"`
 	CPUSeconds    float64  `json:"cpu_s"` // user + system time of the ccm until settled
+	// AtPeak splits the highest RSS sampled (every 5 s) into its parts: anonymous memory
+	// (heap, stacks) and file pages (the binary), with the Go runtime's view then.
+	AtPeak *peakSample `json:"at_peak,omitempty"`
+}
+
+// peakSample is one sample of the ccm's memory: /proc/PID/status fields in MiB and the Go
+// runtime's memstats from /metrics in MiB.
+type peakSample struct {
+	AtS        float64 `json:"at_s"`
+	RSSMiB     float64 `json:"rss_mib"`
+	AnonMiB    float64 `json:"rss_anon_mib"`
+	FileMiB    float64 `json:"rss_file_mib"`
+	HeapInuse  float64 `json:"heap_inuse_mib"`
+	HeapAlloc  float64 `json:"heap_alloc_mib"`
+	NextGC     float64 `json:"next_gc_mib"`
+	HeapIdle   float64 `json:"heap_idle_mib"`
+	HeapFreed  float64 `json:"heap_released_mib"`
+	StackInuse float64 `json:"stack_inuse_mib"`
+	GoSys      float64 `json:"go_sys_mib"`
+}
+
+// samplePeak reads the ccm's memory every 5 s until ctx ends and keeps the sample with the
+// highest RSS; at each new high (by 2 MiB or more) it saves the heap profile to profile, if
+// set, so that what was live at the worst moment can be read (go tool pprof -top).
+func samplePeak(ctx context.Context, ccm *testenv.CCM, token, profile string, start time.Time) func() *peakSample {
+	var best *peakSample
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ccm.Done():
+				return
+			case <-t.C:
+			}
+			rss, err := procStatusMiB(ccm.Pid(), "VmRSS")
+			if err != nil || (best != nil && rss < best.RSSMiB+2) {
+				continue
+			}
+			s := &peakSample{AtS: time.Since(start).Seconds(), RSSMiB: rss}
+			s.AnonMiB, _ = procStatusMiB(ccm.Pid(), "RssAnon")
+			s.FileMiB, _ = procStatusMiB(ccm.Pid(), "RssFile")
+			if m, err := scrape(ccm.Get, token); err == nil {
+				mib := func(name string) float64 { return m.sum(name+" ") / (1 << 20) }
+				s.HeapInuse, s.HeapAlloc = mib("go_memstats_heap_inuse_bytes"), mib("go_memstats_heap_alloc_bytes")
+				s.NextGC, s.HeapIdle = mib("go_memstats_next_gc_bytes"), mib("go_memstats_heap_idle_bytes")
+				s.HeapFreed, s.StackInuse = mib("go_memstats_heap_released_bytes"), mib("go_memstats_stack_inuse_bytes")
+				s.GoSys = mib("go_memstats_sys_bytes")
+			}
+			if profile != "" {
+				if code, body, err := ccm.Get("/debug/pprof/heap", token); err == nil && code == 200 {
+					_ = os.WriteFile(profile, []byte(body), 0o644)
+				}
+			}
+			best = s
+		}
+	}()
+	return func() *peakSample { <-done; return best }
 }
 
 // runMemory fills a fresh control plane with nNodes Nodes (all in the dummy's inventory) and
@@ -80,6 +142,13 @@ func runMemory(nNodes, nServices, nLB int, extra []string, heapProfile string) (
 		return nil, err
 	}
 	start := time.Now()
+	peakCtx, stopPeak := context.WithCancel(ctx)
+	defer stopPeak()
+	peakProfile := ""
+	if heapProfile != "" {
+		peakProfile = heapProfile + ".peak"
+	}
+	atPeak := samplePeak(peakCtx, ccm, env.AdminToken, peakProfile, start)
 	fmt.Printf("bench: memory: registering %d Nodes and creating %d Services (%d LoadBalancer)\n", nNodes, nServices, nLB)
 	if err := benchscenario.Parallel(nNodes, func(i int) error {
 		return testenv.RegisterNode(ctx, env.Client, fmt.Sprintf("mem-node-%05d", i))
@@ -100,7 +169,8 @@ func runMemory(nNodes, nServices, nLB int, extra []string, heapProfile string) (
 	}
 	nodeDone(ccm.Done())
 	svcDone(ccm.Done())
-	r := &memoryResult{Nodes: nNodes, Services: nServices, LBServices: nLB, CCMArgs: extra,
+	stopPeak()
+	r := &memoryResult{AtPeak: atPeak(), Nodes: nNodes, Services: nServices, LBServices: nLB, CCMArgs: extra,
 		GOMEMLIMIT: os.Getenv("GOMEMLIMIT"), SettledS: time.Since(start).Seconds()}
 	if ccm.Exited() {
 		return nil, fmt.Errorf("ccm exited: %s", ccm.Tail(20))
