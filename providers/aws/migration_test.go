@@ -411,4 +411,13 @@ func TestUpstreamOwned(t *testing.T) {
 	if n := upstreamName(svc); n != "a6f1c2d3e4b5a4c6d8e7f00000000000" || !isUpstreamLBName(n) || n != fakeaws.UpstreamLBName(string(svc.UID)) {
 		t.Errorf("upstream name %q", n)
 	}
+	for _, n := range []string{fakeaws.UpstreamTargetGroupName("prod", "kube-system", "ingress-nginx-controller", 443, 31443, "TCP", "TCP", 30),
+		fakeaws.UpstreamTargetGroupName("prod", "a", "b", 53, 30053, "UDP", "HTTP", 10)} {
+		if !upstreamTGNameRE.MatchString(n) {
+			t.Errorf("upstream target group name %q not recognised", n)
+		}
+	}
+	if upstreamTGNameRE.MatchString(tgNames.Name("prod", "shop/web", "tcp30080")) {
+		t.Errorf("ccm's target group name taken for upstream's")
+	}
 }
