@@ -50,6 +50,34 @@ func CheckConfig(name, configPath string) error {
 	return withPath(configPath, err)
 }
 
+// CheckConfigAndNew is CheckConfig that also returns the cloud the config builds (nil when the
+// check fails). The config is parsed once: a factory that logs its start-up report (upstream
+// keys ccm does not use) logs it once, not once for the check and again for the cloud.
+func CheckConfigAndNew(name, configPath string) (cloudprovider.Interface, error) {
+	p, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if p.CheckConfig != nil {
+		if err := CheckConfig(name, configPath); err != nil {
+			return nil, err
+		}
+		return New(name, configPath)
+	}
+	r, err := openConfig(configPath)
+	if err != nil {
+		return nil, err
+	}
+	cloud, err := p.Factory(r)
+	if err != nil {
+		return nil, withPath(configPath, err)
+	}
+	if cloud == nil {
+		return nil, fmt.Errorf("cloud provider %q returned no cloud and no error", name)
+	}
+	return cloud, nil
+}
+
 // openConfig reads the whole file up front so that a missing or unreadable file is reported
 // with its path here, not as a parse error later. A nil reader means "no --cloud-config".
 func openConfig(path string) (io.Reader, error) {

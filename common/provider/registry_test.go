@@ -102,3 +102,28 @@ func TestNamesSortedAndDescribe(t *testing.T) {
 		t.Errorf("describe(nil) = %q", d)
 	}
 }
+
+// check-config --cluster-name builds the cloud: the config is parsed once (a factory's start-up
+// report is printed once), and a bad config gives CheckConfig's error.
+func TestCheckConfigAndNewParsesOnce(t *testing.T) {
+	calls := 0
+	MustRegister(Provider{Name: "check-once", Factory: func(r io.Reader) (cloudprovider.Interface, error) {
+		calls++
+		return fakeFactory(r)
+	}})
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.conf"), filepath.Join(dir, "bad.conf")
+	os.WriteFile(good, []byte("fine"), 0o600)
+	os.WriteFile(bad, []byte("bad"), 0o600)
+	if c, err := CheckConfigAndNew("check-once", good); err != nil || c == nil || calls != 1 {
+		t.Errorf("good config: cloud %v, err %v, factory called %d times; want a cloud from one call", c, err, calls)
+	}
+	c, err := CheckConfigAndNew("check-once", bad)
+	want := CheckConfig("check-once", bad)
+	if c != nil || err == nil || want == nil || err.Error() != want.Error() {
+		t.Errorf("bad config: cloud %v, err %v; want no cloud and CheckConfig's error %v", c, err, want)
+	}
+	if _, err := CheckConfigAndNew("no-such-provider", good); err == nil {
+		t.Error("unknown provider accepted")
+	}
+}

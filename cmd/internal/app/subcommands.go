@@ -39,13 +39,15 @@ what they own with it (openstack, vsphere, dummy) refuse the default "kubernetes
 // checkConfig prints OK or the problems and returns the exit code. clusterName "" skips the
 // cluster name check.
 func checkConfig(out, errOut io.Writer, name, path, clusterName string, allowDefault bool) int {
-	if err := provider.CheckConfig(name, path); err != nil {
-		fmt.Fprintln(errOut, err)
-		return 1
-	}
-	if clusterName != "" {
-		// Factories read config only (no network I/O), so building the cloud is offline too.
-		c, err := provider.New(name, path)
+	if clusterName == "" {
+		if err := provider.CheckConfig(name, path); err != nil {
+			fmt.Fprintln(errOut, err)
+			return 1
+		}
+	} else {
+		// Factories read config only (no network I/O), so building the cloud is offline too;
+		// it is built once, so its start-up report is printed once.
+		c, err := provider.CheckConfigAndNew(name, path)
 		if err != nil {
 			fmt.Fprintln(errOut, err)
 			return 1
