@@ -35,11 +35,37 @@ var memoryLimitInForce struct {
 	source string
 }
 
-// addMemoryOptions is what NewCommand does for memory: --memory-limit on fs. The service
-// controller, the other half (coalesced Node events, a digest per Service), is chosen in
-// servicecontroller.go.
+// defaultGCPercent is ccm's collector target when GOGC is not set: the heap may grow to 1.5
+// times what was live after the last collection, not twice (Go's 100). Most of ccm's live heap
+// is its informer caches, which live as long as the process, so with 100 half the peak heap
+// was headroom for garbage: at 5,000 Nodes and 10,000 LoadBalancer Services (live heap about
+// 60 MB) that is 30 MB of peak RSS more, for collections half as frequent.
+const defaultGCPercent = 50
+
+// gcPercentInForce records the collector target applied and its source, for the log line.
+var gcPercentInForce struct {
+	percent int
+	source  string
+}
+
+// addMemoryOptions is what NewCommand does for memory: --memory-limit on fs and the default
+// collector target. The service controller, the other half (coalesced Node events, a digest
+// per Service), is chosen in servicecontroller.go.
 func addMemoryOptions(fs *pflag.FlagSet) {
+	applyGCPercent()
 	addMemoryLimitFlag(fs)
+}
+
+// applyGCPercent sets the collector target to defaultGCPercent unless GOGC is set, which wins
+// (the runtime has applied it: GOGC=100 restores Go's default).
+func applyGCPercent() {
+	if env, set := os.LookupEnv("GOGC"); set {
+		gcPercentInForce.percent, gcPercentInForce.source = debug.SetGCPercent(-1), "GOGC="+env
+		debug.SetGCPercent(gcPercentInForce.percent)
+		return
+	}
+	debug.SetGCPercent(defaultGCPercent)
+	gcPercentInForce.percent, gcPercentInForce.source = defaultGCPercent, "ccm default"
 }
 
 // addMemoryLimitFlag registers --memory-limit on fs and applies its default.
@@ -104,6 +130,7 @@ func (m *memoryLimit) apply() {
 }
 
 func logMemoryLimit() {
+	klog.InfoS("Go collector target", "GOGC", gcPercentInForce.percent, "source", gcPercentInForce.source)
 	f := memoryLimitInForce
 	if f.bytes == 0 || f.bytes == math.MaxInt64 {
 		klog.InfoS("No Go soft memory limit", "source", f.source)

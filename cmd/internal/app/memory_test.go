@@ -103,3 +103,20 @@ func TestMemoryLimitFlagRegistered(t *testing.T) {
 		t.Errorf("flag missing or default not auto: %+v", f)
 	}
 }
+
+// ccm's collector target is 50 unless GOGC says otherwise.
+func TestGCPercentDefault(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC")
+	applyGCPercent()
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Errorf("GOGC unset: collector target %d, want %d", got, defaultGCPercent)
+	}
+	t.Setenv("GOGC", "80")
+	debug.SetGCPercent(80) // as the runtime does at start when GOGC is set
+	applyGCPercent()
+	if got := debug.SetGCPercent(100); got != 80 || gcPercentInForce.source != "GOGC=80" {
+		t.Errorf("GOGC=80: collector target %d from %q, want 80 from GOGC=80", got, gcPercentInForce.source)
+	}
+}
