@@ -35,6 +35,7 @@ var Checks = []Check{
 	{Name: "TwoClustersWithTheSameServicesDoNotCollide", LoadBalancer: true, Hostile: true, Run: twoClusters},
 	{Name: "OutOfBandChangesAreRepaired", LoadBalancer: true, Drift: true, Run: driftRepaired},
 	{Name: "UpstreamStateIsTakenOverInPlace", LoadBalancer: true, Run: migrationTakesOver},
+	{Name: "OrphanListingIsOwnedAndRechecked", LoadBalancer: true, Hostile: true, Run: orphansListedAndChecked},
 }
 
 var ctx = context.Background()

@@ -16,6 +16,7 @@ import (
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/servicecontroller"
 	"github.com/ccm-project/ccm/common/svcevents"
 )
 
@@ -45,6 +46,8 @@ const (
 	rewritesAll        breakage = "a repair rewrites everything"
 	recreatesUpstream  breakage = "replaces upstream's load balancers"
 	orphansUpstream    breakage = "leaves upstream's unused objects behind"
+	listsForeign       breakage = "the owned listing reports any tagged load balancer"
+	deletesUnchecked   breakage = "an orphan is deleted without checking its marks again"
 )
 
 // Upstream's marks on the load balancers it made, in the fake's world.
@@ -457,4 +460,44 @@ func (h *fakeHarness) Snapshot(T) string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// The orphan collection part: the fake lists by the ownership tags and deletes after checking
+// them again, unless broken.
+
+func (c *fakeCloud) OwnedLoadBalancers(_ context.Context, cluster string) ([]servicecontroller.OwnedLoadBalancer, error) {
+	s := c.h.sim
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []servicecontroller.OwnedLoadBalancer
+	for name, lb := range s.lbs {
+		owner, ok := ownership.Owner(cluster, lb.tags)
+		if c.h.brk == listsForeign {
+			if ns, n, tagged := strings.Cut(lb.tags[ownership.ServiceTag], "/"); tagged {
+				owner, ok = ownership.Identity{Cluster: cluster, Namespace: ns, Name: n, UID: lb.tags[ownership.ServiceUIDTag]}, true
+			}
+		}
+		if ok {
+			out = append(out, servicecontroller.OwnedLoadBalancer{Owner: owner, ID: name})
+		}
+	}
+	return out, nil
+}
+
+func (c *fakeCloud) DeleteOwnedLoadBalancer(_ context.Context, cluster string, o servicecontroller.OwnedLoadBalancer) error {
+	s := c.h.sim
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lb, ok := s.lbs[o.ID]
+	if !ok {
+		return nil
+	}
+	id := o.Owner
+	id.Cluster = cluster
+	if err := ownership.Check(id, "load balancer", o.ID, lb.tags); err != nil && c.h.brk != deletesUnchecked {
+		return err
+	}
+	delete(s.lbs, o.ID)
+	s.writes++
+	return nil
 }

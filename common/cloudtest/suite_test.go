@@ -61,6 +61,8 @@ func TestSuiteCatchesEachBreakage(t *testing.T) {
 		rewritesAll:        "OutOfBandChangesAreRepaired",
 		recreatesUpstream:  "UpstreamStateIsTakenOverInPlace",
 		orphansUpstream:    "UpstreamStateIsTakenOverInPlace",
+		listsForeign:       "OrphanListingIsOwnedAndRechecked",
+		deletesUnchecked:   "OrphanListingIsOwnedAndRechecked",
 	}
 	covered := map[string]bool{}
 	for brk, want := range catches {
