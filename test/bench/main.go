@@ -55,6 +55,7 @@ func main() {
 	memServices := flag.Int("memory-services", 2000, "Services in the API server for the memory scenario (the target is for 10000)")
 	memLB := flag.Int("memory-lb-services", -1, "how many of the memory scenario's Services are of type LoadBalancer, the rest ClusterIP (-1: all)")
 	heap := flag.String("memory-heap-profile", "", "write the ccm's heap profile at the end of the memory scenario to this file")
+	naProfile := flag.String("node-added-cpu-profile", "", "write the ccm's CPU profile of the node-added scenario's first 8 s to this file (the HTTP client gives up after 10 s)")
 	memOnly := flag.Bool("memory-only", false, "run only the memory scenario (and print its figures as JSON)")
 	merge := flag.String("merge", "", "only merge every provider's report in this folder (*.json) into summary.md there")
 	flag.Parse()
@@ -76,7 +77,7 @@ func main() {
 		return
 	}
 	command := "make bench-dummy BENCH_ARGS=\"" + strings.Join(os.Args[1:], " ") + "\""
-	r, err := run(*nodes, *services, *nodeAdded, strings.Fields(*extra))
+	r, err := run(*nodes, *services, *nodeAdded, strings.Fields(*extra), *naProfile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -128,7 +129,7 @@ func writeSummary(dir string) error {
 	return nil
 }
 
-func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
+func run(nNodes, nServices, nNodeAdded int, extra []string, naProfile string) (*result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	env, err := testenv.Start(ctx, testenv.Options{Overlay: "dummy"})
@@ -213,7 +214,14 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 		}
 		naDone(ccm.Done())
 		scrapeNow := func() (*metrics, error) { return scrape(ccm.Get, metricsToken) }
-		if err := nodeAddedScenario(ctx, env, r, scrapeNow); err != nil {
+		if naProfile != "" { // go tool pprof -top FILE
+			go func() {
+				if code, body, err := ccm.Get("/debug/pprof/profile?seconds=8", env.AdminToken); err == nil && code == 200 {
+					_ = os.WriteFile(naProfile, []byte(body), 0o644)
+				}
+			}()
+		}
+		if err := nodeAddedScenario(ctx, env, r, scrapeNow, ccm.Pid()); err != nil {
 			return nil, err
 		}
 	}
@@ -270,7 +278,7 @@ func run(nNodes, nServices, nNodeAdded int, extra []string) (*result, error) {
 // nodeAddedScenario registers one more Node and waits until every LB record has changed.
 // The dummy keeps one record per LB (with a fingerprint of its desired state, nodes included)
 // in ConfigMaps: an LB is updated when its fingerprint changes.
-func nodeAddedScenario(ctx context.Context, env *testenv.Env, r *result, scrapeNow func() (*metrics, error)) error {
+func nodeAddedScenario(ctx context.Context, env *testenv.Env, r *result, scrapeNow func() (*metrics, error), ccmPid int) error {
 	fingerprints := func() (map[string]string, error) {
 		cms, err := env.Client.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -301,6 +309,10 @@ func nodeAddedScenario(ctx context.Context, env *testenv.Env, r *result, scrapeN
 	if err != nil {
 		return fmt.Errorf("node added: store writes before: %w", err)
 	}
+	cpuBefore, err := procCPUSeconds(ccmPid)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := testenv.RegisterNode(ctx, env.Client, fmt.Sprintf("bench-node-%04d", r.Nodes)); err != nil {
 		return err
@@ -328,6 +340,11 @@ func nodeAddedScenario(ctx context.Context, env *testenv.Env, r *result, scrapeN
 		return fmt.Errorf("node added: store writes when done: %w", err)
 	}
 	r.NodeAddedCost = costBetween(before, mid)
+	cpuAfter, err := procCPUSeconds(ccmPid)
+	if err != nil {
+		return err
+	}
+	r.NodeAddedCost.CCMCPUSeconds = cpuAfter - cpuBefore
 	time.Sleep(3 * time.Second) // more writes than LBs would show here
 	after, err := scrapeNow()
 	if err != nil {
@@ -350,6 +367,7 @@ type nodeAddedCost struct {
 	Updates, UpdateMeanS          float64
 	StoreGets, StoreGetMeanS      float64
 	StoreUpdates, StoreUpdateMean float64
+	CCMCPUSeconds                 float64 // the ccm's user + system time meanwhile
 }
 
 func costBetween(a, b *metrics) nodeAddedCost {
@@ -396,6 +414,7 @@ func report(r *result, command, out string) error {
 			Text: fmt.Sprintf("%.0f (%.0f ms)", c.Updates, 1000*c.UpdateMeanS)}).
 			Add(benchreport.Row{Key: "dummy.node_added.store_calls", Scenario: na, Measure: "store shard reads / writes until then (mean latency)", Value: c.StoreGets + c.StoreUpdates,
 				Text: fmt.Sprintf("%.0f (%.0f ms) / %.0f (%.0f ms)", c.StoreGets, 1000*c.StoreGetMeanS, c.StoreUpdates, 1000*c.StoreUpdateMean)})
+		rep.Add(benchreport.Row{Key: "dummy.node_added.ccm_cpu_s", Scenario: na, Measure: "ccm CPU time until then", Value: c.CCMCPUSeconds, Unit: "s"})
 	}
 	rep.Add(benchreport.Row{Key: benchreport.KeyLBServices, Scenario: svcs, Measure: "Services addressed", Value: float64(len(r.ServiceTimes)),
 		Text: fmt.Sprintf("%d of %d", len(r.ServiceTimes), r.Services), Target: "all", Met: benchreport.Met(len(r.ServiceTimes) == r.Services)}).
