@@ -73,7 +73,7 @@ func samplePeak(ctx context.Context, ccm *testenv.CCM, token, profile string, st
 			s.AnonMiB, _ = procStatusMiB(ccm.Pid(), "RssAnon")
 			s.FileMiB, _ = procStatusMiB(ccm.Pid(), "RssFile")
 			if m, err := scrape(ccm.Get, token); err == nil {
-				mib := func(name string) float64 { return m.sum(name+" ") / (1 << 20) }
+				mib := func(name string) float64 { return m.value(name) / (1 << 20) }
 				s.HeapInuse, s.HeapAlloc = mib("go_memstats_heap_inuse_bytes"), mib("go_memstats_heap_alloc_bytes")
 				s.NextGC, s.HeapIdle = mib("go_memstats_next_gc_bytes"), mib("go_memstats_heap_idle_bytes")
 				s.HeapFreed, s.StackInuse = mib("go_memstats_heap_released_bytes"), mib("go_memstats_stack_inuse_bytes")

@@ -98,6 +98,16 @@ func (m *metrics) sum(prefix string) float64 {
 	return s
 }
 
+// value is the sample of a series without labels (go_memstats_heap_inuse_bytes), 0 if absent.
+func (m *metrics) value(series string) float64 {
+	for _, x := range m.samples {
+		if x.series == series {
+			return x.value
+		}
+	}
+	return 0
+}
+
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return shorten(line, 120)
