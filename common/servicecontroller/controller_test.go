@@ -28,7 +28,6 @@ type fakeLB struct {
 	lbs       map[string][]string // key -> member names
 	ensureErr error
 	updateErr error
-	onUpdate  func() // called at every UpdateLoadBalancer, outside mu
 }
 
 func (f *fakeLB) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
@@ -93,9 +92,6 @@ func (f *fakeLB) EnsureLoadBalancer(_ context.Context, _ string, s *v1.Service, 
 }
 func (f *fakeLB) UpdateLoadBalancer(_ context.Context, _ string, s *v1.Service, nodes []*v1.Node) error {
 	f.record("update " + key(s) + " " + names(nodes))
-	if f.onUpdate != nil {
-		f.onUpdate()
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.updateErr != nil {
@@ -460,49 +456,6 @@ func TestNodeChangesReachOnlyStaleLoadBalancers(t *testing.T) {
 	}
 	if h.c.queue.Len() != 2 {
 		t.Errorf("queued for retry: %d, want 2", h.c.queue.Len())
-	}
-}
-
-// A member pass records its Events once every load balancer has been updated: none is
-// written while the provider's calls still run.
-func TestMemberPassEventsAfterTheCloudWork(t *testing.T) {
-	svcs := []*v1.Service{lbService("a"), lbService("b"), lbService("c"), lbService("d")}
-	objs := []runtime.Object{node("n1")}
-	for _, s := range svcs {
-		objs = append(objs, s)
-	}
-	h := newHarness(t, DefaultClasses(), objs...)
-	for _, s := range svcs {
-		if err := h.sync(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.cloud.takeCalls()
-	h.takeEvents()
-	ctx := context.Background()
-	if _, err := h.client.CoreV1().Nodes().Create(ctx, node("n2"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	h.waitForNodes(2)
-	early := 0
-	h.cloud.onUpdate = func() { early += len(h.events.Events) }
-	if err := h.c.syncNodes(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	if early != 0 {
-		t.Errorf("%d Events recorded while the pass still called the provider", early)
-	}
-	if got := len(h.cloud.takeCalls()); got != len(svcs) {
-		t.Errorf("%d provider calls, want %d", got, len(svcs))
-	}
-	evs := h.takeEvents()
-	if len(evs) != len(svcs) {
-		t.Fatalf("events after the pass: %q, want one UpdatedLoadBalancer per Service", evs)
-	}
-	for _, e := range evs {
-		if e != "Normal UpdatedLoadBalancer Updated load balancer with new hosts" {
-			t.Errorf("event %q", e)
-		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -219,54 +220,36 @@ func (c *Controller) syncNodes(ctx context.Context, workers int) error {
 		return nil
 	}
 	klog.V(2).InfoS("Updating load balancer members", "loadBalancers", len(stale), "nodes", len(members))
-	// The Events of a pass are recorded once every load balancer has its members: each is an
-	// API write, and 1,000 of them interleaved with the provider's calls delayed the last load
-	// balancer by a third against the dummy, whose cloud is the same API server. Same Events,
-	// after the cloud work, not during it.
-	outcomes := make([]memberOutcome, len(stale))
-	svcs := make([]*v1.Service, len(stale))
+	var mu sync.Mutex
+	var retry []string
 	workqueue.ParallelizeUntil(ctx, max(workers, 1), len(stale), func(i int) {
-		outcomes[i], svcs[i] = c.updateMembers(ctx, stale[i], members, d)
-	})
-	for i, o := range outcomes {
-		switch o {
-		case membersUpdated:
-			c.recorder.Event(svcs[i], v1.EventTypeNormal, reasonUpdated, messageUpdated)
-		case membersUpdatedNone:
-			c.recorder.Event(svcs[i], v1.EventTypeWarning, reasonNoNodes, messageNoNodes)
-		case membersRetry:
-			c.queue.Add(stale[i]) // a full sync, as the library retries
+		if c.updateMembers(ctx, stale[i], members, d) {
+			mu.Lock()
+			retry = append(retry, stale[i])
+			mu.Unlock()
 		}
+	})
+	for _, key := range retry {
+		c.queue.Add(key) // a full sync, as the library retries
 	}
 	return nil
 }
 
-// memberOutcome is what became of one load balancer in a member pass.
-type memberOutcome int
-
-const (
-	membersSkipped     memberOutcome = iota // gone, going, another UID, or implemented elsewhere
-	membersUpdated                          // updated
-	membersUpdatedNone                      // updated to no members at all
-	membersRetry                            // failed: retried with a full sync (its Warning is recorded at once)
-)
-
-// updateMembers calls UpdateLoadBalancer for one Service and says how it went, with the
-// Service for the Event.
-func (c *Controller) updateMembers(ctx context.Context, key string, members []*v1.Node, d Digest) (memberOutcome, *v1.Service) {
+// updateMembers calls UpdateLoadBalancer for one Service; true asks for a retry.
+func (c *Controller) updateMembers(ctx context.Context, key string, members []*v1.Node, d Digest) bool {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return membersSkipped, nil
+		return false
 	}
 	svc, err := c.services.Services(ns).Get(name)
 	if err != nil || !c.opts.Classes.Wants(svc) || c.opts.Classes.NeedsCleanup(svc) {
-		return membersSkipped, nil // gone or going: the Service queue deals with it
+		return false // gone or going: the Service queue deals with it
 	}
 	c.mu.Lock()
 	st, ok := c.state[key]
 	if !ok || st.uid != svc.UID {
 		c.mu.Unlock()
-		return membersSkipped, nil
+		return false
 	}
 	// Recorded before the call: a failure is retried by a Service sync.
 	c.state[key] = syncedWith{uid: svc.UID, nodes: d}
@@ -274,19 +257,21 @@ func (c *Controller) updateMembers(ctx context.Context, key string, members []*v
 	err = c.balancer.UpdateLoadBalancer(ctx, c.opts.ClusterName, svc, members)
 	switch {
 	case err == nil && len(members) == 0:
-		return membersUpdatedNone, svc
+		c.recorder.Event(svc, v1.EventTypeWarning, reasonNoNodes, messageNoNodes)
+		return false
 	case err == nil:
-		return membersUpdated, svc
+		c.recorder.Event(svc, v1.EventTypeNormal, reasonUpdated, messageUpdated)
+		return false
 	case err == cloudprovider.ImplementedElsewhere:
-		return membersSkipped, nil
+		return false
 	}
 	// A failure matters only while the load balancer exists.
 	if _, exists, gerr := c.balancer.GetLoadBalancer(ctx, c.opts.ClusterName, svc); gerr == nil && !exists {
-		return membersSkipped, nil
+		return false
 	}
 	c.recorder.Eventf(svc, v1.EventTypeWarning, reasonUpdateFailed, formatUpdateFailed, nodeNamesForEvent(members), len(members), err)
 	klog.ErrorS(err, "Updating load balancer members failed", "service", key)
-	return membersRetry, svc
+	return true
 }
 
 func nodeNamesForEvent(nodes []*v1.Node) []string {
