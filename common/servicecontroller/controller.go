@@ -76,6 +76,7 @@ type Controller struct {
 	mu         sync.Mutex
 	state      map[string]syncedWith  // Service key -> what its load balancer was last synced with
 	gone       map[string]*v1.Service // Services deleted without the finalizer whose load balancer we made
+	resync     map[string]struct{}    // Services queued by a drift resync (resync.go): their next sync is quiet
 	nodeSyncMu sync.Mutex             // one Node sync at a time (tests call syncNodes directly)
 	members    memberCache            // the member set, listed again only after a Node changed
 }
@@ -118,6 +119,7 @@ func New(cloud cloudprovider.Interface, client kubernetes.Interface, services co
 		recorder: opts.Recorder,
 		state:    map[string]syncedWith{},
 		gone:     map[string]*v1.Service{},
+		resync:   map[string]struct{}{},
 	}
 	if c.recorder == nil {
 		c.broadcast = record.NewBroadcaster()
@@ -300,6 +302,7 @@ func (c *Controller) remember(key string, uid types.UID, d Digest) {
 func (c *Controller) forget(key string) {
 	c.mu.Lock()
 	delete(c.state, key)
+	delete(c.resync, key)
 	c.mu.Unlock()
 }
 

@@ -65,7 +65,9 @@ func (c *Controller) failed(svc *v1.Service, err error) error {
 // the status, so a restart that changes nothing writes nothing to the API.
 func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service) error {
 	st, known := c.stateOf(key)
-	quiet := servicehelper.HasLBFinalizer(svc) && !(known && st.uid == svc.UID)
+	// A drift resync's sync (resync.go) is quiet too: it asks the provider to compare, nothing more.
+	resync := c.takeResync(key)
+	quiet := servicehelper.HasLBFinalizer(svc) && (resync || !(known && st.uid == svc.UID))
 	if !quiet {
 		c.recorder.Event(svc, v1.EventTypeNormal, reasonEnsuring, messageEnsuring)
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/pflag"
 	cloudprovider "k8s.io/cloud-provider"
@@ -30,6 +31,7 @@ type serviceControllerOptions struct {
 	unclassed bool
 	impl      string
 	orphans   servicecontroller.OrphanOptions
+	resync    time.Duration // drift resync period (servicecontroller.RunDriftResync)
 	// lister is the provider's orphan listing, taken from the cloud before ccm wraps it (the
 	// wrappers hide every method beyond cloudprovider.Interface); nil when it has none.
 	lister servicecontroller.OwnedLister
@@ -44,7 +46,7 @@ func (o *serviceControllerOptions) useCloud(c cloudprovider.Interface) {
 // controller they select in the table, under the library's name and with its client name
 // (the RBAC is granted to it).
 func addServiceControllerOptions(fs *pflag.FlagSet, controllers map[string]ccmapp.ControllerInitFuncConstructor) *serviceControllerOptions {
-	o := &serviceControllerOptions{unclassed: true, impl: defaultServiceController,
+	o := &serviceControllerOptions{unclassed: true, impl: defaultServiceController, resync: servicecontroller.DefaultResyncPeriod,
 		orphans: servicecontroller.OrphanOptions{Period: servicecontroller.DefaultOrphanPeriod, Grace: servicecontroller.DefaultOrphanGrace}}
 	fs.StringArrayVar(&o.classes, "load-balancer-class", nil,
 		"A spec.loadBalancerClass whose Services this ccm serves; repeat for several. Services of other classes are left to "+
@@ -55,6 +57,10 @@ func addServiceControllerOptions(fs *pflag.FlagSet, controllers map[string]ccmap
 	fs.StringVar(&o.impl, "service-controller", defaultServiceController,
 		"Service controller: 'ccm' (common/servicecontroller) or 'library' (k8s.io/cloud-provider's).")
 	_ = fs.MarkHidden("service-controller") // for the comparison test; not an operator's choice
+	fs.DurationVar(&o.resync, "load-balancer-resync-period", o.resync,
+		"How often every load balancer this ccm serves is compared with the cloud, so that a change or deletion made by hand "+
+			"is repaired without waiting for its Service to change (the provider writes only the difference and records "+
+			"LoadBalancerDriftRepaired). 0 turns it off: drift is then repaired only when a Service changes or ccm restarts.")
 	fs.DurationVar(&o.orphans.Period, "orphan-collection-period", o.orphans.Period,
 		"How often the leader lists the load balancers this cluster owns and compares them with the Services, to find orphans "+
 			"(a load balancer whose Service is gone, was replaced, or no longer wants one). 0 turns orphan collection off.")
@@ -74,6 +80,9 @@ func (o *serviceControllerOptions) classesValue() servicecontroller.Classes {
 
 // validate runs before anything starts, so a bad class is an exit code and a message.
 func (o *serviceControllerOptions) validate() error {
+	if o.resync < 0 {
+		return fmt.Errorf("--load-balancer-resync-period must not be negative, got %v", o.resync)
+	}
 	if o.orphans.Period < 0 || o.orphans.Grace < 0 {
 		return fmt.Errorf("--orphan-collection-period and --orphan-grace-period must not be negative, got %v and %v", o.orphans.Period, o.orphans.Grace)
 	}
@@ -103,6 +112,7 @@ func (o *serviceControllerOptions) constructor(initContext ccmapp.ControllerInit
 			return nil, false, nil
 		}
 		go sc.Run(ctx, int(c.ComponentConfig.ServiceController.ConcurrentServiceSyncs), cc.ControllerManagerMetrics)
+		go sc.RunDriftResync(ctx, o.resync)
 		// Controllers start only while this ccm leads, so the collector does too.
 		if o.lister == nil {
 			klog.InfoS("The provider cannot list the load balancers it owns: no orphan collection", "provider", cloud.ProviderName())

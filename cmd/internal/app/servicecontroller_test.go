@@ -49,6 +49,8 @@ func TestServiceControllerFlags(t *testing.T) {
 		{[]string{"--orphan-grace-period=0", "--orphan-collection-period=1m"}, ""},
 		{[]string{"--orphan-grace-period=-1s"}, "--orphan-grace-period must not be negative"},
 		{[]string{"--orphan-collection-period=-1m"}, "must not be negative"},
+		{[]string{"--load-balancer-resync-period=0"}, ""},
+		{[]string{"--load-balancer-resync-period=-5m"}, "--load-balancer-resync-period must not be negative"},
 	} {
 		fs := pflag.NewFlagSet("ccm", pflag.ContinueOnError)
 		o := addServiceControllerOptions(fs, map[string]ccmapp.ControllerInitFuncConstructor{})
@@ -67,6 +69,9 @@ func TestServiceControllerFlags(t *testing.T) {
 	o := addServiceControllerOptions(fs, map[string]ccmapp.ControllerInitFuncConstructor{})
 	if o.orphans.Grace != time.Hour || o.orphans.Period <= 0 {
 		t.Errorf("orphan defaults: grace %v, period %v; want an hour of grace and collection on", o.orphans.Grace, o.orphans.Period)
+	}
+	if o.resync != 10*time.Minute {
+		t.Errorf("drift resync default %v, want 10m", o.resync)
 	}
 	if f := fs.Lookup("service-controller"); f == nil || !f.Hidden {
 		t.Error("--service-controller must exist and be hidden")
