@@ -2,6 +2,7 @@ package aws
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -18,27 +19,75 @@ import (
 // annotationPrefix is upstream's; every Service annotation this provider reads starts with it.
 const annotationPrefix = "service.beta.kubernetes.io/aws-load-balancer-"
 
-// Supported annotations (suffixes after annotationPrefix).
+// The annotations upstream reads (suffixes after annotationPrefix), from its aws.go.
 const (
-	annType          = "type"
-	annInternal      = "internal"
-	annSubnets       = "subnets"
-	annSecurityGroup = "security-groups"
-	annSSLCert       = "ssl-cert"
-	annSSLPorts      = "ssl-ports"
-	annBackend       = "backend-protocol"
-	annCrossZone     = "cross-zone-load-balancing-enabled"
-	annExtraTags     = "additional-resource-tags"
-	annNodeLabels    = "target-node-labels"
-	annHCHealthy     = "healthcheck-healthy-threshold"
-	annHCUnhealthy   = "healthcheck-unhealthy-threshold"
-	annHCTimeout     = "healthcheck-timeout"
-	annHCInterval    = "healthcheck-interval"
-	annProxyProtocol = "proxy-protocol"
+	annType             = "type"
+	annInternal         = "internal"
+	annSubnets          = "subnets"
+	annSecurityGroup    = "security-groups"
+	annExtraGroups      = "extra-security-groups"
+	annSSLCert          = "ssl-cert"
+	annSSLPorts         = "ssl-ports"
+	annSSLPolicy        = "ssl-negotiation-policy"
+	annBackend          = "backend-protocol"
+	annCrossZone        = "cross-zone-load-balancing-enabled"
+	annExtraTags        = "additional-resource-tags"
+	annNodeLabels       = "target-node-labels"
+	annHCHealthy        = "healthcheck-healthy-threshold"
+	annHCUnhealthy      = "healthcheck-unhealthy-threshold"
+	annHCTimeout        = "healthcheck-timeout"
+	annHCInterval       = "healthcheck-interval"
+	annHCProtocol       = "healthcheck-protocol"
+	annHCPort           = "healthcheck-port"
+	annHCPath           = "healthcheck-path"
+	annProxyProtocol    = "proxy-protocol"
+	annIdleTimeout      = "connection-idle-timeout"
+	annDraining         = "connection-draining-enabled"
+	annDrainingTimeout  = "connection-draining-timeout"
+	annAccessLog        = "access-log-enabled"
+	annAccessLogEmit    = "access-log-emit-interval"
+	annAccessLogBucket  = "access-log-s3-bucket-name"
+	annAccessLogPrefix  = "access-log-s3-bucket-prefix"
+	annTGAttributes     = "target-group-attributes"
+	annEIPAllocations   = "eip-allocations"
+	annPrivateAddresses = "private-ipv4-addresses"
 )
 
-var supported = []string{annType, annInternal, annSubnets, annSecurityGroup, annSSLCert, annSSLPorts,
-	annBackend, annCrossZone, annExtraTags, annNodeLabels, annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval, annProxyProtocol}
+// supported are the annotations ccm implements; upstream reads exactly these too (a test
+// checks the list against upstream's). Any other name with the prefix is refused: a typo must
+// not pass silently.
+var supported = []string{annType, annInternal, annSubnets, annSecurityGroup, annExtraGroups, annSSLCert, annSSLPorts, annSSLPolicy,
+	annBackend, annCrossZone, annExtraTags, annNodeLabels, annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval,
+	annHCProtocol, annHCPort, annHCPath, annProxyProtocol, annIdleTimeout, annDraining, annDrainingTimeout,
+	annAccessLog, annAccessLogEmit, annAccessLogBucket, annAccessLogPrefix, annTGAttributes, annEIPAllocations, annPrivateAddresses}
+
+// notForNLB and notForClassic are annotations upstream reads for one type only (on the other
+// they are accepted with a Warning saying they do nothing, as upstream ignores them), and, for
+// NLBs, those ccm does not implement yet (accepted with a Warning saying so).
+var (
+	notForNLB = map[string]string{
+		annSecurityGroup:   "an NLB made by ccm has no security group (the node groups admit its clients)",
+		annExtraGroups:     "an NLB made by ccm has no security group (the node groups admit its clients)",
+		annProxyProtocol:   "upstream ignores it on an NLB; set target-group-attributes proxy_protocol_v2.enabled=true instead",
+		annIdleTimeout:     "NLBs have no idle timeout setting",
+		annDraining:        "NLBs have no connection draining setting (target group attribute deregistration_delay.timeout_seconds)",
+		annDrainingTimeout: "NLBs have no connection draining setting (target group attribute deregistration_delay.timeout_seconds)",
+		annAccessLogEmit:   "NLB access logs have no emit interval",
+		// Upstream sets these on NLBs; ccm does not yet.
+		annSSLPolicy:        "not implemented by ccm for NLB TLS listeners yet (upstream sets it as their SslPolicy); they get ELB's default policy",
+		annCrossZone:        "not implemented by ccm for NLBs yet (upstream sets load_balancing.cross_zone.enabled)",
+		annAccessLog:        "not implemented by ccm for NLBs yet (upstream sets access_logs.s3.*)",
+		annAccessLogBucket:  "not implemented by ccm for NLBs yet (upstream sets access_logs.s3.*)",
+		annAccessLogPrefix:  "not implemented by ccm for NLBs yet (upstream sets access_logs.s3.*)",
+		annEIPAllocations:   "not implemented by ccm yet (upstream passes them as the NLB's subnet mappings at creation)",
+		annPrivateAddresses: "not implemented by ccm yet (upstream passes them as the NLB's subnet mappings at creation)",
+	}
+	notForClassic = map[string]string{
+		annTGAttributes:     "a classic ELB has no target groups",
+		annEIPAllocations:   "a classic ELB takes no Elastic IPs",
+		annPrivateAddresses: "a classic ELB takes no private addresses",
+	}
+)
 
 // lbOptions is what a Service's annotations and spec ask of its load balancer.
 type lbOptions struct {
@@ -46,18 +95,45 @@ type lbOptions struct {
 	Internal       bool
 	Subnets        []string // IDs or Name tags
 	SecurityGroups []string
+	ExtraGroups    []string // extra-security-groups: added to the ELB's own (or the named) groups
 	SSLCert        string
 	SSLPorts       []string // port numbers or names; empty with a cert means all
+	SSLPolicy      string   // ssl-negotiation-policy: a predefined ELB security policy name
 	Backend        string   // tcp (default), http, https, ssl
 	CrossZone      bool
 	ExtraTags      map[string]string
 	SourceRanges   []string // canonical CIDRs, sorted; IPv4 and IPv6
 	NodeSelector   labels.Selector
 	HC             hcOptions
-	ProxyProtocol  bool // PROXY protocol towards the nodes: v1 on a classic ELB, v2 on an NLB
+	ProxyProtocol  bool // PROXY protocol v1 towards the nodes (classic ELBs only, as upstream)
+	Attrs          elbAttrs
+	TGAttributes   map[string]string // target-group-attributes (NLB): only these keys are reconciled
+	EIPs           []string          // eip-allocations (NLB, at creation)
+	PrivateIPs     []string          // private-ipv4-addresses (NLB, at creation)
+
+	// Advice is one line per annotation set that ccm accepts but does not use for this
+	// Service, recorded once as a Warning (see adviseUnused) while the rest is reconciled.
+	Advice []string
 }
 
-type hcOptions struct{ Healthy, Unhealthy, Timeout, Interval int32 }
+// hcOptions are the health check's timings and what the annotations set of its target
+// (Protocol, Port, Path: "" when not set).
+type hcOptions struct {
+	Healthy, Unhealthy, Timeout, Interval int32
+	Protocol, Port, Path                  string `json:",omitempty"`
+}
+
+// elbAttrs are the load balancer attributes upstream reconciles: idle timeout, draining and
+// access logs on classic ELBs, access logs on NLBs (cross-zone is lbOptions.CrossZone).
+type elbAttrs struct {
+	IdleTimeout     int32  `json:",omitempty"` // classic: upstream's default 60
+	Draining        bool   `json:",omitempty"`
+	DrainingTimeout int32  `json:",omitempty"` // 0: not set (ELB keeps what it has)
+	AccessLog       bool   `json:",omitempty"`
+	EmitInterval    int32  `json:",omitempty"` // 0: not set
+	Bucket          string `json:",omitempty"`
+	Prefix          string `json:",omitempty"`
+}
 
 // sgIDRE is the shape of a security group ID.
 var sgIDRE = regexp.MustCompile(`^sg-[0-9a-zA-Z]{1,32}$`)
@@ -68,30 +144,44 @@ func annotationError(suffix, format string, args ...any) error {
 	return fmt.Errorf("annotation %s%s: %s", annotationPrefix, suffix, fmt.Sprintf(format, args...))
 }
 
-// parseOptions reads the annotations strictly: an unknown or unsupported one is an error that
-// names it, never silently ignored.
+// externalType reports whether svc's load balancer is another controller's (the AWS Load
+// Balancer Controller): upstream steps aside for type "external" and "nlb-ip".
+func externalType(svc *v1.Service) bool {
+	t := svc.Annotations[annotationPrefix+annType]
+	return t == "external" || t == "nlb-ip"
+}
+
+// parseOptions reads the annotations: an unknown name or a bad value is an error that names
+// it; an upstream annotation that does nothing for this Service's load balancer type is advice.
 func parseOptions(svc *v1.Service) (*lbOptions, error) {
-	o := &lbOptions{Backend: "tcp", NodeSelector: labels.Everything(),
-		HC: hcOptions{Healthy: 2, Unhealthy: 6, Timeout: 5, Interval: 10}}
-	for k, v := range svc.Annotations {
+	o := &lbOptions{Backend: "tcp", NodeSelector: labels.Everything(), NLB: svc.Annotations[annotationPrefix+annType] == "nlb"}
+	hcSet := map[string]int32{}
+	for _, k := range slices.Sorted(maps.Keys(svc.Annotations)) {
+		v := svc.Annotations[k]
 		suffix, ok := strings.CutPrefix(k, annotationPrefix)
 		if !ok {
 			continue
 		}
 		if !slices.Contains(supported, suffix) {
-			return nil, annotationError(suffix, "is not supported by this provider (see docs/providers/aws.md)")
+			return nil, annotationError(suffix, "is not an annotation of this provider or of the upstream AWS cloud provider (see docs/providers/aws.md)")
+		}
+		if why, ok := notForNLB[suffix]; ok && o.NLB {
+			o.Advice = append(o.Advice, fmt.Sprintf("%s%s is not used for an NLB: %s", annotationPrefix, suffix, why))
+			continue
+		}
+		if why, ok := notForClassic[suffix]; ok && !o.NLB {
+			o.Advice = append(o.Advice, fmt.Sprintf("%s%s is not used for a classic ELB: %s", annotationPrefix, suffix, why))
+			continue
 		}
 		var err error
 		switch suffix {
 		case annType:
-			o.NLB = v == "nlb"
-			if v == "external" {
-				err = annotationError(suffix, "%q (the AWS Load Balancer Controller's) is not this provider's to serve", v)
-			} else if v != "" && v != "classic" && v != "nlb" {
-				err = annotationError(suffix, "%q is not a load balancer type", v)
+			if v != "" && v != "classic" && v != "nlb" {
+				err = annotationError(suffix, "%q is not a load balancer type (nlb, classic; external and nlb-ip are left to the AWS Load Balancer Controller)", v)
 			}
 		case annInternal:
-			o.Internal, err = parseBool(suffix, v)
+			// Upstream: any value but "false" (and empty) is internal, "0.0.0.0/0" included.
+			o.Internal = v != "" && v != "false"
 		case annCrossZone:
 			o.CrossZone, err = parseBool(suffix, v)
 		case annSubnets:
@@ -99,15 +189,20 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 			if len(o.Subnets) == 0 {
 				err = annotationError(suffix, "names no subnet")
 			}
-		case annSecurityGroup:
-			o.SecurityGroups = splitList(v)
-			for _, g := range o.SecurityGroups {
+		case annSecurityGroup, annExtraGroups:
+			gs := splitList(v)
+			for _, g := range gs {
 				if !sgIDRE.MatchString(g) {
 					err = annotationError(suffix, "%q is not a security group ID (sg-…)", g)
 				}
 			}
-			if len(o.SecurityGroups) == 0 {
-				err = annotationError(suffix, "names no security group")
+			if suffix == annSecurityGroup {
+				o.SecurityGroups = gs
+				if len(gs) == 0 {
+					err = annotationError(suffix, "names no security group")
+				}
+			} else {
+				o.ExtraGroups = gs
 			}
 		case annSSLCert:
 			o.SSLCert = v
@@ -116,6 +211,11 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 			}
 		case annSSLPorts:
 			o.SSLPorts = splitList(v)
+		case annSSLPolicy:
+			o.SSLPolicy = strings.TrimSpace(v)
+			if !sslPolicyRE.MatchString(o.SSLPolicy) {
+				err = annotationError(suffix, "%q is not an ELB security policy name (such as ELBSecurityPolicy-TLS-1-2-2017-01)", v)
+			}
 		case annBackend:
 			o.Backend = strings.ToLower(v)
 			if !slices.Contains([]string{"tcp", "http", "https", "ssl"}, o.Backend) {
@@ -129,12 +229,66 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 				err = annotationError(suffix, "%v", err)
 			}
 		case annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval:
-			err = parseHC(o, suffix, v)
+			var n int32
+			n, err = parseHC(o.NLB, suffix, v)
+			hcSet[suffix] = n
+		case annHCProtocol:
+			o.HC.Protocol = strings.ToUpper(strings.TrimSpace(v))
+			allowed := []string{"TCP", "HTTP", "HTTPS", "SSL"}
+			if o.NLB {
+				allowed = allowed[:3]
+			}
+			if !slices.Contains(allowed, o.HC.Protocol) {
+				err = annotationError(suffix, "must be one of %s, not %q", strings.Join(allowed, ", "), v)
+			}
+		case annHCPort:
+			o.HC.Port = strings.TrimSpace(v)
+			if n, perr := strconv.Atoi(o.HC.Port); o.HC.Port != trafficPort && (perr != nil || n < 1 || n > 65535) {
+				err = annotationError(suffix, "must be a port number (1-65535) or %q, not %q", trafficPort, v)
+			}
+		case annHCPath:
+			o.HC.Path = strings.TrimSpace(v)
+			if o.HC.Path != "" && (!strings.HasPrefix(o.HC.Path, "/") || len(o.HC.Path) > 1024 || strings.ContainsAny(o.HC.Path, " \t\n")) {
+				err = annotationError(suffix, "must be a path starting with / (at most 1024 characters, no spaces), not %q", v)
+			}
 		case annProxyProtocol:
-			// Upstream's only value: "*" is every backend port (every target group of an NLB).
+			// Upstream's only value: "*" is every backend port.
 			o.ProxyProtocol = v == "*"
 			if !o.ProxyProtocol {
 				err = annotationError(suffix, "must be \"*\" (PROXY protocol on every backend port), not %q", v)
+			}
+		case annIdleTimeout:
+			o.Attrs.IdleTimeout, err = parseRange(suffix, v, 1, 4000)
+		case annDraining:
+			o.Attrs.Draining, err = parseBool(suffix, v)
+		case annDrainingTimeout:
+			o.Attrs.DrainingTimeout, err = parseRange(suffix, v, 1, 3600)
+		case annAccessLog:
+			o.Attrs.AccessLog, err = parseBool(suffix, v)
+		case annAccessLogEmit:
+			o.Attrs.EmitInterval, err = parseRange(suffix, v, 5, 60)
+			if err == nil && o.Attrs.EmitInterval != 5 && o.Attrs.EmitInterval != 60 {
+				err = annotationError(suffix, "must be 5 or 60 (minutes), not %q", v)
+			}
+		case annAccessLogBucket:
+			o.Attrs.Bucket = strings.TrimSpace(v)
+		case annAccessLogPrefix:
+			o.Attrs.Prefix = strings.TrimSpace(v)
+		case annTGAttributes:
+			o.TGAttributes, err = parseKeyValues(suffix, v)
+		case annEIPAllocations:
+			o.EIPs = splitList(v)
+			for _, a := range o.EIPs {
+				if !strings.HasPrefix(a, "eipalloc-") {
+					err = annotationError(suffix, "%q is not an Elastic IP allocation ID (eipalloc-…)", a)
+				}
+			}
+		case annPrivateAddresses:
+			o.PrivateIPs = splitList(v)
+			for _, a := range o.PrivateIPs {
+				if ip, perr := netip.ParseAddr(a); perr != nil || !ip.Is4() {
+					err = annotationError(suffix, "%q is not an IPv4 address", a)
+				}
 			}
 		}
 		if err != nil {
@@ -148,14 +302,13 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 	if len(o.SSLPorts) > 0 && o.SSLCert == "" {
 		return nil, annotationError(annSSLPorts, "needs %s%s", annotationPrefix, annSSLCert)
 	}
-	if o.HC.Timeout >= o.HC.Interval {
-		return nil, annotationError(annHCTimeout, "(%ds) must be less than %s%s (%ds)", o.HC.Timeout, annotationPrefix, annHCInterval, o.HC.Interval)
+	if o.Attrs.AccessLog && o.Attrs.Bucket == "" {
+		return nil, annotationError(annAccessLog, "true needs %s%s", annotationPrefix, annAccessLogBucket)
 	}
+	o.HC.setTimings(o.NLB, svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal, hcSet)
 	if o.NLB {
-		for _, a := range []string{annSecurityGroup, annBackend, annCrossZone} {
-			if _, set := svc.Annotations[annotationPrefix+a]; set {
-				return nil, annotationError(a, "is not supported with type nlb")
-			}
+		if len(o.EIPs) > 0 && len(o.PrivateIPs) > 0 {
+			return nil, annotationError(annEIPAllocations, "and %s%s exclude each other (an internet-facing NLB takes Elastic IPs, an internal one private addresses)", annotationPrefix, annPrivateAddresses)
 		}
 		for _, p := range svc.Spec.Ports {
 			if p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP {
@@ -163,6 +316,12 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 			}
 		}
 		return o, nil
+	}
+	if o.Attrs.IdleTimeout == 0 {
+		o.Attrs.IdleTimeout = 60 // upstream writes its default
+	}
+	if o.HC.Timeout >= o.HC.Interval {
+		return nil, annotationError(annHCTimeout, "(%ds) must be less than %s%s (%ds)", o.HC.Timeout, annotationPrefix, annHCInterval, o.HC.Interval)
 	}
 	for _, p := range svc.Spec.Ports {
 		if p.Protocol != v1.ProtocolTCP {
@@ -172,23 +331,77 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 	return o, nil
 }
 
-func parseHC(o *lbOptions, suffix, v string) error {
-	n, err := strconv.Atoi(v)
+// trafficPort is the health check port value meaning "the port traffic goes to".
+const trafficPort = "traffic-port"
+
+// sslPolicyRE is the shape of an ELB security policy name.
+var sslPolicyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// setTimings sets upstream's defaults, then the annotations' values: classic ELBs 2/6/5s/10s
+// (healthy/unhealthy/timeout/interval); NLBs 3/3/10s/30s, or 2/2/10s/10s with
+// externalTrafficPolicy Local.
+func (h *hcOptions) setTimings(nlb, local bool, set map[string]int32) {
+	switch {
+	case !nlb:
+		h.Healthy, h.Unhealthy, h.Timeout, h.Interval = 2, 6, 5, 10
+	case local:
+		h.Healthy, h.Unhealthy, h.Timeout, h.Interval = 2, 2, 10, 10
+	default:
+		h.Healthy, h.Unhealthy, h.Timeout, h.Interval = 3, 3, 10, 30
+	}
+	for k, n := range set {
+		switch k {
+		case annHCHealthy:
+			h.Healthy = n
+		case annHCUnhealthy:
+			h.Unhealthy = n
+		case annHCTimeout:
+			h.Timeout = n
+		case annHCInterval:
+			h.Interval = n
+		}
+	}
+}
+
+// adviseUnused records o's advice as one Warning on svc (once an hour while it holds).
+func (l *loadBalancers) adviseUnused(svc *v1.Service, o *lbOptions) {
+	if len(o.Advice) > 0 {
+		l.c.events.Advise(svc, reasonUnusedAnnotation, strings.Join(o.Advice, "; "))
+	}
+}
+
+// reasonUnusedAnnotation is the Warning's reason for annotations accepted but not used; the
+// OpenStack provider's word for the same.
+const reasonUnusedAnnotation = "UnsupportedAnnotation"
+
+func parseRange(suffix, v string, lo, hi int) (int32, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < lo || n > hi {
+		return 0, annotationError(suffix, "must be a number from %d to %d, not %q", lo, hi, v)
+	}
+	return int32(n), nil
+}
+
+// parseKeyValues reads "k=v,k2=v2" (target-group-attributes).
+func parseKeyValues(suffix, v string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range splitList(v) {
+		k, val, ok := strings.Cut(kv, "=")
+		k, val = strings.TrimSpace(k), strings.TrimSpace(val)
+		if !ok || k == "" {
+			return nil, annotationError(suffix, "%q is not key=value", kv)
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+func parseHC(nlb bool, suffix, v string) (int32, error) {
 	limits := map[string][2]int{annHCHealthy: {2, 10}, annHCUnhealthy: {2, 10}, annHCTimeout: {2, 60}, annHCInterval: {5, 300}}[suffix]
-	if err != nil || n < limits[0] || n > limits[1] {
-		return annotationError(suffix, "must be a number from %d to %d, not %q", limits[0], limits[1], v)
+	if nlb && suffix == annHCTimeout {
+		limits[1] = 120
 	}
-	switch suffix {
-	case annHCHealthy:
-		o.HC.Healthy = int32(n)
-	case annHCUnhealthy:
-		o.HC.Unhealthy = int32(n)
-	case annHCTimeout:
-		o.HC.Timeout = int32(n)
-	case annHCInterval:
-		o.HC.Interval = int32(n)
-	}
-	return nil
+	return parseRange(suffix, v, limits[0], limits[1])
 }
 
 func parseBool(suffix, v string) (bool, error) {

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -16,7 +17,9 @@ func svcWith(ann map[string]string) *v1.Service {
 
 func TestAnnotationsRejectedNameTheAnnotation(t *testing.T) {
 	for ann, val := range map[string]string{
-		"type": "alb", "proxy-protocol": "v2", "connection-idle-timeout": "60", "internal": "maybe",
+		"type": "alb", "proxy-protocol": "v2", "connection-idle-timeout": "0", "access-log-emit-interval": "30",
+		"healthcheck-protocol": "UDP", "healthcheck-port": "http", "healthcheck-path": "healthz", "ssl-negotiation-policy": "a policy",
+		"connection-draining-enabled": "yes", "scheme": "internal",
 		"backend-protocol": "udp", "healthcheck-interval": "1", "security-groups": "default",
 		"ssl-ports": "443", "additional-resource-tags": "kubernetes.io/x=y", "target-node-labels": "a in (",
 	} {
@@ -25,7 +28,7 @@ func TestAnnotationsRejectedNameTheAnnotation(t *testing.T) {
 			t.Errorf("%s=%q: error %v does not name the annotation", ann, val, err)
 		}
 	}
-	for ann, val := range map[string]string{"security-groups": "sg-1", "backend-protocol": "http", "cross-zone-load-balancing-enabled": "true"} {
+	for ann, val := range map[string]string{"healthcheck-protocol": "SSL", "healthcheck-timeout": "121", "target-group-attributes": "a"} {
 		_, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + ann: val}))
 		if err == nil || !strings.Contains(err.Error(), annotationPrefix+ann) {
 			t.Errorf("nlb with %s: error %v does not name the annotation", ann, err)
@@ -58,5 +61,50 @@ func TestAnnotationsParsed(t *testing.T) {
 	}
 	if !o.NodeSelector.Matches(labels.Set{"pool": "web"}) || o.NodeSelector.Matches(labels.Set{"pool": "db"}) {
 		t.Error("target-node-labels selector wrong")
+	}
+}
+
+// Upstream: any value of internal but "false" (or none) is internal.
+func TestInternalAsUpstream(t *testing.T) {
+	for v, want := range map[string]bool{"true": true, "0.0.0.0/0": true, "yes": true, "false": false, "": false, "False": true} {
+		o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "internal": v}))
+		if err != nil || o.Internal != want {
+			t.Errorf("internal=%q: internal %v, %v; want %v", v, o != nil && o.Internal, err, want)
+		}
+	}
+}
+
+// Annotations upstream reads for the other load balancer type are advice, not errors.
+func TestAnnotationsForTheOtherTypeAdvised(t *testing.T) {
+	nlb := map[string]string{annotationPrefix + "type": "nlb"}
+	for _, ann := range []string{"security-groups", "extra-security-groups", "proxy-protocol", "connection-idle-timeout", "connection-draining-enabled", "connection-draining-timeout", "access-log-emit-interval"} {
+		a := maps.Clone(nlb)
+		a[annotationPrefix+ann] = map[string]string{"security-groups": "sg-1", "extra-security-groups": "sg-2", "proxy-protocol": "*", "connection-draining-enabled": "true", "access-log-emit-interval": "5"}[ann]
+		if a[annotationPrefix+ann] == "" {
+			a[annotationPrefix+ann] = "30"
+		}
+		o, err := parseOptions(svcWith(a))
+		if err != nil || len(o.Advice) != 1 || !strings.Contains(o.Advice[0], annotationPrefix+ann) {
+			t.Errorf("nlb with %s: %v, advice %v; want one advice naming it", ann, err, o)
+		}
+	}
+	for _, ann := range []string{"target-group-attributes", "eip-allocations", "private-ipv4-addresses"} {
+		o, err := parseOptions(svcWith(map[string]string{annotationPrefix + ann: "x"}))
+		if err != nil || len(o.Advice) != 1 || !strings.Contains(o.Advice[0], annotationPrefix+ann) {
+			t.Errorf("classic with %s: %v, advice %v; want one advice naming it", ann, err, o)
+		}
+	}
+}
+
+// The annotation list is upstream's, neither more nor less (upstream's aws.go constants).
+func TestSupportedAreUpstreams(t *testing.T) {
+	upstream := []string{"type", "internal", "proxy-protocol", "access-log-emit-interval", "access-log-enabled", "access-log-s3-bucket-name",
+		"access-log-s3-bucket-prefix", "connection-draining-enabled", "connection-draining-timeout", "connection-idle-timeout",
+		"cross-zone-load-balancing-enabled", "extra-security-groups", "security-groups", "ssl-cert", "ssl-ports", "ssl-negotiation-policy",
+		"backend-protocol", "additional-resource-tags", "healthcheck-protocol", "healthcheck-port", "healthcheck-path",
+		"healthcheck-healthy-threshold", "healthcheck-unhealthy-threshold", "healthcheck-timeout", "healthcheck-interval",
+		"target-group-attributes", "eip-allocations", "private-ipv4-addresses", "target-node-labels", "subnets"}
+	if !sameSet(upstream, supported) {
+		t.Errorf("supported %v, upstream %v", supported, upstream)
 	}
 }

@@ -170,11 +170,14 @@ func (h *harness) DriftCases(t cloudtest.T) []cloudtest.DriftCase {
 					Targets: []v2types.TargetDescription{{Id: aws.String(tgs[0].Targets[0])}}})
 				must(t, "DeregisterTargets", err)
 			}},
-		{Name: "nlb: PROXY protocol turned on", Mutate: nlbAnnotation, MaxWrites: 1, Mentions: "PROXY protocol v2 of target group",
+		{Name: "nlb: target group attribute changed", Mutate: func(svc *v1.Service) {
+			nlbAnnotation(svc)
+			svc.Annotations[annotationPrefix+annTGAttributes] = "proxy_protocol_v2.enabled=false,deregistration_delay.timeout_seconds=30"
+		}, MaxWrites: 1, Mentions: "attribute proxy_protocol_v2.enabled was \"true\"",
 			Break: func(t cloudtest.T, cluster string, svc *v1.Service) {
 				_, _, tgs := nlb(cluster, svc)
 				_, err := op.elbv2.ModifyTargetGroupAttributes(ctx, &elbv2.ModifyTargetGroupAttributesInput{TargetGroupArn: aws.String(tgs[0].ARN),
-					Attributes: []v2types.TargetGroupAttribute{{Key: aws.String(proxyV2Attr), Value: aws.String("true")}}})
+					Attributes: []v2types.TargetGroupAttribute{{Key: aws.String("proxy_protocol_v2.enabled"), Value: aws.String("true")}}})
 				must(t, "ModifyTargetGroupAttributes", err)
 			}},
 		// Recreated: CreateLoadBalancer, CreateListener, AddTags. The target groups, their

@@ -56,8 +56,8 @@ func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *lbOpt
 		if err != nil {
 			return observedELB{}, err
 		}
-		crossZone, err := l.crossZoneOf(ctx, name)
-		return observedELB{desc: cur, crossZone: crossZone}, err
+		crossZone, attrs, err := l.attributesOf(ctx, name)
+		return observedELB{desc: cur, crossZone: crossZone, attrs: attrs}, err
 	case err != nil:
 		return observedELB{}, fmt.Errorf("aws: CreateLoadBalancer %s: %w", name, err)
 	case aws.ToString(out.DNSName) == "":
@@ -65,7 +65,7 @@ func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *lbOpt
 	}
 	klog.InfoS("Created ELB", "service", klog.KObj(svc), "name", name)
 	return observedELB{desc: &elbtypes.LoadBalancerDescription{LoadBalancerName: aws.String(name), DNSName: out.DNSName, Scheme: aws.String(want.Scheme),
-		Subnets: want.Subnets, SecurityGroups: want.groupIDs, ListenerDescriptions: lds}}, nil
+		Subnets: want.Subnets, SecurityGroups: want.groupIDs, ListenerDescriptions: lds}, attrs: newELBAttrs}, nil
 }
 
 // adoptOwn reads the existing ELB name and returns it if its tags say it is svc's.
@@ -98,15 +98,6 @@ func (l *loadBalancers) configureHealthCheck(ctx context.Context, name string, w
 		HealthyThreshold: aws.Int32(want.HC.Healthy), UnhealthyThreshold: aws.Int32(want.HC.Unhealthy)}})
 	if err != nil {
 		return fmt.Errorf("aws: ConfigureHealthCheck %s: %w", name, err)
-	}
-	return nil
-}
-
-func (l *loadBalancers) crossZone(ctx context.Context, name string, on bool) error {
-	_, err := l.c.api.elb.ModifyLoadBalancerAttributes(ctx, &elb.ModifyLoadBalancerAttributesInput{LoadBalancerName: aws.String(name),
-		LoadBalancerAttributes: &elbtypes.LoadBalancerAttributes{CrossZoneLoadBalancing: &elbtypes.CrossZoneLoadBalancing{Enabled: on}}})
-	if err != nil {
-		return fmt.Errorf("aws: ModifyLoadBalancerAttributes %s: %w", name, err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
@@ -19,7 +20,11 @@ import (
 type observedELB struct {
 	desc      *elbtypes.LoadBalancerDescription
 	crossZone bool
+	attrs     elbAttrs
 }
+
+// newELBAttrs are the attributes of a new ELB made through the API.
+var newELBAttrs = elbAttrs{IdleTimeout: 60, DrainingTimeout: 300, EmitInterval: 60}
 
 // elbPlan is the difference between a desired and an observed ELB. Its zero value is "nothing
 // to do". repairs names each difference, for the drift Event.
@@ -29,10 +34,13 @@ type elbPlan struct {
 	addListeners    []string // listener keys (see listenerKey)
 	healthCheck     bool
 	crossZone       *bool
+	attrs           bool // write the idle timeout, draining and access log attributes
 	attachSubnets   []string
 	detachSubnets   []string
 	groups          []string // the groups to apply; nil when they are as wanted
 	proxyPolicy     bool     // create the PROXY protocol policy
+	sslPolicy       string   // create this SSL negotiation policy (ssl-negotiation-policy)
+	sslListeners    []int32  // listener ports to set the SSL negotiation policy on
 	backendPolicies map[int32][]string
 	register        []string
 	deregister      []string
@@ -41,7 +49,7 @@ type elbPlan struct {
 
 func (p *elbPlan) empty() bool {
 	return !p.recreate && len(p.deleteListeners)+len(p.addListeners)+len(p.attachSubnets)+len(p.detachSubnets)+len(p.backendPolicies)+len(p.register)+len(p.deregister) == 0 &&
-		!p.healthCheck && p.crossZone == nil && p.groups == nil && !p.proxyPolicy
+		!p.healthCheck && p.crossZone == nil && !p.attrs && p.groups == nil && !p.proxyPolicy && p.sslPolicy == "" && len(p.sslListeners) == 0
 }
 
 func (p *elbPlan) note(format string, args ...any) {
@@ -85,6 +93,10 @@ func planELB(want *desired, members []string, have observedELB) elbPlan {
 		p.crossZone = aws.Bool(want.CrossZone)
 		p.note("cross-zone load balancing was %s", onOff(have.crossZone))
 	}
+	if d := attrsDiff(want.attrs(), have.attrs); d != "" {
+		p.attrs = true
+		p.note("%s", d)
+	}
 	for _, s := range want.Subnets {
 		if !slices.Contains(cur.Subnets, s) {
 			p.attachSubnets = append(p.attachSubnets, s)
@@ -102,6 +114,7 @@ func planELB(want *desired, members []string, have observedELB) elbPlan {
 		p.note("security groups were %v, not %v", cur.SecurityGroups, want.groupIDs)
 	}
 	planProxyProtocol(&p, want, cur)
+	planSSLPolicy(&p, want, cur)
 	for _, id := range members {
 		if !slices.Contains(instanceIDs(cur), id) {
 			p.register = append(p.register, id)
@@ -158,6 +171,42 @@ func planProxyProtocol(p *elbPlan, want *desired, cur *elbtypes.LoadBalancerDesc
 	}
 }
 
+// sslPolicyName is upstream's name of the ELB policy that refers to the security policy the
+// ssl-negotiation-policy annotation names (type SSLNegotiationPolicyType).
+func sslPolicyName(ref string) string { return "k8s-SSLNegotiationPolicy-" + ref }
+
+// planSSLPolicy: with ssl-negotiation-policy, the policy exists and every SSL or HTTPS
+// listener has it (as upstream, it replaces the listener's policies). Without, nothing changes
+// (upstream leaves the listeners' policies as they are).
+func planSSLPolicy(p *elbPlan, want *desired, cur *elbtypes.LoadBalancerDescription) {
+	if want.SSLPolicy == "" {
+		return
+	}
+	name := sslPolicyName(want.SSLPolicy)
+	if cur.Policies == nil || !slices.Contains(cur.Policies.OtherPolicies, name) {
+		p.sslPolicy = name
+	}
+	held := map[int32][]string{}
+	for _, ld := range cur.ListenerDescriptions {
+		if ld.Listener != nil {
+			held[ld.Listener.LoadBalancerPort] = ld.PolicyNames
+		}
+	}
+	for _, s := range want.Listeners {
+		l := listenerOf(s)
+		have := held[l.LoadBalancerPort]
+		if slices.Contains(p.addListeners, s) {
+			have = nil // (re)created by this plan: no policies yet
+		}
+		if proto := aws.ToString(l.Protocol); (proto == "SSL" || proto == "HTTPS") && !slices.Equal(have, []string{name}) {
+			p.sslListeners = append(p.sslListeners, l.LoadBalancerPort)
+			if have != nil {
+				p.note("listener %s/%d had SSL policies %v, not %s", proto, l.LoadBalancerPort, have, name)
+			}
+		}
+	}
+}
+
 // applyELB writes plan (which must not be a recreation) to the ELB name.
 func (l *loadBalancers) applyELB(ctx context.Context, name string, want *desired, p elbPlan) error {
 	api := l.c.api.elb
@@ -196,8 +245,8 @@ func (l *loadBalancers) applyELB(ctx context.Context, name string, want *desired
 			return err
 		}
 	}
-	if p.crossZone != nil {
-		if err := l.crossZone(ctx, name, *p.crossZone); err != nil {
+	if p.crossZone != nil || p.attrs {
+		if err := l.writeAttributes(ctx, name, want); err != nil {
 			return err
 		}
 	}
@@ -207,6 +256,21 @@ func (l *loadBalancers) applyELB(ctx context.Context, name string, want *desired
 			PolicyAttributes: []elbtypes.PolicyAttribute{{AttributeName: aws.String("ProxyProtocol"), AttributeValue: aws.String("true")}}})
 		if err != nil && !isCode(err, "DuplicatePolicyName") {
 			return fmt.Errorf("aws: CreateLoadBalancerPolicy %s: %w", name, err)
+		}
+	}
+	if p.sslPolicy != "" {
+		_, err := api.CreateLoadBalancerPolicy(ctx, &elb.CreateLoadBalancerPolicyInput{
+			LoadBalancerName: lbName, PolicyName: aws.String(p.sslPolicy), PolicyTypeName: aws.String("SSLNegotiationPolicyType"),
+			PolicyAttributes: []elbtypes.PolicyAttribute{{AttributeName: aws.String("Reference-Security-Policy"), AttributeValue: aws.String(want.SSLPolicy)}}})
+		if err != nil && !isCode(err, "DuplicatePolicyName") {
+			return annotationError(annSSLPolicy, "CreateLoadBalancerPolicy %s: %v", name, err)
+		}
+	}
+	for _, port := range p.sslListeners {
+		_, err := api.SetLoadBalancerPoliciesOfListener(ctx, &elb.SetLoadBalancerPoliciesOfListenerInput{
+			LoadBalancerName: lbName, LoadBalancerPort: port, PolicyNames: []string{sslPolicyName(want.SSLPolicy)}})
+		if err != nil {
+			return fmt.Errorf("aws: SetLoadBalancerPoliciesOfListener %s port %d: %w", name, port, err)
 		}
 	}
 	for _, port := range slices.Sorted(maps.Keys(p.backendPolicies)) {
@@ -237,12 +301,73 @@ func elbInstances(ids []string) []elbtypes.Instance {
 	return out
 }
 
-// crossZoneOf reads the ELB's cross-zone attribute: the one setting DescribeLoadBalancers does
-// not carry.
-func (l *loadBalancers) crossZoneOf(ctx context.Context, name string) (bool, error) {
+// attrsDiff says how have differs from want in what the annotations set ("" when it does
+// not): a timeout the Service does not set is not compared, nor the log bucket of disabled logs.
+func attrsDiff(want, have elbAttrs) string {
+	var d []string
+	if want.IdleTimeout != have.IdleTimeout {
+		d = append(d, fmt.Sprintf("idle timeout was %ds", have.IdleTimeout))
+	}
+	if want.Draining != have.Draining {
+		d = append(d, "connection draining was "+onOff(have.Draining))
+	}
+	if want.DrainingTimeout != 0 && want.DrainingTimeout != have.DrainingTimeout {
+		d = append(d, fmt.Sprintf("connection draining timeout was %ds", have.DrainingTimeout))
+	}
+	if want.AccessLog != have.AccessLog {
+		d = append(d, "access logs were "+onOff(have.AccessLog))
+	}
+	if want.AccessLog && (want.Bucket != have.Bucket || want.Prefix != have.Prefix || (want.EmitInterval != 0 && want.EmitInterval != have.EmitInterval)) {
+		d = append(d, fmt.Sprintf("access logs went to s3://%s/%s every %d minutes", have.Bucket, have.Prefix, have.EmitInterval))
+	}
+	return strings.Join(d, ", ")
+}
+
+// attributesOf reads the ELB's attributes, which DescribeLoadBalancers does not carry.
+func (l *loadBalancers) attributesOf(ctx context.Context, name string) (crossZone bool, attrs elbAttrs, err error) {
 	out, err := l.c.api.elb.DescribeLoadBalancerAttributes(ctx, &elb.DescribeLoadBalancerAttributesInput{LoadBalancerName: aws.String(name)})
 	if err != nil {
-		return false, fmt.Errorf("aws: DescribeLoadBalancerAttributes %s: %w", name, err)
+		return false, attrs, fmt.Errorf("aws: DescribeLoadBalancerAttributes %s: %w", name, err)
 	}
-	return out.LoadBalancerAttributes != nil && out.LoadBalancerAttributes.CrossZoneLoadBalancing != nil && out.LoadBalancerAttributes.CrossZoneLoadBalancing.Enabled, nil
+	a := out.LoadBalancerAttributes
+	if a == nil {
+		return false, attrs, nil
+	}
+	if a.ConnectionSettings != nil {
+		attrs.IdleTimeout = aws.ToInt32(a.ConnectionSettings.IdleTimeout)
+	}
+	if a.ConnectionDraining != nil {
+		attrs.Draining, attrs.DrainingTimeout = a.ConnectionDraining.Enabled, aws.ToInt32(a.ConnectionDraining.Timeout)
+	}
+	if a.AccessLog != nil {
+		attrs.AccessLog, attrs.EmitInterval = a.AccessLog.Enabled, aws.ToInt32(a.AccessLog.EmitInterval)
+		attrs.Bucket, attrs.Prefix = aws.ToString(a.AccessLog.S3BucketName), aws.ToString(a.AccessLog.S3BucketPrefix)
+	}
+	return a.CrossZoneLoadBalancing != nil && a.CrossZoneLoadBalancing.Enabled, attrs, nil
+}
+
+// writeAttributes writes every attribute ccm manages, as upstream does when one differs.
+func (l *loadBalancers) writeAttributes(ctx context.Context, name string, want *desired) error {
+	a := want.attrs()
+	in := &elbtypes.LoadBalancerAttributes{CrossZoneLoadBalancing: &elbtypes.CrossZoneLoadBalancing{Enabled: want.CrossZone},
+		ConnectionSettings: &elbtypes.ConnectionSettings{IdleTimeout: aws.Int32(a.IdleTimeout)},
+		ConnectionDraining: &elbtypes.ConnectionDraining{Enabled: a.Draining},
+		AccessLog:          &elbtypes.AccessLog{Enabled: a.AccessLog}}
+	if a.DrainingTimeout != 0 {
+		in.ConnectionDraining.Timeout = aws.Int32(a.DrainingTimeout)
+	}
+	if a.AccessLog {
+		in.AccessLog.S3BucketName = aws.String(a.Bucket)
+		if a.Prefix != "" {
+			in.AccessLog.S3BucketPrefix = aws.String(a.Prefix)
+		}
+		if a.EmitInterval != 0 {
+			in.AccessLog.EmitInterval = aws.Int32(a.EmitInterval)
+		}
+	}
+	_, err := l.c.api.elb.ModifyLoadBalancerAttributes(ctx, &elb.ModifyLoadBalancerAttributesInput{LoadBalancerName: aws.String(name), LoadBalancerAttributes: in})
+	if err != nil {
+		return fmt.Errorf("aws: ModifyLoadBalancerAttributes %s: %w", name, err)
+	}
+	return nil
 }

@@ -25,7 +25,7 @@ func TestPlanELB(t *testing.T) {
 			l := listenerOf(s)
 			d.ListenerDescriptions = append(d.ListenerDescriptions, elbtypes.ListenerDescription{Listener: &l})
 		}
-		return observedELB{desc: d}
+		return observedELB{desc: d, attrs: newELBAttrs}
 	}
 	members := []string{"i-1", "i-2"}
 	for _, tc := range []struct {
@@ -65,6 +65,19 @@ func TestPlanELB(t *testing.T) {
 			check: func(p elbPlan) bool {
 				return p.proxyPolicy && len(p.backendPolicies) == 2 && slices.Equal(p.backendPolicies[30080], []string{proxyPolicyName})
 			}, repair: "PROXY protocol was off for port 30080"},
+		{name: "idle timeout changed by hand", have: func(o *observedELB) { o.attrs.IdleTimeout = 120 },
+			check: func(p elbPlan) bool { return p.attrs && p.crossZone == nil }, repair: "idle timeout was 120s"},
+		{name: "draining and logs wanted", want: func(d *desired) {
+			d.Attrs = &elbAttrs{IdleTimeout: 60, Draining: true, DrainingTimeout: 30, AccessLog: true, Bucket: "b"}
+		}, check: func(p elbPlan) bool { return p.attrs }, repair: "connection draining was off, connection draining timeout was 300s, access logs were off"},
+		{name: "unset timeouts and a disabled log's bucket are not compared", have: func(o *observedELB) {
+			o.attrs.DrainingTimeout, o.attrs.EmitInterval, o.attrs.Bucket = 77, 5, "old"
+		}, check: func(p elbPlan) bool { return p.empty() }},
+		{name: "ssl policy wanted on the SSL listener only", want: func(d *desired) {
+			d.SSLPolicy, d.Listeners[1] = "ELBSecurityPolicy-2016-08", "SSL:443:TCP:30443:arn:c"
+		}, check: func(p elbPlan) bool {
+			return p.sslPolicy == sslPolicyName("ELBSecurityPolicy-2016-08") && slices.Equal(p.sslListeners, []int32{443})
+		}},
 		{name: "proxy protocol removed keeps the port's other policies", have: func(o *observedELB) {
 			o.desc.BackendServerDescriptions = []elbtypes.BackendServerDescription{{InstancePort: aws.Int32(30080), PolicyNames: []string{"other", proxyPolicyName}}}
 		}, check: func(p elbPlan) bool {

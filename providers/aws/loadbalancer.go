@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,6 +65,12 @@ type desired struct {
 	OwnGroup       bool // a security group made for this ELB (no annotation, no ElbSecurityGroup)
 	// ProxyProtocol is omitted when off so the fingerprints of ELBs made before it existed hold.
 	ProxyProtocol bool `json:",omitempty"`
+	// Attrs are the idle timeout, draining and access log attributes; nil when they are
+	// upstream's defaults (60s, off, off), so the fingerprints of ELBs made before hold.
+	Attrs *elbAttrs `json:",omitempty"`
+	// SSLPolicy and ExtraGroups likewise.
+	SSLPolicy   string   `json:",omitempty"`
+	ExtraGroups []string `json:",omitempty"`
 
 	groupIDs     []string // the groups to attach; not fingerprinted (an ID is known only after creation)
 	groupCreated bool     // ensureGroupRules created the ELB's own group
@@ -73,14 +80,23 @@ type desired struct {
 
 // nodePorts are the ports the ELB reaches the nodes on: its listeners' instance ports and an
 // HTTP health check's port.
+func (d *desired) attrs() elbAttrs {
+	if d.Attrs == nil {
+		return elbAttrs{IdleTimeout: 60}
+	}
+	return *d.Attrs
+}
+
 func (d *desired) nodePorts() []int32 {
 	var out []int32
 	for _, s := range d.Listeners {
 		out = append(out, aws.ToInt32(listenerOf(s).InstancePort))
 	}
-	var hc int32
-	if _, err := fmt.Sscanf(d.HealthCheck, "HTTP:%d/", &hc); err == nil && hc > 0 {
-		out = append(out, hc)
+	if _, rest, ok := strings.Cut(d.HealthCheck, ":"); ok {
+		digits, _, _ := strings.Cut(rest, "/")
+		if hc, err := strconv.Atoi(digits); err == nil && hc > 0 {
+			out = append(out, int32(hc))
+		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -97,6 +113,9 @@ func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1
 
 // GetLoadBalancer implements cloudprovider.LoadBalancer.
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	if externalType(svc) {
+		return nil, false, nil // another controller's (upstream answers the same)
+	}
 	st, err := l.loadBalancerStatus(ctx, svc)
 	if err != nil || st != nil {
 		return st, st != nil, publicError(err)
@@ -194,6 +213,9 @@ var errNotCreatedYet = errors.New("no load balancer to update")
 
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	if externalType(svc) {
+		return nil, cloudprovider.ImplementedElsewhere
+	}
 	start := time.Now()
 	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
 	st, err := l.ensure(ctx, svc, nodes, false)
@@ -201,12 +223,19 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 	return st, publicError(err)
 }
 
+// EnsureLoadBalancer, UpdateLoadBalancer and GetLoadBalancer step aside for a Service whose
+// aws-load-balancer-type is "external" or "nlb-ip", as upstream does: the AWS Load Balancer
+// Controller serves it. The service controller takes ImplementedElsewhere as "nothing to do".
+
 // UpdateLoadBalancer implements cloudprovider.LoadBalancer: the same reconcile, which changes
 // only members when only the nodes changed, but never creates. The node sync calls it for the
 // Services it has cached, also one whose load balancer a worker has just deleted; creating
 // would bring that back for good. A Service with no address yet has its creation pending
 // (requeued with the current Nodes), so that is no error.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
+	if externalType(svc) {
+		return cloudprovider.ImplementedElsewhere
+	}
 	start := time.Now()
 	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
 	_, err := l.ensure(ctx, svc, nodes, true)
@@ -228,6 +257,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err != nil {
 		return nil, err
 	}
+	l.adviseUnused(svc, opts)
 	var st *v1.LoadBalancerStatus
 	if opts.NLB {
 		st, err = l.ensureNLB(ctx, svc, opts, nodes, mustExist)
@@ -293,11 +323,11 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 	var plan elbPlan
 	created := cur == nil
 	if cur != nil {
-		crossZone, err := l.crossZoneOf(ctx, name)
+		crossZone, attrs, err := l.attributesOf(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		plan = planELB(want, members, observedELB{desc: cur, crossZone: crossZone})
+		plan = planELB(want, members, observedELB{desc: cur, crossZone: crossZone, attrs: attrs})
 		if listed && (plan.recreate || !plan.empty()) {
 			// About to change the ELB: its ownership is checked on tags read now, not on the
 			// listing's copy (they may have been changed since).
@@ -375,7 +405,13 @@ func tagsHold(have, want map[string]string) bool {
 }
 
 func (l *loadBalancers) desired(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, nodeGroups []string) (*desired, error) {
-	d := &desired{Scheme: "internet-facing", HC: opts.HC, CrossZone: opts.CrossZone, ExtraTags: opts.ExtraTags, NodeGroups: nodeGroups, ProxyProtocol: opts.ProxyProtocol}
+	d := &desired{Scheme: "internet-facing", HC: opts.HC, CrossZone: opts.CrossZone, ExtraTags: opts.ExtraTags, NodeGroups: nodeGroups, ProxyProtocol: opts.ProxyProtocol,
+		SSLPolicy: opts.SSLPolicy, ExtraGroups: opts.ExtraGroups}
+	d.HC.Protocol, d.HC.Port, d.HC.Path = "", "", "" // in HealthCheck
+	if opts.Attrs != (elbAttrs{IdleTimeout: 60}) {
+		a := opts.Attrs
+		d.Attrs = &a
+	}
 	if opts.Internal {
 		d.Scheme = "internal"
 	}
@@ -391,11 +427,14 @@ func (l *loadBalancers) desired(ctx context.Context, svc *v1.Service, opts *lbOp
 	d.OwnGroup = len(d.SecurityGroups) == 0
 	d.SourceRanges = opts.SourceRanges
 	for _, p := range svc.Spec.Ports {
+		// Upstream's listeners: on a TLS port the backend protocol picks HTTPS or SSL in front;
+		// elsewhere only "http" makes an HTTP listener, and https or ssl are plain TCP (their
+		// health check is SSL, below).
 		proto, iproto := strings.ToUpper(opts.Backend), strings.ToUpper(opts.Backend)
 		if opts.sslPort(p) {
 			proto = map[string]string{"HTTP": "HTTPS", "HTTPS": "HTTPS", "TCP": "SSL", "SSL": "SSL"}[iproto]
 		} else if iproto == "HTTPS" || iproto == "SSL" {
-			proto, iproto = map[string]string{"HTTPS": "HTTP", "SSL": "TCP"}[iproto], map[string]string{"HTTPS": "HTTP", "SSL": "TCP"}[iproto]
+			proto, iproto = "TCP", "TCP"
 		}
 		cert := ""
 		if opts.sslPort(p) {
@@ -403,13 +442,50 @@ func (l *loadBalancers) desired(ctx context.Context, svc *v1.Service, opts *lbOp
 		}
 		d.Listeners = append(d.Listeners, fmt.Sprintf("%s:%d:%s:%d:%s", proto, p.Port, iproto, p.NodePort, cert))
 	}
-	d.HealthCheck = fmt.Sprintf("TCP:%d", firstNodePort(svc))
-	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
-		d.HealthCheck = fmt.Sprintf("HTTP:%d/healthz", svc.Spec.HealthCheckNodePort)
-	} else if port, path, ok := l.c.cfg.sharedProbe(); ok && svc.Spec.ExternalTrafficPolicy != v1.ServiceExternalTrafficPolicyLocal {
-		d.HealthCheck = fmt.Sprintf("HTTP:%d%s", port, path) // nodePorts() admits it from the ELB's group
-	}
+	d.HealthCheck = l.classicHealth(svc, opts)
 	return d, nil
+}
+
+// classicHealth is the ELB's health check target as upstream builds it: with
+// externalTrafficPolicy Local HTTP on the health check nodePort at /healthz; else TCP (SSL with
+// backend-protocol https or ssl) on the first nodePort, or the shared kube-proxy probe of
+// ClusterServiceLoadBalancerHealthProbeMode Shared; then the healthcheck-protocol, -port
+// ("traffic-port": the first nodePort) and -path annotations (path default /).
+func (l *loadBalancers) classicHealth(svc *v1.Service, opts *lbOptions) string {
+	first := firstNodePort(svc)
+	var proto, path string
+	var port int32
+	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
+		proto, port, path = "HTTP", svc.Spec.HealthCheckNodePort, "/healthz"
+	} else if p, sharedPath, ok := l.c.cfg.sharedProbe(); ok {
+		proto, port, path = "HTTP", int32(p), sharedPath // nodePorts() admits it from the ELB's group
+	} else {
+		proto, port = "TCP", first
+		if opts.Backend == "https" || opts.Backend == "ssl" {
+			proto = "SSL"
+		}
+	}
+	if opts.HC.Protocol != "" {
+		proto = opts.HC.Protocol
+	}
+	switch opts.HC.Port {
+	case "":
+	case trafficPort:
+		port = first
+	default:
+		n, _ := strconv.Atoi(opts.HC.Port)
+		port = int32(n)
+	}
+	if proto != "HTTP" && proto != "HTTPS" {
+		return fmt.Sprintf("%s:%d", proto, port)
+	}
+	if path == "" {
+		path = "/"
+	}
+	if opts.HC.Path != "" {
+		path = opts.HC.Path
+	}
+	return fmt.Sprintf("%s:%d%s", proto, port, path)
 }
 
 func firstNodePort(svc *v1.Service) int32 {

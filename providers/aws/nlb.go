@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,9 +48,11 @@ type nlbDesired struct {
 	// ports checked over TCP), as upstream admits them. Omitted when empty, so the fingerprints
 	// of NLBs made before it existed hold.
 	HealthCIDRs []string `json:",omitempty"`
-	// ProxyProtocol is omitted when off so the fingerprints of NLBs made before it existed hold.
-	ProxyProtocol bool `json:",omitempty"`
-	vpc           string
+	// TGAttributes are the target-group-attributes annotation's: only these keys are
+	// compared and written (upstream leaves the others, and those it no longer names, as
+	// they are).
+	TGAttributes map[string]string `json:",omitempty"`
+	vpc          string
 }
 
 type nlbPort struct {
@@ -61,7 +64,8 @@ type nlbPort struct {
 }
 
 func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *lbOptions) (*nlbDesired, error) {
-	d := &nlbDesired{Scheme: "internet-facing", HC: opts.HC, ExtraTags: opts.ExtraTags, Health: "TCP:traffic-port:", ProxyProtocol: opts.ProxyProtocol}
+	d := &nlbDesired{Scheme: "internet-facing", HC: opts.HC, ExtraTags: opts.ExtraTags, TGAttributes: opts.TGAttributes}
+	d.HC.Protocol, d.HC.Port, d.HC.Path = "", "", "" // in Health
 	if opts.Internal {
 		d.Scheme = "internal"
 	}
@@ -81,12 +85,10 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 		np.TG = tgNames.Name(l.c.cfg.ClusterID(), svc.Namespace+"/"+svc.Name, fmt.Sprintf("%s%d", strings.ToLower(backend), p.NodePort))
 		d.Ports = append(d.Ports, np)
 	}
-	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
-		d.Health = fmt.Sprintf("HTTP:%d:/healthz", svc.Spec.HealthCheckNodePort)
-		d.HCNodePort = svc.Spec.HealthCheckNodePort
-	} else if port, path, ok := l.c.cfg.sharedProbe(); ok && svc.Spec.ExternalTrafficPolicy != v1.ServiceExternalTrafficPolicyLocal {
-		d.Health = fmt.Sprintf("HTTP:%d:%s", port, path)
-		d.HCNodePort = port // admitted on the node groups as the health check NodePort is
+	d.Health = l.nlbHealth(svc, opts)
+	if _, port, _ := splitHealth(d.Health); port != trafficPort {
+		n, _ := strconv.Atoi(port)
+		d.HCNodePort = int32(n) // admitted on the node groups as the health check NodePort is
 	}
 	d.SourceRanges = opts.SourceRanges
 	if len(d.uncoveredHealthPorts()) > 0 {
@@ -102,6 +104,39 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 		slices.Sort(d.HealthCIDRs)
 	}
 	return d, nil
+}
+
+// nlbHealth is the target groups' health check, "protocol:port:path", as upstream builds it:
+// TCP on the traffic port (HTTP on the health check nodePort, path /healthz, with
+// externalTrafficPolicy Local), then the healthcheck-protocol, -path and -port annotations,
+// then, for a Service with externalTrafficPolicy Cluster, the shared kube-proxy probe of
+// ClusterServiceLoadBalancerHealthProbeMode Shared, which wins over them.
+func (l *loadBalancers) nlbHealth(svc *v1.Service, opts *lbOptions) string {
+	proto, port, path := "TCP", trafficPort, ""
+	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0
+	if local {
+		proto, port, path = "HTTP", strconv.Itoa(int(svc.Spec.HealthCheckNodePort)), "/healthz"
+	}
+	if opts.HC.Protocol != "" {
+		proto = opts.HC.Protocol
+	}
+	if proto == "TCP" {
+		path = ""
+	} else {
+		if path == "" {
+			path = "/"
+		}
+		if opts.HC.Path != "" {
+			path = opts.HC.Path
+		}
+	}
+	if opts.HC.Port != "" {
+		port = opts.HC.Port
+	}
+	if p, sharedPath, ok := l.c.cfg.sharedProbe(); ok && svc.Spec.ExternalTrafficPolicy != v1.ServiceExternalTrafficPolicyLocal {
+		proto, port, path = "HTTP", strconv.Itoa(int(p)), sharedPath
+	}
+	return proto + ":" + port + ":" + path
 }
 
 // healthPorts are the nodePorts the NLB's health checks go to (TCP): the health check nodePort,
@@ -402,36 +437,27 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 				}
 				tg = created.TargetGroups[0]
 				note("target group %s was missing", p.TG)
-				if want.ProxyProtocol { // a new group has proxy_protocol_v2.enabled false
-					if err := l.setProxyV2(ctx, tg, true); err != nil {
-						return nil, err
-					}
+				if err := l.ensureTGAttributes(ctx, svc, tg, want, nil); err != nil {
+					return nil, err
 				}
 				result = append(result, tg)
 				continue
 			}
-		} else if string(tg.HealthCheckProtocol) != hcProto || aws.ToString(tg.HealthCheckPort) != hcPort || aws.ToString(tg.HealthCheckPath) != hcPath {
-			in := &elbv2.ModifyTargetGroupInput{TargetGroupArn: tg.TargetGroupArn, HealthCheckProtocol: v2types.ProtocolEnum(hcProto), HealthCheckPort: aws.String(hcPort)}
+		}
+		if d := healthDiff(tg, want); d != "" {
+			in := &elbv2.ModifyTargetGroupInput{TargetGroupArn: tg.TargetGroupArn, HealthCheckProtocol: v2types.ProtocolEnum(hcProto), HealthCheckPort: aws.String(hcPort),
+				HealthyThresholdCount: aws.Int32(want.HC.Healthy), UnhealthyThresholdCount: aws.Int32(want.HC.Unhealthy),
+				HealthCheckIntervalSeconds: aws.Int32(want.HC.Interval), HealthCheckTimeoutSeconds: aws.Int32(want.HC.Timeout)}
 			if hcPath != "" {
 				in.HealthCheckPath = aws.String(hcPath)
 			}
 			if _, err := l.c.api.elbv2.ModifyTargetGroup(ctx, in); err != nil {
 				return nil, fmt.Errorf("aws: ModifyTargetGroup %s: %w", p.TG, err)
 			}
-			note("health check of target group %s was %s:%s%s", p.TG, tg.HealthCheckProtocol, aws.ToString(tg.HealthCheckPort), aws.ToString(tg.HealthCheckPath))
+			note("health check of target group %s was %s", p.TG, d)
 		}
-		attrs, err := l.c.api.elbv2.DescribeTargetGroupAttributes(ctx, &elbv2.DescribeTargetGroupAttributesInput{TargetGroupArn: tg.TargetGroupArn})
-		if err != nil {
-			return nil, fmt.Errorf("aws: DescribeTargetGroupAttributes %s: %w", p.TG, err)
-		}
-		on := slices.ContainsFunc(attrs.Attributes, func(a v2types.TargetGroupAttribute) bool {
-			return aws.ToString(a.Key) == proxyV2Attr && aws.ToString(a.Value) == "true"
-		})
-		if on != want.ProxyProtocol {
-			if err := l.setProxyV2(ctx, tg, want.ProxyProtocol); err != nil {
-				return nil, err
-			}
-			note("PROXY protocol v2 of target group %s was %s", p.TG, onOff(on))
+		if err := l.ensureTGAttributes(ctx, svc, tg, want, notes); err != nil {
+			return nil, err
 		}
 		result = append(result, tg)
 	}
@@ -480,14 +506,58 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 	return result, nil
 }
 
-// proxyV2Attr is the target group attribute for the proxy-protocol annotation on an NLB.
-const proxyV2Attr = "proxy_protocol_v2.enabled"
+// healthDiff says how tg's health check differs from want's ("" when it does not).
+func healthDiff(tg v2types.TargetGroup, want *nlbDesired) string {
+	proto, port, path := splitHealth(want.Health)
+	have := fmt.Sprintf("%s:%s:%s %d/%d/%ds/%ds", tg.HealthCheckProtocol, aws.ToString(tg.HealthCheckPort), aws.ToString(tg.HealthCheckPath),
+		aws.ToInt32(tg.HealthyThresholdCount), aws.ToInt32(tg.UnhealthyThresholdCount), aws.ToInt32(tg.HealthCheckTimeoutSeconds), aws.ToInt32(tg.HealthCheckIntervalSeconds))
+	if string(tg.HealthCheckProtocol) == proto && aws.ToString(tg.HealthCheckPort) == port && (proto == "TCP" || aws.ToString(tg.HealthCheckPath) == path) &&
+		aws.ToInt32(tg.HealthyThresholdCount) == want.HC.Healthy && aws.ToInt32(tg.UnhealthyThresholdCount) == want.HC.Unhealthy &&
+		aws.ToInt32(tg.HealthCheckTimeoutSeconds) == want.HC.Timeout && aws.ToInt32(tg.HealthCheckIntervalSeconds) == want.HC.Interval {
+		return ""
+	}
+	return have
+}
 
-func (l *loadBalancers) setProxyV2(ctx context.Context, tg v2types.TargetGroup, on bool) error {
-	_, err := l.c.api.elbv2.ModifyTargetGroupAttributes(ctx, &elbv2.ModifyTargetGroupAttributesInput{TargetGroupArn: tg.TargetGroupArn,
-		Attributes: []v2types.TargetGroupAttribute{{Key: aws.String(proxyV2Attr), Value: aws.String(strconv.FormatBool(on))}}})
+// ensureTGAttributes writes the target-group-attributes the target group does not hold, as
+// upstream does: only the keys the annotation names, and only keys the target group has (an
+// unknown key is reported, not sent). notes nil: a new target group (no repair to report).
+func (l *loadBalancers) ensureTGAttributes(ctx context.Context, svc *v1.Service, tg v2types.TargetGroup, want *nlbDesired, notes *[]string) error {
+	if len(want.TGAttributes) == 0 {
+		return nil // nothing asked: not even read
+	}
+	name := aws.ToString(tg.TargetGroupName)
+	attrs, err := l.c.api.elbv2.DescribeTargetGroupAttributes(ctx, &elbv2.DescribeTargetGroupAttributesInput{TargetGroupArn: tg.TargetGroupArn})
 	if err != nil {
-		return fmt.Errorf("aws: ModifyTargetGroupAttributes %s: %w", aws.ToString(tg.TargetGroupName), err)
+		return fmt.Errorf("aws: DescribeTargetGroupAttributes %s: %w", name, err)
+	}
+	have := map[string]string{}
+	for _, a := range attrs.Attributes {
+		have[aws.ToString(a.Key)] = aws.ToString(a.Value)
+	}
+	var change []v2types.TargetGroupAttribute
+	var unknown []string
+	for _, k := range slices.Sorted(maps.Keys(want.TGAttributes)) {
+		v, known := have[k]
+		switch {
+		case !known:
+			unknown = append(unknown, k)
+		case v != want.TGAttributes[k]:
+			change = append(change, v2types.TargetGroupAttribute{Key: aws.String(k), Value: aws.String(want.TGAttributes[k])})
+			if notes != nil {
+				*notes = append(*notes, fmt.Sprintf("target group %s attribute %s was %q", name, k, v))
+			}
+		}
+	}
+	if len(unknown) > 0 {
+		l.c.events.Advise(svc, reasonUnusedAnnotation, fmt.Sprintf("%s%s: target groups have no attribute %s; not set (as upstream)",
+			annotationPrefix, annTGAttributes, strings.Join(unknown, ", ")))
+	}
+	if len(change) == 0 {
+		return nil
+	}
+	if _, err := l.c.api.elbv2.ModifyTargetGroupAttributes(ctx, &elbv2.ModifyTargetGroupAttributesInput{TargetGroupArn: tg.TargetGroupArn, Attributes: change}); err != nil {
+		return annotationError(annTGAttributes, "target group %s: ModifyTargetGroupAttributes: %v", name, err)
 	}
 	return nil
 }

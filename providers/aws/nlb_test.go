@@ -212,20 +212,20 @@ func TestNLBRestartReadsListingOnly(t *testing.T) {
 		return r1 - r0, after, h.fake.Writes() - w
 	}
 	// Every sync compares each NLB with the cloud: its listeners (one read), each target
-	// group's attributes and targets (one read each); the rest comes from listings shared by
+	// group's targets (one read each; its attributes only with target-group-attributes); the rest comes from listings shared by
 	// all NLBs (load balancers, their tags 20 at a time, target groups, security groups).
 	listed := func(ops map[string]int) bool {
 		return ops["elbv2:DescribeLoadBalancers"] == 1 && ops["elbv2:DescribeTags"] == 2 && ops["elbv2:DescribeTargetGroups"] == 1 && ops["ec2:DescribeSecurityGroups"] == 1
 	}
 	perNLB := func(ops map[string]int) bool {
-		return ops["elbv2:DescribeListeners"] == n && ops["elbv2:DescribeTargetGroupAttributes"] == 2*n && ops["elbv2:DescribeTargetHealth"] == 2*n
+		return ops["elbv2:DescribeListeners"] == n && ops["elbv2:DescribeTargetGroupAttributes"] == 0 && ops["elbv2:DescribeTargetHealth"] == 2*n
 	}
 	total, ops, writes := ensure(true, nodes[:2])
 	if writes != 0 || !listed(ops) || !perNLB(ops) {
 		t.Errorf("restart of %d NLBs: %d reads %v, %d writes; want 0 writes, the listings and the per-NLB comparison", n, total, ops, writes)
 	}
 	t.Logf("restart, nothing changed, %d NLBs (2 target groups each): %d reads %v", n, total, ops)
-	if total, ops, writes = ensure(false, nodes[:2]); writes != 0 || !perNLB(ops) || total != 5*n {
+	if total, ops, writes = ensure(false, nodes[:2]); writes != 0 || !perNLB(ops) || total != 3*n {
 		t.Errorf("resync in the running ccm: %d reads %v, %d writes; want 0 writes, only the per-NLB comparison", total, ops, writes)
 	}
 
@@ -269,27 +269,35 @@ func TestNLBRestartReadsListingOnly(t *testing.T) {
 
 // proxy-protocol "*" on an NLB: proxy_protocol_v2.enabled on every target group; a restart
 // writes nothing; removing the annotation turns it off; a bad value changes nothing.
-func TestNLBProxyProtocolV2(t *testing.T) {
+func TestNLBTargetGroupAttributes(t *testing.T) {
 	h := newHarness(t, "nlbpp")
 	ctx := context.Background()
 	c := h.cloud(t, "")
 	lb, _ := c.LoadBalancer()
 	_, md := h.machine("pp-a")
 	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "pp-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}}}
-	svc := lbService("pp", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "proxy-protocol": "*"})
-	proxyOn := func() []bool {
+	// proxy-protocol does nothing on an NLB (upstream ignores it there): one Warning says so.
+	svc := lbService("pp", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "proxy-protocol": "*",
+		annotationPrefix + "target-group-attributes": "proxy_protocol_v2.enabled=true, deregistration_delay.timeout_seconds=30,no_such.key=1"})
+	svc.UID = "uid-pp"
+	attrs := func() []string {
 		_, _, tgs, _ := h.fake.NLBByName(c.lb.name(svc))
-		var out []bool
+		var out []string
 		for _, tg := range tgs {
-			out = append(out, tg.ProxyProtocolV2)
+			out = append(out, fmt.Sprintf("%v/%s", tg.ProxyProtocolV2, tg.Attributes["deregistration_delay.timeout_seconds"]))
 		}
 		return out
 	}
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
-	if got := proxyOn(); !slices.Equal(got, []bool{true, true}) {
-		t.Fatalf("proxy_protocol_v2.enabled per target group %v, want both true", got)
+	if got := attrs(); !slices.Equal(got, []string{"true/30", "true/30"}) {
+		t.Fatalf("attributes per target group %v, want proxy v2 on and delay 30 on both", got)
+	}
+	for _, want := range []string{annotationPrefix + "proxy-protocol is not used for an NLB", "target groups have no attribute no_such.key"} {
+		if ok, evs := h.events.Await(svc, 5*time.Second, "Warning UnsupportedAnnotation", want); !ok {
+			t.Errorf("events %q lack %q", evs, want)
+		}
 	}
 	w := h.fake.Writes()
 	lb2, _ := h.cloud(t, "").LoadBalancer()
@@ -297,22 +305,34 @@ func TestNLBProxyProtocolV2(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d := h.fake.Writes() - w; d != 0 {
-		t.Errorf("restart with proxy-protocol: %d writes, want 0", d)
+		t.Errorf("restart with target-group-attributes: %d writes, want 0", d)
 	}
-	svc.Annotations[annotationPrefix+"proxy-protocol"] = "v2"
-	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+"proxy-protocol") {
-		t.Errorf("proxy-protocol=v2: %v, want an error naming the annotation", err)
+	svc.Annotations[annotationPrefix+"target-group-attributes"] = "proxy_protocol_v2.enabled"
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+"target-group-attributes") {
+		t.Errorf("target-group-attributes without a value: %v, want an error naming the annotation", err)
 	}
-	if d := h.fake.Writes() - w; d != 0 || !slices.Equal(proxyOn(), []bool{true, true}) {
-		t.Errorf("bad value: %d writes, proxy %v; want nothing changed", d, proxyOn())
+	// A bad value: AWS refuses it, the error names the annotation.
+	svc.Annotations[annotationPrefix+"target-group-attributes"] = "deregistration_delay.timeout_seconds=forever"
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+"target-group-attributes") {
+		t.Errorf("bad attribute value: %v, want an error naming the annotation", err)
 	}
-	delete(svc.Annotations, annotationPrefix+"proxy-protocol")
-	before := h.fake.Operations()["elbv2:ModifyTargetGroupAttributes"]
+	// Removed: left as they are, as upstream does (no writes).
+	delete(svc.Annotations, annotationPrefix+"target-group-attributes")
+	modify := func() int { return h.fake.Operations()["elbv2:ModifyTargetGroupAttributes"] }
+	m := modify()
 	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
-	if got := proxyOn(); !slices.Equal(got, []bool{false, false}) || h.fake.Operations()["elbv2:ModifyTargetGroupAttributes"]-before != 2 {
-		t.Errorf("disabled: proxy %v, ModifyTargetGroupAttributes +%d; want both false, +2", got, h.fake.Operations()["elbv2:ModifyTargetGroupAttributes"]-before)
+	if got := attrs(); !slices.Equal(got, []string{"true/30", "true/30"}) || modify() != m {
+		t.Errorf("annotation removed: attributes %v, ModifyTargetGroupAttributes +%d; want unchanged, none", got, modify()-m)
+	}
+	// Changed: only the differing key is written, once per target group.
+	svc.Annotations[annotationPrefix+"target-group-attributes"] = "proxy_protocol_v2.enabled=false,deregistration_delay.timeout_seconds=30"
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if got := attrs(); !slices.Equal(got, []string{"false/30", "false/30"}) || modify() != m+2 {
+		t.Errorf("changed: attributes %v, ModifyTargetGroupAttributes +%d; want proxy off, +2", got, modify()-m)
 	}
 }
 

@@ -259,11 +259,11 @@ func (r rule) text() string {
 
 // checkNamedGroups checks the security groups a Service names by annotation: each must exist
 // and be the Service's own by its tags, or be allowed by the operator.
-func (l *loadBalancers) checkNamedGroups(ctx context.Context, id ownership.Identity, ids []string) error {
-	ann := annotationPrefix + annSecurityGroup
+func (l *loadBalancers) checkNamedGroups(ctx context.Context, id ownership.Identity, suffix string, ids []string) error {
+	ann := annotationPrefix + suffix
 	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: ids})
 	if isCode(err, "InvalidGroup.NotFound", "InvalidGroupId.Malformed") {
-		return annotationError(annSecurityGroup, "names a security group that does not exist")
+		return annotationError(suffix, "names a security group that does not exist")
 	}
 	if err != nil {
 		return fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
@@ -272,7 +272,7 @@ func (l *loadBalancers) checkNamedGroups(ctx context.Context, id ownership.Ident
 	for _, want := range ids {
 		i := slices.IndexFunc(out.SecurityGroups, func(g types.SecurityGroup) bool { return aws.ToString(g.GroupId) == want })
 		if i < 0 {
-			return annotationError(annSecurityGroup, "security group %q does not exist", want)
+			return annotationError(suffix, "security group %q does not exist", want)
 		}
 		if err := allow.Named(id, ann, "security group", want, groupTags(&out.SecurityGroups[i])); err != nil {
 			return err
@@ -291,7 +291,7 @@ func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, n
 	var repairs []string
 	if !want.OwnGroup {
 		if want.named {
-			if err := l.checkNamedGroups(ctx, id, want.SecurityGroups); err != nil {
+			if err := l.checkNamedGroups(ctx, id, annSecurityGroup, want.SecurityGroups); err != nil {
 				return nil, err
 			}
 		}
@@ -343,6 +343,19 @@ func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, n
 		repairs = append(repairs, changed...)
 		ownID = aws.ToString(g.GroupId)
 		want.groupIDs = []string{ownID}
+	}
+	if len(want.ExtraGroups) > 0 {
+		// extra-security-groups: attached besides the ELB's groups, as upstream; the node rules
+		// stay from the first group.
+		if err := l.checkNamedGroups(ctx, id, annExtraGroups, want.ExtraGroups); err != nil {
+			return nil, err
+		}
+		want.groupIDs = slices.Clone(want.groupIDs)
+		for _, g := range want.ExtraGroups {
+			if !slices.Contains(want.groupIDs, g) {
+				want.groupIDs = append(want.groupIDs, g)
+			}
+		}
 	}
 	if l.c.cfg.Global.DisableSecurityGroupIngress || len(want.NodeGroups) == 0 || len(want.groupIDs) == 0 {
 		return repairs, nil

@@ -1,10 +1,12 @@
 package fakeaws
 
 import (
+	"encoding/xml"
 	"fmt"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // ClassicLB is a classic Elastic Load Balancer of the fake.
@@ -16,10 +18,25 @@ type ClassicLB struct {
 	SecurityGroups        []string
 	HealthCheck           HealthCheck
 	CrossZone             bool
+	Attributes            ELBAttributes
 	Tags                  map[string]string
 	Policies              map[string]Policy // by name (CreateLoadBalancerPolicy)
 	BackendPolicies       map[int][]string  // instance port -> policy names (SetLoadBalancerPoliciesForBackendServer)
+	ListenerPolicies      map[int][]string  // listener port -> policy names (SetLoadBalancerPoliciesOfListener)
 }
+
+// ELBAttributes are a classic ELB's attributes besides cross-zone (DescribeLoadBalancerAttributes).
+type ELBAttributes struct {
+	IdleTimeout                  int // ConnectionSettings.IdleTimeout, 60 by default
+	Draining                     bool
+	DrainingTimeout              int // 300 by default
+	AccessLog                    bool
+	EmitInterval                 int // 60 by default
+	S3BucketName, S3BucketPrefix string
+}
+
+// defaultELBAttributes are a new ELB's (upstream's ELBs have these unless annotated).
+var defaultELBAttributes = ELBAttributes{IdleTimeout: 60, DrainingTimeout: 300, EmitInterval: 60}
 
 // Policy is a classic ELB policy: its type and attributes.
 type Policy struct {
@@ -29,6 +46,11 @@ type Policy struct {
 
 // policyTypes are the policy types the fake knows (a subset of DescribeLoadBalancerPolicyTypes).
 var policyTypes = []string{"ProxyProtocolPolicyType", "SSLNegotiationPolicyType", "BackendServerAuthenticationPolicyType", "PublicKeyPolicyType"}
+
+// securityPolicies are predefined ELB security policies (DescribeLoadBalancerPolicies without a
+// load balancer; a subset).
+var securityPolicies = []string{"ELBSecurityPolicy-2016-08", "ELBSecurityPolicy-TLS-1-1-2017-01", "ELBSecurityPolicy-TLS-1-2-2017-01",
+	"ELBSecurityPolicy-2015-05", "ELBSecurityPolicy-2015-03", "ELBSample-OpenSSLDefaultCipherPolicy"}
 
 // Listener is one front-end port of a classic ELB.
 type Listener struct {
@@ -61,6 +83,10 @@ func (s *Server) ClassicLB(name string) (ClassicLB, bool) {
 	c.BackendPolicies = map[int][]string{}
 	for port, ns := range lb.BackendPolicies {
 		c.BackendPolicies[port] = slices.Clone(ns)
+	}
+	c.ListenerPolicies = map[int][]string{}
+	for port, ns := range lb.ListenerPolicies {
+		c.ListenerPolicies[port] = slices.Clone(ns)
 	}
 	return c, true
 }
@@ -193,6 +219,7 @@ func (s *Server) elb(action string, f form) (string, *apiError) {
 		for _, p := range f.list("LoadBalancerPorts.member") {
 			port, _ := strconv.Atoi(p)
 			lb.Listeners = slices.DeleteFunc(lb.Listeners, func(l Listener) bool { return l.Port == port })
+			delete(lb.ListenerPolicies, port)
 		}
 		return "", nil
 	case "CreateLoadBalancerPolicy":
@@ -209,6 +236,9 @@ func (s *Server) elb(action string, f form) (string, *apiError) {
 		attrs := map[string]string{}
 		for _, p := range f.structs("PolicyAttributes.member") {
 			attrs[f.get(p+"AttributeName")] = f.get(p + "AttributeValue")
+		}
+		if ref, ok := attrs["Reference-Security-Policy"]; pt == "SSLNegotiationPolicyType" && (!ok || !slices.Contains(securityPolicies, ref)) {
+			return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "Reference-Security-Policy " + ref + " is not a predefined security policy"}
 		}
 		if pt == "ProxyProtocolPolicyType" && attrs["ProxyProtocol"] != "true" && attrs["ProxyProtocol"] != "false" {
 			return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "ProxyProtocolPolicyType needs the attribute ProxyProtocol (true or false)"}
@@ -276,10 +306,63 @@ func (s *Server) elb(action string, f form) (string, *apiError) {
 		x.close("PolicyDescriptions")
 		return x.b.String(), nil
 	case "ModifyLoadBalancerAttributes":
-		lb.CrossZone = f.get("LoadBalancerAttributes.CrossZoneLoadBalancing.Enabled") == "true"
+		// Only what the request holds changes, as in ELB; values are checked first.
+		p := "LoadBalancerAttributes."
+		a, cz := lb.Attributes, lb.CrossZone
+		if v := f.get(p + "CrossZoneLoadBalancing.Enabled"); v != "" {
+			cz = v == "true"
+		}
+		if v := f.get(p + "ConnectionSettings.IdleTimeout"); v != "" {
+			if a.IdleTimeout, _ = strconv.Atoi(v); a.IdleTimeout < 1 || a.IdleTimeout > 4000 {
+				return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "IdleTimeout must be 1-4000"}
+			}
+		}
+		if v := f.get(p + "ConnectionDraining.Enabled"); v != "" {
+			a.Draining = v == "true"
+		}
+		if v := f.get(p + "ConnectionDraining.Timeout"); v != "" {
+			if a.DrainingTimeout, _ = strconv.Atoi(v); a.DrainingTimeout < 1 || a.DrainingTimeout > 3600 {
+				return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "ConnectionDraining Timeout must be 1-3600"}
+			}
+		}
+		if v := f.get(p + "AccessLog.Enabled"); v != "" {
+			a.AccessLog = v == "true"
+			a.S3BucketName, a.S3BucketPrefix = f.get(p+"AccessLog.S3BucketName"), f.get(p+"AccessLog.S3BucketPrefix")
+			if v := f.get(p + "AccessLog.EmitInterval"); v != "" {
+				if a.EmitInterval, _ = strconv.Atoi(v); a.EmitInterval != 5 && a.EmitInterval != 60 {
+					return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "EmitInterval must be 5 or 60"}
+				}
+			}
+			if a.AccessLog && a.S3BucketName == "" {
+				return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "access logs need an S3BucketName"}
+			}
+		}
+		lb.Attributes, lb.CrossZone = a, cz
 		return "<LoadBalancerName>" + name + "</LoadBalancerName>", nil
 	case "DescribeLoadBalancerAttributes":
-		return fmt.Sprintf("<LoadBalancerAttributes><CrossZoneLoadBalancing><Enabled>%v</Enabled></CrossZoneLoadBalancing></LoadBalancerAttributes>", lb.CrossZone), nil
+		a := lb.Attributes
+		return fmt.Sprintf("<LoadBalancerAttributes><CrossZoneLoadBalancing><Enabled>%v</Enabled></CrossZoneLoadBalancing>"+
+			"<ConnectionSettings><IdleTimeout>%d</IdleTimeout></ConnectionSettings>"+
+			"<ConnectionDraining><Enabled>%v</Enabled><Timeout>%d</Timeout></ConnectionDraining>"+
+			"<AccessLog><Enabled>%v</Enabled><EmitInterval>%d</EmitInterval><S3BucketName>%s</S3BucketName><S3BucketPrefix>%s</S3BucketPrefix></AccessLog>"+
+			"</LoadBalancerAttributes>", lb.CrossZone, a.IdleTimeout, a.Draining, a.DrainingTimeout, a.AccessLog, a.EmitInterval, xmlText(a.S3BucketName), xmlText(a.S3BucketPrefix)), nil
+	case "SetLoadBalancerPoliciesOfListener":
+		port, _ := strconv.Atoi(f.get("LoadBalancerPort"))
+		i := slices.IndexFunc(lb.Listeners, func(l Listener) bool { return l.Port == port })
+		if i < 0 {
+			return "", &apiError{Status: 400, Code: "ListenerNotFound", Message: fmt.Sprintf("there is no listener on port %d", port)}
+		}
+		names := f.list("PolicyNames.member")
+		for _, n := range names {
+			if _, ok := lb.Policies[n]; !ok {
+				return "", &apiError{Status: 400, Code: "PolicyNotFound", Message: "There is no policy named '" + n + "'"}
+			}
+		}
+		if lb.ListenerPolicies == nil {
+			lb.ListenerPolicies = map[int][]string{}
+		}
+		lb.ListenerPolicies[port] = names
+		return "", nil
 	case "AttachLoadBalancerToSubnets", "DetachLoadBalancerFromSubnets":
 		for _, sn := range f.list("Subnets.member") {
 			if _, known := s.subnets[sn]; !known {
@@ -391,7 +474,7 @@ func (s *Server) createELB(f form) (string, *apiError) {
 		dns = "internal-" + dns
 	}
 	s.elbs[name] = &ClassicLB{Name: name, DNSName: dns, Scheme: scheme, Listeners: ls, Subnets: subnets,
-		SecurityGroups: groups, Tags: f.tags("Tags.member"),
+		SecurityGroups: groups, Tags: f.tags("Tags.member"), Attributes: defaultELBAttributes,
 		HealthCheck: HealthCheck{Target: "TCP:" + strconv.Itoa(firstPort(ls)), Interval: 30, Timeout: 5, Healthy: 10, Unhealthy: 2}}
 	return "<DNSName>" + dns + "</DNSName>", nil
 }
@@ -442,6 +525,9 @@ func (s *Server) describeELBs(f form) (string, *apiError) {
 			}
 			x.close("Listener")
 			x.open("PolicyNames")
+			for _, n := range lb.ListenerPolicies[l.Port] {
+				x.leaf("member", n)
+			}
 			x.close("PolicyNames")
 			x.close("member")
 		}
@@ -504,4 +590,11 @@ func (s *Server) describeELBs(f form) (string, *apiError) {
 		x.leaf("NextMarker", next)
 	}
 	return x.b.String(), nil
+}
+
+// xmlText escapes v for an XML text node.
+func xmlText(v string) string {
+	var b strings.Builder
+	_ = xml.EscapeText(&b, []byte(v))
+	return b.String()
 }

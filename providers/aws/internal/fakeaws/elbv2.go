@@ -2,9 +2,11 @@ package fakeaws
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -15,7 +17,38 @@ type NLB struct {
 	ARN, Name, DNSName, Scheme string
 	Subnets                    []string
 	Tags                       map[string]string
-	readyAt                    time.Time
+	// Attributes are the load balancer attributes (DescribeLoadBalancerAttributes), AWS's
+	// defaults until modified.
+	Attributes map[string]string
+	// Addresses are the Elastic IP allocation or private IPv4 address per subnet of the
+	// SubnetMappings it was created with.
+	Addresses map[string]string
+	readyAt   time.Time
+}
+
+// nlbAttrDefaults are a new NLB's attributes (the subset the fake models).
+var nlbAttrDefaults = map[string]string{"load_balancing.cross_zone.enabled": "false", "access_logs.s3.enabled": "false",
+	"access_logs.s3.bucket": "", "access_logs.s3.prefix": "", "deletion_protection.enabled": "false"}
+
+// tgAttrDefaults are a new instance target group's attributes (TCP/UDP/TLS).
+var tgAttrDefaults = map[string]string{"deregistration_delay.timeout_seconds": "300", "deregistration_delay.connection_termination.enabled": "false",
+	"preserve_client_ip.enabled": "true", "proxy_protocol_v2.enabled": "false", "stickiness.enabled": "false", "stickiness.type": "source_ip",
+	"load_balancing.cross_zone.enabled": "use_load_balancer_configuration"}
+
+// validAttr checks an attribute value as ELBv2 does for the keys the fake models.
+func validAttr(k, v string) bool {
+	switch k {
+	case "deregistration_delay.timeout_seconds":
+		n, err := strconv.Atoi(v)
+		return err == nil && n >= 0 && n <= 3600
+	case "stickiness.type":
+		return v == "source_ip"
+	case "load_balancing.cross_zone.enabled":
+		return v == "true" || v == "false" || v == "use_load_balancer_configuration"
+	case "access_logs.s3.bucket", "access_logs.s3.prefix":
+		return true
+	}
+	return v == "true" || v == "false"
 }
 
 // TargetGroup is an ELBv2 target group (instance targets).
@@ -27,7 +60,8 @@ type TargetGroup struct {
 	HealthThresholds         string   // "healthy/unhealthy/interval/timeout" as created
 	Targets                  []string // instance IDs (on Port)
 	Tags                     map[string]string
-	ProxyProtocolV2          bool // attribute proxy_protocol_v2.enabled
+	ProxyProtocolV2          bool              // attribute proxy_protocol_v2.enabled
+	Attributes               map[string]string // the other attributes, AWS's defaults until modified
 }
 
 // NLBListener forwards a port to one target group.
@@ -104,6 +138,17 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 			}
 		}
 		subnets := f.list("Subnets.member")
+		addresses := map[string]string{}
+		for _, p := range f.structs("SubnetMappings.member") {
+			sn := f.get(p + "SubnetId")
+			subnets = append(subnets, sn)
+			if a := f.get(p + "AllocationId"); a != "" {
+				addresses[sn] = a
+			}
+			if a := f.get(p + "PrivateIPv4Address"); a != "" {
+				addresses[sn] = a
+			}
+		}
 		for _, sn := range subnets {
 			if _, ok := s.subnets[sn]; !ok {
 				return "", &apiError{Status: 400, Code: "SubnetNotFound", Message: "subnet " + sn + " not found"}
@@ -116,8 +161,11 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 		if scheme == "" {
 			scheme = "internet-facing"
 		}
+		if len(addresses) > 0 && scheme == "internal" && slices.ContainsFunc(slices.Collect(maps.Values(addresses)), func(a string) bool { return strings.HasPrefix(a, "eipalloc-") }) {
+			return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "an internal load balancer cannot have Elastic IP addresses"}
+		}
 		lb := &NLB{ARN: s.arn("loadbalancer/net", name), Name: name, Scheme: scheme, Subnets: subnets,
-			Tags: f.tags("Tags.member"), readyAt: time.Now().Add(s.nlbDelay)}
+			Tags: f.tags("Tags.member"), readyAt: time.Now().Add(s.nlbDelay), Attributes: maps.Clone(nlbAttrDefaults), Addresses: addresses}
 		lb.DNSName = fmt.Sprintf("%s-%d.elb.us-east-1.amazonaws.com", name, s.seq)
 		s.nlbs[lb.ARN] = lb
 		var x w
@@ -181,7 +229,8 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 		port, _ := strconv.Atoi(f.get("Port"))
 		tg := &TargetGroup{ARN: s.arn("targetgroup", name), Name: name, Protocol: f.get("Protocol"), Port: port, VPC: f.get("VpcId"),
 			HealthProtocol: f.get("HealthCheckProtocol"), HealthPort: f.get("HealthCheckPort"), HealthPath: f.get("HealthCheckPath"), Tags: f.tags("Tags.member"),
-			HealthThresholds: f.get("HealthyThresholdCount") + "/" + f.get("UnhealthyThresholdCount") + "/" + f.get("HealthCheckIntervalSeconds") + "/" + f.get("HealthCheckTimeoutSeconds")}
+			HealthThresholds: f.get("HealthyThresholdCount") + "/" + f.get("UnhealthyThresholdCount") + "/" + f.get("HealthCheckIntervalSeconds") + "/" + f.get("HealthCheckTimeoutSeconds"),
+			Attributes:       maps.Clone(tgAttrDefaults)}
 		s.tgs[tg.ARN] = tg
 		var x w
 		x.open("TargetGroups")
@@ -230,7 +279,25 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 		if !ok {
 			return "", notFound("TargetGroupNotFound", "One or more target groups not found")
 		}
-		tg.HealthProtocol, tg.HealthPort, tg.HealthPath = f.get("HealthCheckProtocol"), f.get("HealthCheckPort"), f.get("HealthCheckPath")
+		// Only what the request names changes, as in ELBv2.
+		for k, field := range map[string]*string{"HealthCheckProtocol": &tg.HealthProtocol, "HealthCheckPort": &tg.HealthPort, "HealthCheckPath": &tg.HealthPath} {
+			if v := f.get(k); v != "" {
+				*field = v
+			}
+		}
+		if tg.HealthProtocol == "TCP" {
+			tg.HealthPath = "" // a TCP health check has no path
+		}
+		th := strings.Split(tg.HealthThresholds, "/")
+		for len(th) < 4 {
+			th = append(th, "")
+		}
+		for i, k := range []string{"HealthyThresholdCount", "UnhealthyThresholdCount", "HealthCheckIntervalSeconds", "HealthCheckTimeoutSeconds"} {
+			if v := f.get(k); v != "" {
+				th[i] = v
+			}
+		}
+		tg.HealthThresholds = strings.Join(th, "/")
 		var x w
 		x.open("TargetGroups")
 		s.writeTG(&x, tg)
@@ -248,25 +315,59 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 			}
 			for _, p := range attrs {
 				k, v := f.get(p+"Key"), f.get(p+"Value")
-				if k != "proxy_protocol_v2.enabled" {
-					return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "the fake does not implement the target group attribute " + k}
+				if _, known := tgAttrDefaults[k]; !known {
+					return "", &apiError{Status: 400, Code: "ValidationError", Message: "Attribute key '" + k + "' is not recognized"}
 				}
-				if v != "true" && v != "false" {
-					return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "proxy_protocol_v2.enabled must be true or false"}
+				if !validAttr(k, v) {
+					return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "Attribute value '" + v + "' is not valid for '" + k + "'"}
 				}
-				tg.ProxyProtocolV2 = v == "true"
+			}
+			for _, p := range attrs {
+				k, v := f.get(p+"Key"), f.get(p+"Value")
+				if k == "proxy_protocol_v2.enabled" {
+					tg.ProxyProtocolV2 = v == "true"
+				} else {
+					if tg.Attributes == nil {
+						tg.Attributes = maps.Clone(tgAttrDefaults)
+					}
+					tg.Attributes[k] = v
+				}
 			}
 		}
-		var x w
-		x.open("Attributes")
-		for _, kv := range [][2]string{{"deregistration_delay.timeout_seconds", "300"}, {"proxy_protocol_v2.enabled", strconv.FormatBool(tg.ProxyProtocolV2)}} {
-			x.open("member")
-			x.leaf("Key", kv[0])
-			x.leaf("Value", kv[1])
-			x.close("member")
+		all := maps.Clone(tgAttrDefaults)
+		maps.Copy(all, tg.Attributes)
+		all["proxy_protocol_v2.enabled"] = strconv.FormatBool(tg.ProxyProtocolV2)
+		return writeAttributes(all), nil
+	case "ModifyLoadBalancerAttributes", "DescribeLoadBalancerAttributes":
+		lb, ok := s.nlbs[f.get("LoadBalancerArn")]
+		if !ok {
+			return "", notFound("LoadBalancerNotFound", "One or more load balancers not found")
 		}
-		x.close("Attributes")
-		return x.b.String(), nil
+		if lb.Attributes == nil {
+			lb.Attributes = maps.Clone(nlbAttrDefaults)
+		}
+		if action[0] == 'M' {
+			attrs := f.structs("Attributes.member")
+			if len(attrs) == 0 {
+				return "", &apiError{Status: 400, Code: "ValidationError", Message: "Attributes is required"}
+			}
+			next := maps.Clone(lb.Attributes)
+			for _, p := range attrs {
+				k, v := f.get(p+"Key"), f.get(p+"Value")
+				if _, known := nlbAttrDefaults[k]; !known {
+					return "", &apiError{Status: 400, Code: "ValidationError", Message: "Attribute key '" + k + "' is not recognized"}
+				}
+				if !validAttr(k, v) {
+					return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "Attribute value '" + v + "' is not valid for '" + k + "'"}
+				}
+				next[k] = v
+			}
+			if next["access_logs.s3.enabled"] == "true" && next["access_logs.s3.bucket"] == "" {
+				return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "access logs need access_logs.s3.bucket"}
+			}
+			lb.Attributes = next
+		}
+		return writeAttributes(lb.Attributes), nil
 	case "DeleteTargetGroup":
 		arn := f.get("TargetGroupArn")
 		for _, l := range s.listeners {
@@ -455,6 +556,17 @@ func (s *Server) writeNLB(x *w, lb *NLB) {
 		x.open("member")
 		x.leaf("SubnetId", sn)
 		x.leaf("ZoneName", s.subnets[sn].Zone)
+		if a := lb.Addresses[sn]; a != "" {
+			x.open("LoadBalancerAddresses")
+			x.open("member")
+			if strings.HasPrefix(a, "eipalloc-") {
+				x.leaf("AllocationId", a)
+			} else {
+				x.leaf("PrivateIPv4Address", a)
+			}
+			x.close("member")
+			x.close("LoadBalancerAddresses")
+		}
 		x.close("member")
 	}
 	x.close("AvailabilityZones")
@@ -473,6 +585,12 @@ func (s *Server) writeTG(x *w, tg *TargetGroup) {
 	x.leaf("HealthCheckPort", tg.HealthPort)
 	if tg.HealthPath != "" {
 		x.leaf("HealthCheckPath", tg.HealthPath)
+	}
+	th := strings.Split(tg.HealthThresholds, "/")
+	for i, k := range []string{"HealthyThresholdCount", "UnhealthyThresholdCount", "HealthCheckIntervalSeconds", "HealthCheckTimeoutSeconds"} {
+		if i < len(th) && th[i] != "" {
+			x.leaf(k, th[i])
+		}
 	}
 	x.open("LoadBalancerArns")
 	var lbs []string
@@ -509,4 +627,17 @@ func writeListener(x *w, l *NLBListener) {
 		x.close("Certificates")
 	}
 	x.close("member")
+}
+
+func writeAttributes(m map[string]string) string {
+	var x w
+	x.open("Attributes")
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		x.open("member")
+		x.leaf("Key", k)
+		x.leaf("Value", m[k])
+		x.close("member")
+	}
+	x.close("Attributes")
+	return x.b.String()
 }

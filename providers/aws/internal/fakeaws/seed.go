@@ -77,7 +77,7 @@ func (s *Server) AddClassicLB(name string, port, instancePort int, tags map[stri
 	s.seq++
 	s.elbs[name] = &ClassicLB{Name: name, DNSName: fmt.Sprintf("%s-%d.elb.fake.amazonaws.com", name, s.seq), Scheme: "internet-facing",
 		Listeners: []Listener{{Protocol: "TCP", InstanceProtocol: "TCP", Port: port, InstancePort: instancePort}}, Subnets: subnets,
-		Tags: copyTags(tags), HealthCheck: HealthCheck{Target: fmt.Sprintf("TCP:%d", instancePort), Interval: 30, Timeout: 5, Healthy: 10, Unhealthy: 2}}
+		Attributes: defaultELBAttributes, Tags: copyTags(tags), HealthCheck: HealthCheck{Target: fmt.Sprintf("TCP:%d", instancePort), Interval: 30, Timeout: 5, Healthy: 10, Unhealthy: 2}}
 }
 
 // AddNLB makes an active NLB with tags and returns its ARN.

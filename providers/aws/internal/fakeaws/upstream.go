@@ -131,7 +131,7 @@ func (s *Server) SeedUpstream(u UpstreamService) string {
 		}
 		s.groups[sg], s.tags[sg] = g, clusterTags
 		lb := &ClassicLB{Name: name, DNSName: fmt.Sprintf("%s-%d.us-east-1.elb.amazonaws.com", name, s.seq), Scheme: "internet-facing",
-			Subnets: subnets, SecurityGroups: []string{sg}, Instances: slices.Clone(u.Instances), Tags: tags,
+			Subnets: subnets, SecurityGroups: []string{sg}, Instances: slices.Clone(u.Instances), Tags: tags, Attributes: defaultELBAttributes,
 			HealthCheck: HealthCheck{Target: fmt.Sprintf("TCP:%d", u.Ports[0].NodePort), Interval: 10, Timeout: 5, Healthy: 2, Unhealthy: 6}}
 		if u.HealthCheckNodePort != 0 {
 			lb.HealthCheck.Target = fmt.Sprintf("HTTP:%d/healthz", u.HealthCheckNodePort)

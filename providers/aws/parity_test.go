@@ -1,0 +1,300 @@
+package aws
+
+// Behaviour users rely on from the upstream AWS cloud provider (pkg/providers/v1/aws.go and
+// aws_loadbalancer.go), checked through the SDK against the fake.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
+	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
+)
+
+func parityNodes(h *harness, names ...string) []*v1.Node {
+	var nodes []*v1.Node
+	for _, n := range names {
+		_, md := h.machine(n)
+		nodes = append(nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}})
+	}
+	return nodes
+}
+
+func tcpService(name string, ann map[string]string) *v1.Service {
+	return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: k8stypes.UID("uid-ns-" + name), Annotations: ann},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{
+			{Name: "https", Port: 443, NodePort: 30443, Protocol: v1.ProtocolTCP},
+			{Name: "http", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
+}
+
+// type external and nlb-ip are the AWS Load Balancer Controller's: ccm steps aside as upstream
+// does (ImplementedElsewhere from Ensure and Update, "none" from Get) and touches nothing.
+func TestExternalTypesStepAside(t *testing.T) {
+	h := newHarness(t, "external")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	nodes := parityNodes(h, "ext-a")
+	for _, typ := range []string{"external", "nlb-ip"} {
+		svc := tcpService("ext-"+strings.ReplaceAll(typ, "-", ""), map[string]string{
+			annotationPrefix + "type": typ, annotationPrefix + "nlb-target-type": "ip", annotationPrefix + "scheme": "internal"})
+		w, ops := h.fake.Writes(), h.fake.Operations()
+		if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); !errors.Is(err, cloudprovider.ImplementedElsewhere) || err != cloudprovider.ImplementedElsewhere {
+			t.Errorf("%s: EnsureLoadBalancer %v, want ImplementedElsewhere itself (the service controller compares with ==)", typ, err)
+		}
+		if err := lb.UpdateLoadBalancer(ctx, "x", svc, nodes); err != cloudprovider.ImplementedElsewhere {
+			t.Errorf("%s: UpdateLoadBalancer %v, want ImplementedElsewhere", typ, err)
+		}
+		if st, exists, err := lb.GetLoadBalancer(ctx, "x", svc); st != nil || exists || err != nil {
+			t.Errorf("%s: GetLoadBalancer %v %v %v, want none", typ, st, exists, err)
+		}
+		after := h.fake.Operations()
+		calls := 0
+		for op, n := range after {
+			calls += n - ops[op]
+		}
+		if d := h.fake.Writes() - w; d != 0 || calls != 0 {
+			t.Errorf("%s: %d writes, %d calls; want none", typ, d, calls)
+		}
+	}
+}
+
+// backend-protocol https or ssl on a port without TLS: a TCP listener with an SSL health
+// check, as upstream (buildListener keeps TCP; the health check follows the annotation).
+func TestBackendHTTPSWithoutCertAsUpstream(t *testing.T) {
+	h := newHarness(t, "backend")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	nodes := parityNodes(h, "be-a")
+	cert := "arn:aws:acm:us-east-1:1:certificate/x"
+	for _, tc := range []struct {
+		ann    map[string]string
+		want   []fakeaws.Listener
+		health string
+	}{
+		{map[string]string{annotationPrefix + "backend-protocol": "https"},
+			[]fakeaws.Listener{{Protocol: "TCP", InstanceProtocol: "TCP", Port: 443, InstancePort: 30443}, {Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}, "SSL:30443"},
+		{map[string]string{annotationPrefix + "backend-protocol": "ssl", annotationPrefix + "ssl-cert": cert, annotationPrefix + "ssl-ports": "443"},
+			[]fakeaws.Listener{{Protocol: "SSL", InstanceProtocol: "SSL", Port: 443, InstancePort: 30443, SSLCertificateID: cert}, {Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}, "SSL:30443"},
+		{map[string]string{annotationPrefix + "backend-protocol": "https", annotationPrefix + "ssl-cert": cert, annotationPrefix + "ssl-ports": "https"},
+			[]fakeaws.Listener{{Protocol: "HTTPS", InstanceProtocol: "HTTPS", Port: 443, InstancePort: 30443, SSLCertificateID: cert}, {Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}, "SSL:30443"},
+		{map[string]string{annotationPrefix + "backend-protocol": "http"},
+			[]fakeaws.Listener{{Protocol: "HTTP", InstanceProtocol: "HTTP", Port: 443, InstancePort: 30443}, {Protocol: "HTTP", InstanceProtocol: "HTTP", Port: 80, InstancePort: 30080}}, "TCP:30443"},
+	} {
+		svc := tcpService("be", tc.ann)
+		if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+			t.Fatal(err)
+		}
+		e, _ := h.fake.ClassicLB(c.lb.name(svc))
+		if !slices.Equal(e.Listeners, tc.want) || e.HealthCheck.Target != tc.health {
+			t.Errorf("%v: listeners %v health %s; want %v, %s", tc.ann, e.Listeners, e.HealthCheck.Target, tc.want, tc.health)
+		}
+		if err := lb.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The health check of a classic ELB and of an NLB's target groups, by upstream's rules: its
+// defaults per type and traffic policy, then the healthcheck-* annotations.
+func TestHealthCheckAsUpstream(t *testing.T) {
+	h := newHarness(t, "health")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	nodes := parityNodes(h, "hc-a")
+	local := func(svc *v1.Service) {
+		svc.Spec.ExternalTrafficPolicy, svc.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, 32100
+	}
+	for _, tc := range []struct {
+		name    string
+		ann     map[string]string
+		local   bool
+		classic string // Target Interval/Timeout/Healthy/Unhealthy
+		nlb     string // protocol:port:path healthy/unhealthy/interval/timeout
+	}{
+		{name: "defaults", classic: "TCP:30443 10/5/2/6", nlb: "TCP:traffic-port: 3/3/30/10"},
+		{name: "defaults, Local", local: true, classic: "HTTP:32100/healthz 10/5/2/6", nlb: "HTTP:32100:/healthz 2/2/10/10"},
+		{name: "protocol http", ann: map[string]string{"healthcheck-protocol": "http"}, classic: "HTTP:30443/ 10/5/2/6", nlb: "HTTP:traffic-port:/ 3/3/30/10"},
+		{name: "all set", ann: map[string]string{"healthcheck-protocol": "HTTPS", "healthcheck-port": "31000", "healthcheck-path": "/ready",
+			"healthcheck-interval": "20", "healthcheck-timeout": "6", "healthcheck-healthy-threshold": "4", "healthcheck-unhealthy-threshold": "5"},
+			classic: "HTTPS:31000/ready 20/6/4/5", nlb: "HTTPS:31000:/ready 4/5/20/6"},
+		{name: "traffic-port, Local", local: true, ann: map[string]string{"healthcheck-port": "traffic-port"}, classic: "HTTP:30443/healthz 10/5/2/6", nlb: "HTTP:traffic-port:/healthz 2/2/10/10"},
+		{name: "tcp, Local", local: true, ann: map[string]string{"healthcheck-protocol": "TCP", "healthcheck-path": "/ignored"}, classic: "TCP:32100 10/5/2/6", nlb: "TCP:32100: 2/2/10/10"},
+	} {
+		for _, nlb := range []bool{false, true} {
+			ann := map[string]string{}
+			for k, v := range tc.ann {
+				ann[annotationPrefix+k] = v
+			}
+			if nlb {
+				ann[annotationPrefix+"type"] = "nlb"
+			}
+			svc := tcpService("hc", ann)
+			if tc.local {
+				local(svc)
+			}
+			if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+				t.Fatalf("%s (nlb %v): %v", tc.name, nlb, err)
+			}
+			var got, want string
+			if nlb {
+				_, _, tgs, _ := h.fake.NLBByName(c.lb.name(svc))
+				got = fmt.Sprintf("%s:%s:%s %s", tgs[0].HealthProtocol, tgs[0].HealthPort, tgs[0].HealthPath, tgs[0].HealthThresholds)
+				want = tc.nlb
+			} else {
+				e, _ := h.fake.ClassicLB(c.lb.name(svc))
+				hc := e.HealthCheck
+				got = fmt.Sprintf("%s %d/%d/%d/%d", hc.Target, hc.Interval, hc.Timeout, hc.Healthy, hc.Unhealthy)
+				want = tc.classic
+			}
+			if got != want {
+				t.Errorf("%s (nlb %v): health check %s, want %s", tc.name, nlb, got, want)
+			}
+			// A second sync (a restart) writes nothing.
+			w := h.fake.Writes()
+			lb2, _ := h.cloud(t, "").LoadBalancer()
+			if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+				t.Fatal(err)
+			}
+			if d := h.fake.Writes() - w; d != 0 {
+				t.Errorf("%s (nlb %v): restart wrote %d times", tc.name, nlb, d)
+			}
+			if err := lb.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// A changed health check timing is one ModifyTargetGroup per target group.
+func TestNLBHealthTimingsReconciled(t *testing.T) {
+	h := newHarness(t, "nlbhc")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	nodes := parityNodes(h, "nh-a")
+	svc := tcpService("nh", map[string]string{annotationPrefix + "type": "nlb"})
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	svc.Annotations[annotationPrefix+"healthcheck-interval"] = "10"
+	before := h.fake.Operations()["elbv2:ModifyTargetGroup"]
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	_, _, tgs, _ := h.fake.NLBByName(c.lb.name(svc))
+	if d := h.fake.Operations()["elbv2:ModifyTargetGroup"] - before; d != 2 || tgs[0].HealthThresholds != "3/3/10/10" || tgs[1].HealthThresholds != "3/3/10/10" {
+		t.Errorf("interval changed: ModifyTargetGroup +%d, thresholds %s %s; want +2, 3/3/10/10", d, tgs[0].HealthThresholds, tgs[1].HealthThresholds)
+	}
+}
+
+// The classic ELB settings users rely on: idle timeout, connection draining, access logs,
+// extra security groups and the SSL negotiation policy. Each is written only when the ELB
+// differs; a restart writes nothing; a bad value is an error naming the annotation.
+func TestClassicELBSettingsAsUpstream(t *testing.T) {
+	h := newHarness(t, "settings")
+	ctx := context.Background()
+	extra := h.fake.AddSecurityGroup("extra", "extra group", nil)
+	c := h.cloud(t, "[Global]\nAllowedResourceIDs = "+extra+"\n")
+	lb, _ := c.LoadBalancer()
+	nodes := parityNodes(h, "st-a")
+	cert := "arn:aws:acm:us-east-1:1:certificate/x"
+	svc := tcpService("st", map[string]string{
+		annotationPrefix + "connection-idle-timeout":     "300",
+		annotationPrefix + "connection-draining-enabled": "true",
+		annotationPrefix + "connection-draining-timeout": "45",
+		annotationPrefix + "access-log-enabled":          "true",
+		annotationPrefix + "access-log-emit-interval":    "5",
+		annotationPrefix + "access-log-s3-bucket-name":   "logs",
+		annotationPrefix + "access-log-s3-bucket-prefix": "elb/st",
+		annotationPrefix + "extra-security-groups":       extra,
+		annotationPrefix + "ssl-cert":                    cert,
+		annotationPrefix + "ssl-ports":                   "443",
+		annotationPrefix + "ssl-negotiation-policy":      "ELBSecurityPolicy-TLS-1-2-2017-01",
+	})
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := h.fake.ClassicLB(c.lb.name(svc))
+	want := fakeaws.ELBAttributes{IdleTimeout: 300, Draining: true, DrainingTimeout: 45, AccessLog: true, EmitInterval: 5, S3BucketName: "logs", S3BucketPrefix: "elb/st"}
+	if e.Attributes != want {
+		t.Errorf("attributes %+v, want %+v", e.Attributes, want)
+	}
+	if len(e.SecurityGroups) != 2 || e.SecurityGroups[1] != extra {
+		t.Errorf("security groups %v, want the ELB's own and %s", e.SecurityGroups, extra)
+	}
+	pol := sslPolicyName("ELBSecurityPolicy-TLS-1-2-2017-01")
+	if p, ok := e.Policies[pol]; !ok || p.Type != "SSLNegotiationPolicyType" || p.Attributes["Reference-Security-Policy"] != "ELBSecurityPolicy-TLS-1-2-2017-01" ||
+		!slices.Equal(e.ListenerPolicies[443], []string{pol}) || len(e.ListenerPolicies[80]) != 0 {
+		t.Errorf("policies %v, listener policies %v; want %s on the SSL listener only", e.Policies, e.ListenerPolicies, pol)
+	}
+	w := h.fake.Writes()
+	lb2, _ := h.cloud(t, "[Global]\nAllowedResourceIDs = "+extra+"\n").LoadBalancer()
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.fake.Writes() - w; d != 0 {
+		t.Errorf("restart: %d writes, want 0", d)
+	}
+	// Changed out of band: one ModifyLoadBalancerAttributes puts it back, with a drift Event.
+	op := h.operator()
+	if _, err := op.elb.ModifyLoadBalancerAttributes(ctx, &elb.ModifyLoadBalancerAttributesInput{LoadBalancerName: aws.String(c.lb.name(svc)),
+		LoadBalancerAttributes: &elbtypes.LoadBalancerAttributes{ConnectionSettings: &elbtypes.ConnectionSettings{IdleTimeout: aws.Int32(60)}}}); err != nil {
+		t.Fatal(err)
+	}
+	w = h.fake.Writes()
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ = h.fake.ClassicLB(c.lb.name(svc)); h.fake.Writes()-w != 1 || e.Attributes != want {
+		t.Errorf("idle timeout changed out of band: %d writes, attributes %+v; want 1, %+v", h.fake.Writes()-w, e.Attributes, want)
+	}
+	if ok, evs := h.events.Await(svc, 5*time.Second, "LoadBalancerDriftRepaired", "idle timeout was 60s"); !ok {
+		t.Errorf("no drift Event: %v", evs)
+	}
+	// Annotations removed: upstream's defaults (60s, no draining, no logs), the extra group
+	// detached; the SSL policy stays (upstream leaves it).
+	for _, k := range []string{"connection-idle-timeout", "connection-draining-enabled", "connection-draining-timeout", "access-log-enabled", "access-log-emit-interval",
+		"access-log-s3-bucket-name", "access-log-s3-bucket-prefix", "extra-security-groups"} {
+		delete(svc.Annotations, annotationPrefix+k)
+	}
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	e, _ = h.fake.ClassicLB(c.lb.name(svc))
+	if a := e.Attributes; a.IdleTimeout != 60 || a.Draining || a.AccessLog || len(e.SecurityGroups) != 1 {
+		t.Errorf("annotations removed: attributes %+v, groups %v; want 60s, off, off, one group", a, e.SecurityGroups)
+	}
+	// Bad values: refused before any write, naming the annotation and the value.
+	for k, v := range map[string]string{"connection-idle-timeout": "0", "connection-draining-timeout": "1h", "access-log-emit-interval": "10",
+		"ssl-negotiation-policy": "NoSuchPolicy", "extra-security-groups": "sg-404"} {
+		bad := tcpService("st", maps.Clone(svc.Annotations))
+		bad.Annotations[annotationPrefix+k] = v
+		w := h.fake.Writes()
+		_, err := lb2.EnsureLoadBalancer(ctx, "x", bad, nodes)
+		if err == nil || !strings.Contains(err.Error(), annotationPrefix+k) {
+			t.Errorf("%s=%q: %v, want an error naming the annotation", k, v, err)
+		}
+		if k != "ssl-negotiation-policy" && h.fake.Writes() != w {
+			t.Errorf("%s=%q: %d writes before the refusal", k, v, h.fake.Writes()-w)
+		}
+	}
+	if err := lb.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
+		t.Fatal(err)
+	}
+}
