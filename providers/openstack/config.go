@@ -86,7 +86,8 @@ type LBConfig struct {
 	allow ownership.Allow // parsed by Validate
 }
 
-// LBClass is [LoadBalancerClass "name"], chosen by the loadbalancer.openstack.org/class annotation.
+// LBClass is [LoadBalancerClass "name"], chosen by the loadbalancer.openstack.org/class annotation
+// or by a Service whose spec.loadBalancerClass is that name.
 type LBClass struct {
 	FloatingNetworkID string `gcfg:"floating-network-id"`
 	FloatingSubnetID  string `gcfg:"floating-subnet-id"`

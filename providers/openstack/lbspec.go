@@ -92,6 +92,16 @@ func parseBool(svc *v1.Service, key string, def bool, warn *[]string) bool {
 	return b
 }
 
+// classBySpec is the [LoadBalancerClass] section named by the Service's spec.loadBalancerClass
+// (issue 16: where upstream has a class in config, the same name is the Service's class; ccm
+// serves it when run with --load-balancer-class of that name), or "" when none is.
+func classBySpec(svc *v1.Service, classes map[string]*LBClass) string {
+	if c := svc.Spec.LoadBalancerClass; c != nil && classes[*c] != nil {
+		return *c
+	}
+	return ""
+}
+
 // spec builds the desired load balancer. An unknown class is an error (the user named a
 // network setup that does not exist); every other bad value is a warning with a safe default.
 func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
@@ -100,7 +110,13 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	s := &lbSpec{name: name, provider: cfg.LBProvider, family: v1.IPv4Protocol,
 		subnetID: cfg.SubnetID, networkID: cfg.NetworkID, memberSubnetID: cfg.MemberSubnetID,
 		floatingNetworkID: cfg.FloatingNetworkID, floatingSubnetID: cfg.FloatingSubnetID}
-	if cn, ok := a[annClass]; ok {
+	cn, byAnnotation := a[annClass]
+	if !byAnnotation {
+		cn = classBySpec(svc, l.c.cfg.LoadBalancerClass)
+	} else if sc := classBySpec(svc, l.c.cfg.LoadBalancerClass); sc != "" && sc != cn {
+		s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q wins over spec.loadBalancerClass %q (both name a [LoadBalancerClass] section)", annClass, cn, sc))
+	}
+	if cn != "" {
 		cls := l.c.cfg.LoadBalancerClass[cn]
 		if cls == nil {
 			return nil, fmt.Errorf("annotation %s: no [LoadBalancerClass %q] in the cloud config", annClass, cn)

@@ -479,3 +479,44 @@ func TestUnsupportedAnnotationWarnedOnce(t *testing.T) {
 		t.Errorf("3 more syncs of the unchanged Service wrote %d Events (%q), want 0", w, sink.On(svc))
 	}
 }
+
+// A Service's spec.loadBalancerClass naming a [LoadBalancerClass] section chooses it, as the
+// upstream class annotation does (a ccm run with --load-balancer-class of that name serves it);
+// a class with no section takes the defaults; the annotation wins, with a Warning, when both
+// name a section.
+func TestSpecClassChoosesSection(t *testing.T) {
+	cfg := "[Global]\nauth-url = https://k/v3\nusername = u\npassword = p\ntenant-id = t\n[LoadBalancer]\nsubnet-id = default-subnet\n" +
+		"[LoadBalancerClass \"example.com/internal\"]\nsubnet-id = internal-subnet\n" +
+		"[LoadBalancerClass \"other\"]\nsubnet-id = other-subnet\n"
+	c, err := New(strings.NewReader(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := func(name string) func(*v1.Service) { return func(s *v1.Service) { s.Spec.LoadBalancerClass = &name } }
+	for _, tc := range []struct {
+		name     string
+		ann      map[string]string
+		mod      func(*v1.Service)
+		subnet   string
+		warnPart string
+	}{
+		{"no class", nil, func(*v1.Service) {}, "default-subnet", ""},
+		{"spec class with a section", nil, class("example.com/internal"), "internal-subnet", ""},
+		{"spec class without a section", nil, class("example.com/vip"), "default-subnet", ""},
+		{"annotation wins", map[string]string{annClass: "other"}, class("example.com/internal"), "other-subnet", "wins over spec.loadBalancerClass"},
+	} {
+		svc := lbService("c", tc.ann)
+		tc.mod(svc)
+		spec, err := c.lb.spec("n", svc)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if spec.subnetID != tc.subnet {
+			t.Errorf("%s: subnet %q, want %q", tc.name, spec.subnetID, tc.subnet)
+		}
+		if w := strings.Join(spec.warnings, "\n"); (tc.warnPart == "") != (w == "") || !strings.Contains(w, tc.warnPart) {
+			t.Errorf("%s: warnings %q, want one with %q", tc.name, w, tc.warnPart)
+		}
+	}
+}
