@@ -74,13 +74,7 @@ var (
 		annDrainingTimeout: "NLBs have no connection draining setting (target group attribute deregistration_delay.timeout_seconds)",
 		annAccessLogEmit:   "NLB access logs have no emit interval",
 		// Upstream sets these on NLBs; ccm does not yet.
-		annSSLPolicy:        "not implemented by ccm for NLB TLS listeners yet (upstream sets it as their SslPolicy); they get ELB's default policy",
-		annCrossZone:        "not implemented by ccm for NLBs yet (upstream sets load_balancing.cross_zone.enabled)",
-		annAccessLog:        "not implemented by ccm for NLBs yet (upstream sets access_logs.s3.*)",
-		annAccessLogBucket:  "not implemented by ccm for NLBs yet (upstream sets access_logs.s3.*)",
-		annAccessLogPrefix:  "not implemented by ccm for NLBs yet (upstream sets access_logs.s3.*)",
-		annEIPAllocations:   "not implemented by ccm yet (upstream passes them as the NLB's subnet mappings at creation)",
-		annPrivateAddresses: "not implemented by ccm yet (upstream passes them as the NLB's subnet mappings at creation)",
+		annSSLPolicy: "not implemented by ccm for NLB TLS listeners yet (upstream sets it as their SslPolicy); they get ELB's default policy",
 	}
 	notForClassic = map[string]string{
 		annTGAttributes:     "a classic ELB has no target groups",

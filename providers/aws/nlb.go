@@ -52,7 +52,17 @@ type nlbDesired struct {
 	// compared and written (upstream leaves the others, and those it no longer names, as
 	// they are).
 	TGAttributes map[string]string `json:",omitempty"`
-	vpc          string
+	// CrossZone and the access logs are the NLB's attributes upstream reconciles (omitted
+	// when off, so fingerprints of NLBs made before hold).
+	CrossZone bool   `json:",omitempty"`
+	AccessLog bool   `json:",omitempty"`
+	Bucket    string `json:",omitempty"`
+	Prefix    string `json:",omitempty"`
+	// Addresses are the Elastic IP allocations or private IPv4 addresses, one per subnet in
+	// order, given to the NLB at its creation (AWS cannot change them later, so they are not
+	// fingerprinted: a change is advice, not a write).
+	Addresses []string `json:"-"`
+	vpc       string
 }
 
 type nlbPort struct {
@@ -64,7 +74,11 @@ type nlbPort struct {
 }
 
 func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *lbOptions) (*nlbDesired, error) {
-	d := &nlbDesired{Scheme: "internet-facing", HC: opts.HC, ExtraTags: opts.ExtraTags, TGAttributes: opts.TGAttributes}
+	d := &nlbDesired{Scheme: "internet-facing", HC: opts.HC, ExtraTags: opts.ExtraTags, TGAttributes: opts.TGAttributes,
+		CrossZone: opts.CrossZone, AccessLog: opts.Attrs.AccessLog}
+	if d.AccessLog {
+		d.Bucket, d.Prefix = opts.Attrs.Bucket, opts.Attrs.Prefix
+	}
 	d.HC.Protocol, d.HC.Port, d.HC.Path = "", "", "" // in Health
 	if opts.Internal {
 		d.Scheme = "internal"
@@ -84,6 +98,21 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 		}
 		np.TG = tgNames.Name(l.c.cfg.ClusterID(), svc.Namespace+"/"+svc.Name, fmt.Sprintf("%s%d", strings.ToLower(backend), p.NodePort))
 		d.Ports = append(d.Ports, np)
+	}
+	if d.Addresses = opts.EIPs; len(opts.PrivateIPs) > 0 {
+		d.Addresses = opts.PrivateIPs
+	}
+	if len(d.Addresses) > 0 {
+		ann, scheme := annEIPAllocations, "internet-facing"
+		if len(opts.PrivateIPs) > 0 {
+			ann, scheme = annPrivateAddresses, "internal"
+		}
+		if len(d.Addresses) != len(d.Subnets) {
+			return nil, annotationError(ann, "names %d addresses for the NLB's %d subnets %v: one per subnet, in order", len(d.Addresses), len(d.Subnets), d.Subnets)
+		}
+		if d.Scheme != scheme {
+			return nil, annotationError(ann, "needs an %s NLB (see %s%s)", scheme, annotationPrefix, annInternal)
+		}
 	}
 	d.Health = l.nlbHealth(svc, opts)
 	if _, port, _ := splitHealth(d.Health); port != trafficPort {
@@ -257,8 +286,21 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 			repairs = append(repairs, "the load balancer was deleted")
 			applied = true
 		}
-		out, err := l.c.api.elbv2.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{Name: aws.String(name), Type: v2types.LoadBalancerTypeEnumNetwork,
-			Scheme: v2types.LoadBalancerSchemeEnum(want.Scheme), Subnets: want.Subnets, Tags: v2Tags(ownTags(id, opts.ExtraTags, nil))})
+		in := &elbv2.CreateLoadBalancerInput{Name: aws.String(name), Type: v2types.LoadBalancerTypeEnumNetwork,
+			Scheme: v2types.LoadBalancerSchemeEnum(want.Scheme), Subnets: want.Subnets, Tags: v2Tags(ownTags(id, opts.ExtraTags, nil))}
+		if len(want.Addresses) > 0 {
+			in.Subnets = nil
+			for i, sn := range want.Subnets {
+				m := v2types.SubnetMapping{SubnetId: aws.String(sn)}
+				if len(opts.EIPs) > 0 {
+					m.AllocationId = aws.String(want.Addresses[i])
+				} else {
+					m.PrivateIPv4Address = aws.String(want.Addresses[i])
+				}
+				in.SubnetMappings = append(in.SubnetMappings, m)
+			}
+		}
+		out, err := l.c.api.elbv2.CreateLoadBalancer(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("aws: CreateLoadBalancer (v2) %s: %w", name, err)
 		}
@@ -292,6 +334,15 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	verify := name == upstreamName(svc) && tags[fingerprintTag] == ""
 	if tgs, err = l.reconcileNLB(ctx, svc, arn, want, tgs, named, verify, &repairs); err != nil {
 		return nil, err
+	}
+	if tags != nil || want.CrossZone || want.AccessLog { // a new NLB has AWS's defaults: off, off
+		if err := l.ensureNLBAttributes(ctx, svc, arn, want, &repairs); err != nil {
+			return nil, err
+		}
+	}
+	if tags != nil && len(want.Addresses) > 0 && !sameAddresses(cur, want.Addresses) {
+		l.c.events.Advise(svc, reasonUnusedAnnotation, fmt.Sprintf("%s%s / %s: the NLB's addresses are not the ones named; AWS sets them only when an NLB is created (as upstream, ccm does not recreate it): recreate the Service to apply them",
+			annotationPrefix, annEIPAllocations, annPrivateAddresses))
 	}
 	if verify {
 		// Upstream's node rules for this NLB are in the node groups (it named none in a tag).
@@ -504,6 +555,52 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 		}
 	}
 	return result, nil
+}
+
+// sameAddresses reports whether lb holds addrs (allocation IDs or private addresses) in its
+// zones, in any order.
+func sameAddresses(lb *v2types.LoadBalancer, addrs []string) bool {
+	var have []string
+	for _, az := range lb.AvailabilityZones {
+		for _, a := range az.LoadBalancerAddresses {
+			if v := aws.ToString(a.AllocationId) + aws.ToString(a.PrivateIPv4Address); v != "" {
+				have = append(have, v)
+			}
+		}
+	}
+	return sameSet(have, addrs)
+}
+
+// ensureNLBAttributes makes the NLB's cross-zone and access log attributes what the Service
+// asks (upstream's defaults: off), writing only those that differ; the bucket and prefix are
+// compared only while logs are on (ELBv2 refuses an empty bucket).
+func (l *loadBalancers) ensureNLBAttributes(ctx context.Context, svc *v1.Service, arn string, want *nlbDesired, notes *[]string) error {
+	out, err := l.c.api.elbv2.DescribeLoadBalancerAttributes(ctx, &elbv2.DescribeLoadBalancerAttributesInput{LoadBalancerArn: aws.String(arn)})
+	if err != nil {
+		return fmt.Errorf("aws: DescribeLoadBalancerAttributes (v2): %w", err)
+	}
+	have := map[string]string{}
+	for _, a := range out.Attributes {
+		have[aws.ToString(a.Key)] = aws.ToString(a.Value)
+	}
+	wantAttrs := [][2]string{{"load_balancing.cross_zone.enabled", strconv.FormatBool(want.CrossZone)}, {"access_logs.s3.enabled", strconv.FormatBool(want.AccessLog)}}
+	if want.AccessLog {
+		wantAttrs = append(wantAttrs, [2]string{"access_logs.s3.bucket", want.Bucket}, [2]string{"access_logs.s3.prefix", want.Prefix})
+	}
+	var change []v2types.LoadBalancerAttribute
+	for _, kv := range wantAttrs {
+		if have[kv[0]] != kv[1] {
+			change = append(change, v2types.LoadBalancerAttribute{Key: aws.String(kv[0]), Value: aws.String(kv[1])})
+			*notes = append(*notes, fmt.Sprintf("attribute %s was %q", kv[0], have[kv[0]]))
+		}
+	}
+	if len(change) == 0 {
+		return nil
+	}
+	if _, err := l.c.api.elbv2.ModifyLoadBalancerAttributes(ctx, &elbv2.ModifyLoadBalancerAttributesInput{LoadBalancerArn: aws.String(arn), Attributes: change}); err != nil {
+		return fmt.Errorf("aws: ModifyLoadBalancerAttributes (v2): %w", err)
+	}
+	return nil
 }
 
 // healthDiff says how tg's health check differs from want's ("" when it does not).

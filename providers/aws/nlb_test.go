@@ -211,21 +211,22 @@ func TestNLBRestartReadsListingOnly(t *testing.T) {
 		}
 		return r1 - r0, after, h.fake.Writes() - w
 	}
-	// Every sync compares each NLB with the cloud: its listeners (one read), each target
-	// group's targets (one read each; its attributes only with target-group-attributes); the rest comes from listings shared by
+	// Every sync compares each NLB with the cloud: its listeners and its attributes (one read
+	// each), each target group's targets (one read each; its attributes only with
+	// target-group-attributes); the rest comes from listings shared by
 	// all NLBs (load balancers, their tags 20 at a time, target groups, security groups).
 	listed := func(ops map[string]int) bool {
 		return ops["elbv2:DescribeLoadBalancers"] == 1 && ops["elbv2:DescribeTags"] == 2 && ops["elbv2:DescribeTargetGroups"] == 1 && ops["ec2:DescribeSecurityGroups"] == 1
 	}
 	perNLB := func(ops map[string]int) bool {
-		return ops["elbv2:DescribeListeners"] == n && ops["elbv2:DescribeTargetGroupAttributes"] == 0 && ops["elbv2:DescribeTargetHealth"] == 2*n
+		return ops["elbv2:DescribeListeners"] == n && ops["elbv2:DescribeTargetGroupAttributes"] == 0 && ops["elbv2:DescribeLoadBalancerAttributes"] == n && ops["elbv2:DescribeTargetHealth"] == 2*n
 	}
 	total, ops, writes := ensure(true, nodes[:2])
 	if writes != 0 || !listed(ops) || !perNLB(ops) {
 		t.Errorf("restart of %d NLBs: %d reads %v, %d writes; want 0 writes, the listings and the per-NLB comparison", n, total, ops, writes)
 	}
 	t.Logf("restart, nothing changed, %d NLBs (2 target groups each): %d reads %v", n, total, ops)
-	if total, ops, writes = ensure(false, nodes[:2]); writes != 0 || !perNLB(ops) || total != 3*n {
+	if total, ops, writes = ensure(false, nodes[:2]); writes != 0 || !perNLB(ops) || total != 4*n {
 		t.Errorf("resync in the running ccm: %d reads %v, %d writes; want 0 writes, only the per-NLB comparison", total, ops, writes)
 	}
 

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -293,6 +295,94 @@ func TestClassicELBSettingsAsUpstream(t *testing.T) {
 		if k != "ssl-negotiation-policy" && h.fake.Writes() != w {
 			t.Errorf("%s=%q: %d writes before the refusal", k, v, h.fake.Writes()-w)
 		}
+	}
+	if err := lb.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// NLB attributes (cross-zone, access logs) and addresses (Elastic IPs at creation), as
+// upstream: written only when they differ, drift repaired, a bad count refused by name.
+func TestNLBAttributesAndAddresses(t *testing.T) {
+	h := newHarness(t, "nlbattrs")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	nodes := parityNodes(h, "na-a")
+	svc := tcpService("na", map[string]string{annotationPrefix + "type": "nlb",
+		annotationPrefix + "cross-zone-load-balancing-enabled": "true",
+		annotationPrefix + "access-log-enabled":                "true",
+		annotationPrefix + "access-log-s3-bucket-name":         "logs",
+		annotationPrefix + "access-log-s3-bucket-prefix":       "nlb",
+		annotationPrefix + "eip-allocations":                   "eipalloc-1,eipalloc-2",
+	})
+	// The NLB gets one public subnet per zone, three: two allocations are refused.
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+"eip-allocations") {
+		t.Fatalf("2 allocations for 3 subnets: %v, want an error naming the annotation", err)
+	}
+	if _, _, _, ok := h.fake.NLBByName(c.lb.name(svc)); ok {
+		t.Fatal("an NLB was created despite the refusal")
+	}
+	allocs := []string{"eipalloc-1", "eipalloc-2", "eipalloc-3"} // one per zone, as the public subnets
+
+	svc.Annotations[annotationPrefix+"eip-allocations"] = strings.Join(allocs, ",")
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	n, _, _, _ := h.fake.NLBByName(c.lb.name(svc))
+	if n.Attributes["load_balancing.cross_zone.enabled"] != "true" || n.Attributes["access_logs.s3.enabled"] != "true" ||
+		n.Attributes["access_logs.s3.bucket"] != "logs" || n.Attributes["access_logs.s3.prefix"] != "nlb" {
+		t.Errorf("attributes %v", n.Attributes)
+	}
+	var got []string
+	for _, sn := range n.Subnets {
+		got = append(got, n.Addresses[sn])
+	}
+	if !sameSet(got, allocs) {
+		t.Errorf("addresses %v, want %v", got, allocs)
+	}
+	w := h.fake.Writes()
+	lb2, _ := h.cloud(t, "").LoadBalancer()
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.fake.Writes() - w; d != 0 {
+		t.Errorf("restart: %d writes, want 0", d)
+	}
+	// Cross-zone off by hand: one write puts it back.
+	op := h.operator()
+	if _, err := op.elbv2.ModifyLoadBalancerAttributes(ctx, &elbv2.ModifyLoadBalancerAttributesInput{LoadBalancerArn: aws.String(n.ARN),
+		Attributes: []v2types.LoadBalancerAttribute{{Key: aws.String("load_balancing.cross_zone.enabled"), Value: aws.String("false")}}}); err != nil {
+		t.Fatal(err)
+	}
+	w = h.fake.Writes()
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _, _ = h.fake.NLBByName(c.lb.name(svc)); h.fake.Writes()-w != 1 || n.Attributes["load_balancing.cross_zone.enabled"] != "true" {
+		t.Errorf("cross-zone turned off by hand: %d writes, %v; want 1, true", h.fake.Writes()-w, n.Attributes)
+	}
+	// Annotations removed: upstream's defaults (off); the bucket stays (ELBv2 keeps it).
+	for _, k := range []string{"cross-zone-load-balancing-enabled", "access-log-enabled", "access-log-s3-bucket-name", "access-log-s3-bucket-prefix"} {
+		delete(svc.Annotations, annotationPrefix+k)
+	}
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _, _ = h.fake.NLBByName(c.lb.name(svc)); n.Attributes["load_balancing.cross_zone.enabled"] != "false" || n.Attributes["access_logs.s3.enabled"] != "false" {
+		t.Errorf("annotations removed: %v", n.Attributes)
+	}
+	// Other allocations named later: AWS cannot change them; one Warning says so, nothing is written.
+	svc.Annotations[annotationPrefix+"eip-allocations"] = strings.ReplaceAll(strings.Join(allocs, ","), "eipalloc-", "eipalloc-9")
+	w = h.fake.Writes()
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.fake.Writes() - w; d != 0 {
+		t.Errorf("allocations changed: %d writes, want 0", d)
+	}
+	if ok, evs := h.events.Await(svc, 5*time.Second, "UnsupportedAnnotation", "recreate the Service"); !ok {
+		t.Errorf("no Warning about the addresses: %v", evs)
 	}
 	if err := lb.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
 		t.Fatal(err)
