@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/sourceranges"
 )
 
 // annotationPrefix is upstream's; every Service annotation this provider reads starts with it.
@@ -443,34 +444,23 @@ func parseExtraTags(v string) (map[string]string, error) {
 	return out, nil
 }
 
-// parseSourceRanges reads spec.loadBalancerSourceRanges (or, when empty, upstream's
-// service.beta.kubernetes.io/load-balancer-source-ranges annotation) as canonical, sorted
-// prefixes; none means every IPv4 client (classic ELBs and these NLBs are IPv4). IPv6 ranges
-// become IPv6 rules.
+// parseSourceRanges reads the Service's source ranges by upstream's rule (common/sourceranges:
+// spec.loadBalancerSourceRanges, else the legacy annotation
+// service.beta.kubernetes.io/load-balancer-source-ranges) as canonical, sorted prefixes; none
+// means every IPv4 client (classic ELBs and these NLBs are IPv4). IPv6 ranges become IPv6 rules.
 func parseSourceRanges(svc *v1.Service) ([]string, error) {
-	field, raw := "spec.loadBalancerSourceRanges", svc.Spec.LoadBalancerSourceRanges
-	if len(raw) == 0 {
-		if v, ok := svc.Annotations[annSourceRanges]; ok {
-			field, raw = "annotation "+annSourceRanges, splitList(v)
-		}
+	r, err := sourceranges.Of(svc)
+	if err != nil {
+		return nil, err
 	}
-	var out []string
-	for _, r := range raw {
-		p, err := netip.ParsePrefix(strings.TrimSpace(r))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %q is not a CIDR (such as 192.0.2.0/24 or 2001:db8::/32)", field, r)
-		}
-		out = append(out, p.Masked().String())
+	if len(r.CIDRs) == 0 {
+		return []string{"0.0.0.0/0"}, nil
 	}
-	if len(out) == 0 {
-		out = []string{"0.0.0.0/0"}
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	return r.CIDRs, nil
 }
 
 // annSourceRanges is the core annotation upstream reads when the spec field is empty.
-const annSourceRanges = "service.beta.kubernetes.io/load-balancer-source-ranges"
+const annSourceRanges = sourceranges.Annotation
 
 // sslPort reports whether the Service port p terminates TLS.
 func (o *lbOptions) sslPort(p v1.ServicePort) bool {

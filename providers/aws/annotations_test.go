@@ -2,6 +2,7 @@ package aws
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,5 +107,27 @@ func TestSupportedAreUpstreams(t *testing.T) {
 		"target-group-attributes", "eip-allocations", "private-ipv4-addresses", "target-node-labels", "subnets"}
 	if !sameSet(upstream, supported) {
 		t.Errorf("supported %v, upstream %v", supported, upstream)
+	}
+}
+
+// Source ranges are read by common/sourceranges, upstream's rule: the spec field, else the
+// legacy annotation; IPv4 with leading zeros parses as upstream's ParseCIDRSloppy does; none
+// is every IPv4 client; an empty item of the annotation is refused naming it.
+func TestSourceRangesAsUpstream(t *testing.T) {
+	spec := svcWith(nil)
+	spec.Spec.LoadBalancerSourceRanges = []string{"010.001.0.0/16", " 2001:db8::1/32", "192.0.2.0/24"}
+	got, err := parseSourceRanges(spec)
+	if err != nil || !slices.Equal(got, []string{"10.1.0.0/16", "192.0.2.0/24", "2001:db8::/32"}) {
+		t.Errorf("spec: %v, %v", got, err)
+	}
+	legacy := svcWith(map[string]string{annSourceRanges: "10.0.0.0/8, 172.16.0.0/12"})
+	if got, err := parseSourceRanges(legacy); err != nil || !slices.Equal(got, []string{"10.0.0.0/8", "172.16.0.0/12"}) {
+		t.Errorf("legacy annotation: %v, %v", got, err)
+	}
+	if got, err := parseSourceRanges(svcWith(nil)); err != nil || !slices.Equal(got, []string{"0.0.0.0/0"}) {
+		t.Errorf("none: %v, %v", got, err)
+	}
+	if _, err := parseSourceRanges(svcWith(map[string]string{annSourceRanges: "10.0.0.0/8,,"})); err == nil || !strings.Contains(err.Error(), annSourceRanges) {
+		t.Errorf("empty item: %v, want an error naming the annotation", err)
 	}
 }
