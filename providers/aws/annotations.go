@@ -63,8 +63,7 @@ var supported = []string{annType, annInternal, annSubnets, annSecurityGroup, ann
 	annAccessLog, annAccessLogEmit, annAccessLogBucket, annAccessLogPrefix, annTGAttributes, annEIPAllocations, annPrivateAddresses}
 
 // notForNLB and notForClassic are annotations upstream reads for one type only (on the other
-// they are accepted with a Warning saying they do nothing, as upstream ignores them), and, for
-// NLBs, those ccm does not implement yet (accepted with a Warning saying so).
+// they are accepted with a Warning saying they do nothing, as upstream ignores them).
 var (
 	notForNLB = map[string]string{
 		annSecurityGroup:   "an NLB made by ccm has no security group (the node groups admit its clients)",
@@ -74,8 +73,6 @@ var (
 		annDraining:        "NLBs have no connection draining setting (target group attribute deregistration_delay.timeout_seconds)",
 		annDrainingTimeout: "NLBs have no connection draining setting (target group attribute deregistration_delay.timeout_seconds)",
 		annAccessLogEmit:   "NLB access logs have no emit interval",
-		// Upstream sets these on NLBs; ccm does not yet.
-		annSSLPolicy: "not implemented by ccm for NLB TLS listeners yet (upstream sets it as their SslPolicy); they get ELB's default policy",
 	}
 	notForClassic = map[string]string{
 		annTGAttributes:     "a classic ELB has no target groups",
@@ -302,6 +299,10 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 	}
 	o.HC.setTimings(o.NLB, svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal, hcSet)
 	if o.NLB {
+		if o.Backend == "ssl" && o.SSLCert != "" {
+			// Upstream makes TLS target groups then; other values it ignores on NLBs, as ccm does.
+			o.Advice = append(o.Advice, fmt.Sprintf("%s%s ssl on an NLB is not implemented by ccm: its target groups stay TCP behind the TLS listeners (upstream makes them TLS)", annotationPrefix, annBackend))
+		}
 		if len(o.EIPs) > 0 && len(o.PrivateIPs) > 0 {
 			return nil, annotationError(annEIPAllocations, "and %s%s exclude each other (an internet-facing NLB takes Elastic IPs, an internal one private addresses)", annotationPrefix, annPrivateAddresses)
 		}

@@ -89,6 +89,10 @@ func TestAnnotationsForTheOtherTypeAdvised(t *testing.T) {
 			t.Errorf("nlb with %s: %v, advice %v; want one advice naming it", ann, err, o)
 		}
 	}
+	o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "backend-protocol": "ssl", annotationPrefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x"}))
+	if err != nil || len(o.Advice) != 1 || !strings.Contains(o.Advice[0], annotationPrefix+"backend-protocol") {
+		t.Errorf("nlb with backend-protocol ssl: %v, advice %v; want one advice naming it", err, o)
+	}
 	for _, ann := range []string{"target-group-attributes", "eip-allocations", "private-ipv4-addresses"} {
 		o, err := parseOptions(svcWith(map[string]string{annotationPrefix + ann: "x"}))
 		if err != nil || len(o.Advice) != 1 || !strings.Contains(o.Advice[0], annotationPrefix+ann) {

@@ -71,6 +71,8 @@ type nlbPort struct {
 	NodePort int32
 	Cert     string
 	TG       string // target group name
+	// SSLPolicy is ssl-negotiation-policy on a TLS listener ("": ELB's default, left as it is).
+	SSLPolicy string `json:",omitempty"`
 }
 
 func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *lbOptions) (*nlbDesired, error) {
@@ -90,7 +92,7 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 	for _, p := range svc.Spec.Ports {
 		np := nlbPort{Protocol: string(p.Protocol), Port: p.Port, NodePort: p.NodePort}
 		if opts.sslPort(p) && p.Protocol == v1.ProtocolTCP {
-			np.Protocol, np.Cert = "TLS", opts.SSLCert
+			np.Protocol, np.Cert, np.SSLPolicy = "TLS", opts.SSLCert, opts.SSLPolicy
 		}
 		backend := np.Protocol
 		if backend == "TLS" {
@@ -522,6 +524,13 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 		i := slices.IndexFunc(want.Ports, func(p nlbPort) bool { return p.Port == aws.ToInt32(ls.Port) })
 		if i >= 0 && listenerMatches(ls, want.Ports[i], result[i]) {
 			keep[want.Ports[i].Port] = true
+			if p := want.Ports[i]; p.SSLPolicy != "" && aws.ToString(ls.SslPolicy) != p.SSLPolicy {
+				// Changed in place, as upstream does: the listener keeps serving.
+				if _, err := l.c.api.elbv2.ModifyListener(ctx, &elbv2.ModifyListenerInput{ListenerArn: ls.ListenerArn, SslPolicy: aws.String(p.SSLPolicy)}); err != nil {
+					return nil, annotationError(annSSLPolicy, "listener TLS/%d: ModifyListener: %v", p.Port, err)
+				}
+				note("listener TLS/%d had SSL policy %s", p.Port, aws.ToString(ls.SslPolicy))
+			}
 			continue
 		}
 		if _, err := l.c.api.elbv2.DeleteListener(ctx, &elbv2.DeleteListenerInput{ListenerArn: ls.ListenerArn}); err != nil {
@@ -538,7 +547,12 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 		if p.Cert != "" {
 			in.Certificates = []v2types.Certificate{{CertificateArn: aws.String(p.Cert)}}
 		}
-		if _, err := l.c.api.elbv2.CreateListener(ctx, in); err != nil {
+		if p.SSLPolicy != "" {
+			in.SslPolicy = aws.String(p.SSLPolicy)
+		}
+		if _, err := l.c.api.elbv2.CreateListener(ctx, in); isCode(err, "SSLPolicyNotFound") {
+			return nil, annotationError(annSSLPolicy, "listener TLS/%d: %v", p.Port, err)
+		} else if err != nil {
 			return nil, fmt.Errorf("aws: CreateListener %d: %w", p.Port, err)
 		}
 		note("listener %s/%d was missing", p.Protocol, p.Port)

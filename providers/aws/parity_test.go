@@ -388,3 +388,47 @@ func TestNLBAttributesAndAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// ssl-negotiation-policy on an NLB: the SslPolicy of its TLS listeners, set at creation and
+// changed in place (ModifyListener), as upstream; a policy ELB does not know is refused by name.
+func TestNLBSSLPolicy(t *testing.T) {
+	h := newHarness(t, "nlbssl")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	nodes := parityNodes(h, "ns-a")
+	svc := tcpService("ns", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x",
+		annotationPrefix + "ssl-ports": "443", annotationPrefix + "ssl-negotiation-policy": "ELBSecurityPolicy-TLS-1-2-2017-01"})
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	policies := func() map[int]string {
+		_, ls, _, _ := h.fake.NLBByName(c.lb.name(svc))
+		out := map[int]string{}
+		for _, l := range ls {
+			out[l.Port] = l.Protocol + " " + l.SSLPolicy
+		}
+		return out
+	}
+	if got := policies(); got[443] != "TLS ELBSecurityPolicy-TLS-1-2-2017-01" || got[80] != "TCP " {
+		t.Errorf("listeners %v", got)
+	}
+	svc.Annotations[annotationPrefix+"ssl-negotiation-policy"] = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+	ops := h.fake.Operations()
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	after := h.fake.Operations()
+	if got := policies(); got[443] != "TLS ELBSecurityPolicy-TLS13-1-2-2021-06" || after["elbv2:ModifyListener"]-ops["elbv2:ModifyListener"] != 1 ||
+		after["elbv2:DeleteListener"] != ops["elbv2:DeleteListener"] {
+		t.Errorf("policy changed: listeners %v, ModifyListener +%d, DeleteListener +%d; want in place, one call", got,
+			after["elbv2:ModifyListener"]-ops["elbv2:ModifyListener"], after["elbv2:DeleteListener"]-ops["elbv2:DeleteListener"])
+	}
+	svc.Annotations[annotationPrefix+"ssl-negotiation-policy"] = "NoSuchPolicy"
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+"ssl-negotiation-policy") {
+		t.Errorf("unknown policy: %v, want an error naming the annotation", err)
+	}
+	if err := lb.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
+		t.Fatal(err)
+	}
+}

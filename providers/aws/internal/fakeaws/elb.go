@@ -50,7 +50,7 @@ var policyTypes = []string{"ProxyProtocolPolicyType", "SSLNegotiationPolicyType"
 // securityPolicies are predefined ELB security policies (DescribeLoadBalancerPolicies without a
 // load balancer; a subset).
 var securityPolicies = []string{"ELBSecurityPolicy-2016-08", "ELBSecurityPolicy-TLS-1-1-2017-01", "ELBSecurityPolicy-TLS-1-2-2017-01",
-	"ELBSecurityPolicy-2015-05", "ELBSecurityPolicy-2015-03", "ELBSample-OpenSSLDefaultCipherPolicy"}
+	"ELBSecurityPolicy-2015-05", "ELBSecurityPolicy-2015-03", "ELBSample-OpenSSLDefaultCipherPolicy", "ELBSecurityPolicy-TLS13-1-2-2021-06"}
 
 // Listener is one front-end port of a classic ELB.
 type Listener struct {

@@ -68,6 +68,7 @@ type TargetGroup struct {
 type NLBListener struct {
 	ARN, LB, Protocol, TargetGroup, Cert string
 	Port                                 int
+	SSLPolicy                            string // TLS listeners: ELB's default unless given
 }
 
 // SetNLBProvisioning sets how long a new NLB stays "provisioning".
@@ -433,6 +434,15 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 			return "", notFound("TargetGroupNotFound", "a forward action to an existing target group is required")
 		}
 		l := &NLBListener{ARN: s.arn("listener/net", strconv.Itoa(port)), LB: lbArn, Protocol: f.get("Protocol"), Port: port, TargetGroup: tgArn, Cert: f.get("Certificates.member.1.CertificateArn")}
+		if l.Protocol == "TLS" {
+			l.SSLPolicy = "ELBSecurityPolicy-2016-08"
+			if v := f.get("SslPolicy"); v != "" {
+				if !slices.Contains(securityPolicies, v) {
+					return "", &apiError{Status: 400, Code: "SSLPolicyNotFound", Message: "SSL policy '" + v + "' not found"}
+				}
+				l.SSLPolicy = v
+			}
+		}
 		s.listeners[l.ARN] = l
 		var x w
 		x.open("Listeners")
@@ -464,6 +474,22 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 		if next != "" {
 			x.leaf("NextMarker", next)
 		}
+		return x.b.String(), nil
+	case "ModifyListener":
+		l, ok := s.listeners[f.get("ListenerArn")]
+		if !ok {
+			return "", notFound("ListenerNotFound", "One or more listeners not found")
+		}
+		if v := f.get("SslPolicy"); v != "" {
+			if !slices.Contains(securityPolicies, v) {
+				return "", &apiError{Status: 400, Code: "SSLPolicyNotFound", Message: "SSL policy '" + v + "' not found"}
+			}
+			l.SSLPolicy = v
+		}
+		var x w
+		x.open("Listeners")
+		writeListener(&x, l)
+		x.close("Listeners")
 		return x.b.String(), nil
 	case "DeleteListener":
 		if _, ok := s.listeners[f.get("ListenerArn")]; !ok {
@@ -619,6 +645,9 @@ func writeListener(x *w, l *NLBListener) {
 	x.leaf("TargetGroupArn", l.TargetGroup)
 	x.close("member")
 	x.close("DefaultActions")
+	if l.SSLPolicy != "" {
+		x.leaf("SslPolicy", l.SSLPolicy)
+	}
 	if l.Cert != "" {
 		x.open("Certificates")
 		x.open("member")
