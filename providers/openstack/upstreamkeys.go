@@ -1,9 +1,6 @@
 package openstack
 
 import (
-	"fmt"
-	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -19,30 +16,9 @@ import (
 // not used by ccm"), or refuses it because ignoring it would weaken security or move traffic.
 // A name in neither ccm's nor this table's set stays an "unknown key" error with its line.
 
-type keyStatus int
-
-const (
-	implemented keyStatus = iota // ccm reads it and acts on it
-	unused                       // accepted, reported once at start-up and by check-config
-	unsupported                  // refused (an error with its line) unless harmless(value)
-)
-
-func (s keyStatus) String() string {
-	return [...]string{"implemented", "accepted, not used", "error: not supported yet"}[s]
-}
-
-// upstreamKey is one row of the table.
-type upstreamKey struct {
-	section, key string
-	status       keyStatus
-	// example is a value the tests set (it must parse; for implemented keys it must take
-	// effect, i.e. differ from the default).
-	example string
-	// why ccm does not use or support the key, and what to do instead (unused, unsupported).
-	why, instead string
-	// harmless, for unsupported keys, is true for values that mean what ccm does anyway.
-	harmless func(value string) bool
-}
+// The table's rows are common/config's: config.UpstreamReport walks them over the config
+// struct, config.UpstreamMarkdown writes the docs table.
+type upstreamKey = config.UpstreamKey
 
 const (
 	secGlobal  = "Global"
@@ -55,15 +31,15 @@ const (
 )
 
 func impl(section, key, example string) upstreamKey {
-	return upstreamKey{section: section, key: key, status: implemented, example: example}
+	return upstreamKey{Section: section, Key: key, Status: config.Implemented, Example: example}
 }
 
 func notUsed(section, key, example, why, instead string) upstreamKey {
-	return upstreamKey{section: section, key: key, status: unused, example: example, why: why, instead: instead}
+	return upstreamKey{Section: section, Key: key, Status: config.Unused, Example: example, Why: why, Instead: instead}
 }
 
 func refused(section, key, example, why, instead string, harmless func(string) bool) upstreamKey {
-	return upstreamKey{section: section, key: key, status: unsupported, example: example, why: why, instead: instead, harmless: harmless}
+	return upstreamKey{Section: section, Key: key, Status: config.Unsupported, Example: example, Why: why, Instead: instead, Harmless: harmless}
 }
 
 func isFalse(v string) bool { b, err := strconv.ParseBool(v); return err == nil && !b }
@@ -287,115 +263,18 @@ var logNotice = func(msg string) { klog.Warning(msg) }
 // Notices returns the "read by the upstream CCM, not used by ccm" lines for this config.
 func (c *Config) Notices() []string { return append([]string(nil), c.notices...) }
 
-// upstreamReport walks the table: each unused key present in the file gives one notice, each
-// unsupported key present with a value that is not harmless gives one problem (the reader
-// adds its line). Values are never repeated: some are secrets.
+// upstreamReport: each unused key present in the file gives one notice, each unsupported key
+// present with a value that is not harmless one problem (the reader adds its line).
 func (c *Config) upstreamReport() (notices []string, ps config.Problems) {
-	v := reflect.ValueOf(c).Elem()
-	for _, k := range upstreamKeys {
-		if k.status == implemented {
-			continue
-		}
-		for _, s := range sectionValues(v, k.section) {
-			f, ok := fieldByKey(s.v, k.key)
-			if !ok {
-				continue // the table test catches a row without a field
-			}
-			value, set := fieldValue(f)
-			if !set {
-				continue
-			}
-			switch {
-			case k.status == unused:
-				notices = append(notices, config.Problem{Section: k.section, Subsection: s.sub, Key: k.key,
-					Msg: fmt.Sprintf("read by the upstream CCM, not used by ccm: %s; %s", k.why, k.instead)}.String())
-			case k.harmless == nil || !k.harmless(value):
-				ps.AddSub(k.section, s.sub, k.key, "read by the upstream CCM, not supported by ccm yet: %s; %s", k.why, k.instead)
-			}
-		}
-	}
-	return notices, ps
-}
-
-type sectionValue struct {
-	sub string
-	v   reflect.Value
-}
-
-// sectionValues is the struct of a section, or one per subsection of a map section.
-func sectionValues(cfg reflect.Value, section string) []sectionValue {
-	f := cfg.FieldByName(section)
-	if !f.IsValid() {
-		return nil
-	}
-	if f.Kind() != reflect.Map {
-		return []sectionValue{{v: f}}
-	}
-	var out []sectionValue
-	for _, key := range f.MapKeys() {
-		if e := f.MapIndex(key); !e.IsNil() {
-			out = append(out, sectionValue{sub: key.String(), v: e.Elem()})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].sub < out[j].sub })
-	return out
-}
-
-// fieldByKey finds the field gcfg stores key in: by its gcfg tag, else by its name as gcfg
-// matches it (case-insensitive, '-' as '_'); promoted fields of embedded structs included.
-func fieldByKey(s reflect.Value, key string) (reflect.Value, bool) {
-	for _, sf := range reflect.VisibleFields(s.Type()) {
-		if sf.Anonymous || !sf.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(sf.Tag.Get("gcfg"), ",")
-		if (name != "" && strings.EqualFold(name, key)) ||
-			(name == "" && strings.EqualFold(sf.Name, strings.ReplaceAll(key, "-", "_"))) {
-			return s.FieldByIndex(sf.Index), true
-		}
-	}
-	return reflect.Value{}, false
-}
-
-// fieldValue is the value of an upstream-only field as text, and whether the file set it
-// (an empty string counts as not set: the chart renders `key = ""` for unset values).
-func fieldValue(f reflect.Value) (string, bool) {
-	switch f.Kind() {
-	case reflect.Ptr:
-		if f.IsNil() {
-			return "", false
-		}
-		e := f.Elem()
-		if e.Kind() == reflect.String {
-			return e.String(), e.String() != ""
-		}
-		return fmt.Sprint(e.Interface()), true // bools, numbers, durations
-	case reflect.Slice:
-		var vs []string
-		for i := 0; i < f.Len(); i++ {
-			if s := f.Index(i).String(); s != "" {
-				vs = append(vs, s)
-			}
-		}
-		return strings.Join(vs, ","), len(vs) > 0
-	}
-	return "", false
+	return config.UpstreamReport(c, upstreamKeys)
 }
 
 // upstreamKeysMarkdown is the table of docs/providers/openstack.md, between its markers.
 func upstreamKeysMarkdown() string {
-	var b strings.Builder
-	b.WriteString("| Section | Key | ccm | Why, and what to do instead |\n|---|---|---|---|\n")
-	for _, k := range upstreamKeys {
-		sec := "[" + k.section + "]"
-		if k.section == secLBClass {
-			sec = `[LoadBalancerClass "name"]`
+	return config.UpstreamMarkdown(upstreamKeys, func(section string) string {
+		if section == secLBClass {
+			return `[LoadBalancerClass "name"]`
 		}
-		note := ""
-		if k.status != implemented {
-			note = k.why + "; " + k.instead
-		}
-		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", sec, k.key, k.status, strings.ReplaceAll(note, "|", `\|`))
-	}
-	return b.String()
+		return "[" + section + "]"
+	})
 }

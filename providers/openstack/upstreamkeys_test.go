@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ccm-project/ccm/common/config"
 	"github.com/ccm-project/ccm/common/provider"
 )
 
@@ -57,67 +58,67 @@ func TestUpstreamKeyTable(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, k := range upstreamKeys {
-		id := k.section + "/" + k.key
+		id := k.Section + "/" + k.Key
 		t.Run(id, func(t *testing.T) {
 			if seen[id] {
 				t.Fatalf("%s is in the table twice", id)
 			}
 			seen[id] = true
-			if _, ok := fieldByKey(sectionOf(&base.cfg, k.section), k.key); !ok {
-				t.Fatalf("no config field reads [%s] %s", k.section, k.key)
+			if _, ok := config.FieldByKey(sectionOf(&base.cfg, k.Section), k.Key); !ok {
+				t.Fatalf("no config field reads [%s] %s", k.Section, k.Key)
 			}
-			if k.status != implemented && (k.why == "" || k.instead == "") {
+			if k.Status != config.Implemented && (k.Why == "" || k.Instead == "") {
 				t.Fatalf("row needs a reason and advice")
 			}
 			logged := captureNotices(t)
-			conf, line := withKey(k.section, k.key, k.example)
+			conf, line := withKey(k.Section, k.Key, k.Example)
 			c, err := New(strings.NewReader(conf))
-			switch k.status {
-			case implemented:
+			switch k.Status {
+			case config.Implemented:
 				if err != nil {
-					t.Fatalf("config with %s = %s: %v", k.key, k.example, err)
+					t.Fatalf("config with %s = %s: %v", k.Key, k.Example, err)
 				}
 				if n := c.cfg.Notices(); len(n) != 0 || len(*logged) != 0 {
 					t.Errorf("implemented key reported: %q %q", n, *logged)
 				}
-				got, _ := fieldByKey(sectionOf(&c.cfg, k.section), k.key)
-				was, _ := fieldByKey(sectionOf(&base.cfg, k.section), k.key)
+				got, _ := config.FieldByKey(sectionOf(&c.cfg, k.Section), k.Key)
+				was, _ := config.FieldByKey(sectionOf(&base.cfg, k.Section), k.Key)
 				if reflect.DeepEqual(got.Interface(), was.Interface()) {
-					t.Errorf("%s = %s did not take effect (still %v)", k.key, k.example, got.Interface())
+					t.Errorf("%s = %s did not take effect (still %v)", k.Key, k.Example, got.Interface())
 				}
-			case unused:
+			case config.Unused:
 				if err != nil {
-					t.Fatalf("config with %s = %s: %v", k.key, k.example, err)
+					t.Fatalf("config with %s = %s: %v", k.Key, k.Example, err)
 				}
 				n := c.cfg.Notices()
 				if len(n) != 1 || len(*logged) != 1 || n[0] != (*logged)[0] {
 					t.Fatalf("want exactly one report, got notices %q, logged %q", n, *logged)
 				}
-				sec := "[" + k.section + "] "
-				if k.section == secLBClass {
+				sec := "[" + k.Section + "] "
+				if k.Section == secLBClass {
 					sec = `[LoadBalancerClass "c"] `
 				}
-				for _, w := range []string{sec + k.key + ": read by the upstream CCM, not used by ccm: ", k.why, k.instead} {
+				for _, w := range []string{sec + k.Key + ": read by the upstream CCM, not used by ccm: ", k.Why, k.Instead} {
 					if !strings.Contains(n[0], w) {
 						t.Errorf("report %q lacks %q", n[0], w)
 					}
 				}
-			case unsupported:
+			case config.Unsupported:
 				if err == nil {
-					t.Fatalf("%s = %s accepted; want an error", k.key, k.example)
+					t.Fatalf("%s = %s accepted; want an error", k.Key, k.Example)
 				}
 				if len(*logged) != 0 {
 					t.Errorf("a refused config logged notices: %q", *logged)
 				}
-				sec := "[" + k.section + "] "
-				if k.section == secLBClass {
+				sec := "[" + k.Section + "] "
+				if k.Section == secLBClass {
 					sec = `[LoadBalancerClass "c"] `
 				}
-				want := fmt.Sprintf("line %d: %s%s: read by the upstream CCM, not supported by ccm yet: %s; %s", line, sec, k.key, k.why, k.instead)
+				want := fmt.Sprintf("line %d: %s%s: read by the upstream CCM, not supported by ccm yet: %s; %s", line, sec, k.Key, k.Why, k.Instead)
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q\nlacks %q", err, want)
 				}
-				if v := strings.Trim(k.example, `"`); len(v) > 3 && !strings.Contains(k.why+k.instead, v) && strings.Contains(err.Error(), v) {
+				if v := strings.Trim(k.Example, `"`); len(v) > 3 && !strings.Contains(k.Why+k.Instead, v) && strings.Contains(err.Error(), v) {
 					t.Errorf("error echoes the value %q: %v", v, err)
 				}
 			}
@@ -242,8 +243,8 @@ func TestUpstreamKeysDocumented(t *testing.T) {
 		t.Errorf("the upstream key table in %s is out of date; run UPDATE_DOCS=1 go test -run TestUpstreamKeysDocumented .", docsPath)
 	}
 	for _, k := range upstreamKeys {
-		if !strings.Contains(doc, "| `"+k.key+"` |") {
-			t.Errorf("%s: [%s] %s is not in the table", docsPath, k.section, k.key)
+		if !strings.Contains(doc, "| `"+k.Key+"` |") {
+			t.Errorf("%s: [%s] %s is not in the table", docsPath, k.Section, k.Key)
 		}
 	}
 }
