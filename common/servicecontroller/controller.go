@@ -138,6 +138,7 @@ func New(cloud cloudprovider.Interface, client kubernetes.Interface, services co
 			o, ok1 := old.(*v1.Service)
 			s, ok2 := cur.(*v1.Service)
 			if ok1 && ok2 && (classes.NeedsSync(o, s) || classes.NeedsCleanup(s)) {
+				c.takeResync(s.Namespace + "/" + s.Name) // a real change: its sync records the usual Events
 				c.enqueue(s)
 			}
 		},

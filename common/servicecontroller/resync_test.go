@@ -82,3 +82,30 @@ func TestRunDriftResync(t *testing.T) {
 	}
 	cancel()
 }
+
+// A Service that changes while a drift resync has it queued is synced as a change (the usual
+// Ensuring/Ensured Events), not quietly.
+func TestChangeDuringResyncIsNotQuiet(t *testing.T) {
+	svc := lbService("web")
+	h := newHarness(t, DefaultClasses(), svc, node("n1"))
+	if err := h.sync(svc); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(svc, func(s *v1.Service) bool {
+		return servicehelper.HasLBFinalizer(s) && len(s.Status.LoadBalancer.Ingress) == 1
+	})
+	h.takeEvents()
+	h.drain()
+	h.c.queueResync()
+	cur, _ := h.c.services.Services("ns").Get("web")
+	changed := cur.DeepCopy()
+	changed.Spec.Ports[0].Port = 81
+	if _, err := h.client.CoreV1().Services("ns").Update(context.Background(), changed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(svc, func(s *v1.Service) bool { return s.Spec.Ports[0].Port == 81 })
+	for h.c.queue.Len() > 0 {
+		h.c.processService(context.Background())
+	}
+	eq(t, "events", h.takeEvents(), []string{"Normal EnsuringLoadBalancer Ensuring load balancer", "Normal EnsuredLoadBalancer Ensured load balancer"})
+}
