@@ -60,11 +60,12 @@ func (c *Controller) queueResync() int {
 		}
 		c.mu.Lock()
 		st, known := c.state[key]
-		if known && st.uid == svc.UID {
+		mine := known && st.uid == svc.UID
+		if mine {
 			c.resync[key] = struct{}{}
 		}
 		c.mu.Unlock()
-		if known && st.uid == svc.UID {
+		if mine {
 			c.queue.Add(key)
 			n++
 		}
