@@ -122,41 +122,41 @@ func (l *loadBalancers) findClassic(ctx context.Context, svc *v1.Service) (name 
 }
 
 // findNLB is findClassic for NLBs. A listed NLB that is not active yet is read again.
-func (l *loadBalancers) findNLB(ctx context.Context, svc *v1.Service) (name string, cur *v2types.LoadBalancer, tags map[string]string, err error) {
+func (l *loadBalancers) findNLB(ctx context.Context, svc *v1.Service) (name string, cur *v2types.LoadBalancer, tags map[string]string, listed bool, err error) {
 	own, up := l.name(svc), upstreamName(svc)
 	id := l.identity(svc)
 	active := func(lb *v2types.LoadBalancer) bool {
 		return lb != nil && lb.State != nil && lb.State.Code == v2types.LoadBalancerStateEnumActive
 	}
 	if cur, tags := l.nsnap.get(ctx, own, l.listNLBs); active(cur) && tags != nil {
-		return own, cur, tags, nil
+		return own, cur, tags, true, nil
 	}
 	if up != "" {
 		if cur, tags := l.nsnap.get(ctx, up, l.listNLBs); active(cur) && tags != nil && checkLB(id, svc, up, tags) == nil {
-			return up, cur, tags, nil
+			return up, cur, tags, true, nil
 		}
 	}
 	if cur, err = l.describeNLB(ctx, own); err != nil || cur != nil {
 		if cur != nil {
 			tags, err = l.tagsV2(ctx, aws.ToString(cur.LoadBalancerArn))
 		}
-		return own, cur, tags, err
+		return own, cur, tags, false, err
 	}
 	if up != "" {
 		if cur, err = l.describeNLB(ctx, up); err != nil {
-			return "", nil, nil, err
+			return "", nil, nil, false, err
 		}
 		if cur != nil {
 			if tags, err = l.tagsV2(ctx, aws.ToString(cur.LoadBalancerArn)); err != nil {
-				return "", nil, nil, err
+				return "", nil, nil, false, err
 			}
 			if checkLB(id, svc, up, tags) == nil {
-				return up, cur, tags, nil
+				return up, cur, tags, false, nil
 			}
 			klog.V(2).InfoS("An NLB has the upstream CCM's name for this Service but not its tags; not taking it over", "service", klog.KObj(svc), "name", up)
 		}
 	}
-	return own, nil, nil, nil
+	return own, nil, nil, false, nil
 }
 
 // upstreamGroupDescription is the description upstream gives the ELB's own group.

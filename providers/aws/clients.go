@@ -34,7 +34,7 @@ func newClients(ctx context.Context, cfg *Config) (*clients, error) {
 		awsconfig.WithRegion(cfg.region()),
 		awsconfig.WithClientLogMode(0),
 		awsconfig.WithRetryer(newRetryer),
-		awsconfig.WithAPIOptions([]func(*middleware.Stack) error{countCalls}),
+		awsconfig.WithAPIOptions([]func(*middleware.Stack) error{countCalls, ownerCheckBeforeWrites}),
 	}
 	if f := cfg.Global.CredentialsFile; f != "" {
 		opts = append(opts,

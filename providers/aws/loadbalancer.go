@@ -133,7 +133,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.S
 // loadBalancerStatus is the status of svc's load balancer of the type it asks for, or nil.
 func (l *loadBalancers) loadBalancerStatus(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, error) {
 	if svc.Annotations[annotationPrefix+annType] == "nlb" {
-		_, lb, _, err := l.findNLB(ctx, svc)
+		_, lb, _, _, err := l.findNLB(ctx, svc)
 		if err != nil || lb == nil {
 			return nil, err
 		}
@@ -159,13 +159,27 @@ func (l *loadBalancers) leftovers(ctx context.Context, svc *v1.Service) (bool, e
 	return len(tgs) > 0, err
 }
 
-// confirmOwner reads the ELB's tags and checks that svc owns it (see checkLB).
-func (l *loadBalancers) confirmOwner(ctx context.Context, svc *v1.Service, name string) error {
-	tags, err := l.tags(ctx, name)
-	if err != nil {
-		return err
+// elbOwnerCheck reads the ELB's tags and checks that svc owns it (see checkLB): run before
+// the first write of a reconcile that decided on the listing's tags (see confirmBeforeWrites).
+func (l *loadBalancers) elbOwnerCheck(svc *v1.Service, name string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		tags, err := l.tags(ctx, name)
+		if err != nil {
+			return err
+		}
+		return checkLB(l.identity(svc), svc, name, tags)
 	}
-	return checkLB(l.identity(svc), svc, name, tags)
+}
+
+// nlbOwnerCheck is elbOwnerCheck for an NLB.
+func (l *loadBalancers) nlbOwnerCheck(svc *v1.Service, name, arn string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		tags, err := l.tagsV2(ctx, arn)
+		if err != nil {
+			return err
+		}
+		return checkLB(l.identity(svc), svc, name, tags)
+	}
 }
 
 // status is the ELB's DNS name, lower-cased: ELB keeps the case of the load balancer name in
@@ -291,6 +305,11 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 	if err != nil {
 		return nil, err
 	}
+	if listed {
+		// Decided on the listing's tags: read them again before the first write, if any (the
+		// security group rules and the group made by desired included).
+		ctx = confirmBeforeWrites(ctx, l.elbOwnerCheck(svc, name))
+	}
 	want, err := l.desired(ctx, svc, opts, name, nodeGroups)
 	if err != nil {
 		return nil, err
@@ -328,13 +347,6 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 			return nil, err
 		}
 		plan = planELB(want, members, observedELB{desc: cur, crossZone: crossZone, attrs: attrs})
-		if listed && (plan.recreate || !plan.empty()) {
-			// About to change the ELB: its ownership is checked on tags read now, not on the
-			// listing's copy (they may have been changed since).
-			if err := l.confirmOwner(ctx, svc, name); err != nil {
-				return nil, err
-			}
-		}
 		if plan.recreate {
 			wrote = true
 			// ELB cannot change the scheme of an ELB: a new one gets a new DNS name.

@@ -19,6 +19,7 @@ import (
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/svcevents"
 )
 
 // nlbPoll is how soon a Service whose NLB is still provisioning is looked at again: the
@@ -256,12 +257,16 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	id := l.identity(svc)
 	// ccm's NLB, or the one the upstream CCM made for this Service (taken over in place); from
 	// the listing when it holds it active, else read.
-	name, cur, tags, err := l.findNLB(ctx, svc)
+	name, cur, tags, listed, err := l.findNLB(ctx, svc)
 	if err != nil {
 		return nil, err
 	}
 	if cur == nil && mustExist {
 		return nil, errNotCreatedYet
+	}
+	if listed {
+		// Decided on the listing's tags: read them again before the first write, if any.
+		ctx = confirmBeforeWrites(ctx, l.nlbOwnerCheck(svc, name, aws.ToString(cur.LoadBalancerArn)))
 	}
 	var repairs []string
 	wrote := true // until proven otherwise (an error path leaves the listing unused for name)
@@ -273,6 +278,24 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	applied := false        // the desired state is the one last applied (its fingerprint is on the NLB)
 	var prevGroups []string // node groups of an earlier reconcile, from the NLB's tag: where to look
 	var named map[string]v2types.TargetGroup
+	recreated := false
+	if cur != nil {
+		if err := checkLB(id, svc, name, tags); err != nil {
+			return nil, err
+		}
+		if string(cur.Scheme) != want.Scheme {
+			// An NLB cannot change its scheme: it is deleted and made again below, with new
+			// addresses and DNS name. Its target groups stay and are attached to the new one.
+			l.c.events.Event(svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
+				fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which an NLB cannot do in place; its addresses and DNS name change", name, want.Scheme))
+			if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: cur.LoadBalancerArn}); err != nil {
+				return nil, fmt.Errorf("aws: DeleteLoadBalancer (v2) %s: %w", name, err)
+			}
+			klog.InfoS("Deleted NLB to change its scheme", "service", klog.KObj(svc), "name", name, "scheme", want.Scheme)
+			l.tsnap.forget(aws.ToString(cur.LoadBalancerArn))
+			cur, tags, recreated = nil, nil, true
+		}
+	}
 	if cur == nil {
 		// The target groups have deterministic names: one made by someone else with such a
 		// name must stop the creation before anything is written.
@@ -284,7 +307,7 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		if err != nil {
 			return nil, err
 		}
-		if !hadELB && len(svc.Status.LoadBalancer.Ingress) > 0 {
+		if !hadELB && !recreated && len(svc.Status.LoadBalancer.Ingress) > 0 {
 			repairs = append(repairs, "the load balancer was deleted")
 			applied = true
 		}
@@ -312,12 +335,6 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		cur, tags = &out.LoadBalancers[0], nil
 		klog.InfoS("Created NLB", "service", klog.KObj(svc), "name", name)
 	} else {
-		if err := checkLB(id, svc, name, tags); err != nil {
-			return nil, err
-		}
-		if string(cur.Scheme) != want.Scheme {
-			return nil, annotationError(annInternal, "changing the scheme of an existing NLB needs the Service recreated")
-		}
 		applied = !fingerprint.Changed(tags[fingerprintTag], fp) && !ownership.NeedsUID(id, tags)
 		prevGroups = groupIDs(tags[nodeGroupsTag])
 	}
@@ -713,7 +730,7 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 	l.nsnap.forget(l.name(svc))
 	l.nsnap.forget(upstreamName(svc))
 	// ccm's NLB or upstream's for this Service (both names read: they were just forgotten).
-	name, cur, tags, err := l.findNLB(ctx, svc)
+	name, cur, tags, _, err := l.findNLB(ctx, svc) // read, not listed: both names were forgotten
 	if err != nil {
 		return false, err
 	}
