@@ -56,6 +56,6 @@ func (c *Controller) orphanRound(ctx context.Context, col *Collector) {
 		klog.ErrorS(err, "Orphan collection round skipped")
 		return
 	}
-	metrics.OrphanedLoadBalancers.WithLabelValues(c.provider).Set(float64(col.Found - len(deleted)))
+	metrics.OrphanedLoadBalancers.WithLabelValues(c.provider).Set(float64(col.Left))
 	metrics.OrphanedLoadBalancersDeleted.WithLabelValues(c.provider).Add(float64(len(deleted)))
 }

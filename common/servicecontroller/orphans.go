@@ -2,6 +2,7 @@ package servicecontroller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -14,6 +15,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/ownership"
@@ -125,9 +127,14 @@ type Collector struct {
 	Recorder record.EventRecorder // Events on a Service of the orphan's namespace/name, when one exists
 	Grace    time.Duration        // 0: report only
 	Now      func() time.Time
-	// Found is how many orphans the last complete round found (reported ones included).
-	Found   int
-	tracker *OrphanTracker
+	// Found is how many orphans the last complete round found (reported ones included), Left
+	// how many of them are still in the cloud after it (found, not deleted).
+	Found, Left int
+	tracker     *OrphanTracker
+	// deleting are orphans whose delete the cloud accepted but finishes later (the provider
+	// answered an api.RetryError, e.g. Octavia's cascade delete): each counts as deleted once a
+	// listing no longer has it, or once a later delete returns nil.
+	deleting map[string]OwnedLoadBalancer
 }
 
 const reasonOrphan = "OrphanedLoadBalancer"
@@ -158,6 +165,23 @@ func (c *Collector) Round(ctx context.Context) ([]OwnedLoadBalancer, error) {
 	}
 	orphans := FindOrphans(lbs, lookup, c.Classes)
 	c.Found = len(orphans)
+	var deleted []OwnedLoadBalancer
+	if c.deleting == nil {
+		c.deleting = map[string]OwnedLoadBalancer{}
+	}
+	listed := make(map[string]bool, len(lbs))
+	for _, lb := range lbs {
+		listed[orphanKey(lb)] = true
+	}
+	for k, lb := range c.deleting {
+		if !listed[k] {
+			klog.InfoS("Orphaned load balancer deleted", "loadBalancer", lb.ID, "service", lb.Owner.Service())
+			delete(c.deleting, k)
+			deleted = append(deleted, lb)
+		}
+	}
+	sort.Slice(deleted, func(i, j int) bool { return deleted[i].ID < deleted[j].ID })
+	c.Left = len(orphans)
 	report, remove := c.tracker.Plan(c.Now(), orphans, c.Grace)
 	for _, lb := range report {
 		klog.InfoS("Orphaned load balancer found", "loadBalancer", lb.ID, "service", lb.Owner.Service(), "uid", lb.Owner.UID, "then", deletionNote(c.Grace))
@@ -166,16 +190,24 @@ func (c *Collector) Round(ctx context.Context) ([]OwnedLoadBalancer, error) {
 				lb.ID, lb.Owner.UID, deletionNote(c.Grace))
 		}
 	}
-	var deleted []OwnedLoadBalancer
 	sort.Slice(remove, func(i, j int) bool { return remove[i].ID < remove[j].ID })
 	for _, lb := range remove {
-		if err := c.Lister.DeleteOwnedLoadBalancer(ctx, c.Cluster, lb); err != nil && !apierrors.IsNotFound(err) {
+		err := c.Lister.DeleteOwnedLoadBalancer(ctx, c.Cluster, lb)
+		var retry *api.RetryError
+		switch {
+		case errors.As(err, &retry):
+			klog.InfoS("Orphaned load balancer being deleted", "loadBalancer", lb.ID, "service", lb.Owner.Service(), "state", err)
+			c.deleting[orphanKey(lb)] = lb
+			continue
+		case err != nil && !apierrors.IsNotFound(err):
 			klog.ErrorS(err, "Deleting orphaned load balancer failed", "loadBalancer", lb.ID, "service", lb.Owner.Service())
 			continue
 		}
 		klog.InfoS("Orphaned load balancer deleted", "loadBalancer", lb.ID, "service", lb.Owner.Service())
 		c.tracker.Deleted(lb)
+		delete(c.deleting, orphanKey(lb))
 		deleted = append(deleted, lb)
+		c.Left--
 	}
 	return deleted, nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/cloud-provider/api"
 
 	"github.com/ccm-project/ccm/common/ownership"
 )
@@ -79,9 +80,10 @@ func TestOrphanTrackerPlan(t *testing.T) {
 }
 
 type fakeOwned struct {
-	lbs     []OwnedLoadBalancer
-	listErr error
-	deleted []string
+	lbs       []OwnedLoadBalancer
+	listErr   error
+	deleted   []string
+	deleteErr map[string]error // by load balancer ID
 }
 
 func (f *fakeOwned) OwnedLoadBalancers(context.Context, string) ([]OwnedLoadBalancer, error) {
@@ -89,7 +91,7 @@ func (f *fakeOwned) OwnedLoadBalancers(context.Context, string) ([]OwnedLoadBala
 }
 func (f *fakeOwned) DeleteOwnedLoadBalancer(_ context.Context, _ string, lb OwnedLoadBalancer) error {
 	f.deleted = append(f.deleted, lb.ID)
-	return nil
+	return f.deleteErr[lb.ID]
 }
 
 func TestCollectorRound(t *testing.T) {
@@ -136,4 +138,46 @@ func TestCollectorRound(t *testing.T) {
 	}
 	eq(t, "deleted after grace", cloud.deleted, []string{"lb-gone", "lb-old"})
 	eq(t, "returned", ids(d), []string{"lb-gone", "lb-old"})
+}
+
+// A delete the cloud accepts and finishes later (OpenStack: Octavia's cascade delete, answered
+// with an api.RetryError "being deleted") is neither a failure nor forgotten: the load balancer
+// counts as deleted, once, when a listing no longer has it or a later delete returns nil, and
+// stays in Left until then.
+func TestCollectorCountsDeletesTheCloudFinishesLater(t *testing.T) {
+	client := fake.NewClientset()
+	inf := informers.NewSharedInformerFactory(client, time.Hour)
+	svcInf := inf.Core().V1().Services()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inf.Start(ctx.Done())
+	inf.WaitForCacheSync(ctx.Done())
+	busy := api.NewRetryError("load balancer x is being deleted", time.Second)
+	cloud := &fakeOwned{lbs: []OwnedLoadBalancer{owned("lb-a", "ns", "a", "u1"), owned("lb-b", "ns", "b", "u2")},
+		deleteErr: map[string]error{"lb-a": busy, "lb-b": busy}}
+	now := time.Unix(0, 0)
+	c := &Collector{Lister: cloud, Cluster: "c", Classes: DefaultClasses(), Services: svcInf.Lister(),
+		Synced: func() bool { return true }, Grace: time.Minute, Now: func() time.Time { return now }}
+	round := func(what string, wantDeleted []string, wantLeft int) {
+		t.Helper()
+		d, err := c.Round(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		eq(t, what+": deleted", ids(d), wantDeleted)
+		if c.Left != wantLeft {
+			t.Errorf("%s: Left = %d, want %d", what, c.Left, wantLeft)
+		}
+	}
+	round("first sight", nil, 2)
+	now = now.Add(2 * time.Minute)
+	round("deletes accepted, under way", nil, 2)
+	round("still listed, still under way", nil, 2)
+	eq(t, "delete calls", cloud.deleted, []string{"lb-a", "lb-b", "lb-a", "lb-b"})
+	// lb-a is gone from the cloud; lb-b's next delete returns nil.
+	cloud.lbs = cloud.lbs[1:]
+	cloud.deleteErr = nil
+	round("one gone, one done", []string{"lb-a", "lb-b"}, 0)
+	cloud.lbs = nil
+	round("both gone: counted once", nil, 0)
 }

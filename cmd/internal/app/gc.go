@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
 	"k8s.io/controller-manager/pkg/clientbuilder"
 
 	"github.com/ccm-project/ccm/common/provider"
@@ -126,17 +127,25 @@ func gc(ctx context.Context, out io.Writer, c cloudprovider.Interface, client ku
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LOAD BALANCER\tSERVICE\tUID\tVERDICT")
 	var failed []string
-	deleted := 0
+	deleted, underway := 0, 0
 	for _, lb := range lbs {
 		verdict := "kept (its Service wants it)"
 		switch {
 		case isOrphan[lb] && dryRun:
 			verdict = "orphan: would be deleted"
 		case isOrphan[lb]:
-			if err := lister.DeleteOwnedLoadBalancer(ctx, cluster, lb); err != nil {
+			err := lister.DeleteOwnedLoadBalancer(ctx, cluster, lb)
+			var retry *api.RetryError
+			switch {
+			case errors.As(err, &retry):
+				// Accepted; the cloud finishes it (Octavia's cascade delete, say).
+				verdict = "orphan: deleted (the cloud is finishing: " + err.Error() + ")"
+				deleted++
+				underway++
+			case err != nil:
 				verdict = "orphan: delete failed: " + err.Error()
 				failed = append(failed, lb.ID)
-			} else {
+			default:
 				verdict = "orphan: deleted"
 				deleted++
 			}
@@ -151,7 +160,11 @@ func gc(ctx context.Context, out io.Writer, c cloudprovider.Interface, client ku
 	if dryRun {
 		fmt.Fprintf(out, "%d load balancers of cluster %s, %d orphaned; dry run: nothing deleted\n", len(lbs), cluster, len(orphans))
 	} else {
-		fmt.Fprintf(out, "%d load balancers of cluster %s, %d orphaned, %d deleted\n", len(lbs), cluster, len(orphans), deleted)
+		fmt.Fprintf(out, "%d load balancers of cluster %s, %d orphaned, %d deleted", len(lbs), cluster, len(orphans), deleted)
+		if underway > 0 {
+			fmt.Fprintf(out, " (%d still being deleted by the cloud)", underway)
+		}
+		fmt.Fprintln(out)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("deleting %d orphaned load balancer(s) failed: %v", len(failed), failed)

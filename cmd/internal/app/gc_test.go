@@ -6,11 +6,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/cloud-provider/api"
 	fakecloud "k8s.io/cloud-provider/fake"
 
 	"github.com/ccm-project/ccm/common/ownership"
@@ -23,6 +25,7 @@ type gcCloud struct {
 	lbs     []servicecontroller.OwnedLoadBalancer
 	listErr error
 	failIDs map[string]bool
+	busyIDs map[string]bool // the delete is accepted and finished later (api.RetryError)
 	deleted []string
 }
 
@@ -35,6 +38,9 @@ func (g *gcCloud) DeleteOwnedLoadBalancer(_ context.Context, _ string, lb servic
 		return errors.New("throttled")
 	}
 	g.deleted = append(g.deleted, lb.ID)
+	if g.busyIDs[lb.ID] {
+		return api.NewRetryError("load balancer "+lb.ID+" is being deleted", time.Second)
+	}
 	return nil
 }
 
@@ -100,6 +106,15 @@ func TestGC(t *testing.T) {
 	partly := &gcCloud{lbs: lbs, failIDs: map[string]bool{"lb-gone": true}}
 	if err := gc(ctx, &out, partly, client, "c1", servicecontroller.DefaultClasses(), false); err == nil || !strings.Contains(err.Error(), "lb-gone") {
 		t.Errorf("a failed delete: %v", err)
+	}
+	// A delete the cloud accepted and finishes later is a delete, not a failure.
+	out.Reset()
+	busy := &gcCloud{lbs: lbs, busyIDs: map[string]bool{"lb-gone": true}}
+	if err := gc(ctx, &out, busy, client, "c1", servicecontroller.DefaultClasses(), false); err != nil {
+		t.Errorf("a delete under way is not a failure: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "3 orphaned, 3 deleted (1 still being deleted by the cloud)") {
+		t.Errorf("output:\n%s", out.String())
 	}
 	// A provider without a listing says so.
 	if err := gc(ctx, &out, &fakecloud.Cloud{}, client, "c1", servicecontroller.DefaultClasses(), true); err == nil {
