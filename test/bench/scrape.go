@@ -98,6 +98,25 @@ func (m *metrics) sum(prefix string) float64 {
 	return s
 }
 
+// sumWith adds the samples of metric name whose labels include every one of labels (each
+// written as in the exposition, e.g. `verb="GET"`).
+func (m *metrics) sumWith(name string, labels ...string) float64 {
+	var s float64
+next:
+	for _, x := range m.samples {
+		if !strings.HasPrefix(x.series, name+"{") {
+			continue
+		}
+		for _, l := range labels {
+			if !strings.Contains(x.series, "{"+l) && !strings.Contains(x.series, ","+l) {
+				continue next
+			}
+		}
+		s += x.value
+	}
+	return s
+}
+
 // value is the sample of a series without labels (go_memstats_heap_inuse_bytes), 0 if absent.
 func (m *metrics) value(series string) float64 {
 	for _, x := range m.samples {

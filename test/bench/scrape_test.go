@@ -65,6 +65,15 @@ func TestScrape(t *testing.T) {
 	if all := m.sum(`ccm_cloud_api_requests_total{`); all != 112 {
 		t.Errorf("all calls = %v, want 112", all)
 	}
+	if u := m.sumWith("ccm_cloud_api_requests_total", `operation="Update"`, `provider="dummy"`); u != 5 {
+		t.Errorf("sumWith Update = %v, want 5", u)
+	}
+	if g := m.sumWith("ccm_cloud_api_requests_total", `service="store"`, `operation="Get"`); g != 100 {
+		t.Errorf("sumWith Get = %v, want 100", g)
+	}
+	if a := m.sumWith("ccm_cloud_api_requests_total", `vice="store"`); a != 0 {
+		t.Errorf("sumWith of a label's tail = %v, want 0", a)
+	}
 	if d := m.sum(`ccm_cloud_api_requests_total{operation="Delete"`); d != 0 {
 		t.Errorf("a series with no sample sums to %v, want 0", d)
 	}
