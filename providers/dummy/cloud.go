@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -47,6 +48,7 @@ type Cloud struct {
 	inventory *inventory
 	lb        *loadBalancers
 	client    kubernetes.Interface
+	meta      metadata.Interface // the store's writes, answered with metadata only
 	// store, when set before the first load balancer call, replaces the default: ConfigMaps in
 	// kube-system with an API client, memory without one.
 	store Store
@@ -91,6 +93,12 @@ func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan 
 		klog.ErrorS(err, "No API client; load balancer addresses will not be learned from Services")
 	} else {
 		c.client = client
+		if cfg, err := b.Config("dummy-cloud-provider"); err == nil {
+			c.meta, err = metadata.NewForConfig(cfg)
+			if err != nil {
+				klog.ErrorS(err, "No metadata client; the load balancer store's writes are answered with whole ConfigMaps")
+			}
+		}
 	}
 	c.rec.Start(b, "dummy-cloud-provider", stop)
 	go c.inventory.watch(c.cfg.Global.InventoryRefresh.Duration, stop)
@@ -105,7 +113,9 @@ func (c *Cloud) newStore(clusterName string) Store {
 	case c.store != nil:
 		return c.store
 	case c.client != nil:
-		return newConfigMapStore(c.client, "kube-system", clusterName)
+		s := newConfigMapStore(c.client, "kube-system", clusterName)
+		s.meta = c.meta
+		return s
 	default:
 		return NewMemStore()
 	}

@@ -2,6 +2,7 @@ package dummy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -103,7 +104,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 	if err := l.load(ctx, clusterName); err != nil {
 		return nil, false, err
 	}
-	if err := l.current(ctx, k); err != nil {
+	if _, err := l.current(ctx, k, false); err != nil {
 		return nil, false, err
 	}
 	rec, ok := l.records[k]
@@ -138,32 +139,61 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		l.c.rec.Advise(svc, sourceranges.ReasonNotEnforced, msg)
 	}
 	defer l.keys.Lock(k)()
-	l.mu.Lock()
-	if err := l.load(ctx, clusterName); err != nil {
+	var want Record
+	err = l.optimistically(func(peek bool) error {
+		l.mu.Lock()
+		if err := l.load(ctx, clusterName); err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		v, err := l.current(ctx, k, peek)
+		if err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		have, exists, err := l.mine(id, k)
+		if err == nil {
+			var ips []netip.Addr
+			if ips, err = l.addressesFor(svc, id, k, have); err == nil {
+				shareKey, _ := sharingKey(svc) // checked by addressesFor
+				want = l.record(id, svc, ips, shareKey, ippool.NodeNames(nodes))
+				return l.reconcile(ctx, svc, id, k, want, have, exists, v)
+			}
+		}
 		l.mu.Unlock()
-		return nil, err
-	}
-	if err := l.current(ctx, k); err != nil {
-		l.mu.Unlock()
-		return nil, err
-	}
-	have, exists, err := l.mine(id, k)
+		return confirmed(err, v)
+	})
 	if err != nil {
-		l.mu.Unlock()
-		return nil, err
-	}
-	ips, err := l.addressesFor(svc, id, k, have)
-	if err != nil {
-		l.mu.Unlock()
-		return nil, err
-	}
-	shareKey, _ := sharingKey(svc) // checked by addressesFor
-	want := l.record(id, svc, ips, shareKey, ippool.NodeNames(nodes))
-	if err := l.reconcile(ctx, svc, id, k, want, have, exists); err != nil {
 		return nil, err
 	}
 	return ippool.Status(want.IPs, svc), nil
 }
+
+// confirmed is err of a sync before its write, or errConfirm when the sync was judged on the
+// store's copy (v set): the error stands only once the store's own record says so.
+func confirmed(err error, v *version) error {
+	if v != nil {
+		return errConfirm
+	}
+	return err
+}
+
+// optimistically runs one sync of a Service (the caller holds its key lock) first against the
+// store's copy of its record (peek), then, if the store's record turned out to differ from
+// that copy (errStale) or the copy showed nothing to write (errConfirm), against the record
+// read from the store. A sync that writes thus costs one conditional write and no read; one
+// with nothing to write still compares with the store itself, as a sync after another writer's
+// change must.
+func (l *loadBalancers) optimistically(sync func(peek bool) error) error {
+	if err := sync(true); !errors.Is(err, errStale) && !errors.Is(err, errConfirm) {
+		return err
+	}
+	return sync(false)
+}
+
+// errConfirm: a sync compared with the store's copy found nothing to write, or an error before
+// writing; it compares with the store's own record before saying so.
+var errConfirm = errors.New("nothing to write according to the store's copy")
 
 // UpdateLoadBalancer implements cloudprovider.LoadBalancer: only the backends change, and only
 // on the Service's own record, compared with the store's as in EnsureLoadBalancer.
@@ -171,40 +201,50 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	defer observe("update", time.Now(), &err)
 	id, k := ownership.Of(clusterName, svc), recordKey(clusterName, svc)
 	defer l.keys.Lock(k)()
-	l.mu.Lock()
-	if err := l.load(ctx, clusterName); err != nil {
-		l.mu.Unlock()
-		return err
-	}
-	if err := l.current(ctx, k); err != nil {
-		l.mu.Unlock()
-		return err
-	}
-	have, ok, err := l.mine(id, k)
-	switch {
-	case err != nil:
-		l.mu.Unlock()
-		return err
-	case !ok:
-		l.mu.Unlock()
-		return fmt.Errorf("load balancer %s does not exist yet", k)
-	}
-	// The sharing key stays the one the addresses were picked with: a change of it is an
-	// EnsureLoadBalancer's to check.
-	want := l.record(id, svc, canonicalAddrs(have.IPs), have.SharingKey, ippool.NodeNames(nodes))
-	return l.reconcile(ctx, svc, id, k, want, have, true)
+	return l.optimistically(func(peek bool) error {
+		l.mu.Lock()
+		if err := l.load(ctx, clusterName); err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		v, err := l.current(ctx, k, peek)
+		if err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		have, ok, err := l.mine(id, k)
+		switch {
+		case err != nil:
+			l.mu.Unlock()
+			return confirmed(err, v)
+		case !ok:
+			l.mu.Unlock()
+			return confirmed(fmt.Errorf("load balancer %s does not exist yet", k), v)
+		}
+		// The sharing key stays the one the addresses were picked with: a change of it is an
+		// EnsureLoadBalancer's to check.
+		want := l.record(id, svc, canonicalAddrs(have.IPs), have.SharingKey, ippool.NodeNames(nodes))
+		return l.reconcile(ctx, svc, id, k, want, have, true, v)
+	})
 }
 
-// reconcile writes the difference between want and have (the store's copy): nothing when there
-// is none, else one put of the record. Called with l.mu held; it releases it.
-func (l *loadBalancers) reconcile(ctx context.Context, svc *v1.Service, id ownership.Identity, k string, want, have Record, exists bool) error {
+// reconcile writes the difference between want and have (the store's record): nothing when
+// there is none, else one put of the record. v, when set, is the version of the store's copy
+// have came from: the put is then conditional on it, and no difference only says errConfirm.
+// Called with l.mu held; it releases it.
+func (l *loadBalancers) reconcile(ctx context.Context, svc *v1.Service, id ownership.Identity, k string, want, have Record, exists bool, v *version) error {
 	plan := planRecord(id, want, have, exists, l.applied[k], len(ippool.StatusAddrs(svc)) > 0)
 	if !plan.write {
+		l.mu.Unlock()
+		if v != nil {
+			return errConfirm
+		}
+		l.mu.Lock()
 		l.applied[k] = have.Fingerprint
 		l.mu.Unlock()
 		return nil
 	}
-	if err := l.put(ctx, k, want); err != nil {
+	if err := l.put(ctx, k, want, v); err != nil {
 		return err
 	}
 	if plan.drift {
@@ -215,21 +255,33 @@ func (l *loadBalancers) reconcile(ctx context.Context, svc *v1.Service, id owner
 
 // current brings the Service's record k in l.records up to date with the store. A record the
 // first load read less than freshFor ago and no sync compared yet is used as read (after a
-// restart one load serves every Service's first sync); otherwise the record is read again (one
-// call), so a change another writer made is seen by the next sync. Called with l.mu held
-// (released during the read); the caller holds k's key lock.
-func (l *loadBalancers) current(ctx context.Context, k string) error {
+// restart one load serves every Service's first sync). With peek, a store that keeps a copy
+// of what it read and wrote (optimisticStore) gives the record from that copy, with its
+// version: a write the sync then makes is conditional on it (see optimistically). Otherwise
+// the record is read again (one call), so a change another writer made is seen by the next
+// sync. Called with l.mu held (released during the read); the caller holds k's key lock.
+func (l *loadBalancers) current(ctx context.Context, k string, peek bool) (*version, error) {
 	if at, fresh := l.fresh[k]; fresh {
 		delete(l.fresh, k)
 		if time.Since(at) < freshFor {
-			return nil
+			return nil, nil
+		}
+	}
+	if st, ok := l.store.(optimisticStore); ok && peek {
+		// The copy stands for the store only where it agrees with what this process knows:
+		// a record it lacks or holds otherwise (another writer's change, or a copy older than
+		// a read) is read from the store before anything, addresses above all, changes.
+		r, found, v, ok := st.cached(k)
+		have, known := l.records[k]
+		if ok && found == known && (!found || equality.Semantic.DeepEqual(have, r)) {
+			return &v, nil
 		}
 	}
 	l.mu.Unlock()
 	got, found, err := l.readRecord(ctx, k)
 	l.mu.Lock()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	have, known := l.records[k]
 	switch {
@@ -244,7 +296,17 @@ func (l *loadBalancers) current(ctx context.Context, k string) error {
 		l.forget(k)
 		l.updatePoolMetrics()
 	}
-	return nil
+	return nil, nil
+}
+
+// optimisticStore is a store that keeps a copy of what it last read and wrote and can write a
+// record on the condition that the store still holds what a sync compared with
+// (configMapStore).
+type optimisticStore interface {
+	// cached is key's record in the copy and its version; ok is false without a copy.
+	cached(key string) (r Record, exists bool, v version, ok bool)
+	// putIf writes r if key's record is still v (nil: in any case); else errStale.
+	putIf(ctx context.Context, key string, r Record, v *version) error
 }
 
 // recordReader is a store that reads one record with one call.
@@ -279,7 +341,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		l.mu.Unlock()
 		return err
 	}
-	if err := l.current(ctx, k); err != nil {
+	if _, err := l.current(ctx, k, false); err != nil {
 		l.mu.Unlock()
 		return err
 	}
@@ -339,7 +401,7 @@ func (l *loadBalancers) record(id ownership.Identity, svc *v1.Service, ips []net
 // runs meanwhile).
 // While the write is in flight, r is already the record others see (sharing decisions read
 // it); if the write fails, the previous record and addresses come back.
-func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
+func (l *loadBalancers) put(ctx context.Context, k string, r Record, v *version) error {
 	old, hadOld := l.records[k]
 	oldIPs, newIPs := l.owner.of(k), canonicalAddrs(r.IPs) // held now: recorded, or adopted from status
 	for _, ip := range newIPs {
@@ -348,7 +410,12 @@ func (l *loadBalancers) put(ctx context.Context, k string, r Record) error {
 	l.records[k] = r
 	l.inflight++
 	l.mu.Unlock()
-	err := l.store.Put(ctx, k, r)
+	var err error
+	if v != nil {
+		err = l.store.(optimisticStore).putIf(ctx, k, r, v)
+	} else {
+		err = l.store.Put(ctx, k, r)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.inflight--

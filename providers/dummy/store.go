@@ -3,8 +3,10 @@ package dummy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -12,7 +14,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/metrics"
@@ -108,10 +112,26 @@ const configMapShards = 8
 // ConfigMapPrefix names the ConfigMaps (in kube-system) holding the dummy cloud's records.
 const ConfigMapPrefix = "ccm-dummy-lb-"
 
+// errStale: a conditional write found the record changed since the copy it was compared with
+// (another writer's change); nothing was written. The caller reads the record and compares again.
+var errStale = errors.New("the load balancer record changed since it was read")
+
+// version is what a record was in the copy a sync compared with: its stored text, or none.
+type version struct {
+	raw    string
+	exists bool
+}
+
 // configMapStore keeps records in ConfigMaps of the API server: shared by ccm replicas, kept
-// across restarts, written with optimistic concurrency so two writers never both win. Changes
-// to one shard that arrive while it is being written are batched into the next write, so a
-// burst of new Services costs a few ConfigMap writes, not one each.
+// across restarts, written with optimistic concurrency so two writers never both win.
+//
+// It keeps a copy of each shard as last read or written (its resourceVersion and records), so
+// that a sync can compare with the copy and write on the condition that the store still holds
+// what it compared with (cached, putIf): no read of a whole shard before each write. A write is
+// a patch of the changed records only, conditional on the copy's resourceVersion, and asks the
+// API server for the new resourceVersion only (PartialObjectMetadata), so neither side sends a
+// whole shard. Changes to one shard that arrive while it is being written are batched into the
+// next write (group commit), so a burst of Services costs a few ConfigMap writes, not one each.
 //
 // The ConfigMaps live in the cluster's own kube-system, so their records are this cluster's:
 // a record of this cluster is kept under the data key "namespace_name" (as before records were
@@ -119,6 +139,7 @@ const ConfigMapPrefix = "ccm-dummy-lb-"
 // (made by hand, or a name the scheme had to hash) under its full key.
 type configMapStore struct {
 	client    kubernetes.Interface
+	meta      metadata.Interface // nil: patches answer with the whole ConfigMap (tests' fake)
 	namespace string
 	cluster   string
 	mu        sync.Mutex
@@ -126,14 +147,24 @@ type configMapStore struct {
 }
 
 type shard struct {
-	cm      *v1.ConfigMap // last known; nil when it does not exist yet
+	// The copy: known once read or written; exists false when the ConfigMap did not exist.
+	known  bool
+	exists bool
+	rv     string
+	data   map[string]string // data key -> record as stored
+	// tracked: the ConfigMap has managedFields, which the next write drops (see patch).
+	tracked bool
+	// gen counts writes of this process: a read that started before one must not replace
+	// the copy with an older state.
+	gen     int
 	pending []pendingChange
 	writing bool
 }
 
 type pendingChange struct {
-	key    string
-	change func(map[string]string)
+	dk     string
+	value  *string  // nil: delete
+	expect *version // nil: unconditional; else written only if the record is still this
 	done   chan error
 }
 
@@ -172,24 +203,19 @@ func (s *configMapStore) storeKey(dk string) string {
 }
 
 func (s *configMapStore) Load(ctx context.Context) (map[string]Record, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	out := map[string]Record{}
 	for i := range configMapShards {
 		name := fmt.Sprintf("%s%d", ConfigMapPrefix, i)
-		start := time.Now()
-		cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, name, metav1.GetOptions{})
-		observeStore("Get", start, err)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
+		cm, err := s.read(ctx, name)
 		if err != nil {
 			return nil, fmt.Errorf("loading load balancer records from ConfigMap %s/%s: %w", s.namespace, name, err)
 		}
-		s.shard(name).cm = cm
+		if cm == nil {
+			continue
+		}
 		for k, v := range cm.Data {
-			var r Record
-			if err := json.Unmarshal([]byte(v), &r); err != nil {
+			r, err := decodeRecord(v)
+			if err != nil {
 				// One damaged record must not stop every load balancer: skip it. Its address
 				// stays reserved through the Service's status.
 				klog.ErrorS(err, "Skipping an unreadable load balancer record", "configMap", klog.KObj(cm), "key", k)
@@ -202,47 +228,101 @@ func (s *configMapStore) Load(ctx context.Context) (map[string]Record, error) {
 }
 
 // Get reads the record of key: one read of its shard. An unreadable record is skipped, as by
-// Load. The shard copy read becomes the base of the next write (unless one is under way), so a
-// repair after another writer's change does not first meet a conflict; a copy older than one
-// written meanwhile only costs that write one re-read.
+// Load. The shard read becomes the copy (see read).
 func (s *configMapStore) Get(ctx context.Context, key string) (Record, bool, error) {
 	name := s.shardOf(key)
-	start := time.Now()
-	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, name, metav1.GetOptions{})
-	observeStore("Get", start, err)
-	if apierrors.IsNotFound(err) {
-		return Record{}, false, nil
-	}
+	cm, err := s.read(ctx, name)
 	if err != nil {
 		return Record{}, false, fmt.Errorf("reading load balancer record from ConfigMap %s/%s: %w", s.namespace, name, err)
 	}
-	s.mu.Lock()
-	if sh := s.shard(name); !sh.writing {
-		sh.cm = cm
+	if cm == nil {
+		return Record{}, false, nil
 	}
-	s.mu.Unlock()
 	v, ok := cm.Data[s.dataKey(key)]
 	if !ok {
 		return Record{}, false, nil
 	}
-	var r Record
-	if err := json.Unmarshal([]byte(v), &r); err != nil {
+	r, err := decodeRecord(v)
+	if err != nil {
 		klog.ErrorS(err, "Skipping an unreadable load balancer record", "configMap", klog.KObj(cm), "key", key)
 		return Record{}, false, nil
 	}
 	return r, true, nil
 }
 
+// read gets shard name (nil if it does not exist) and makes it the copy, unless this process
+// wrote the shard meanwhile (the read may predate that write) or is writing it.
+func (s *configMapStore) read(ctx context.Context, name string) (*v1.ConfigMap, error) {
+	s.mu.Lock()
+	gen := s.shard(name).gen
+	s.mu.Unlock()
+	start := time.Now()
+	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, name, metav1.GetOptions{})
+	observeStore("Get", start, err)
+	if apierrors.IsNotFound(err) {
+		cm, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if sh := s.shard(name); !sh.writing && sh.gen == gen {
+		sh.adopt(cm)
+	}
+	s.mu.Unlock()
+	return cm, nil
+}
+
+// adopt makes cm (nil: the ConfigMap does not exist) the shard's copy: its own map, as writes
+// change it in place. Callers hold s.mu.
+func (sh *shard) adopt(cm *v1.ConfigMap) {
+	sh.known, sh.exists, sh.rv, sh.data, sh.tracked = true, cm != nil, "", map[string]string{}, false
+	if cm != nil {
+		sh.rv, sh.data, sh.tracked = cm.ResourceVersion, maps.Clone(cm.Data), len(cm.ManagedFields) > 0
+		if sh.data == nil {
+			sh.data = map[string]string{}
+		}
+	}
+}
+
+// cached returns key's record as the copy of its shard has it, and the version a conditional
+// write compares with; ok is false when there is no copy or the record does not decode (read
+// it instead). Callers hold the key's lock, so this process has no write of key under way
+// (one abandoned by its caller's context may still land; putIf then finds it).
+func (s *configMapStore) cached(key string) (r Record, exists bool, v version, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sh := s.shard(s.shardOf(key))
+	if !sh.known {
+		return Record{}, false, version{}, false
+	}
+	raw, exists := sh.data[s.dataKey(key)]
+	if !exists {
+		return Record{}, false, version{}, true
+	}
+	r, err := decodeRecord(raw)
+	if err != nil {
+		return Record{}, false, version{}, false
+	}
+	return r, true, version{raw: raw, exists: true}, true
+}
+
 func (s *configMapStore) Put(ctx context.Context, key string, r Record) error {
+	return s.putIf(ctx, key, r, nil)
+}
+
+// putIf writes r if key's record is still v (nil: in any case); else errStale.
+func (s *configMapStore) putIf(ctx context.Context, key string, r Record, v *version) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	return s.modify(ctx, key, func(data map[string]string) { data[s.dataKey(key)] = string(b) })
+	raw := string(b)
+	return s.modify(ctx, key, pendingChange{dk: s.dataKey(key), value: &raw, expect: v})
 }
 
 func (s *configMapStore) Delete(ctx context.Context, key string) error {
-	return s.modify(ctx, key, func(data map[string]string) { delete(data, s.dataKey(key)) })
+	return s.modify(ctx, key, pendingChange{dk: s.dataKey(key)})
 }
 
 func (s *configMapStore) shard(name string) *shard {
@@ -252,12 +332,14 @@ func (s *configMapStore) shard(name string) *shard {
 	return s.shards[name]
 }
 
-// modify queues change for the shard of key and waits until a write containing it is done.
+// modify queues a change for the shard of key and waits until a write containing it is done.
 // The first caller finds the shard idle and writes everything queued, batch after batch, until
-// the queue is empty; the others just wait for their batch's result.
-func (s *configMapStore) modify(ctx context.Context, key string, change func(map[string]string)) error {
+// the queue is empty; the others just wait for their batch's result. Every change of a batch
+// gets the batch's result: written, or the error (errStale only for a change whose record
+// changed meanwhile).
+func (s *configMapStore) modify(ctx context.Context, key string, pc pendingChange) error {
 	name := s.shardOf(key)
-	pc := pendingChange{key: key, change: change, done: make(chan error, 1)}
+	pc.done = make(chan error, 1)
 	s.mu.Lock()
 	sh := s.shard(name)
 	sh.pending = append(sh.pending, pc)
@@ -272,68 +354,181 @@ func (s *configMapStore) modify(ctx context.Context, key string, change func(map
 	}
 	sh.writing = true
 	for len(sh.pending) > 0 {
-		batch, cm := sh.pending, sh.cm
+		batch := sh.pending
 		sh.pending = nil
 		s.mu.Unlock()
 		// The batch carries other callers' changes: it must not fail with this caller's context.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		written, err := s.write(wctx, name, cm, batch)
+		s.write(wctx, name, sh, batch)
 		cancel()
 		s.mu.Lock()
-		if err == nil {
-			sh.cm = written
-		} else if written != nil {
-			sh.cm = written // a fresher copy read after a conflict
-		}
-		for _, p := range batch {
-			p.done <- err
-		}
 	}
 	sh.writing = false
 	s.mu.Unlock()
 	return <-pc.done
 }
 
-// write applies batch to the shard and writes it (creating it if need be), re-reading once on a
-// conflict. It returns the ConfigMap as now stored.
-func (s *configMapStore) write(ctx context.Context, name string, cm *v1.ConfigMap, batch []pendingChange) (*v1.ConfigMap, error) {
-	cms := s.client.CoreV1().ConfigMaps(s.namespace)
+// write applies batch to shard name: one patch of the changed records (a create if the
+// ConfigMap does not exist yet), conditional on the copy's resourceVersion. On a conflict it
+// reads the shard once and tries again with the changes still valid. Each change's caller
+// gets its result on done; on success the copy follows the write. Called without s.mu, by the
+// shard's only writer.
+func (s *configMapStore) write(ctx context.Context, name string, sh *shard, batch []pendingChange) {
+	fail := func(ps []pendingChange, err error) {
+		for _, p := range ps {
+			p.done <- err
+		}
+	}
 	for attempt := 0; ; attempt++ {
-		var out *v1.ConfigMap
+		s.mu.Lock()
+		known, exists, rv, tracked := sh.known, sh.exists, sh.rv, sh.tracked
+		// Changes whose record is no longer what their caller compared with fail now.
+		var live []pendingChange
+		for _, p := range batch {
+			if p.expect != nil && known {
+				raw, ok := sh.data[p.dk]
+				if ok != p.expect.exists || raw != p.expect.raw {
+					p.done <- errStale
+					continue
+				}
+			}
+			live = append(live, p)
+		}
+		s.mu.Unlock()
+		batch = live
+		if len(batch) == 0 {
+			return
+		}
+		if !known { // a write before any read: read the copy the condition needs
+			if _, err := s.readForWriter(ctx, name, sh); err != nil {
+				fail(batch, fmt.Errorf("reading ConfigMap %s/%s before writing: %w", s.namespace, name, err))
+				return
+			}
+			attempt--
+			continue
+		}
+		var newRV string
 		var err error
-		start := time.Now()
-		if cm == nil {
-			fresh := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "ccm-dummy"}}, Data: map[string]string{}}
-			for _, p := range batch {
-				p.change(fresh.Data)
-			}
-			out, err = cms.Create(ctx, fresh, metav1.CreateOptions{})
-			observeStore("Create", start, err)
+		if exists {
+			newRV, err = s.patch(ctx, name, rv, tracked, batch)
 		} else {
-			next := cm.DeepCopy()
-			if next.Data == nil {
-				next.Data = map[string]string{}
-			}
-			for _, p := range batch {
-				p.change(next.Data)
-			}
-			out, err = cms.Update(ctx, next, metav1.UpdateOptions{})
-			observeStore("Update", start, err)
+			newRV, err = s.create(ctx, name, batch)
 		}
 		if err == nil {
-			return out, nil
+			s.mu.Lock()
+			sh.tracked = !exists // a create is tracked; a patch drops them
+			if !exists {
+				sh.exists, sh.data = true, map[string]string{}
+			}
+			for _, p := range batch {
+				if p.value == nil {
+					delete(sh.data, p.dk)
+				} else {
+					sh.data[p.dk] = *p.value
+				}
+			}
+			sh.rv = newRV
+			sh.gen++
+			s.mu.Unlock()
+			fail(batch, nil)
+			return
 		}
-		if attempt > 0 || !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
-			// Hand back the copy we have, so the next write starts from the freshest one.
-			return cm, fmt.Errorf("writing %d load balancer record(s) to ConfigMap %s/%s: %w", len(batch), s.namespace, name, err)
+		retry := apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || (exists && apierrors.IsNotFound(err))
+		if attempt > 0 || !retry {
+			fail(batch, fmt.Errorf("writing %d load balancer record(s) to ConfigMap %s/%s: %w", len(batch), s.namespace, name, err))
+			return
 		}
-		fresh, gerr := cms.Get(ctx, name, metav1.GetOptions{})
-		if gerr != nil {
-			return cm, fmt.Errorf("re-reading ConfigMap %s/%s after a conflict: %w", s.namespace, name, gerr)
+		// Another writer changed the shard: read it (the new copy) and check every change
+		// against it again.
+		if _, rerr := s.readForWriter(ctx, name, sh); rerr != nil {
+			fail(batch, fmt.Errorf("re-reading ConfigMap %s/%s after a conflict: %w", s.namespace, name, rerr))
+			return
 		}
-		cm = fresh
 	}
+}
+
+// readForWriter reads shard name and makes it the copy: the writer may, reads of others may not
+// while it writes.
+func (s *configMapStore) readForWriter(ctx context.Context, name string, sh *shard) (*v1.ConfigMap, error) {
+	start := time.Now()
+	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, name, metav1.GetOptions{})
+	observeStore("Get", start, err)
+	if apierrors.IsNotFound(err) {
+		cm, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	sh.adopt(cm)
+	sh.gen++ // reads that started before this one must not replace it
+	s.mu.Unlock()
+	return cm, nil
+}
+
+// patch writes the batch's records (null deletes one) on the condition that the shard is still
+// at rv, and returns the new resourceVersion. The API server answers with the ConfigMap's
+// metadata only when a metadata client is set.
+//
+// With tracked, the patch also drops the ConfigMap's managedFields ([{}] resets them), and the
+// API server does not track them again on a write without them: nobody applies these
+// ConfigMaps server-side, and tracking costs the API server a walk of every record per write
+// and the object a field entry per record.
+func (s *configMapStore) patch(ctx context.Context, name, rv string, tracked bool, batch []pendingChange) (string, error) {
+	data := make(map[string]*string, len(batch))
+	for _, p := range batch {
+		data[p.dk] = p.value
+	}
+	meta := map[string]any{"resourceVersion": rv}
+	if tracked {
+		meta["managedFields"] = []map[string]any{{}}
+	}
+	body, err := json.Marshal(map[string]any{"metadata": meta, "data": data})
+	if err != nil {
+		return "", err
+	}
+	start := time.Now()
+	var newRV string
+	if s.meta != nil {
+		var m *metav1.PartialObjectMetadata
+		m, err = s.meta.Resource(v1.SchemeGroupVersion.WithResource("configmaps")).Namespace(s.namespace).
+			Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
+		if err == nil {
+			newRV = m.ResourceVersion
+		}
+	} else {
+		var cm *v1.ConfigMap
+		cm, err = s.client.CoreV1().ConfigMaps(s.namespace).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
+		if err == nil {
+			newRV = cm.ResourceVersion
+		}
+	}
+	observeStore("Update", start, err)
+	return newRV, err
+}
+
+// create makes shard name with the batch's records and returns its resourceVersion.
+func (s *configMapStore) create(ctx context.Context, name string, batch []pendingChange) (string, error) {
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "ccm-dummy"}}, Data: map[string]string{}}
+	for _, p := range batch {
+		if p.value != nil {
+			cm.Data[p.dk] = *p.value
+		}
+	}
+	start := time.Now()
+	out, err := s.client.CoreV1().ConfigMaps(s.namespace).Create(ctx, cm, metav1.CreateOptions{})
+	observeStore("Create", start, err)
+	if err != nil {
+		return "", err
+	}
+	return out.ResourceVersion, nil
+}
+
+func decodeRecord(raw string) (Record, error) {
+	var r Record
+	err := json.Unmarshal([]byte(raw), &r)
+	return r, err
 }
 
 func observeStore(op string, start time.Time, err error) {

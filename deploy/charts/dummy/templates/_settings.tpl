@@ -9,7 +9,7 @@
       "cluster" $c.clusterName "allowDefault" $c.allowDefaultClusterName "listenAll" $metrics
       "v" $v.logVerbosityLevel "controllers" $v.enabledControllers "extra" $c.extraArgs) | fromYamlArray -}}
 {{- $store := list (dict "apiGroups" (list "") "resources" (list "configmaps") "verbs" (list "create"))
-      (dict "apiGroups" (list "") "resources" (list "configmaps") "verbs" (list "get" "update")
+      (dict "apiGroups" (list "") "resources" (list "configmaps") "verbs" (list "get" "update" "patch")
         "resourceNames" (list "ccm-dummy-lb-0" "ccm-dummy-lb-1" "ccm-dummy-lb-2" "ccm-dummy-lb-3" "ccm-dummy-lb-4" "ccm-dummy-lb-5" "ccm-dummy-lb-6" "ccm-dummy-lb-7")) -}}
 {{- $s := dict
       "provider" "dummy"
