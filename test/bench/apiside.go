@@ -33,7 +33,7 @@ const storePrefix = "ccm-dummy-lb-"
 type storeWatch struct {
 	mu     sync.Mutex
 	writes int
-	shards map[string]map[string]string // shard -> data key -> fingerprint
+	shards map[string]map[string]watched // shard -> data key -> record
 	err    error
 	cancel context.CancelFunc
 }
@@ -53,7 +53,7 @@ func watchStore(ctx context.Context, env *testenv.Env) (*storeWatch, error) {
 		return nil, fmt.Errorf("listing kube-system ConfigMaps: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &storeWatch{cancel: cancel, shards: map[string]map[string]string{}}
+	s := &storeWatch{cancel: cancel, shards: map[string]map[string]watched{}}
 	for i := range list.Items {
 		s.observe(watch.Added, &list.Items[i], false)
 	}
@@ -88,22 +88,32 @@ func watchStore(ctx context.Context, env *testenv.Env) (*storeWatch, error) {
 	return s, nil
 }
 
+// watched is a record as the watch last saw it: its text, and the fingerprint in it.
+type watched struct{ raw, fingerprint string }
+
 func (s *storeWatch) observe(t watch.EventType, cm *v1.ConfigMap, count bool) {
 	if !strings.HasPrefix(cm.Name, storePrefix) {
 		return
 	}
-	fps := map[string]string{}
+	s.mu.Lock()
+	prev := s.shards[cm.Name]
+	s.mu.Unlock()
+	recs := map[string]watched{}
 	if t != watch.Deleted {
 		for k, v := range cm.Data {
+			if p, ok := prev[k]; ok && p.raw == v {
+				recs[k] = p // unchanged: no need to decode it again
+				continue
+			}
 			var rec struct{ Fingerprint string }
 			if json.Unmarshal([]byte(v), &rec) == nil {
-				fps[k] = rec.Fingerprint
+				recs[k] = watched{raw: v, fingerprint: rec.Fingerprint}
 			}
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.shards[cm.Name] = fps
+	s.shards[cm.Name] = recs
 	if count {
 		s.writes++
 	}
@@ -130,9 +140,9 @@ func (s *storeWatch) Fingerprints() (map[string]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[string]string{}
-	for _, fps := range s.shards {
-		for k, fp := range fps {
-			out[k] = fp
+	for _, recs := range s.shards {
+		for k, r := range recs {
+			out[k] = r.fingerprint
 		}
 	}
 	return out, s.err
@@ -146,6 +156,18 @@ type apiCounts struct {
 	ConfigMapGets, ConfigMapWrites float64
 	ConfigMapConflicts             float64 // writes refused (HTTP 409)
 	APIServerCPU, EtcdCPU          float64
+	// Time spent serving ConfigMap writes (PUT, PATCH) in the API server, and in etcd's
+	// updates of ConfigMaps, with their counts: the sums of their duration histograms.
+	WriteSeconds, WriteCount     float64
+	EtcdUpdSeconds, EtcdUpdCount float64
+}
+
+// meanMS is sum/count in milliseconds, 0 without a count.
+func meanMS(sum, count float64) float64 {
+	if count == 0 {
+		return 0
+	}
+	return 1000 * sum / count
 }
 
 func readAPICounts(ctx context.Context, env *testenv.Env) (apiCounts, error) {
@@ -164,6 +186,12 @@ func readAPICounts(ctx context.Context, env *testenv.Env) (apiCounts, error) {
 		c.ConfigMapWrites += m.sumWith("apiserver_request_total", cm, `verb="`+verb+`"`)
 		c.ConfigMapConflicts += m.sumWith("apiserver_request_total", cm, `verb="`+verb+`"`, `code="409"`)
 	}
+	for _, verb := range []string{"PUT", "PATCH"} {
+		c.WriteSeconds += m.sumWith("apiserver_request_duration_seconds_sum", cm, `verb="`+verb+`"`)
+		c.WriteCount += m.sumWith("apiserver_request_duration_seconds_count", cm, `verb="`+verb+`"`)
+	}
+	c.EtcdUpdSeconds = m.sumWith("etcd_request_duration_seconds_sum", cm, `operation="update"`)
+	c.EtcdUpdCount = m.sumWith("etcd_request_duration_seconds_count", cm, `operation="update"`)
 	for name, to := range map[string]*float64{"kube-apiserver": &c.APIServerCPU, "etcd": &c.EtcdCPU} {
 		pid, err := controlPlanePid(env, name)
 		if err != nil {
@@ -178,7 +206,8 @@ func readAPICounts(ctx context.Context, env *testenv.Env) (apiCounts, error) {
 
 func (a apiCounts) minus(b apiCounts) apiCounts {
 	return apiCounts{a.ConfigMapGets - b.ConfigMapGets, a.ConfigMapWrites - b.ConfigMapWrites,
-		a.ConfigMapConflicts - b.ConfigMapConflicts, a.APIServerCPU - b.APIServerCPU, a.EtcdCPU - b.EtcdCPU}
+		a.ConfigMapConflicts - b.ConfigMapConflicts, a.APIServerCPU - b.APIServerCPU, a.EtcdCPU - b.EtcdCPU,
+		a.WriteSeconds - b.WriteSeconds, a.WriteCount - b.WriteCount, a.EtcdUpdSeconds - b.EtcdUpdSeconds, a.EtcdUpdCount - b.EtcdUpdCount}
 }
 
 // controlPlanePid finds the env's kube-apiserver or etcd: the process of that executable whose

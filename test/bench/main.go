@@ -434,7 +434,9 @@ func report(r *result, command, out string) error {
 		rep.Add(benchreport.Row{Key: "dummy.node_added.api_configmap_requests", Scenario: na, Measure: "ConfigMap reads / writes (of them refused: conflict) the API server served until then", Value: api.ConfigMapGets + api.ConfigMapWrites,
 			Text: fmt.Sprintf("%.0f / %.0f (%.0f)", api.ConfigMapGets, api.ConfigMapWrites, api.ConfigMapConflicts)}).
 			Add(benchreport.Row{Key: "dummy.node_added.control_plane_cpu_s", Scenario: na, Measure: "kube-apiserver / etcd CPU time until then", Value: api.APIServerCPU + api.EtcdCPU, Unit: "s",
-				Text: fmt.Sprintf("%.2f / %.2f s", api.APIServerCPU, api.EtcdCPU)})
+				Text: fmt.Sprintf("%.2f / %.2f s", api.APIServerCPU, api.EtcdCPU)}).
+			Add(benchreport.Row{Key: "dummy.node_added.write_latency_ms", Scenario: na, Measure: "ConfigMap write: mean time in kube-apiserver / of it in etcd", Value: meanMS(api.WriteSeconds, api.WriteCount), Unit: "ms",
+				Text: fmt.Sprintf("%.1f / %.1f ms", meanMS(api.WriteSeconds, api.WriteCount), meanMS(api.EtcdUpdSeconds, api.EtcdUpdCount))})
 	}
 	rep.Add(benchreport.Row{Key: benchreport.KeyLBServices, Scenario: svcs, Measure: "Services addressed", Value: float64(len(r.ServiceTimes)),
 		Text: fmt.Sprintf("%d of %d", len(r.ServiceTimes), r.Services), Target: "all", Met: benchreport.Met(len(r.ServiceTimes) == r.Services)}).
