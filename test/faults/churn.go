@@ -43,33 +43,8 @@ func churn(h *harness) result {
 		return withFigures(fail("Nodes not initialised: %v", err), figs)
 	}
 	j := &journal{start: time.Now(), firstCCM: len(h.all) - 1}
-	svcs := h.env.Client.CoreV1().Services(ns)
 
-	// The kills run beside the operations, each once its operation is done.
-	stop := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- h.runKills(plan, j, stop) }()
-
-	var opErr error
-	for i, op := range plan.Ops {
-		time.Sleep(op.Pause)
-		var err error
-		switch op.Kind {
-		case opCreate:
-			_, err = svcs.Create(h.ctx, testenv.LoadBalancerService(ns, op.Service, 80), createOpts)
-		case opUpdate:
-			err = changePort(h, ns, op.Service, op.Port)
-		case opDelete:
-			err = svcs.Delete(h.ctx, op.Service, metav1.DeleteOptions{})
-		}
-		if err != nil {
-			opErr = fmt.Errorf("operation %d (%s %s): %w", i, op.Kind, op.Service, err)
-			break
-		}
-		j.opDone(i, op)
-	}
-	close(stop)
-	killErr := <-done
+	opErr, killErr := h.runPlan(ns, plan, j)
 	created, updated, deleted := plan.counts()
 	figs["ops"] = fmt.Sprintf("%d created, %d updated, %d deleted", created, updated, deleted)
 	figs["SIGKILLs"] = fmt.Sprint(len(j.kills))
@@ -98,6 +73,34 @@ func churn(h *harness) result {
 	figs["converged after last op"] = time.Since(settled).Round(100 * time.Millisecond).String()
 	figs["leaked / doubled"] = "0 / 0"
 	return withFigures(pass(fmt.Sprintf("%s with %d SIGKILLs (seed %d): converged, 0 leaked, 0 stuck", figs["ops"], len(j.kills), plan.Seed), nil), figs)
+}
+
+// runPlan does plan's operations on the Services of ns in order, with its SIGKILLs beside them
+// (each once its operation is done), and returns the first failed operation and the kills' error.
+func (h *harness) runPlan(ns string, plan churnPlan, j *journal) (opErr, killErr error) {
+	svcs := h.env.Client.CoreV1().Services(ns)
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- h.runKills(plan, j, stop) }()
+	for i, op := range plan.Ops {
+		time.Sleep(op.Pause)
+		var err error
+		switch op.Kind {
+		case opCreate:
+			_, err = svcs.Create(h.ctx, testenv.LoadBalancerService(ns, op.Service, 80), createOpts)
+		case opUpdate:
+			err = changePort(h, ns, op.Service, op.Port)
+		case opDelete:
+			err = svcs.Delete(h.ctx, op.Service, metav1.DeleteOptions{})
+		}
+		if err != nil {
+			opErr = fmt.Errorf("operation %d (%s %s): %w", i, op.Kind, op.Service, err)
+			break
+		}
+		j.opDone(i, op)
+	}
+	close(stop)
+	return opErr, <-done
 }
 
 // runKills SIGKILLs the newest ccm at each of the plan's kill points and starts another after
@@ -155,8 +158,7 @@ type churnPlan struct {
 
 // planChurn draws the whole scenario from seed: services Services created over time, updated
 // (a port change) and deleted at random among those alive, until all were created and then
-// either none is left or a random stop; and kills SIGKILLs, one at a random operation of each
-// of kills equal stretches of the operations.
+// either none is left or a random stop; and kills SIGKILLs (planKills).
 func planChurn(seed int64, services, kills int) churnPlan {
 	rng := rand.New(rand.NewSource(seed))
 	p := churnPlan{Seed: seed}
@@ -183,16 +185,24 @@ func planChurn(seed int64, services, kills int) churnPlan {
 			break
 		}
 	}
-	kills = min(kills, len(p.Ops))
+	p.Kills = planKills(rng, len(p.Ops), kills)
+	return p
+}
+
+// planKills draws kills SIGKILLs among ops operations: one at a random operation of each of
+// kills equal stretches, a random moment (under 300ms) after it, down for under 2s.
+func planKills(rng *rand.Rand, ops, kills int) []churnKill {
+	kills = min(kills, ops)
+	var out []churnKill
 	for i := range kills {
-		lo, hi := i*len(p.Ops)/kills, (i+1)*len(p.Ops)/kills
-		p.Kills = append(p.Kills, churnKill{
+		lo, hi := i*ops/kills, (i+1)*ops/kills
+		out = append(out, churnKill{
 			AfterOp: lo + rng.Intn(hi-lo),
 			Delay:   time.Duration(rng.Int63n(int64(300 * time.Millisecond))),
 			Down:    time.Duration(rng.Int63n(int64(2 * time.Second))),
 		})
 	}
-	return p
+	return out
 }
 
 // live are the Services the plan leaves in place, sorted.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/ccm-project/ccm/common/simcontrol"
 	"github.com/ccm-project/ccm/common/testenv"
@@ -151,3 +155,116 @@ func (d *dummyCloud) Resources(ctx context.Context) ([]simcontrol.Resource, erro
 func (d *dummyCloud) Calls(context.Context) (simcontrol.Calls, error) { return simcontrol.Calls{}, nil }
 
 func (d *dummyCloud) Secrets(context.Context) ([]string, error) { return nil, nil }
+
+// The dummy's records, as the orphans scenario reads them: a record is JSON with the Service's
+// ownership tags (providers/dummy/store.go, Record).
+const dummyUIDTag = "kubernetes.io/service-uid"
+
+func (d *dummyCloud) recordMaps(ctx context.Context) ([]v1.ConfigMap, string, error) {
+	cms, err := d.env.Client.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, "", err
+	}
+	var out []v1.ConfigMap
+	for _, cm := range cms.Items {
+		if strings.HasPrefix(cm.Name, d.configMap) {
+			out = append(out, cm)
+		}
+	}
+	return out, cms.ResourceVersion, nil
+}
+
+// recordsVersion changes whenever a record ConfigMap is written.
+func (d *dummyCloud) recordsVersion(ctx context.Context) (string, error) {
+	cms, _, err := d.recordMaps(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading the dummy's records: %w", err)
+	}
+	var b strings.Builder
+	for _, cm := range cms {
+		fmt.Fprintf(&b, "%s@%s ", cm.Name, cm.ResourceVersion)
+	}
+	return b.String(), nil
+}
+
+// recordUIDs are the Service UIDs the records name, by Service (namespace/name).
+func (d *dummyCloud) recordUIDs(ctx context.Context) (map[string]string, error) {
+	cms, _, err := d.recordMaps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, cm := range cms {
+		for key, val := range cm.Data {
+			var r struct {
+				Tags map[string]string `json:"tags"`
+			}
+			if err := json.Unmarshal([]byte(val), &r); err != nil {
+				return nil, fmt.Errorf("record %s/%s: %w", cm.Name, key, err)
+			}
+			out[strings.Replace(key, "_", "/", 1)] = r.Tags[dummyUIDTag]
+		}
+	}
+	return out, nil
+}
+
+// watchRecords follows every version of the record ConfigMaps from now; the returned function
+// ends it and counts, per Service (namespace/name), how often its record went from one version
+// of its ConfigMap to the next (or with the ConfigMap's deletion): a delete, however brief.
+func (d *dummyCloud) watchRecords(ctx context.Context) (func() (map[string]int, error), error) {
+	cms, rv, err := d.recordMaps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	held := map[string]map[string]bool{} // ConfigMap -> keys
+	for _, cm := range cms {
+		held[cm.Name] = keysOf(cm.Data)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	w, err := d.env.Client.CoreV1().ConfigMaps("kube-system").Watch(wctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	vanished := map[string]int{}
+	done := make(chan error, 1)
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				done <- fmt.Errorf("watching the dummy's records: %v", apierrors.FromObject(ev.Object))
+				return
+			}
+			cm, ok := ev.Object.(*v1.ConfigMap)
+			if !ok || !strings.HasPrefix(cm.Name, d.configMap) {
+				continue
+			}
+			now := keysOf(cm.Data)
+			if ev.Type == watch.Deleted {
+				now = nil
+			}
+			for k := range held[cm.Name] {
+				if !now[k] {
+					vanished[strings.Replace(k, "_", "/", 1)]++
+				}
+			}
+			held[cm.Name] = now
+		}
+	}()
+	return func() (map[string]int, error) {
+		cancel()
+		w.Stop()
+		if err := <-done; err != nil && wctx.Err() == nil {
+			return nil, err
+		}
+		return vanished, nil
+	}, nil
+}
+
+func keysOf(m map[string]string) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}

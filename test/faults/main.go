@@ -7,6 +7,10 @@
 //   - churn:       Services created, updated and deleted while the ccm is SIGKILLed at random
 //     points and restarted: afterwards the cloud holds exactly the existing Services' load
 //     balancers (0 leaked) and no Service is stuck with a finalizer.
+//   - orphans:     load balancers orphaned by hand (finalizer removed, Service deleted, made
+//     again or turned ClusterIP while the ccm is SIGKILLed) are listed by ccm gc --dry-run and
+//     reported with grace 0, deleting nothing; with a short grace they are deleted, the other
+//     Services' are not, and the Service made again gets its own (checked at the simulator).
 //   - throttle:    a token bucket in front of the cloud API and a burst of Services: no failed
 //     reconcile (no SyncLoadBalancerFailed event), throttled share reported.
 //   - failover:    two replicas: the leader SIGKILLed, the standby reconciles within the lease
@@ -41,17 +45,19 @@ type sizes struct {
 	throttleServices       int
 	burst                  int
 	rate                   float64
+	orphanServices         int
+	orphanKills            int
 }
 
 var (
-	short     = sizes{nodes: 5, services: 4, kills: 3, outage: 15 * time.Second, churnServices: 30, throttleServices: 20, burst: 20, rate: 10}
-	full      = sizes{nodes: 20, services: 20, kills: 10, outage: 60 * time.Second, churnServices: 200, throttleServices: 100, burst: 100, rate: 20}
+	short     = sizes{nodes: 5, services: 4, kills: 3, outage: 15 * time.Second, churnServices: 30, throttleServices: 20, burst: 20, rate: 10, orphanServices: 6, orphanKills: 2}
+	full      = sizes{nodes: 20, services: 20, kills: 10, outage: 60 * time.Second, churnServices: 200, throttleServices: 100, burst: 100, rate: 20, orphanServices: 20, orphanKills: 4}
 	verbosity = flag.Int("v", 10, "the ccm's log verbosity (the credentials scenario wants 10: request and response bodies)")
 )
 
 func main() {
 	providers := flag.String("providers", "dummy,aws,openstack,vsphere", "providers to run (each needs bin/ccm-NAME)")
-	scenarios := flag.String("scenarios", "failover,throttle,churn,outage,credentials", "scenarios, in order")
+	scenarios := flag.String("scenarios", "failover,throttle,churn,orphans,outage,credentials", "scenarios, in order")
 	isShort := flag.Bool("short", false, "the short form run by make test (small sizes)")
 	out := flag.String("out", "", "folder for the report (default bin/faults)")
 	seed := flag.Int64("seed", 0, "the churn's seed: the same seed (with the same --short) replays the same operations and SIGKILL points; 0 picks one from the clock")
@@ -156,7 +162,7 @@ func runProvider(root, binDir, provider string, opts runOptions) ([]result, erro
 	for _, s := range opts.scenarios {
 		run, ok := scenarioFuncs[s]
 		if !ok {
-			return results, fmt.Errorf("unknown scenario %q (have failover, throttle, churn, outage, credentials)", s)
+			return results, fmt.Errorf("unknown scenario %q (have failover, throttle, churn, orphans, outage, credentials)", s)
 		}
 		start := time.Now()
 		r := run(h)
@@ -175,6 +181,7 @@ func runProvider(root, binDir, provider string, opts runOptions) ([]result, erro
 var scenarioFuncs = map[string]func(*harness) result{
 	"outage":      outage,
 	"churn":       churn,
+	"orphans":     orphans,
 	"throttle":    throttle,
 	"failover":    failover,
 	"credentials": credentials,
