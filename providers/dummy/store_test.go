@@ -163,9 +163,9 @@ func TestConfigMapStoreConditionalWrites(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, exists, v, ok := s.cached(k)
-			if !ok || exists {
-				errs[i] = fmt.Errorf("cached(%s) = %v, %v, ok %v; want a copy without it", k, r, exists, ok)
+			v, ok := s.cached(k)
+			if !ok || v.exists {
+				errs[i] = fmt.Errorf("cached(%s) = %+v, ok %v; want a copy without it", k, v, ok)
 				return
 			}
 			errs[i] = s.putIf(ctx, k, rec(k, "1"), &v)
@@ -201,8 +201,8 @@ func TestConfigMapStoreConditionalWrites(t *testing.T) {
 
 	// This store's copy still has its own keys[0]: a change of it compared with that copy
 	// fails and writes nothing; keys[1]'s change is written after one re-read of the shard.
-	_, _, v0, _ := s.cached(keys[0])
-	_, _, v1, _ := s.cached(keys[1])
+	v0, _ := s.cached(keys[0])
+	v1, _ := s.cached(keys[1])
 	var err0, err1 error
 	wg.Add(2)
 	go func() { defer wg.Done(); err0 = s.putIf(ctx, keys[0], rec(keys[0], "2"), &v0) }()
@@ -223,9 +223,9 @@ func TestConfigMapStoreConditionalWrites(t *testing.T) {
 		t.Errorf("store after the stale change: %s=%q %s=%q, want theirs and 2", keys[0], got0.Fingerprint, keys[1], got1.Fingerprint)
 	}
 	// The re-read is the new copy: the stale change, compared again with it, is written.
-	r, _, v, ok := s.cached(keys[0])
-	if !ok || r.Fingerprint != "theirs" {
-		t.Fatalf("copy after the re-read: %+v ok %v, want theirs", r, ok)
+	v, ok := s.cached(keys[0])
+	if !ok || v != versionOfRecord(rec(keys[0], "theirs")) {
+		t.Fatalf("copy after the re-read: %+v ok %v, want the other writer's record", v, ok)
 	}
 	if err := s.putIf(ctx, keys[0], rec(keys[0], "3"), &v); err != nil {
 		t.Errorf("the change compared with the re-read copy: %v", err)
@@ -250,7 +250,7 @@ func TestConfigMapStoreFailedWriteFailsEveryWaiter(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, v, _ := s.cached(k)
+			v, _ := s.cached(k)
 			errs[i] = s.putIf(ctx, k, rec(k, "2"), &v)
 		}()
 	}
@@ -261,9 +261,9 @@ func TestConfigMapStoreFailedWriteFailsEveryWaiter(t *testing.T) {
 		}
 	}
 	for _, k := range keys {
-		r, exists, _, _ := s.cached(k)
-		if (k == keys[0]) != exists || (exists && r.Fingerprint != "1") {
-			t.Errorf("copy of %s after the failed write: %+v exists %v", k, r, exists)
+		v, _ := s.cached(k)
+		if (k == keys[0]) != v.exists || (v.exists && v != versionOfRecord(rec(k, "1"))) {
+			t.Errorf("copy of %s after the failed write: %+v", k, v)
 		}
 	}
 }
