@@ -69,7 +69,14 @@ func Handler(s Sim) http.Handler {
 			http.Error(w, err.Error(), http.StatusNotFound)
 		}
 	})
-	mux.HandleFunc("GET /resources", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.Resources()) })
+	mux.HandleFunc("GET /resources", func(w http.ResponseWriter, _ *http.Request) {
+		res, err := s.Resources()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, res)
+	})
 	mux.HandleFunc("GET /calls", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.Calls()) })
 	mux.HandleFunc("GET /secrets", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.Secrets()) })
 	return mux

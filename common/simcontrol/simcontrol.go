@@ -15,8 +15,9 @@ type Sim interface {
 	// Terminate makes the machine behind the Node name gone for good (terminated, deleted).
 	Terminate(node string) error
 	// Resources lists what the cloud holds that a ccm creates for Services (load balancers, and
-	// where the provider makes them, security groups, target groups, floating IPs, VIPs).
-	Resources() []Resource
+	// where the provider makes them, security groups, target groups, floating IPs, VIPs). An
+	// error when the simulator cannot read them: never an empty list that looks like a clean cloud.
+	Resources() ([]Resource, error)
 	// Calls counts the cloud API calls served since start.
 	Calls() Calls
 	// Secrets are the credentials the ccm was configured with (passwords, secret keys, tokens

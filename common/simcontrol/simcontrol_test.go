@@ -13,12 +13,13 @@ import (
 )
 
 type recorder struct {
-	mu       sync.Mutex
-	outage   bool
-	burst    int
-	rate     float64
-	gone     []string
-	resource []Resource
+	mu          sync.Mutex
+	outage      bool
+	burst       int
+	rate        float64
+	gone        []string
+	resource    []Resource
+	resourceErr error
 }
 
 func (r *recorder) SetOutage(on bool) { r.mu.Lock(); r.outage = on; r.mu.Unlock() }
@@ -36,7 +37,7 @@ func (r *recorder) Terminate(n string) error {
 	r.mu.Unlock()
 	return nil
 }
-func (r *recorder) Resources() []Resource { return r.resource }
+func (r *recorder) Resources() ([]Resource, error) { return r.resource, r.resourceErr }
 func (r *recorder) Calls() Calls {
 	return Calls{Total: 7, Writes: 2, PerOp: map[string]int{"Create": 2}}
 }
@@ -71,6 +72,12 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(res, rec.resource) {
 		t.Fatalf("resources = %v, %v", res, err)
 	}
+	// A simulator that cannot read its resources says so: no empty list that passes for clean.
+	rec.resourceErr = errors.New("records unreadable")
+	if res, err := c.Resources(ctx); err == nil || !strings.Contains(err.Error(), "records unreadable") || res != nil {
+		t.Fatalf("resources of a failing simulator = %v, %v; want its error", res, err)
+	}
+	rec.resourceErr = nil
 	calls, err := c.Calls(ctx)
 	if err != nil || calls.Total != 7 || calls.Writes != 2 || calls.PerOp["Create"] != 2 {
 		t.Fatalf("calls = %+v, %v", calls, err)

@@ -77,7 +77,11 @@ func TestDeleteAfterInterruptedCreation(t *testing.T) {
 			if _, exists, err := restarted.GetLoadBalancer(ctx, "x", svc); err != nil || exists {
 				t.Errorf("GetLoadBalancer after the delete = (%v, %v), want (false, nil)", exists, err)
 			}
-			for _, r := range h.fake.Control().Resources() {
+			res, err := h.fake.Control().Resources()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res {
 				if r.Service == "ns/web" {
 					t.Errorf("left behind: %s %s", r.Kind, r.Name)
 				}

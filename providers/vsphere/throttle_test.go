@@ -79,8 +79,8 @@ func TestThrottledBurstRecordsEveryLoadBalancer(t *testing.T) {
 	if calls.Throttled == 0 {
 		t.Fatalf("the sim throttled nothing (%d calls): the test proves nothing", calls.Total)
 	}
-	if n := len(s.Resources()); n != services {
-		t.Errorf("%d load balancer records, want %d", n, services)
+	if res, err := s.Resources(); err != nil || len(res) != services {
+		t.Errorf("%d load balancer records (%v), want %d", len(res), err, services)
 	}
 	if got := throttledAttempts(t) - metricBefore; got != float64(calls.Throttled) {
 		t.Errorf("metrics counted %v throttled attempts, the sim refused %d", got, calls.Throttled)

@@ -58,7 +58,7 @@ func (c control) Terminate(node string) error {
 
 // Resources lists the classic ELBs, NLBs, target groups and API-created security groups, each
 // with the Service named by its ownership tag.
-func (c control) Resources() []simcontrol.Resource {
+func (c control) Resources() ([]simcontrol.Resource, error) {
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -84,7 +84,7 @@ func (c control) Resources() []simcontrol.Resource {
 		}
 		return out[i].Name < out[j].Name
 	})
-	return out
+	return out, nil
 }
 
 func (c control) Calls() simcontrol.Calls {

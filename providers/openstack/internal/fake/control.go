@@ -186,9 +186,9 @@ func Control(c *Cloud) simcontrol.Sim { return control{c} }
 // control adapts Cloud, whose Calls is the older per-operation map, to simcontrol.Sim.
 type control struct{ c *Cloud }
 
-func (s control) SetOutage(on bool)                   { s.c.SetOutage(on) }
-func (s control) SetThrottle(burst int, rate float64) { s.c.SetThrottle(burst, rate) }
-func (s control) Terminate(node string) error         { return s.c.Terminate(node) }
-func (s control) Resources() []simcontrol.Resource    { return s.c.Resources() }
-func (s control) Calls() simcontrol.Calls             { return s.c.Counters() }
-func (s control) Secrets() []string                   { return s.c.Secrets() }
+func (s control) SetOutage(on bool)                         { s.c.SetOutage(on) }
+func (s control) SetThrottle(burst int, rate float64)       { s.c.SetThrottle(burst, rate) }
+func (s control) Terminate(node string) error               { return s.c.Terminate(node) }
+func (s control) Resources() ([]simcontrol.Resource, error) { return s.c.Resources(), nil }
+func (s control) Calls() simcontrol.Calls                   { return s.c.Counters() }
+func (s control) Secrets() []string                         { return s.c.Secrets() }

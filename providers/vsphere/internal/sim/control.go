@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"time"
 
@@ -50,15 +49,13 @@ func (s *Sim) Terminate(node string) error {
 }
 
 // Resources lists the provider's load balancer records with the Service each names.
-func (s *Sim) Resources() []simcontrol.Resource {
+func (s *Sim) Resources() ([]simcontrol.Resource, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	defer cancel()
 	out := []simcontrol.Resource{}
 	recs, err := s.TagsInCategory(ctx, LBCategory)
 	if err != nil {
-		// The protocol has no error here; the harness sees an empty list and the log says why.
-		fmt.Fprintln(os.Stderr, "vsphere-sim: reading load balancer records:", err)
-		return out
+		return nil, fmt.Errorf("vsphere-sim: reading load balancer records: %w", err)
 	}
 	for name, desc := range recs {
 		var r struct {
@@ -68,7 +65,7 @@ func (s *Sim) Resources() []simcontrol.Resource {
 		out = append(out, simcontrol.Resource{Kind: "loadbalancer", Name: name, Service: r.Service})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return out, nil
 }
 
 // Secrets is the configured password.
