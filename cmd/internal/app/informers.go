@@ -38,17 +38,26 @@ func slimInformers(c *ccmconfig.CompletedConfig) {
 //   - a Node's status.images (up to 50 image names and digests per Node, written by the
 //     kubelet). The library writes Node status only through patches computed between two
 //     cached copies, and a Node Update ignores status, so the images are never overwritten.
+//   - a Service's spec.selector (the Pods it sends to, a map per Service) and its
+//     kubectl.kubernetes.io/last-applied-configuration annotation (a copy of the whole
+//     applied Service, often larger than the rest of it): no controller or provider reads
+//     them, and Services are only ever written through patches computed between two cached
+//     copies (finalizers, status), which then agree on them and leave them alone.
 //
-// Annotations stay, even kubectl's last-applied-configuration: the node controller Updates
-// whole Nodes from the cache, and a dropped annotation would be deleted on the server.
+// A Node's annotations stay, even kubectl's last-applied-configuration: the node controller
+// Updates whole Nodes from the cache, and a dropped annotation would be deleted on the server.
 // It mutates in place, which client-go allows (the object is freshly decoded), and is
 // idempotent. Anything that is not an object (a deletion tombstone) passes unchanged.
 func trimObject(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
 	}
-	if n, ok := obj.(*v1.Node); ok {
-		n.Status.Images = nil
+	switch o := obj.(type) {
+	case *v1.Node:
+		o.Status.Images = nil
+	case *v1.Service:
+		o.Spec.Selector = nil
+		delete(o.Annotations, v1.LastAppliedConfigAnnotation)
 	}
 	return obj, nil
 }

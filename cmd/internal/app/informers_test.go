@@ -60,11 +60,18 @@ func TestTrimObject(t *testing.T) {
 	}
 	checkTrimmedNode(t, out.(*v1.Node))
 
-	s := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Annotations: map[string]string{"a": "b"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer}}
+	s := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns",
+		Annotations:   map[string]string{"a": "b", v1.LastAppliedConfigAnnotation: `{"kind":"Service"}`},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
+			Ports: []v1.ServicePort{{Port: 80}}}}
 	out, _ = trimObject(s)
-	if got := out.(*v1.Service); got.ManagedFields != nil || got.Annotations["a"] != "b" || got.Spec.Type != v1.ServiceTypeLoadBalancer {
-		t.Errorf("service trimmed wrongly: %+v", got)
+	got := out.(*v1.Service)
+	if got.ManagedFields != nil || got.Spec.Selector != nil || len(got.Annotations) != 1 {
+		t.Errorf("managedFields, the selector and kubectl's last-applied annotation should be dropped: %+v", got)
+	}
+	if got.Annotations["a"] != "b" || got.Spec.Type != v1.ServiceTypeLoadBalancer || len(got.Spec.Ports) != 1 {
+		t.Errorf("fields the controllers read were changed: %+v", got)
 	}
 
 	tomb := cache.DeletedFinalStateUnknown{Key: "n1", Obj: bigNode()}
