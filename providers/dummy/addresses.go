@@ -73,9 +73,9 @@ func (l *loadBalancers) usable(a netip.Addr, k string, id ownership.Identity, sh
 		if other == k {
 			continue
 		}
-		r, ok := l.records[other]
-		if !ok || sharingKey == "" || r.SharingKey != sharingKey || !sameScope(id, r) ||
-			slices.ContainsFunc(r.Ports, func(p string) bool { return slices.Contains(ports, p) }) {
+		kr, ok := l.records.m[other]
+		if !ok || sharingKey == "" || kr.SharingKey != sharingKey || !sameScope(id, kr.record(other)) ||
+			slices.ContainsFunc(kr.Ports, func(p string) bool { return slices.Contains(ports, p) }) {
 			return false
 		}
 	}
@@ -211,9 +211,9 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, id ownership.Identity, k s
 		candidates := canonicalStatusAddrs(svc)
 		candidates = append(candidates, canonicalAddrs(have.IPs)...)
 		if shareKey != "" {
-			for _, r := range l.records {
-				if r.SharingKey == shareKey && sameScope(id, r) {
-					candidates = append(candidates, canonicalAddrs(r.IPs)...)
+			for k, kr := range l.records.m {
+				if kr.SharingKey == shareKey && sameScope(id, kr.record(k)) {
+					candidates = append(candidates, canonicalAddrs(kr.IPs)...)
 				}
 			}
 		}
@@ -287,7 +287,7 @@ func (l *loadBalancers) whyNot(a netip.Addr, svc *v1.Service, id ownership.Ident
 // other, if that Service is of id's cluster and namespace: a record ccm wrote for it, or an
 // address adopted from its status under the name ccm computes for it.
 func (l *loadBalancers) holderInScope(id ownership.Identity, other string) (string, bool) {
-	if r, ok := l.records[other]; ok {
+	if r, ok := l.records.get(other); ok {
 		owner, ok := ownership.Owner(id.Cluster, r.Tags)
 		return owner.Service(), ok && owner.Namespace == id.Namespace && r.Name == other
 	}

@@ -176,7 +176,7 @@ func TestFailedWriteKeepsHeldAddresses(t *testing.T) {
 	if got := lb.owner[netip.MustParseAddr("192.0.2.12")]; len(got) != 0 {
 		t.Errorf("new address still claimed after a failed write: %v", got)
 	}
-	if _, ok := lb.records["dummy_c_ns_a"]; ok {
+	if _, ok := lb.records.get("dummy_c_ns_a"); ok {
 		t.Error("record kept after a failed write")
 	}
 }

@@ -38,8 +38,8 @@ type loadBalancers struct {
 
 	mu      sync.Mutex
 	loaded  bool
-	records map[string]Record // by record key (the load balancer name), as in the store
-	owner   holders           // address -> the record keys of the Services using it
+	records recordSet // by record key (the load balancer name), as in the store
+	owner   holders   // address -> the record keys of the Services using it
 	// seen is the shared store's change count as known: when last read, plus our own writes
 	// since (revisioned). inflight counts our store writes under way: a read meanwhile may or
 	// may not count them, so it leaves seen unknown (-1) and the next operation reads again.
@@ -68,7 +68,7 @@ type desiredState struct {
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
 func newLoadBalancers(c *Cloud) *loadBalancers {
-	lb := &loadBalancers{c: c, records: map[string]Record{}, owner: holders{}, fresh: map[string]time.Time{}, applied: map[string]string{}}
+	lb := &loadBalancers{c: c, records: newRecordSet(), owner: holders{}, fresh: map[string]time.Time{}, applied: map[string]string{}}
 	poolNames := make([]string, 0, len(c.cfg.Pool))
 	for n := range c.cfg.Pool {
 		poolNames = append(poolNames, n)
@@ -107,7 +107,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 	if _, err := l.current(ctx, k, false); err != nil {
 		return nil, false, err
 	}
-	rec, ok := l.records[k]
+	rec, ok := l.records.get(k)
 	if !ok || !ownership.Is(ownership.Of(clusterName, svc), rec.Tags) {
 		return nil, false, nil
 	}
@@ -118,7 +118,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 // Service's: made outside ccm, of another Service or of an earlier Service of the same name.
 // Callers hold l.mu.
 func (l *loadBalancers) mine(id ownership.Identity, k string) (Record, bool, error) {
-	r, ok := l.records[k]
+	r, ok := l.records.get(k)
 	if !ok {
 		return Record{}, false, nil
 	}
@@ -273,7 +273,7 @@ func (l *loadBalancers) current(ctx context.Context, k string, peek bool) (*vers
 		// read, or a record stored in other words than this version writes) is read from the
 		// store before anything, addresses above all, changes.
 		v, ok := st.cached(k)
-		have, known := l.records[k]
+		have, known := l.records.get(k)
 		if ok && v.exists == known && (!known || versionOfRecord(have) == v) {
 			return &v, nil
 		}
@@ -284,7 +284,7 @@ func (l *loadBalancers) current(ctx context.Context, k string, peek bool) (*vers
 	if err != nil {
 		return nil, err
 	}
-	have, known := l.records[k]
+	have, known := l.records.get(k)
 	switch {
 	case found && known && equality.Semantic.DeepEqual(have, got):
 	case found:
@@ -357,7 +357,8 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		defer l.mu.Unlock()
 		// Give up only what the Service held itself (adopted from its status), not the
 		// foreign record's addresses.
-		foreign := canonicalAddrs(l.records[k].IPs)
+		kr, _ := l.records.get(k)
+		foreign := canonicalAddrs(kr.IPs)
 		for _, a := range l.owner.of(k) {
 			if !slices.Contains(foreign, a) {
 				l.owner.release(a, k)
@@ -376,7 +377,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		if err != nil {
 			return err
 		}
-		delete(l.records, k)
+		l.records.delete(k)
 		delete(l.applied, k)
 		delete(l.fresh, k)
 		l.seen++ // our own write: no need to re-read a shared store for it
@@ -403,12 +404,12 @@ func (l *loadBalancers) record(id ownership.Identity, svc *v1.Service, ips []net
 // While the write is in flight, r is already the record others see (sharing decisions read
 // it); if the write fails, the previous record and addresses come back.
 func (l *loadBalancers) put(ctx context.Context, k string, r Record, v *version) error {
-	old, hadOld := l.records[k]
+	old, hadOld := l.records.get(k)
 	oldIPs, newIPs := l.owner.of(k), canonicalAddrs(r.IPs) // held now: recorded, or adopted from status
 	for _, ip := range newIPs {
 		l.owner.claim(ip, k)
 	}
-	l.records[k] = r
+	l.records.set(k, r)
 	l.inflight++
 	l.mu.Unlock()
 	var err error
@@ -424,9 +425,9 @@ func (l *loadBalancers) put(ctx context.Context, k string, r Record, v *version)
 	if err != nil {
 		drop = newIPs // on failure, the ones it did not have
 		if hadOld {
-			l.records[k] = old
+			l.records.set(k, old)
 		} else {
-			delete(l.records, k)
+			l.records.delete(k)
 		}
 	}
 	for _, ip := range drop {
@@ -490,20 +491,20 @@ func (l *loadBalancers) load(ctx context.Context, clusterName string) error {
 		}
 	}
 	l.loaded = true
-	klog.InfoS("Loaded load balancer records", "records", len(l.records), "addressesInUse", len(l.owner))
+	klog.InfoS("Loaded load balancer records", "records", l.records.len(), "addressesInUse", len(l.owner))
 	l.updatePoolMetrics()
 	return nil
 }
 
 func (l *loadBalancers) add(k string, r Record) {
-	l.records[k] = r
+	l.records.set(k, r)
 	for _, ip := range canonicalAddrs(r.IPs) {
 		l.owner.claim(ip, k)
 	}
 }
 
 func (l *loadBalancers) forget(k string) {
-	delete(l.records, k)
+	l.records.delete(k)
 	l.owner.releaseAll(k)
 }
 
@@ -525,7 +526,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string) error {
 	}
 	ours := func(r Record) bool { _, ok := ownership.Owner(clusterName, r.Tags); return ok }
 	for k, r := range records {
-		have, known := l.records[k]
+		have, known := l.records.get(k)
 		switch {
 		case !known:
 			l.add(k, r)
@@ -534,8 +535,8 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string) error {
 			l.add(k, r)
 		}
 	}
-	for k, have := range l.records {
-		if _, still := records[k]; !still && !ours(have) {
+	for k, kr := range l.records.m {
+		if _, still := records[k]; !still && !ours(kr.record(k)) {
 			l.forget(k)
 		}
 	}
