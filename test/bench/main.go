@@ -76,6 +76,11 @@ func main() {
 		}
 		b, _ := json.MarshalIndent(m, "", "  ")
 		fmt.Println(string(b))
+		verdict := "no target at this size"
+		if met := memoryMet(m); met != nil {
+			verdict = map[bool]string{true: "met", false: "NOT MET"}[*met]
+		}
+		fmt.Printf("bench: memory: ccm peak RSS (VmHWM) %.1f MiB; target < 150 MiB at 5,000 Nodes and 10,000 Services: %s\n", m.PeakRSSMiB, verdict)
 		return
 	}
 	command := "make bench-dummy BENCH_ARGS=\"" + strings.Join(os.Args[1:], " ") + "\""
