@@ -49,6 +49,10 @@ type Options struct {
 	// Overlay, when set, is applied (kubectl apply -k deploy/OVERLAY at the repository root)
 	// once the API server is ready: a provider's namespace, RBAC and ServiceAccount.
 	Overlay string
+	// EtcdQuotaBytes, when set, is etcd's --quota-backend-bytes (its default is 2 GiB): a bench
+	// that writes large objects many times within the API server's 5-minute compaction
+	// interval can fill the default.
+	EtcdQuotaBytes int64
 }
 
 // Start starts etcd and kube-apiserver and waits until the API server is ready.
@@ -76,11 +80,14 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	etcd, err := StartProcess(dir, "etcd", nil, filepath.Join(bin, "etcd"),
-		"--name=default", "--data-dir="+filepath.Join(dir, "etcd"),
-		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
-		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=default="+peerURL, "--unsafe-no-fsync=true", "--log-level=warn")
+	etcdArgs := []string{"--name=default", "--data-dir=" + filepath.Join(dir, "etcd"),
+		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=default=" + peerURL, "--unsafe-no-fsync=true", "--log-level=warn"}
+	if opts.EtcdQuotaBytes > 0 {
+		etcdArgs = append(etcdArgs, "--quota-backend-bytes="+strconv.FormatInt(opts.EtcdQuotaBytes, 10))
+	}
+	etcd, err := StartProcess(dir, "etcd", nil, filepath.Join(bin, "etcd"), etcdArgs...)
 	if err != nil {
 		return nil, err
 	}

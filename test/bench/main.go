@@ -466,7 +466,9 @@ func report(r *result, command, out string) error {
 			Target: "< 150 MiB at 5,000 / 10,000", Met: memoryMet(m)}).
 			Add(benchreport.Row{Key: "memory.settled_rss_mib", Scenario: ms, Measure: "ccm RSS when settled", Value: m.SettledRSSMiB, Unit: "MiB"}).
 			Add(benchreport.Row{Key: "memory.cpu_s", Scenario: ms, Measure: "ccm CPU time until settled", Value: m.CPUSeconds, Unit: "s"}).
-			Add(benchreport.Row{Key: "memory.settled_s", Scenario: ms, Measure: "all initialised and addressed", Value: m.SettledS, Unit: "s"})
+			Add(benchreport.Row{Key: "memory.settled_s", Scenario: ms, Measure: "all initialised and addressed", Value: m.SettledS, Unit: "s"}).
+			Add(benchreport.Row{Key: "memory.configmap_writes", Scenario: ms, Measure: "store ConfigMap writes the API server made until then", Value: m.ConfigMapWrites}).
+			Add(benchreport.Row{Key: "memory.etcd_db_max_mib", Scenario: ms, Measure: "etcd database size, largest sampled", Value: m.EtcdDBMaxMiB, Unit: "MiB"})
 		if p := m.AtPeak; p != nil {
 			rep.Add(benchreport.Row{Key: "memory.peak_rss_anon_mib", Scenario: ms, Measure: "at the highest RSS sampled: anonymous / file pages; Go heap in use / next GC", Value: p.AnonMiB, Unit: "MiB",
 				Text: fmt.Sprintf("%.0f / %.0f MiB; %.0f / %.0f MiB (at %.0f s)", p.AnonMiB, p.FileMiB, p.HeapInuse, p.NextGC, p.AtS)})

@@ -26,6 +26,12 @@ type memoryResult struct {
 	PeakRSSMiB    float64  `json:"peak_rss_mib"`
 	SettledRSSMiB float64  `json:"settled_rss_mib"`
 	CPUSeconds    float64  `json:"cpu_s"` // user + system time of the ccm until settled
+	// The dummy store's cost at the API server until settled: ConfigMap writes it served
+	// (create, update, patch; every namespace, but only the store writes ConfigMaps here), and
+	// the largest size of etcd's database sampled (every 15 s; the API server compacts old
+	// revisions every 5 minutes, so whole-shard writes add up in between).
+	ConfigMapWrites float64 `json:"configmap_writes"`
+	EtcdDBMaxMiB    float64 `json:"etcd_db_max_mib"`
 	// AtPeak splits the highest RSS sampled (every 5 s) into its parts: anonymous memory
 	// (heap, stacks) and file pages (the binary), with the Go runtime's view then.
 	AtPeak *peakSample `json:"at_peak,omitempty"`
@@ -90,6 +96,31 @@ func samplePeak(ctx context.Context, ccm *testenv.CCM, token, profile string, st
 	return func() *peakSample { <-done; return best }
 }
 
+// sampleEtcdSize reads the API server's apiserver_storage_size_bytes (etcd's database size)
+// every 15 s until ctx ends and returns the largest, in MiB.
+func sampleEtcdSize(ctx context.Context, env *testenv.Env) func() float64 {
+	var most float64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(15 * time.Second)
+		defer t.Stop()
+		for {
+			if body, err := env.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx); err == nil {
+				if m, err := parseMetrics(string(body)); err == nil {
+					most = max(most, m.sumWith("apiserver_storage_size_bytes")/(1<<20))
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() float64 { <-done; return most }
+}
+
 // runMemory fills a fresh control plane with nNodes Nodes (all in the dummy's inventory) and
 // nServices Services, nLB of them of type LoadBalancer and the rest ClusterIP, waits until the
 // ccm has initialised every Node and addressed every LoadBalancer Service, and reads the ccm's
@@ -101,7 +132,10 @@ func runMemory(nNodes, nServices, nLB int, extra []string, heapProfile string) (
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{Overlay: "dummy"})
+	// The dummy rewrites a whole shard ConfigMap (1/8 of all records, about 560 KB at 10,000)
+	// for each new load balancer: several GB within one compaction interval at 10,000, more
+	// than etcd's default 2 GiB quota. 8 GiB is etcd's suggested maximum.
+	env, err := testenv.Start(ctx, testenv.Options{Overlay: "dummy", EtcdQuotaBytes: 8 << 30})
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +183,7 @@ func runMemory(nNodes, nServices, nLB int, extra []string, heapProfile string) (
 		peakProfile = heapProfile + ".peak"
 	}
 	atPeak := samplePeak(peakCtx, ccm, env.AdminToken, peakProfile, start)
+	etcdMax := sampleEtcdSize(peakCtx, env)
 	fmt.Printf("bench: memory: registering %d Nodes and creating %d Services (%d LoadBalancer)\n", nNodes, nServices, nLB)
 	if err := benchscenario.Parallel(nNodes, func(i int) error {
 		return testenv.RegisterNode(ctx, env.Client, fmt.Sprintf("mem-node-%05d", i))
@@ -170,7 +205,7 @@ func runMemory(nNodes, nServices, nLB int, extra []string, heapProfile string) (
 	nodeDone(ccm.Done())
 	svcDone(ccm.Done())
 	stopPeak()
-	r := &memoryResult{AtPeak: atPeak(), Nodes: nNodes, Services: nServices, LBServices: nLB, CCMArgs: extra,
+	r := &memoryResult{AtPeak: atPeak(), EtcdDBMaxMiB: etcdMax(), Nodes: nNodes, Services: nServices, LBServices: nLB, CCMArgs: extra,
 		GOMEMLIMIT: os.Getenv("GOMEMLIMIT"), SettledS: time.Since(start).Seconds()}
 	if ccm.Exited() {
 		return nil, fmt.Errorf("ccm exited: %s", ccm.Tail(20))
@@ -187,6 +222,11 @@ func runMemory(nNodes, nServices, nLB int, extra []string, heapProfile string) (
 			return nil, err
 		}
 	}
+	api, err := readAPICounts(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	r.ConfigMapWrites = api.ConfigMapWrites - api.ConfigMapConflicts
 	if r.PeakRSSMiB, err = procStatusMiB(ccm.Pid(), "VmHWM"); err != nil {
 		return nil, err
 	}
