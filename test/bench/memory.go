@@ -132,9 +132,9 @@ func runMemory(nNodes, nServices, nLB int, extra []string, heapProfile string) (
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	// The dummy rewrites a whole shard ConfigMap (1/8 of all records, about 560 KB at 10,000)
-	// for each new load balancer: several GB within one compaction interval at 10,000, more
-	// than etcd's default 2 GiB quota. 8 GiB is etcd's suggested maximum.
+	// The dummy rewrites a whole shard ConfigMap (1/8 of all records, about 400 KB at 10,000)
+	// for each new load balancer: about 2 GB at 10,000, within little more than one compaction
+	// interval, which fills etcd's default 2 GiB quota. 8 GiB is etcd's suggested maximum.
 	env, err := testenv.Start(ctx, testenv.Options{Overlay: "dummy", EtcdQuotaBytes: 8 << 30})
 	if err != nil {
 		return nil, err
