@@ -286,6 +286,8 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		if string(cur.Scheme) != want.Scheme {
 			// An NLB cannot change its scheme: it is deleted and made again below, with new
 			// addresses and DNS name. Its target groups stay and are attached to the new one.
+			// Owned: checkLB above, on tags read now or, when listed, read again before this
+			// first write (confirmBeforeWrites).
 			l.c.events.Event(svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
 				fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which an NLB cannot do in place; its addresses and DNS name change", name, want.Scheme))
 			if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: cur.LoadBalancerArn}); err != nil {

@@ -113,13 +113,22 @@ func TestNLBOwnershipReadBeforeAWrite(t *testing.T) {
 		t.Errorf("an unchanged sync read the NLB's tags %d times, want 0 (the listing's are enough when nothing is written)", d)
 	}
 	// A second Node: targets to register, so the tags are read again and the write refused.
+	refusedWithoutWrites(t, h, func() error {
+		_, err := lb.EnsureLoadBalancer(ctx, "x", svc, append(nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fn-b"}, Spec: v1.NodeSpec{ProviderID: md2.ProviderID}}))
+		return err
+	})
+}
+
+// refusedWithoutWrites runs a sync of a load balancer retagged for another Service: it must be
+// refused as not owned, with no write reaching the fake.
+func refusedWithoutWrites(t *testing.T, h *harness, sync func() error) {
+	t.Helper()
 	w := h.fake.Writes()
-	_, err := lb.EnsureLoadBalancer(ctx, "x", svc, append(nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fn-b"}, Spec: v1.NodeSpec{ProviderID: md2.ProviderID}}))
-	if !errors.Is(err, ownership.ErrNotOwned) {
-		t.Errorf("a sync of an NLB whose tags name another Service = %v, want a not-owned refusal", err)
+	if err := sync(); !errors.Is(err, ownership.ErrNotOwned) {
+		t.Errorf("a sync of a load balancer whose tags name another Service = %v, want a not-owned refusal", err)
 	}
 	if d := h.fake.Writes() - w; d != 0 {
-		t.Errorf("%d writes to an NLB this Service no longer owns", d)
+		t.Errorf("%d writes to a load balancer this Service no longer owns", d)
 	}
 }
 
@@ -164,13 +173,10 @@ func TestELBOwnershipReadBeforeARuleWrite(t *testing.T) {
 	}
 	// The listings have their own ages: the groups' is read again now, the ELBs' is not.
 	lb.gsnap.forgetAll()
-	w := h.fake.Writes()
-	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); !errors.Is(err, ownership.ErrNotOwned) {
-		t.Errorf("a sync of an ELB whose tags name another Service = %v, want a not-owned refusal", err)
-	}
-	if d := h.fake.Writes() - w; d != 0 {
-		t.Errorf("%d writes for a load balancer this Service no longer owns", d)
-	}
+	refusedWithoutWrites(t, h, func() error {
+		_, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes)
+		return err
+	})
 }
 
 // An NLB cannot change its scheme: a change of the internal annotation deletes and makes it

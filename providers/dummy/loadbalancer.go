@@ -101,10 +101,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 	defer l.keys.Lock(k)()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.load(ctx, clusterName); err != nil {
-		return nil, false, err
-	}
-	if _, err := l.current(ctx, k, false); err != nil {
+	if _, err := l.loadCurrent(ctx, clusterName, k, false); err != nil {
 		return nil, false, err
 	}
 	rec, ok := l.records.get(k)
@@ -142,11 +139,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	var want Record
 	err = l.optimistically(func(peek bool) error {
 		l.mu.Lock()
-		if err := l.load(ctx, clusterName); err != nil {
-			l.mu.Unlock()
-			return err
-		}
-		v, err := l.current(ctx, k, peek)
+		v, err := l.loadCurrent(ctx, clusterName, k, peek)
 		if err != nil {
 			l.mu.Unlock()
 			return err
@@ -203,11 +196,7 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	defer l.keys.Lock(k)()
 	return l.optimistically(func(peek bool) error {
 		l.mu.Lock()
-		if err := l.load(ctx, clusterName); err != nil {
-			l.mu.Unlock()
-			return err
-		}
-		v, err := l.current(ctx, k, peek)
+		v, err := l.loadCurrent(ctx, clusterName, k, peek)
 		if err != nil {
 			l.mu.Unlock()
 			return err
@@ -251,6 +240,15 @@ func (l *loadBalancers) reconcile(ctx context.Context, svc *v1.Service, id owner
 		l.c.rec.Repaired(svc, plan.diffs)
 	}
 	return nil
+}
+
+// loadCurrent loads the cluster's records (the first time) and reads k's record as the store
+// holds it (see current). The caller holds l.mu.
+func (l *loadBalancers) loadCurrent(ctx context.Context, clusterName, k string, peek bool) (*version, error) {
+	if err := l.load(ctx, clusterName); err != nil {
+		return nil, err
+	}
+	return l.current(ctx, k, peek)
 }
 
 // current brings the Service's record k in l.records up to date with the store. A record the
@@ -338,11 +336,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	id, k := ownership.Of(clusterName, svc), recordKey(clusterName, svc)
 	defer l.keys.Lock(k)()
 	l.mu.Lock()
-	if err := l.load(ctx, clusterName); err != nil {
-		l.mu.Unlock()
-		return err
-	}
-	if _, err := l.current(ctx, k, false); err != nil {
+	if _, err := l.loadCurrent(ctx, clusterName, k, false); err != nil {
 		l.mu.Unlock()
 		return err
 	}

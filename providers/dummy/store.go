@@ -276,12 +276,7 @@ func (s *configMapStore) read(ctx context.Context, name string) (*v1.ConfigMap, 
 	s.mu.Lock()
 	gen := s.shard(name).gen
 	s.mu.Unlock()
-	start := time.Now()
-	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, name, metav1.GetOptions{})
-	observeStore("Get", start, err)
-	if apierrors.IsNotFound(err) {
-		cm, err = nil, nil
-	}
+	cm, err := s.get(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -465,15 +460,21 @@ func (s *configMapStore) write(ctx context.Context, name string, sh *shard, batc
 	}
 }
 
-// readForWriter reads shard name and makes it the copy: the writer may, reads of others may not
-// while it writes.
-func (s *configMapStore) readForWriter(ctx context.Context, name string, sh *shard) (*v1.ConfigMap, error) {
+// get reads shard name from the API server: nil when it does not exist.
+func (s *configMapStore) get(ctx context.Context, name string) (*v1.ConfigMap, error) {
 	start := time.Now()
 	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, name, metav1.GetOptions{})
 	observeStore("Get", start, err)
 	if apierrors.IsNotFound(err) {
-		cm, err = nil, nil
+		return nil, nil
 	}
+	return cm, err
+}
+
+// readForWriter reads shard name and makes it the copy: the writer may, reads of others may not
+// while it writes.
+func (s *configMapStore) readForWriter(ctx context.Context, name string, sh *shard) (*v1.ConfigMap, error) {
+	cm, err := s.get(ctx, name)
 	if err != nil {
 		return nil, err
 	}
