@@ -59,6 +59,9 @@ type harness struct {
 	mu     sync.Mutex
 	n      int
 	events *cloudtest.EventSink
+	// migration: Services seeded the upstream way, and every address served before a takeover
+	seeded int
+	known  map[string]bool
 }
 
 var (

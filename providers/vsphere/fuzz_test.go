@@ -95,7 +95,7 @@ func FuzzRequestedIP(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		l := &loadBalancers{pools: []*ippool.Pool{pool}, used: map[netip.Addr]string{taken: "someone-else"}}
 		svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}, Spec: v1.ServiceSpec{LoadBalancerIP: s}}
-		ips, err := l.addressesFor("mine", svc, lbRecord{})
+		ips, _, err := l.addressesFor("mine", svc, lbRecord{})
 		if err != nil {
 			if s != "" && !strings.Contains(err.Error(), "spec.loadBalancerIP") {
 				t.Fatalf("the refusal of %q does not name spec.loadBalancerIP: %v", s, err)

@@ -15,19 +15,27 @@ type recordPlan struct {
 	// drift: vCenter differs from a desired state that was already applied, so someone changed
 	// or deleted the record behind ccm's back; a repair Event is due.
 	drift bool
+	// adopt: no record, but the Service already serves an address and this process never held
+	// its record: the address is taken over (from the load balancer implementation that served
+	// it before ccm, or from a record deleted while no ccm ran). Nothing to repair: a Normal
+	// Event says which address was kept.
+	adopt bool
 }
 
 // planRecord compares want (desired) with have (observed in vCenter; exists false if there is
 // no record). lastApplied is the fingerprint this process last wrote for the record, "" if it
 // wrote none (after a restart the record's own fingerprint stands in for it). hadAddress: the
-// Service's status has an address, so its record existed once.
+// Service's status has an address, so it was served before.
 func planRecord(want, have lbRecord, exists bool, lastApplied string, hadAddress bool) recordPlan {
 	if !exists {
 		p := recordPlan{write: true}
-		if hadAddress {
-			// The Service got an address from a record that is gone: deleted out of band.
+		switch {
+		case hadAddress && lastApplied != "":
+			// This process wrote or read the record and it is gone: deleted out of band.
 			p.drift = true
 			p.diffs = []string{fmt.Sprintf("record was deleted (written again with address %v)", want.IPs)}
+		case hadAddress:
+			p.adopt = true
 		}
 		return p
 	}

@@ -16,10 +16,12 @@ func TestPlanRecord(t *testing.T) {
 		hadAddress  bool
 		write       bool
 		drift       bool
+		adopt       bool
 		mentions    string
 	}{
 		{name: "first creation", write: true},
-		{name: "deleted out of band", hadAddress: true, write: true, drift: true, mentions: "deleted"},
+		{name: "deleted out of band", hadAddress: true, lastApplied: "fp1", write: true, drift: true, mentions: "deleted"},
+		{name: "an address served before ccm (a takeover): adopted, not drift", hadAddress: true, write: true, adopt: true},
 		{name: "unchanged", have: want, exists: true},
 		{name: "unchanged after a restart", have: want, exists: true, lastApplied: ""},
 		{name: "address changed out of band", exists: true, have: with(func(r *lbRecord) { r.IPs = []string{"192.0.2.9"} }), write: true, drift: true, mentions: "address"},
@@ -36,8 +38,8 @@ func TestPlanRecord(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := planRecord(want, c.have, c.exists, c.lastApplied, c.hadAddress)
-			if p.write != c.write || p.drift != c.drift {
-				t.Errorf("write, drift = %v, %v; want %v, %v (diffs %q)", p.write, p.drift, c.write, c.drift, p.diffs)
+			if p.write != c.write || p.drift != c.drift || p.adopt != c.adopt {
+				t.Errorf("write, drift, adopt = %v, %v, %v; want %v, %v, %v (diffs %q)", p.write, p.drift, p.adopt, c.write, c.drift, c.adopt, p.diffs)
 			}
 			if c.mentions != "" && !strings.Contains(strings.Join(p.diffs, "; "), c.mentions) {
 				t.Errorf("diffs %q do not mention %q", p.diffs, c.mentions)

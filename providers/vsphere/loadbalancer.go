@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,14 @@ import (
 // name is part of it, so two clusters' records of Services with the same namespace/name are
 // two tags (vCenter keeps tag names unique in a category).
 var names = lbname.Scheme{Prefix: "k8s_", Sep: "_", MaxLen: 255}
+
+// Event reasons of this provider (the shared ones are in common/svcevents).
+const (
+	// reasonTakenOver: a Service that already served an address got its record with that address.
+	reasonTakenOver = "LoadBalancerTakenOver"
+	// reasonAddressChanged: the address in the Service's status could not be kept.
+	reasonAddressChanged = "LoadBalancerAddressChanged"
+)
 
 // conflicted marks an address that two records claim: it is nobody's to take or keep.
 const conflicted = "\x00two records"
@@ -188,7 +197,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 			return nil, err
 		}
 	}
-	ips, err := l.addressesFor(name, svc, have)
+	ips, moved, err := l.addressesFor(name, svc, have)
 	if (err != nil || !holds(have, ips)) && !listed {
 		// A new address, or none to give: records other clusters (or people) made since the
 		// last read decide which are free, and a tag of this name may have appeared.
@@ -201,7 +210,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 				return nil, err
 			}
 		}
-		ips, err = l.addressesFor(name, svc, have)
+		ips, moved, err = l.addressesFor(name, svc, have)
 	}
 	if err != nil {
 		return nil, err
@@ -209,6 +218,9 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	r, err := l.reconcile(ctx, svc, desired(id, name, svc, ips, nodes, have), have, exists)
 	if err != nil {
 		return nil, eventSafe("writing", err)
+	}
+	if len(moved) > 0 { // clients of the old address lose the Service: say why
+		l.rec.Event(svc, v1.EventTypeWarning, reasonAddressChanged, fmt.Sprintf("the Service now has %v: %s", r.IPs, strings.Join(moved, "; ")))
 	}
 	return ippool.Status(r.IPs, svc), nil
 }
@@ -328,6 +340,10 @@ func (l *loadBalancers) reconcile(ctx context.Context, svc *v1.Service, want, ha
 	if plan.drift {
 		l.rec.Repaired(svc, plan.diffs)
 	}
+	if plan.adopt {
+		l.rec.Event(svc, v1.EventTypeNormal, reasonTakenOver, fmt.Sprintf(
+			"kept address %v, which the Service served before ccm held a record of it: recorded as tag %q in category %s", r.IPs, name, lbCategory))
+	}
 	return r, nil
 }
 
@@ -366,10 +382,10 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 // (spec.loadBalancerIP), else the one in its status (what its clients use), else the one its
 // record holds, else the first free one of a pool serving its namespace. name is the Service's own record
 // (already checked to be its own); an address any other record holds is never picked.
-func (l *loadBalancers) addressesFor(name string, svc *v1.Service, have lbRecord) ([]netip.Addr, error) {
+func (l *loadBalancers) addressesFor(name string, svc *v1.Service, have lbRecord) ([]netip.Addr, []string, error) {
 	pools := ippool.For(l.pools, svc.Namespace)
 	if len(pools) == 0 {
-		return nil, fmt.Errorf("no address pool serves namespace %q: add a [Pool] with namespace = %s, or one without namespaces", svc.Namespace, svc.Namespace)
+		return nil, nil, fmt.Errorf("no address pool serves namespace %q: add a [Pool] with namespace = %s, or one without namespaces", svc.Namespace, svc.Namespace)
 	}
 	// An address two records claim is handed to nobody, but the Service whose own record holds
 	// it keeps it: a duplicate made by hand or by a race must not move a live address.
@@ -388,18 +404,19 @@ func (l *loadBalancers) addressesFor(name string, svc *v1.Service, have lbRecord
 	}
 	requested, err := requestedIP(svc.Spec.LoadBalancerIP)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if requested.IsValid() {
 		switch {
 		case !inPools(requested):
-			return nil, fmt.Errorf("spec.loadBalancerIP: %s is not in a pool serving namespace %q", requested, svc.Namespace)
+			return nil, nil, fmt.Errorf("spec.loadBalancerIP: %s is not in a pool serving namespace %q", requested, svc.Namespace)
 		case !free(requested):
 			// Never say whose: it may be another cluster's or another namespace's.
-			return nil, fmt.Errorf("spec.loadBalancerIP: %s is held by another load balancer", requested)
+			return nil, nil, fmt.Errorf("spec.loadBalancerIP: %s is held by another load balancer", requested)
 		}
 	}
 	var out []netip.Addr
+	var moved []string // why an address of the Service's status was not kept
 	for i, fam := range families {
 		v6 := fam == v1.IPv6Protocol
 		var got netip.Addr
@@ -422,15 +439,24 @@ func (l *loadBalancers) addressesFor(name string, svc *v1.Service, have lbRecord
 			}
 			got, _ = p.Next(v6, func(a netip.Addr) bool { _, taken := l.used[a]; return taken })
 		}
+		for _, a := range ippool.StatusAddrs(svc) {
+			switch {
+			case a.Is6() != v6 || a == got || requested.IsValid(): // kept, or the user asked for another
+			case !inPools(a):
+				moved = append(moved, fmt.Sprintf("%s is in no pool serving namespace %q", a, svc.Namespace))
+			case !free(a):
+				moved = append(moved, fmt.Sprintf("%s is held by another load balancer record", a))
+			}
+		}
 		if !got.IsValid() {
 			if i > 0 && svc.Spec.IPFamilyPolicy != nil && *svc.Spec.IPFamilyPolicy == v1.IPFamilyPolicyPreferDualStack {
 				continue
 			}
-			return nil, fmt.Errorf("address pool exhausted: no free %s address in the pools serving namespace %q", fam, svc.Namespace)
+			return nil, nil, fmt.Errorf("address pool exhausted: no free %s address in the pools serving namespace %q", fam, svc.Namespace)
 		}
 		out = append(out, got)
 	}
-	return out, nil
+	return out, moved, nil
 }
 
 // requestedIP parses spec.loadBalancerIP ("" asks for none).
