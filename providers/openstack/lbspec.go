@@ -28,6 +28,7 @@ const (
 	annProxyProtocol     = annPrefix + "proxy-protocol"
 	annLBMethod          = annPrefix + "lb-method"
 	annHealthMonitor     = annPrefix + "enable-health-monitor"
+	annXForwardedFor     = annPrefix + "x-forwarded-for"
 	annLoadBalancerID    = annPrefix + "load-balancer-id"
 	// annLoadBalancerAddress is written by the upstream CCM onto every Service it manages (the
 	// address it served); ccm reads nothing from it, and it is no user setting to warn about.
@@ -39,6 +40,7 @@ var supportedAnnotations = map[string]bool{
 	annFloatingNetworkID: true, annFloatingSubnetID: true, annSubnetID: true, annNetworkID: true,
 	annMemberSubnetID: true, annClass: true, annKeepFloatingIP: true, annProxyProtocol: true,
 	annLBMethod: true, annHealthMonitor: true, annLoadBalancerID: true, annLoadBalancerAddress: true,
+	annXForwardedFor: true,
 }
 
 // lbSpec is what the Service asks of its load balancer, after class, annotations and config.
@@ -64,6 +66,10 @@ type listenerSpec struct {
 	Method       string
 	SourceRanges []string     `json:",omitempty"`
 	Monitor      *monitorSpec `json:",omitempty"`
+	// InsertXFF (x-forwarded-for) is the listener's insert_headers X-Forwarded-For=true. It is
+	// left out of the fingerprint: Octavia updates it in place (see planPool), and the
+	// listener's protocol, which the annotation also changes, is in the key.
+	InsertXFF bool `json:"-"`
 }
 
 type monitorSpec struct {
@@ -181,6 +187,12 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 			s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is not true, v1, v2 or false; proxy protocol is off", annProxyProtocol, v))
 		}
 	}
+	xff := parseBool(svc, annXForwardedFor, false, &s.warnings)
+	if xff && proxy != "" {
+		// As upstream: the two ask for contradicting listeners (HTTP that rewrites the request
+		// vs TCP that passes it with a PROXY header), so the Service is not synced.
+		return nil, fmt.Errorf("annotations %s and %s cannot be used together", annProxyProtocol, annXForwardedFor)
+	}
 	monitors := parseBool(svc, annHealthMonitor, cfg.CreateMonitor, &s.warnings)
 	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0
 	ranges, err := sourceRanges(svc)
@@ -191,10 +203,11 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 		ls := listenerSpec{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort), PoolProtocol: string(p.Protocol), Method: method, SourceRanges: ranges}
 		switch p.Protocol {
 		case v1.ProtocolTCP:
-			if proxy != "" {
-				ls.PoolProtocol = proxy
-			}
+			ls.Protocol, ls.PoolProtocol, ls.InsertXFF = tcpListener(proxy, xff)
 		case v1.ProtocolUDP, v1.ProtocolSCTP:
+			if xff {
+				s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: port %d is %s, which Octavia cannot serve as HTTP; its listener stays %s", annXForwardedFor, p.Port, p.Protocol, p.Protocol))
+			}
 		default:
 			s.warnings = append(s.warnings, fmt.Sprintf("port %d: protocol %s is not supported by Octavia; port skipped", p.Port, p.Protocol))
 			continue
@@ -216,6 +229,19 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	}
 	sort.Slice(s.listeners, func(i, j int) bool { return s.listeners[i].key() < s.listeners[j].key() })
 	return s, nil
+}
+
+// tcpListener is the listener protocol, pool protocol and X-Forwarded-For of a TCP port, as
+// upstream chooses them: x-forwarded-for makes an HTTP listener inserting the header in front
+// of an HTTP pool; proxy-protocol keeps a TCP listener in front of a PROXY pool.
+func tcpListener(proxy string, xff bool) (listener, pool string, insertXFF bool) {
+	switch {
+	case xff:
+		return "HTTP", "HTTP", true
+	case proxy != "":
+		return "TCP", proxy, false
+	}
+	return "TCP", "TCP", false
 }
 
 // objectIDRE is what an OpenStack object ID may look like (UUIDs; the fake's "lb-000001"): it

@@ -24,6 +24,9 @@ type listenerPlan struct {
 	// is created or replaced because the spec asks for it.
 	Repairs     []string
 	SpecChanged bool
+	// Recreated name the listeners replaced on the same port because their protocol changed
+	// (Octavia cannot change a listener's protocol): a short interruption on that port.
+	Recreated []string
 }
 
 type listenerDelete struct {
@@ -126,7 +129,26 @@ func planListeners(id ownership.Identity, name string, want []listenerSpec, have
 			p.SpecChanged = true
 		}
 	}
+	for _, d := range p.Delete {
+		for _, ls := range p.Create {
+			if ls.Port == d.Listener.ProtocolPort && ls.Protocol != d.Listener.Protocol && sameTransport(ls.Protocol, d.Listener.Protocol) {
+				p.Recreated = append(p.Recreated, fmt.Sprintf("port %d: listener %s replaced by %s", ls.Port, d.Listener.Protocol, ls.Protocol))
+			}
+		}
+	}
 	return p, nil
+}
+
+// sameTransport: two listener protocols that share Octavia's port space (every TCP-based one;
+// UDP and SCTP each have their own).
+func sameTransport(a, b string) bool {
+	tr := func(p string) string {
+		if p == "UDP" || p == "SCTP" {
+			return p
+		}
+		return "TCP"
+	}
+	return tr(a) == tr(b)
 }
 
 // relabels: an unmarked listener on the Service's own load balancer is kept with the current

@@ -89,10 +89,14 @@ func listenerCreateOpts(spec *lbSpec, ls listenerSpec, ms []member, desc string)
 	if m := ls.Monitor; m != nil {
 		pool.Monitor = monitors.CreateOpts{Type: m.Type, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries, URLPath: m.URLPath}
 	}
-	return listeners.CreateOpts{
+	opts := listeners.CreateOpts{
 		Name: ls.name(), Description: desc, Protocol: listeners.Protocol(ls.Protocol), ProtocolPort: ls.Port,
 		AllowedCIDRs: ls.SourceRanges, DefaultPool: pool,
 	}
+	if ls.InsertXFF {
+		opts.InsertHeaders = withXFF(nil, true)
+	}
+	return opts
 }
 
 // syncListeners makes the load balancer's listeners match spec: observe (the listeners and
@@ -120,6 +124,7 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 		return err
 	}
 	rep.specChanged = rep.specChanged || plan.SpecChanged
+	rep.recreated = append(rep.recreated, plan.Recreated...)
 	for _, ls := range spec.listeners {
 		if h, ok := plan.Relabel[ls.key()]; ok {
 			if err := l.relabel(ctx, cl, lbID, id, h, ls); err != nil {
@@ -157,7 +162,7 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 		if err != nil {
 			return err
 		}
-		wantState := poolState{Method: ls.Method, CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms)}
+		wantState := poolState{Protocol: ls.Protocol, InsertXFF: ls.InsertXFF, Method: ls.Method, CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms)}
 		pp := planPool(ls.key(), wantState, obs)
 		if pp.writes() == 0 {
 			continue

@@ -323,6 +323,8 @@ func (l *loadBalancers) retry(msg string) error {
 type syncReport struct {
 	repairs              []string
 	specChanged, created bool
+	// recreated: listeners replaced because their protocol changed (a Normal Event each).
+	recreated []string
 	// seen is the bulk read this sync may compare with (nil: each object is read).
 	seen *snapshot
 }
@@ -335,7 +337,12 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 		l.deleted.Delete(svc.UID) // the Service's own sync wants it (again)
 	}
 	// What was repaired is reported even when a later step fails: those writes were made.
-	defer func() { l.c.events.Repaired(svc, rep.repairs) }()
+	defer func() {
+		l.c.events.Repaired(svc, rep.repairs)
+		for _, r := range rep.recreated {
+			l.c.event(svc, v1.EventTypeNormal, "ListenerRecreated", r+" (Octavia cannot change a listener's protocol; the port was briefly closed)")
+		}
+	}()
 	base, err := l.spec(l.GetLoadBalancerName(ctx, clusterName, svc), svc)
 	if err != nil {
 		l.c.event(svc, v1.EventTypeWarning, "InvalidLoadBalancerConfig", l.c.cfg.sanitize(err).Error())

@@ -44,11 +44,15 @@ type observedMonitor struct {
 // poolState is a listener with its pool, monitor and members: wanted (from the spec) or
 // observed (read from Octavia).
 type poolState struct {
-	Method  string
-	CIDRs   []string
-	Monitor *observedMonitor // nil: none
-	Members []memberKey
-	Tags    []string // member tags seen (observed only)
+	// Protocol is the listener's (wanted only): on an HTTP listener X-Forwarded-For is part of
+	// what the fingerprint promised, so its absence is drift.
+	Protocol  string
+	InsertXFF bool // insert_headers X-Forwarded-For=true
+	Method    string
+	CIDRs     []string
+	Monitor   *observedMonitor // nil: none
+	Members   []memberKey
+	Tags      []string // member tags seen (observed only)
 }
 
 type monitorAction int
@@ -64,14 +68,16 @@ const (
 // poolPlan is the difference between a kept listener's wanted and observed state.
 type poolPlan struct {
 	SetCIDRs, SetMethod, SetMembers bool
-	Monitor                         monitorAction
+	// SetHeaders: the listener's insert_headers are written (with SetCIDRs, in one update).
+	SetHeaders bool
+	Monitor    monitorAction
 	// Repairs name the out-of-band changes among the differences.
 	Repairs []string
 }
 
 func (p poolPlan) writes() int {
 	n := 0
-	for _, b := range []bool{p.SetCIDRs, p.SetMethod, p.SetMembers} {
+	for _, b := range []bool{p.SetCIDRs || p.SetHeaders, p.SetMethod, p.SetMembers} {
 		if b {
 			n++
 		}
@@ -91,6 +97,12 @@ func planPool(key string, want, have poolState) poolPlan {
 	if !sameSet(openToAll(want.CIDRs), openToAll(have.CIDRs)) {
 		p.SetCIDRs = true
 		p.Repairs = append(p.Repairs, fmt.Sprintf("listener %s allowed CIDRs were [%s]", key, strings.Join(have.CIDRs, ",")))
+	}
+	if want.InsertXFF != have.InsertXFF {
+		p.SetHeaders = true
+		if want.Protocol == "HTTP" {
+			p.Repairs = append(p.Repairs, fmt.Sprintf("listener %s X-Forwarded-For header was off", key))
+		}
 	}
 	if want.Method != have.Method {
 		p.SetMethod = true
@@ -122,6 +134,24 @@ func planPool(key string, want, have poolState) poolPlan {
 		}
 	}
 	return p
+}
+
+// headerXFF is Octavia's insert_headers key for X-Forwarded-For.
+const headerXFF = "X-Forwarded-For"
+
+// withXFF is a listener's insert_headers with X-Forwarded-For set (on) or removed; the other
+// headers (set by hand) are kept.
+func withXFF(have map[string]string, on bool) map[string]string {
+	out := map[string]string{}
+	for k, v := range have {
+		if k != headerXFF {
+			out[k] = v
+		}
+	}
+	if on {
+		out[headerXFF] = "true"
+	}
+	return out
 }
 
 // openToAll reads the one range that lets every client of a family in (what the upstream CCM
@@ -164,7 +194,7 @@ func wantedMembers(spec *lbSpec, ls listenerSpec, ms []member) []memberKey {
 // observePool reads a kept listener's pool members and monitor (the pool itself comes from the
 // load balancer's pool list).
 func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listeners.Listener, p *pools.Pool, seen *snapshot) (poolState, error) {
-	st := poolState{CIDRs: h.AllowedCIDRs}
+	st := poolState{CIDRs: h.AllowedCIDRs, InsertXFF: h.InsertHeaders[headerXFF] == "true"}
 	if p == nil {
 		return st, fmt.Errorf("pool %s of listener %s is not in the load balancer's pool list", h.DefaultPoolID, h.ID)
 	}
@@ -207,13 +237,21 @@ func (l *loadBalancers) applyPool(ctx context.Context, cl *clients, lbID string,
 		}
 		return l.waitActive(ctx, cl, lbID)
 	}
-	if plan.SetCIDRs {
-		cidrs := slices.Clone(ls.SourceRanges)
-		if cidrs == nil {
-			cidrs = []string{}
+	if plan.SetCIDRs || plan.SetHeaders {
+		var opts listeners.UpdateOpts
+		if plan.SetCIDRs {
+			cidrs := slices.Clone(ls.SourceRanges)
+			if cidrs == nil {
+				cidrs = []string{}
+			}
+			opts.AllowedCIDRs = &cidrs
 		}
-		_, err := listeners.Update(ctx, cl.lb, h.ID, listeners.UpdateOpts{AllowedCIDRs: &cidrs}).Extract()
-		if err := step("setting the allowed CIDRs", err); err != nil {
+		if plan.SetHeaders {
+			hs := withXFF(h.InsertHeaders, ls.InsertXFF)
+			opts.InsertHeaders = &hs
+		}
+		_, err := listeners.Update(ctx, cl.lb, h.ID, opts).Extract()
+		if err := step("updating the listener", err); err != nil {
 			return err
 		}
 	}

@@ -2,8 +2,10 @@ package fake
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,6 +23,7 @@ type listener struct {
 	Port                                          int
 	AllowedCIDRs                                  []string
 	Tags                                          []string // the upstream CCM tags its listeners with its load balancer name
+	InsertHeaders                                 map[string]string
 }
 
 type pool struct {
@@ -53,6 +56,7 @@ type Listener struct {
 	Members                                 []string // "address:port", sorted
 	Description                             string
 	AllowedCIDRs                            []string
+	InsertHeaders                           map[string]string
 }
 
 // LoadBalancers lists the load balancers (any state), sorted by name.
@@ -68,7 +72,8 @@ func (c *Cloud) LoadBalancers() []LoadBalancer {
 			if l.LBID != lb.ID {
 				continue
 			}
-			li := Listener{Protocol: l.Protocol, Port: l.Port, Description: l.Description, AllowedCIDRs: append([]string(nil), l.AllowedCIDRs...)}
+			li := Listener{Protocol: l.Protocol, Port: l.Port, Description: l.Description, AllowedCIDRs: append([]string(nil), l.AllowedCIDRs...),
+				InsertHeaders: maps.Clone(l.InsertHeaders)}
 			if p := c.pools[l.PoolID]; p != nil {
 				li.PoolProtocol, li.Method = p.Protocol, p.Method
 				if m := c.monitors[p.MonitorID]; m != nil {
@@ -311,13 +316,27 @@ type listenerBody struct {
 	Port         int       `json:"protocol_port"`
 	DefaultPool  *poolBody `json:"default_pool"`
 	Tags         []string  `json:"tags"`
+	// InsertHeaders: Octavia accepts them on HTTP and TERMINATED_HTTPS listeners only.
+	InsertHeaders map[string]string `json:"insert_headers"`
 }
 
 var (
 	listenerProtocols = map[string]bool{"TCP": true, "UDP": true, "HTTP": true, "HTTPS": true, "SCTP": true, "TERMINATED_HTTPS": true}
 	poolProtocols     = map[string]bool{"TCP": true, "UDP": true, "HTTP": true, "HTTPS": true, "PROXY": true, "PROXYV2": true, "SCTP": true}
-	methods           = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}
-	monitorTypes      = map[string]bool{"TCP": true, "HTTP": true, "HTTPS": true, "PING": true, "UDP-CONNECT": true, "SCTP": true, "TLS-HELLO": true}
+	// listenerPools are the pool protocols Octavia accepts behind each listener protocol.
+	listenerPools = map[string][]string{
+		"TCP":              {"HTTP", "HTTPS", "PROXY", "PROXYV2", "TCP"},
+		"HTTP":             {"HTTP", "PROXY", "PROXYV2"},
+		"HTTPS":            {"HTTPS", "PROXY", "PROXYV2", "TCP"},
+		"TERMINATED_HTTPS": {"HTTP", "PROXY", "PROXYV2"},
+		"UDP":              {"UDP"},
+		"SCTP":             {"SCTP"},
+	}
+	// headers are the insert_headers Octavia knows for HTTP listeners (values "true"/"false");
+	// TERMINATED_HTTPS listeners also take the X-SSL-* ones, not modelled here.
+	headers      = map[string]bool{"X-Forwarded-For": true, "X-Forwarded-Port": true, "X-Forwarded-Proto": true}
+	methods      = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}
+	monitorTypes = map[string]bool{"TCP": true, "HTTP": true, "HTTPS": true, "PING": true, "UDP-CONNECT": true, "SCTP": true, "TLS-HELLO": true}
 )
 
 // checkListener validates a listener with its pool as Octavia would (400 on bad input);
@@ -335,16 +354,19 @@ func checkListener(l listenerBody, taken map[string]bool, v6 bool) string {
 			return fmt.Sprintf("allowed_cidrs: CIDR %s IP version incompatible with VIP IP version", cidr)
 		}
 	}
-	if taken[fmt.Sprint(l.Protocol == "UDP", l.Port)] {
+	if msg := checkHeaders(l.Protocol, l.InsertHeaders); msg != "" {
+		return msg
+	}
+	if taken[portSpace(l.Protocol, l.Port)] {
 		return fmt.Sprintf("another listener on this load balancer already uses port %d", l.Port)
 	}
-	taken[fmt.Sprint(l.Protocol == "UDP", l.Port)] = true
+	taken[portSpace(l.Protocol, l.Port)] = true
 	if p := l.DefaultPool; p != nil {
 		if !poolProtocols[p.Protocol] || !methods[p.Method] {
 			return fmt.Sprintf("invalid pool protocol %q or lb_algorithm %q", p.Protocol, p.Method)
 		}
-		if (l.Protocol == "UDP") != (p.Protocol == "UDP") {
-			return "listener and pool protocols are incompatible"
+		if !slices.Contains(listenerPools[l.Protocol], p.Protocol) {
+			return fmt.Sprintf("the pool protocol %s is not valid for a %s listener", p.Protocol, l.Protocol)
 		}
 		if p.Monitor != nil && (!monitorTypes[p.Monitor.Type] || p.Monitor.Delay < p.Monitor.Timeout) {
 			return "invalid health monitor"
@@ -358,10 +380,35 @@ func checkListener(l listenerBody, taken map[string]bool, v6 bool) string {
 	return ""
 }
 
+// checkHeaders validates a listener's insert_headers as Octavia does.
+func checkHeaders(protocol string, hs map[string]string) string {
+	if len(hs) == 0 {
+		return ""
+	}
+	if protocol != "HTTP" && protocol != "TERMINATED_HTTPS" {
+		return fmt.Sprintf("insert_headers is not a valid option for a %s protocol listener", protocol)
+	}
+	for k, v := range hs {
+		if !headers[k] || (v != "true" && v != "false") {
+			return fmt.Sprintf("insert_headers: %s=%q is not a supported header", k, v)
+		}
+	}
+	return ""
+}
+
+// portSpace is the key of a listener's port: UDP and SCTP listeners each have their own
+// ports, every TCP-based protocol (TCP, HTTP, HTTPS, TERMINATED_HTTPS) shares one.
+func portSpace(protocol string, port int) string {
+	if protocol != "UDP" && protocol != "SCTP" {
+		protocol = "TCP"
+	}
+	return fmt.Sprintf("%s/%d", protocol, port)
+}
+
 // addListener stores l with its pool, members and monitor. Callers hold c.mu and validated l.
 func (c *Cloud) addListener(lbID string, l listenerBody) *listener {
 	li := &listener{ID: c.nextID("listener"), Name: l.Name, Description: l.Description, Protocol: l.Protocol, Port: l.Port, LBID: lbID,
-		AllowedCIDRs: l.AllowedCIDRs, Tags: l.Tags}
+		AllowedCIDRs: l.AllowedCIDRs, Tags: l.Tags, InsertHeaders: maps.Clone(l.InsertHeaders)}
 	c.lis[li.ID] = li
 	if p := l.DefaultPool; p != nil {
 		po := &pool{ID: c.nextID("pool"), Name: p.Name, Description: p.Description, Protocol: p.Protocol, Method: p.Method, LBID: lbID, ListenerID: li.ID}
@@ -559,8 +606,13 @@ func (c *Cloud) listListeners(w http.ResponseWriter, r *http.Request) {
 		if tags == nil {
 			tags = []string{}
 		}
+		hs := l.InsertHeaders
+		if hs == nil {
+			hs = map[string]string{}
+		}
 		out = append(out, map[string]any{"id": l.ID, "name": l.Name, "description": l.Description, "protocol": l.Protocol,
-			"protocol_port": l.Port, "default_pool_id": l.PoolID, "allowed_cidrs": cidrs, "tags": tags, "loadbalancers": []any{map[string]any{"id": l.LBID}}})
+			"protocol_port": l.Port, "default_pool_id": l.PoolID, "allowed_cidrs": cidrs, "tags": tags, "insert_headers": hs,
+			"loadbalancers": []any{map[string]any{"id": l.LBID}}})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"listeners": out})
 }
@@ -580,7 +632,7 @@ func (c *Cloud) createListener(w http.ResponseWriter, r *http.Request) {
 	taken := map[string]bool{}
 	for _, l := range c.lis {
 		if l.LBID == lb.ID {
-			taken[fmt.Sprint(l.Protocol == "UDP", l.Port)] = true
+			taken[portSpace(l.Protocol, l.Port)] = true
 		}
 	}
 	if msg := checkListener(b.L, taken, strings.Contains(lb.VipAddress, ":")); msg != "" {
@@ -624,12 +676,19 @@ func (c *Cloud) updateListener(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		L struct {
 			Name, Description *string
-			AllowedCIDRs      *[]string `json:"allowed_cidrs"`
+			AllowedCIDRs      *[]string          `json:"allowed_cidrs"`
+			InsertHeaders     *map[string]string `json:"insert_headers"`
 		} `json:"listener"`
 	}
 	if err := decode(r, &b); err != nil {
 		writeErr(w, http.StatusBadRequest, "malformed request")
 		return
+	}
+	if b.L.InsertHeaders != nil {
+		if msg := checkHeaders(l.Protocol, *b.L.InsertHeaders); msg != "" {
+			writeErr(w, http.StatusBadRequest, msg)
+			return
+		}
 	}
 	if b.L.AllowedCIDRs != nil {
 		if msg := checkListener(listenerBody{Protocol: l.Protocol, Port: l.Port, AllowedCIDRs: *b.L.AllowedCIDRs}, map[string]bool{},
@@ -638,6 +697,9 @@ func (c *Cloud) updateListener(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		l.AllowedCIDRs = *b.L.AllowedCIDRs
+	}
+	if b.L.InsertHeaders != nil {
+		l.InsertHeaders = maps.Clone(*b.L.InsertHeaders)
 	}
 	if b.L.Name != nil {
 		l.Name = *b.L.Name

@@ -46,6 +46,9 @@ type UpstreamService struct {
 	// balancers: the load balancer named "a" + the UID without dashes (cut to 32), no tags
 	// on it or its listeners, and no load-balancer-id annotation written.
 	Early bool
+	// XForwardedFor (loadbalancer.openstack.org/x-forwarded-for): upstream makes every
+	// listener HTTP with insert_headers X-Forwarded-For=true, and every pool HTTP.
+	XForwardedFor bool
 }
 
 // UpstreamPort is one Service port.
@@ -139,6 +142,10 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 			ms = append(ms, m)
 		}
 		proto := strings.ToUpper(p.Protocol)
+		lproto, hs := proto, map[string]string(nil)
+		if s.XForwardedFor {
+			proto, lproto, hs = "HTTP", "HTTP", map[string]string{"X-Forwarded-For": "true"}
+		}
 		pb := &poolBody{Name: cut255(fmt.Sprintf("pool_%d_%s", i, own)), Method: "ROUND_ROBIN", Protocol: proto, Members: ms}
 		if s.Monitor {
 			pb.Monitor = &struct {
@@ -159,8 +166,8 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 		if s.Early {
 			lt = nil
 		}
-		li := c.addListener(lb.ID, listenerBody{Name: cut255(fmt.Sprintf("listener_%d_%s", i, own)), Protocol: proto, Port: p.Port, Tags: lt,
-			DefaultPool: pb})
+		li := c.addListener(lb.ID, listenerBody{Name: cut255(fmt.Sprintf("listener_%d_%s", i, own)), Protocol: lproto, Port: p.Port, Tags: lt,
+			DefaultPool: pb, InsertHeaders: hs})
 		li.AllowedCIDRs = []string{"0.0.0.0/0"} // upstream sets the default source range explicitly
 	}
 }
