@@ -29,6 +29,7 @@ import (
 
 type options struct {
 	nodes, services, nodeAdded, dcs, rounds int
+	takeoverLBs                             int
 	refresh, timeout                        time.Duration
 	out, command                            string
 }
@@ -41,6 +42,7 @@ func main() {
 	flag.IntVar(&o.dcs, "datacenters", 2, "datacenters in the simulated vCenter (VMs spread over them)")
 	flag.DurationVar(&o.refresh, "refresh", 10*time.Second, "the ccm's --node-status-update-frequency (periodic address refresh)")
 	flag.IntVar(&o.rounds, "rounds", 2, "address refresh rounds to average (0 skips that measure)")
+	flag.IntVar(&o.takeoverLBs, "takeover-lbs", 100, "Services served before ccm (MetalLB, kube-vip) of the in-process takeover (0: skip)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after")
 	flag.StringVar(&o.out, "out", "bin/bench", "folder for vsphere.{md,json,svg}")
 	flag.Parse()
@@ -57,6 +59,15 @@ func run(o options) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
+	var extra []benchreport.Row
+	if o.takeoverLBs > 0 {
+		tk, err := measureTakeover(ctx, o.takeoverLBs)
+		if err != nil {
+			return fmt.Errorf("takeover of Services served before ccm: %w", err)
+		}
+		fmt.Printf("bench: takeover: %s (%s)\n", tk, benchscenario.Format(tk.ByOp))
+		extra = append(extra, tk.rows()...)
+	}
 	cl, err := benchscenario.StartCluster(ctx, "vsphere")
 	if err != nil {
 		return err
@@ -106,7 +117,6 @@ func run(o options) error {
 	}
 	quiet(time.Second)
 	f := &benchscenario.Figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: max(o.services, o.nodeAdded)}
-	var extra []benchreport.Row
 
 	// N Nodes at once.
 	fmt.Printf("bench: registering %d Nodes at once\n", o.nodes)
