@@ -200,17 +200,13 @@ func (l *loadBalancers) adoptGroup(ctx context.Context, svc *v1.Service, lbName 
 }
 
 // adoptTargetGroup finds, among the target groups attached to svc's NLB, one upstream made
-// for port p (its name shape, the port's protocol and nodePort). With verify (the NLB has not
+// for port p (its name shape, the port's target protocol and nodePort). With verify (the NLB has not
 // been reconciled by ccm yet), its tags must prove it svc's (ccm's or upstream's), and ccm's
 // ownership tags are added; after that, being attached to the Service's own NLB under
 // upstream's name shape is what identifies it.
 func (l *loadBalancers) adoptTargetGroup(ctx context.Context, svc *v1.Service, p nlbPort, attached []v2types.TargetGroup, verify bool) (*v2types.TargetGroup, error) {
-	backend := p.Protocol
-	if backend == "TLS" {
-		backend = "TCP"
-	}
 	i := slices.IndexFunc(attached, func(tg v2types.TargetGroup) bool {
-		return upstreamTGNameRE.MatchString(aws.ToString(tg.TargetGroupName)) && string(tg.Protocol) == backend && aws.ToInt32(tg.Port) == p.NodePort
+		return upstreamTGNameRE.MatchString(aws.ToString(tg.TargetGroupName)) && string(tg.Protocol) == p.backend() && aws.ToInt32(tg.Port) == p.NodePort
 	})
 	if i < 0 {
 		return nil, nil

@@ -92,6 +92,7 @@ type lbOptions struct {
 	SSLPorts       []string // port numbers or names; empty with a cert means all
 	SSLPolicy      string   // ssl-negotiation-policy: a predefined ELB security policy name
 	Backend        string   // tcp (default), http, https, ssl
+	TLSBackend     bool     // an NLB's TLS listeners forward to TLS target groups (backend-protocol ssl)
 	CrossZone      bool
 	ExtraTags      map[string]string
 	SourceRanges   []string // canonical CIDRs, sorted; IPv4 and IPv6
@@ -300,8 +301,13 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 	o.HC.setTimings(o.NLB, svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal, hcSet)
 	if o.NLB {
 		if o.Backend == "ssl" && o.SSLCert != "" {
-			// Upstream makes TLS target groups then; other values it ignores on NLBs, as ccm does.
-			o.Advice = append(o.Advice, fmt.Sprintf("%s%s ssl on an NLB is not implemented by ccm: its target groups stay TCP behind the TLS listeners (upstream makes them TLS)", annotationPrefix, annBackend))
+			// Upstream makes the TLS listeners' target groups TLS then, on the value "ssl" as
+			// written (other values it ignores on NLBs, as ccm does): another case would turn an
+			// upstream NLB's TCP target groups to TLS at the takeover, so it is advised instead.
+			if o.TLSBackend = svc.Annotations[annotationPrefix+annBackend] == "ssl"; !o.TLSBackend {
+				o.Advice = append(o.Advice, fmt.Sprintf("%s%s %q on an NLB: the target groups stay TCP, as upstream keeps them (it reads only \"ssl\", lower case); write ssl for TLS to the nodes",
+					annotationPrefix, annBackend, svc.Annotations[annotationPrefix+annBackend]))
+			}
 		}
 		if len(o.EIPs) > 0 && len(o.PrivateIPs) > 0 {
 			return nil, annotationError(annEIPAllocations, "and %s%s exclude each other (an internet-facing NLB takes Elastic IPs, an internal one private addresses)", annotationPrefix, annPrivateAddresses)

@@ -89,9 +89,15 @@ func TestAnnotationsForTheOtherTypeAdvised(t *testing.T) {
 			t.Errorf("nlb with %s: %v, advice %v; want one advice naming it", ann, err, o)
 		}
 	}
+	// backend-protocol ssl on an NLB with a certificate: TLS target groups, no advice; upstream
+	// reads only "ssl" as written, so "SSL" keeps them TCP and says so.
 	o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "backend-protocol": "ssl", annotationPrefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x"}))
-	if err != nil || len(o.Advice) != 1 || !strings.Contains(o.Advice[0], annotationPrefix+"backend-protocol") {
-		t.Errorf("nlb with backend-protocol ssl: %v, advice %v; want one advice naming it", err, o)
+	if err != nil || len(o.Advice) != 0 || !o.TLSBackend {
+		t.Errorf("nlb with backend-protocol ssl: %v, advice %v, TLS backend %v; want TLS, no advice", err, o.Advice, o.TLSBackend)
+	}
+	o, err = parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "backend-protocol": "SSL", annotationPrefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x"}))
+	if err != nil || len(o.Advice) != 1 || !strings.Contains(o.Advice[0], annotationPrefix+"backend-protocol") || o.TLSBackend {
+		t.Errorf("nlb with backend-protocol SSL: %v, advice %v, TLS backend %v; want TCP and one advice naming it", err, o.Advice, o.TLSBackend)
 	}
 	for _, ann := range []string{"target-group-attributes", "eip-allocations", "private-ipv4-addresses"} {
 		o, err := parseOptions(svcWith(map[string]string{annotationPrefix + ann: "x"}))

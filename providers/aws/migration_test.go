@@ -70,6 +70,14 @@ func ensureOK(t *testing.T, lb cloudprovider.LoadBalancer, svc *v1.Service, node
 	return st
 }
 
+// tlsService adds to svc a port https 443 that ssl-ports makes TLS, with a TLS target group.
+func tlsService(svc *v1.Service, i int) {
+	svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "https", Port: 443, NodePort: int32(31000 + i), Protocol: v1.ProtocolTCP})
+	svc.Annotations[annotationPrefix+annSSLCert] = "arn:aws:acm:us-east-1:123456789012:certificate/mig"
+	svc.Annotations[annotationPrefix+annSSLPorts] = "https"
+	svc.Annotations[annotationPrefix+annBackend] = "ssl"
+}
+
 // N classic ELBs and N NLBs left by the upstream CCM (N = CCM_MIGRATION_LBS, default 5): the
 // first sync of a fresh ccm creates no load balancer, deletes nothing that serves, keeps every
 // DNS name, leaves nothing of upstream's unused, reports no Warning; the next sync, and a
@@ -85,6 +93,11 @@ func TestUpstreamTakeoverInPlace(t *testing.T) {
 	var addrs []string
 	for i := range 2 * n {
 		svc := migService(i, i >= n)
+		if i >= n && i%2 == 1 {
+			// Every other NLB: a TLS listener on 443 with a TLS target group (backend-protocol
+			// ssl), its target group named by upstream with the protocol in the hash.
+			tlsService(svc, i)
+		}
 		addrs = append(addrs, seedAs(h, migCluster, svc, nodes))
 		svcs = append(svcs, svc)
 	}
@@ -107,6 +120,25 @@ func TestUpstreamTakeoverInPlace(t *testing.T) {
 	takeover := pass()
 	if c, d := servingChanges(h.fake.Calls()); c != 0 || d != 0 {
 		t.Errorf("takeover: %d load balancer creates, %d deletes of serving resources, want 0 and 0", c, d)
+	}
+	if calls := h.fake.Calls(); calls["elbv2:CreateTargetGroup"] != 0 || calls["elbv2:ModifyListener"] != 0 {
+		t.Errorf("takeover: %d target groups created, %d listeners modified; want upstream's kept as they are",
+			calls["elbv2:CreateTargetGroup"], calls["elbv2:ModifyListener"])
+	}
+	for i, svc := range svcs[n:] {
+		_, ls, tgs, _ := h.fake.NLBByName(fakeaws.UpstreamLBName(string(svc.UID)))
+		var got []string
+		for j, l := range ls {
+			got = append(got, fmt.Sprintf("%s/%d->%s", l.Protocol, l.Port, tgs[j].Protocol))
+		}
+		slices.Sort(got)
+		want := []string{"TCP/80->TCP"}
+		if (n+i)%2 == 1 {
+			want = []string{"TCP/80->TCP", "TLS/443->TLS"}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: listeners %v, want %v", svc.Name, got, want)
+		}
 	}
 	for _, svc := range svcs {
 		if left := h.Leftovers(t, migCluster, svc); len(left) != 0 {

@@ -3,6 +3,7 @@ package aws
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,6 +27,19 @@ func (h *harness) upstreamOf(cluster string, svc *v1.Service, nodes []*v1.Node) 
 		u.Ports = append(u.Ports, fakeaws.UpstreamPort{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort)})
 	}
 	u.SourceRanges = svc.Spec.LoadBalancerSourceRanges
+	// ssl-cert, ssl-ports (numbers or names) and backend-protocol "ssl", as upstream reads them.
+	if cert := svc.Annotations[annotationPrefix+annSSLCert]; cert != "" {
+		u.SSLCert, u.BackendSSL = cert, svc.Annotations[annotationPrefix+annBackend] == "ssl"
+		if v := svc.Annotations[annotationPrefix+annSSLPorts]; v != "" {
+			for _, s := range splitList(v) {
+				for _, p := range svc.Spec.Ports {
+					if s == p.Name || s == strconv.Itoa(int(p.Port)) {
+						u.SSLPorts = append(u.SSLPorts, int(p.Port))
+					}
+				}
+			}
+		}
+	}
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
 		u.HealthCheckNodePort = int(svc.Spec.HealthCheckNodePort)
 	}

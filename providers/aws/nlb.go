@@ -74,6 +74,22 @@ type nlbPort struct {
 	TG       string // target group name
 	// SSLPolicy is ssl-negotiation-policy on a TLS listener ("": ELB's default, left as it is).
 	SSLPolicy string `json:",omitempty"`
+	// Backend is the target group's protocol when it is not the listener's own (TCP behind
+	// TLS): "TLS" with backend-protocol ssl, as upstream. Omitted otherwise, so fingerprints
+	// of NLBs made before it existed hold.
+	Backend string `json:",omitempty"`
+}
+
+// backend is the protocol of p's target group: TLS behind a TLS listener with backend-protocol
+// ssl, TCP behind one without, else the listener's protocol. ELBv2 cannot change it in place.
+func (p nlbPort) backend() string {
+	switch {
+	case p.Backend != "":
+		return p.Backend
+	case p.Protocol == "TLS":
+		return "TCP"
+	}
+	return p.Protocol
 }
 
 func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *lbOptions) (*nlbDesired, error) {
@@ -94,12 +110,12 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 		np := nlbPort{Protocol: string(p.Protocol), Port: p.Port, NodePort: p.NodePort}
 		if opts.sslPort(p) && p.Protocol == v1.ProtocolTCP {
 			np.Protocol, np.Cert, np.SSLPolicy = "TLS", opts.SSLCert, opts.SSLPolicy
+			if opts.TLSBackend {
+				np.Backend = "TLS" // upstream: TLS to the nodes on every TLS listener
+			}
 		}
-		backend := np.Protocol
-		if backend == "TLS" {
-			backend = "TCP"
-		}
-		np.TG = tgNames.Name(l.c.cfg.ClusterID(), svc.Namespace+"/"+svc.Name, fmt.Sprintf("%s%d", strings.ToLower(backend), p.NodePort))
+		// The protocol is in the name: a change makes a new target group (see reconcileNLB).
+		np.TG = tgNames.Name(l.c.cfg.ClusterID(), svc.Namespace+"/"+svc.Name, fmt.Sprintf("%s%d", strings.ToLower(np.backend()), p.NodePort))
 		d.Ports = append(d.Ports, np)
 	}
 	if d.Addresses = opts.EIPs; len(opts.PrivateIPs) > 0 {
@@ -353,7 +369,8 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	// Until ccm has completed a reconcile of it (its fingerprint is on it), target groups the
 	// upstream CCM attached are taken over only when their tags prove them this Service's.
 	verify := name == upstreamName(svc) && tags[fingerprintTag] == ""
-	if tgs, err = l.reconcileNLB(ctx, svc, arn, want, tgs, named, verify, &repairs); err != nil {
+	tgs, pending, err := l.reconcileNLB(ctx, svc, arn, want, tgs, named, members, verify, &repairs)
+	if err != nil {
 		return nil, err
 	}
 	if tags != nil || want.CrossZone || want.AccessLog { // a new NLB has AWS's defaults: off, off
@@ -385,6 +402,10 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	repairs = append(repairs, targetChanges...)
 	if applied {
 		l.c.events.Repaired(svc, repairs)
+	}
+	if pending {
+		// Not applied yet: the tags stay as they are, so the next pass goes on with it.
+		return nil, api.NewRetryError(fmt.Sprintf("NLB %s: a listener waits for a healthy target in its new target group", name), nlbPoll)
 	}
 	// The tags go last: a failure above leaves the old ones, so the next try reads and rewrites.
 	newTags := ownTags(id, opts.ExtraTags, map[string]string{fingerprintTag: fp, nodeGroupsTag: strings.Join(want.NodeGroups, " ")})
@@ -453,9 +474,11 @@ func groupIDs(v string) []string {
 }
 
 // reconcileNLB makes the target groups and listeners match want and removes stale ones.
-// It returns the target groups now attached. named holds target groups already looked up by
-// name (nil: look them up).
-func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn string, want *nlbDesired, attached []v2types.TargetGroup, named map[string]v2types.TargetGroup, verify bool, notes *[]string) ([]v2types.TargetGroup, error) {
+// It returns the target groups now attached, and pending when a listener still waits for its
+// new target group's targets to be healthy. named holds target groups already looked up by
+// name (nil: look them up). A target group it makes gets members at once, before any listener
+// forwards to it.
+func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn string, want *nlbDesired, attached []v2types.TargetGroup, named map[string]v2types.TargetGroup, members []string, verify bool, notes *[]string) (result []v2types.TargetGroup, pending bool, err error) {
 	note := func(format string, args ...any) { *notes = append(*notes, fmt.Sprintf(format, args...)) }
 	id := l.identity(svc)
 	byName := map[string]v2types.TargetGroup{}
@@ -463,7 +486,6 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 		byName[aws.ToString(tg.TargetGroupName)] = tg
 	}
 	hcProto, hcPort, hcPath := splitHealth(want.Health)
-	var result []v2types.TargetGroup
 	for _, p := range want.Ports {
 		tg, ok := byName[p.TG]
 		if !ok {
@@ -471,7 +493,7 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 			// stays), or made by an earlier, interrupted try (then it is ours).
 			found, err := l.adoptTargetGroup(ctx, svc, p, attached, verify)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			if found != nil {
 				tg = *found
@@ -480,18 +502,14 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 			} else if named == nil {
 				var err error
 				if found, err = l.ownTargetGroup(ctx, id, p.TG); err != nil {
-					return nil, err
+					return nil, false, err
 				}
 			}
 			switch {
 			case found != nil:
 				tg = *found
 			default:
-				backend := p.Protocol
-				if backend == "TLS" {
-					backend = "TCP"
-				}
-				in := &elbv2.CreateTargetGroupInput{Name: aws.String(p.TG), Protocol: v2types.ProtocolEnum(backend), Port: aws.Int32(p.NodePort),
+				in := &elbv2.CreateTargetGroupInput{Name: aws.String(p.TG), Protocol: v2types.ProtocolEnum(p.backend()), Port: aws.Int32(p.NodePort),
 					VpcId: aws.String(want.vpc), TargetType: v2types.TargetTypeEnumInstance,
 					HealthCheckProtocol: v2types.ProtocolEnum(hcProto), HealthCheckPort: aws.String(hcPort),
 					HealthyThresholdCount: aws.Int32(want.HC.Healthy), UnhealthyThresholdCount: aws.Int32(want.HC.Unhealthy),
@@ -502,15 +520,18 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 				}
 				created, err := l.c.api.elbv2.CreateTargetGroup(ctx, in)
 				if err != nil {
-					return nil, fmt.Errorf("aws: CreateTargetGroup %s: %w", p.TG, err)
+					return nil, false, fmt.Errorf("aws: CreateTargetGroup %s: %w", p.TG, err)
 				}
 				if len(created.TargetGroups) == 0 || aws.ToString(created.TargetGroups[0].TargetGroupArn) == "" {
-					return nil, errEmptyAnswer("CreateTargetGroup", p.TG)
+					return nil, false, errEmptyAnswer("CreateTargetGroup", p.TG)
 				}
 				tg = created.TargetGroups[0]
 				note("target group %s was missing", p.TG)
+				if err := l.changeTargets(ctx, aws.ToString(tg.TargetGroupArn), members, nil); err != nil {
+					return nil, false, err
+				}
 				if err := l.ensureTGAttributes(ctx, svc, tg, want, nil); err != nil {
-					return nil, err
+					return nil, false, err
 				}
 				result = append(result, tg)
 				continue
@@ -524,41 +545,81 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 				in.HealthCheckPath = aws.String(hcPath)
 			}
 			if _, err := l.c.api.elbv2.ModifyTargetGroup(ctx, in); err != nil {
-				return nil, fmt.Errorf("aws: ModifyTargetGroup %s: %w", p.TG, err)
+				return nil, false, fmt.Errorf("aws: ModifyTargetGroup %s: %w", p.TG, err)
 			}
 			note("health check of target group %s was %s", p.TG, d)
 		}
 		if err := l.ensureTGAttributes(ctx, svc, tg, want, notes); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		result = append(result, tg)
 	}
-	// Listeners: keep those that already forward the right port to the right group.
+	// Listeners: one per port. One that differs (protocol, certificate, target group) is changed
+	// in place, so its port keeps serving: a target group that replaces another (its protocol
+	// or nodePort changed, which ELBv2 cannot do in place) was made and filled above, and the
+	// old one is deleted below, once no listener forwards to it.
 	out, err := describeListenersAll(ctx, l.c.api.elbv2, &elbv2.DescribeListenersInput{LoadBalancerArn: aws.String(arn)})
 	if err != nil {
-		return nil, fmt.Errorf("aws: DescribeListeners: %w", err)
+		return nil, false, fmt.Errorf("aws: DescribeListeners: %w", err)
 	}
-	keep := map[int32]bool{}
+	have := map[int32]bool{}
+	inUse := map[string]bool{} // target groups a listener still forwards to
 	for _, ls := range out.Listeners {
 		i := slices.IndexFunc(want.Ports, func(p nlbPort) bool { return p.Port == aws.ToInt32(ls.Port) })
-		if i >= 0 && listenerMatches(ls, want.Ports[i], result[i]) {
-			keep[want.Ports[i].Port] = true
-			if p := want.Ports[i]; p.SSLPolicy != "" && aws.ToString(ls.SslPolicy) != p.SSLPolicy {
+		if i < 0 {
+			if _, err := l.c.api.elbv2.DeleteListener(ctx, &elbv2.DeleteListenerInput{ListenerArn: ls.ListenerArn}); err != nil {
+				return nil, false, fmt.Errorf("aws: DeleteListener: %w", err)
+			}
+			note("listener %s/%d was not wanted", ls.Protocol, aws.ToInt32(ls.Port))
+			continue
+		}
+		p, tg := want.Ports[i], result[i]
+		have[p.Port] = true
+		if listenerMatches(ls, p, tg) {
+			inUse[aws.ToString(tg.TargetGroupArn)] = true
+			if p.SSLPolicy != "" && aws.ToString(ls.SslPolicy) != p.SSLPolicy {
 				// Changed in place, as upstream does: the listener keeps serving.
 				if _, err := l.c.api.elbv2.ModifyListener(ctx, &elbv2.ModifyListenerInput{ListenerArn: ls.ListenerArn, SslPolicy: aws.String(p.SSLPolicy)}); err != nil {
-					return nil, annotationError(annSSLPolicy, "listener TLS/%d: ModifyListener: %v", p.Port, err)
+					return nil, false, annotationError(annSSLPolicy, "listener TLS/%d: ModifyListener: %v", p.Port, err)
 				}
 				note("listener TLS/%d had SSL policy %s", p.Port, aws.ToString(ls.SslPolicy))
 			}
 			continue
 		}
-		if _, err := l.c.api.elbv2.DeleteListener(ctx, &elbv2.DeleteListenerInput{ListenerArn: ls.ListenerArn}); err != nil {
-			return nil, fmt.Errorf("aws: DeleteListener: %w", err)
+		old := ""
+		if len(ls.DefaultActions) == 1 {
+			old = aws.ToString(ls.DefaultActions[0].TargetGroupArn)
 		}
+		if old != aws.ToString(tg.TargetGroupArn) && len(members) > 0 {
+			// A new target group takes the port only once a target passes its health check.
+			ready, err := l.anyHealthy(ctx, tg)
+			if err != nil {
+				return nil, false, err
+			}
+			if !ready {
+				klog.InfoS("Waiting for a healthy target before switching a listener to its new target group", "service", klog.KObj(svc), "port", p.Port, "targetGroup", p.TG)
+				inUse[old], pending = true, true
+				continue
+			}
+		}
+		in := &elbv2.ModifyListenerInput{ListenerArn: ls.ListenerArn, Protocol: v2types.ProtocolEnum(p.Protocol),
+			DefaultActions: []v2types.Action{{Type: v2types.ActionTypeEnumForward, TargetGroupArn: tg.TargetGroupArn}}}
+		if p.Cert != "" {
+			in.Certificates = []v2types.Certificate{{CertificateArn: aws.String(p.Cert)}}
+		}
+		if p.SSLPolicy != "" {
+			in.SslPolicy = aws.String(p.SSLPolicy)
+		}
+		if _, err := l.c.api.elbv2.ModifyListener(ctx, in); isCode(err, "SSLPolicyNotFound") {
+			return nil, false, annotationError(annSSLPolicy, "listener TLS/%d: %v", p.Port, err)
+		} else if err != nil {
+			return nil, false, fmt.Errorf("aws: ModifyListener %d: %w", p.Port, err)
+		}
+		inUse[aws.ToString(tg.TargetGroupArn)] = true
 		note("listener %s/%d differed", ls.Protocol, aws.ToInt32(ls.Port))
 	}
 	for i, p := range want.Ports {
-		if keep[p.Port] {
+		if have[p.Port] {
 			continue
 		}
 		in := &elbv2.CreateListenerInput{LoadBalancerArn: aws.String(arn), Port: aws.Int32(p.Port), Protocol: v2types.ProtocolEnum(p.Protocol),
@@ -570,24 +631,43 @@ func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn s
 			in.SslPolicy = aws.String(p.SSLPolicy)
 		}
 		if _, err := l.c.api.elbv2.CreateListener(ctx, in); isCode(err, "SSLPolicyNotFound") {
-			return nil, annotationError(annSSLPolicy, "listener TLS/%d: %v", p.Port, err)
+			return nil, false, annotationError(annSSLPolicy, "listener TLS/%d: %v", p.Port, err)
 		} else if err != nil {
-			return nil, fmt.Errorf("aws: CreateListener %d: %w", p.Port, err)
+			return nil, false, fmt.Errorf("aws: CreateListener %d: %w", p.Port, err)
 		}
+		inUse[aws.ToString(result[i].TargetGroupArn)] = true
 		note("listener %s/%d was missing", p.Protocol, p.Port)
 	}
-	// Groups no listener uses any more (a port or nodePort changed) are deleted if ours.
+	// Groups no listener uses any more (a port, nodePort or protocol changed) are deleted if
+	// ours; one a listener still forwards to (waiting for its successor) stays, and keeps its
+	// targets meanwhile.
 	for _, tg := range attached {
-		if !slices.ContainsFunc(result, func(r v2types.TargetGroup) bool {
+		if slices.ContainsFunc(result, func(r v2types.TargetGroup) bool {
 			return aws.ToString(r.TargetGroupArn) == aws.ToString(tg.TargetGroupArn)
 		}) {
-			if err := l.deleteTG(ctx, svc, tg); err != nil {
-				return nil, err
-			}
-			note("target group %s was not wanted", aws.ToString(tg.TargetGroupName))
+			continue
 		}
+		if inUse[aws.ToString(tg.TargetGroupArn)] {
+			result = append(result, tg)
+			continue
+		}
+		if err := l.deleteTG(ctx, svc, tg); err != nil {
+			return nil, false, err
+		}
+		note("target group %s was not wanted", aws.ToString(tg.TargetGroupName))
 	}
-	return result, nil
+	return result, pending, nil
+}
+
+// anyHealthy says whether a target of tg passes its health check.
+func (l *loadBalancers) anyHealthy(ctx context.Context, tg v2types.TargetGroup) (bool, error) {
+	out, err := l.c.api.elbv2.DescribeTargetHealth(ctx, &elbv2.DescribeTargetHealthInput{TargetGroupArn: tg.TargetGroupArn})
+	if err != nil {
+		return false, fmt.Errorf("aws: DescribeTargetHealth %s: %w", aws.ToString(tg.TargetGroupName), err)
+	}
+	return slices.ContainsFunc(out.TargetHealthDescriptions, func(d v2types.TargetHealthDescription) bool {
+		return d.TargetHealth != nil && d.TargetHealth.State == v2types.TargetHealthStateEnumHealthy
+	}), nil
 }
 
 // sameAddresses reports whether lb holds addrs (allocation IDs or private addresses) in its

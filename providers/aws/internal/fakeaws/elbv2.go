@@ -227,6 +227,9 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 				return "", &apiError{Status: 400, Code: "DuplicateTargetGroupName", Message: "A target group with the same name '" + name + "' exists"}
 			}
 		}
+		if proto := f.get("Protocol"); !slices.Contains([]string{"TCP", "UDP", "TLS", "TCP_UDP"}, proto) {
+			return "", &apiError{Status: 400, Code: "ValidationError", Message: "a network target group's Protocol must be TCP, UDP, TLS or TCP_UDP, not '" + proto + "'"}
+		}
 		port, _ := strconv.Atoi(f.get("Port"))
 		tg := &TargetGroup{ARN: s.arn("targetgroup", name), Name: name, Protocol: f.get("Protocol"), Port: port, VPC: f.get("VpcId"),
 			HealthProtocol: f.get("HealthCheckProtocol"), HealthPort: f.get("HealthCheckPort"), HealthPath: f.get("HealthCheckPath"), Tags: f.tags("Tags.member"),
@@ -392,6 +395,9 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 				}
 				if i < 0 {
 					tg.Targets = append(tg.Targets, id)
+					if s.newTargetsInitial {
+						s.initial[tg.ARN+"/"+id] = true
+					}
 				}
 			} else if i >= 0 {
 				tg.Targets = slices.Delete(tg.Targets, i, i+1)
@@ -412,7 +418,11 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 			x.leafInt("Port", tg.Port)
 			x.close("Target")
 			x.open("TargetHealth")
-			x.leaf("State", "healthy")
+			state := "healthy"
+			if s.initial[tg.ARN+"/"+id] {
+				state = "initial"
+			}
+			x.leaf("State", state)
 			x.close("TargetHealth")
 			x.close("member")
 		}
@@ -432,6 +442,12 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 		tgArn := f.get("DefaultActions.member.1.TargetGroupArn")
 		if _, ok := s.tgs[tgArn]; !ok || f.get("DefaultActions.member.1.Type") != "forward" {
 			return "", notFound("TargetGroupNotFound", "a forward action to an existing target group is required")
+		}
+		if aerr := compatible(f.get("Protocol"), s.tgs[tgArn]); aerr != nil {
+			return "", aerr
+		}
+		if f.get("Protocol") == "TLS" && f.get("Certificates.member.1.CertificateArn") == "" {
+			return "", &apiError{Status: 400, Code: "ValidationError", Message: "A certificate must be specified for TLS listeners"}
 		}
 		l := &NLBListener{ARN: s.arn("listener/net", strconv.Itoa(port)), LB: lbArn, Protocol: f.get("Protocol"), Port: port, TargetGroup: tgArn, Cert: f.get("Certificates.member.1.CertificateArn")}
 		if l.Protocol == "TLS" {
@@ -480,12 +496,41 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 		if !ok {
 			return "", notFound("ListenerNotFound", "One or more listeners not found")
 		}
+		// Checked whole before anything changes, as ELBv2 does.
+		c := *l
+		if v := f.get("Protocol"); v != "" && v != c.Protocol {
+			c.Protocol = v
+			if v != "TLS" {
+				c.Cert, c.SSLPolicy = "", "" // TCP and UDP listeners hold neither
+			}
+		}
+		if v := f.get("Certificates.member.1.CertificateArn"); v != "" {
+			c.Cert = v
+		}
 		if v := f.get("SslPolicy"); v != "" {
 			if !slices.Contains(securityPolicies, v) {
 				return "", &apiError{Status: 400, Code: "SSLPolicyNotFound", Message: "SSL policy '" + v + "' not found"}
 			}
-			l.SSLPolicy = v
+			c.SSLPolicy = v
 		}
+		if c.Protocol == "TLS" {
+			if c.Cert == "" {
+				return "", &apiError{Status: 400, Code: "ValidationError", Message: "A certificate must be specified for TLS listeners"}
+			}
+			if c.SSLPolicy == "" {
+				c.SSLPolicy = "ELBSecurityPolicy-2016-08"
+			}
+		}
+		if v := f.get("DefaultActions.member.1.TargetGroupArn"); v != "" {
+			if _, ok := s.tgs[v]; !ok || f.get("DefaultActions.member.1.Type") != "forward" {
+				return "", notFound("TargetGroupNotFound", "a forward action to an existing target group is required")
+			}
+			c.TargetGroup = v
+		}
+		if aerr := compatible(c.Protocol, s.tgs[c.TargetGroup]); aerr != nil {
+			return "", aerr
+		}
+		*l = c
 		var x w
 		x.open("Listeners")
 		writeListener(&x, l)
@@ -633,6 +678,20 @@ func (s *Server) writeTG(x *w, tg *TargetGroup) {
 	x.close("member")
 }
 
+// compatible is ELBv2's rule for an NLB listener's target group: a TLS listener forwards to
+// TCP or TLS, a TCP listener to TCP or TCP_UDP, a UDP one to UDP or TCP_UDP.
+func compatible(listener string, tg *TargetGroup) *apiError {
+	ok := map[string][]string{"TLS": {"TCP", "TLS"}, "TCP": {"TCP", "TCP_UDP"}, "UDP": {"UDP", "TCP_UDP"}, "TCP_UDP": {"TCP_UDP"}}
+	if tg == nil || !slices.Contains(ok[listener], tg.Protocol) {
+		proto := ""
+		if tg != nil {
+			proto = tg.Protocol
+		}
+		return &apiError{Status: 400, Code: "IncompatibleProtocols", Message: "a " + listener + " listener cannot forward to a " + proto + " target group"}
+	}
+	return nil
+}
+
 func writeListener(x *w, l *NLBListener) {
 	x.open("member")
 	x.leaf("ListenerArn", l.ARN)
@@ -669,4 +728,15 @@ func writeAttributes(m map[string]string) string {
 	}
 	x.close("Attributes")
 	return x.b.String()
+}
+
+// SetTargetsInitial makes targets registered from now on stay "initial" (their first health
+// checks not passed yet) while on; turning it off makes every target healthy.
+func (s *Server) SetTargetsInitial(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.newTargetsInitial = on
+	if s.initial == nil || !on {
+		s.initial = map[string]bool{}
+	}
 }

@@ -36,6 +36,9 @@ type Server struct {
 	// reqRegion is the region of the endpoint serving the current request (under mu).
 	reqRegion string
 	pageLimit int // SetPageLimit
+	// newTargetsInitial: targets registered from now on stay "initial" (SetTargetsInitial).
+	newTargetsInitial bool
+	initial           map[string]bool // target group ARN + "/" + target ID, still "initial"
 
 	instances map[string]*Instance
 	subnets   map[string]*Subnet

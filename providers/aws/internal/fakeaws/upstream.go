@@ -31,7 +31,9 @@ import (
 //     (buildTargetGroupName) on the nodePort, tagged like the NLB, health check TCP on the
 //     traffic port (interval 30, timeout 10, thresholds 3) or, for externalTrafficPolicy Local,
 //     HTTP on the health check nodePort /healthz (interval 10, timeout 10, thresholds 2); a
-//     listener per port forwarding to it; in each node group, per nodePort and client range, a
+//     listener per port forwarding to it, TLS with the ssl-cert on the TCP ports ssl-ports
+//     names (all without it), its target group TLS too with backend-protocol "ssl" (the
+//     protocol is in the name's hash); in each node group, per nodePort and client range, a
 //     rule described "kubernetes.io/rule/nlb/client=<lb name>", a health rule
 //     "kubernetes.io/rule/nlb/health=<lb name>" on the health port from the NLB's subnet CIDRs
 //     unless the client rule already covers it (0.0.0.0/0, TCP, same port), and ICMP 3-4 from
@@ -56,6 +58,12 @@ type UpstreamService struct {
 	SourceRanges    []string // default 0.0.0.0/0
 	// HealthCheckNodePort is set for externalTrafficPolicy Local.
 	HealthCheckNodePort int
+	// SSLCert (ssl-cert) makes the NLB's TCP ports in SSLPorts (ssl-ports; empty: all) TLS
+	// listeners with that certificate; BackendSSL (backend-protocol "ssl") makes their target
+	// groups TLS as well, the protocol in the name's hash.
+	SSLCert    string
+	SSLPorts   []int
+	BackendSSL bool
 }
 
 // UpstreamLBName is upstream's load balancer name for a Service UID.
@@ -157,12 +165,23 @@ func (s *Server) SeedUpstream(u UpstreamService) string {
 	clientPorts, healthPorts := map[int]bool{}, map[int]bool{}
 	clientProto := "tcp"
 	for _, p := range u.Ports {
-		tgName := UpstreamTargetGroupName(u.Cluster, u.Namespace, u.Name, p.Port, p.NodePort, p.Protocol, hcProto, interval)
-		tg := &TargetGroup{ARN: s.arn("targetgroup", tgName), Name: tgName, Protocol: p.Protocol, Port: p.NodePort, VPC: VPC,
+		front, back := p.Protocol, p.Protocol
+		tls := u.SSLCert != "" && p.Protocol == "TCP" && (len(u.SSLPorts) == 0 || slices.Contains(u.SSLPorts, p.Port))
+		if tls {
+			front = "TLS"
+			if u.BackendSSL {
+				back = "TLS"
+			}
+		}
+		tgName := UpstreamTargetGroupName(u.Cluster, u.Namespace, u.Name, p.Port, p.NodePort, back, hcProto, interval)
+		tg := &TargetGroup{ARN: s.arn("targetgroup", tgName), Name: tgName, Protocol: back, Port: p.NodePort, VPC: VPC,
 			HealthProtocol: hcProto, HealthPort: hcPort, HealthPath: hcPath, HealthThresholds: thresholds,
 			Targets: slices.Clone(u.Instances), Tags: maps.Clone(tags)}
 		s.tgs[tg.ARN] = tg
-		l := &NLBListener{ARN: s.arn("listener/net", name), LB: lb.ARN, Protocol: p.Protocol, TargetGroup: tg.ARN, Port: p.Port}
+		l := &NLBListener{ARN: s.arn("listener/net", name), LB: lb.ARN, Protocol: front, TargetGroup: tg.ARN, Port: p.Port}
+		if tls {
+			l.Cert, l.SSLPolicy = u.SSLCert, "ELBSecurityPolicy-2016-08" // ELBv2's default: upstream names none
+		}
 		s.listeners[l.ARN] = l
 		clientPorts[p.NodePort] = true
 		hp := p.NodePort
