@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -98,6 +99,24 @@ type LBClass struct {
 	upstreamLBClass
 }
 
+// tlsRef is [LoadBalancer] default-tls-container-ref ("" if unset).
+func (c LBConfig) tlsRef() string {
+	if c.DefaultTLSContainerRef == nil {
+		return ""
+	}
+	return *c.DefaultTLSContainerRef
+}
+
+// containerStore is [LoadBalancer] container-store, barbican when unset (as upstream): with
+// barbican, a TLS container reference is checked in Barbican before it is written; any other
+// value (upstream documents external) skips the check.
+func (c LBConfig) containerStore() string {
+	if c.ContainerStore == nil || strings.TrimSpace(*c.ContainerStore) == "" {
+		return "barbican"
+	}
+	return strings.ToLower(strings.TrimSpace(*c.ContainerStore))
+}
+
 // SetDefaults implements config.Defaulter.
 func (c *Config) SetDefaults() {
 	c.LoadBalancer.Enabled = true
@@ -164,6 +183,10 @@ func (c *Config) Validate() config.Problems {
 	c.LoadBalancer.allow = allow
 	notices, ups := c.upstreamReport()
 	ps = append(ps, ups...)
+	if st := lb.containerStore(); st != "barbican" && st != "external" {
+		// As upstream, which only warns: the reference is then not checked in Barbican.
+		notices = append(notices, fmt.Sprintf("[LoadBalancer] container-store: %q is neither barbican nor external; TLS container references are not checked in Barbican (as with external)", st))
+	}
 	c.notices = notices
 	if len(ps) == 0 {
 		for _, n := range notices {

@@ -29,6 +29,7 @@ const (
 	annLBMethod          = annPrefix + "lb-method"
 	annHealthMonitor     = annPrefix + "enable-health-monitor"
 	annXForwardedFor     = annPrefix + "x-forwarded-for"
+	annTLSContainerRef   = annPrefix + "default-tls-container-ref"
 	annLoadBalancerID    = annPrefix + "load-balancer-id"
 	// annLoadBalancerAddress is written by the upstream CCM onto every Service it manages (the
 	// address it served); ccm reads nothing from it, and it is no user setting to warn about.
@@ -40,7 +41,7 @@ var supportedAnnotations = map[string]bool{
 	annFloatingNetworkID: true, annFloatingSubnetID: true, annSubnetID: true, annNetworkID: true,
 	annMemberSubnetID: true, annClass: true, annKeepFloatingIP: true, annProxyProtocol: true,
 	annLBMethod: true, annHealthMonitor: true, annLoadBalancerID: true, annLoadBalancerAddress: true,
-	annXForwardedFor: true,
+	annXForwardedFor: true, annTLSContainerRef: true,
 }
 
 // lbSpec is what the Service asks of its load balancer, after class, annotations and config.
@@ -53,7 +54,9 @@ type lbSpec struct {
 	provider                                      string
 	family                                        v1.IPFamily
 	listeners                                     []listenerSpec
-	warnings                                      []string // each names its annotation
+	// tlsRef is the TLS container or secret of the TERMINATED_HTTPS listeners ("": none).
+	tlsRef   string
+	warnings []string // each names its annotation
 }
 
 // listenerSpec is one listener with its pool and monitor; its fingerprint is kept in the
@@ -70,6 +73,9 @@ type listenerSpec struct {
 	// left out of the fingerprint: Octavia updates it in place (see planPool), and the
 	// listener's protocol, which the annotation also changes, is in the key.
 	InsertXFF bool `json:"-"`
+	// TLSRef is a TERMINATED_HTTPS listener's default_tls_container_ref: updated in place too
+	// (a new certificate must not close the port), so not in the fingerprint.
+	TLSRef string `json:"-"`
 }
 
 type monitorSpec struct {
@@ -193,6 +199,7 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 		// vs TCP that passes it with a PROXY header), so the Service is not synced.
 		return nil, fmt.Errorf("annotations %s and %s cannot be used together", annProxyProtocol, annXForwardedFor)
 	}
+	s.tlsRef = strings.TrimSpace(or(a[annTLSContainerRef], cfg.tlsRef()))
 	monitors := parseBool(svc, annHealthMonitor, cfg.CreateMonitor, &s.warnings)
 	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0
 	ranges, err := sourceRanges(svc)
@@ -203,10 +210,16 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 		ls := listenerSpec{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort), PoolProtocol: string(p.Protocol), Method: method, SourceRanges: ranges}
 		switch p.Protocol {
 		case v1.ProtocolTCP:
-			ls.Protocol, ls.PoolProtocol, ls.InsertXFF = tcpListener(proxy, xff)
+			ls.Protocol, ls.PoolProtocol, ls.InsertXFF = tcpListener(proxy, xff, s.tlsRef != "")
+			if ls.Protocol == "TERMINATED_HTTPS" {
+				ls.TLSRef = s.tlsRef
+			}
 		case v1.ProtocolUDP, v1.ProtocolSCTP:
 			if xff {
 				s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: port %d is %s, which Octavia cannot serve as HTTP; its listener stays %s", annXForwardedFor, p.Port, p.Protocol, p.Protocol))
+			}
+			if _, ok := a[annTLSContainerRef]; ok {
+				s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: port %d is %s, on which Octavia cannot terminate TLS; its listener stays %s", annTLSContainerRef, p.Port, p.Protocol, p.Protocol))
 			}
 		default:
 			s.warnings = append(s.warnings, fmt.Sprintf("port %d: protocol %s is not supported by Octavia; port skipped", p.Port, p.Protocol))
@@ -232,10 +245,16 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 }
 
 // tcpListener is the listener protocol, pool protocol and X-Forwarded-For of a TCP port, as
-// upstream chooses them: x-forwarded-for makes an HTTP listener inserting the header in front
-// of an HTTP pool; proxy-protocol keeps a TCP listener in front of a PROXY pool.
-func tcpListener(proxy string, xff bool) (listener, pool string, insertXFF bool) {
+// upstream chooses them: a TLS container makes a TERMINATED_HTTPS listener in front of an
+// HTTP pool (a PROXY pool with proxy-protocol), inserting the header with x-forwarded-for;
+// else x-forwarded-for makes an HTTP listener inserting the header in front of an HTTP pool;
+// proxy-protocol alone keeps a TCP listener in front of a PROXY pool.
+func tcpListener(proxy string, xff, tls bool) (listener, pool string, insertXFF bool) {
 	switch {
+	case tls && proxy != "":
+		return "TERMINATED_HTTPS", proxy, xff
+	case tls:
+		return "TERMINATED_HTTPS", "HTTP", xff
 	case xff:
 		return "HTTP", "HTTP", true
 	case proxy != "":

@@ -96,6 +96,7 @@ func listenerCreateOpts(spec *lbSpec, ls listenerSpec, ms []member, desc string)
 	if ls.InsertXFF {
 		opts.InsertHeaders = withXFF(nil, true)
 	}
+	opts.DefaultTlsContainerRef = ls.TLSRef
 	return opts
 }
 
@@ -162,7 +163,7 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 		if err != nil {
 			return err
 		}
-		wantState := poolState{Protocol: ls.Protocol, InsertXFF: ls.InsertXFF, Method: ls.Method, CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms)}
+		wantState := poolState{Protocol: ls.Protocol, InsertXFF: ls.InsertXFF, TLSRef: ls.TLSRef, Method: ls.Method, CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms)}
 		pp := planPool(ls.key(), wantState, obs)
 		if pp.writes() == 0 {
 			continue

@@ -51,6 +51,8 @@ type loadBalancers struct {
 	// sync works from its cache) must not create the load balancer again. Entries older than
 	// deletedMemory are dropped at the next delete.
 	deleted sync.Map
+
+	tlsChecked sync.Map // TLS reference -> when Barbican last had it (tls.go)
 }
 
 // deletedMemory is how long a deleted Service is remembered: far longer than a node sync
@@ -367,6 +369,10 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 	}
 	id := ownership.Of(clusterName, svc)
 	// What the Service names is checked before anything is written.
+	if err := l.checkTLSRef(ctx, cl, base); err != nil {
+		l.c.event(svc, v1.EventTypeWarning, "InvalidLoadBalancerConfig", l.c.cfg.sanitize(err).Error())
+		return nil, err
+	}
 	for _, spec := range specs {
 		if err := l.checkRequestedFIP(ctx, cl, id, spec, rep.seen); err != nil {
 			return nil, err

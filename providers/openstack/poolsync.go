@@ -47,7 +47,8 @@ type poolState struct {
 	// Protocol is the listener's (wanted only): on an HTTP listener X-Forwarded-For is part of
 	// what the fingerprint promised, so its absence is drift.
 	Protocol  string
-	InsertXFF bool // insert_headers X-Forwarded-For=true
+	InsertXFF bool   // insert_headers X-Forwarded-For=true
+	TLSRef    string // default_tls_container_ref
 	Method    string
 	CIDRs     []string
 	Monitor   *observedMonitor // nil: none
@@ -68,16 +69,18 @@ const (
 // poolPlan is the difference between a kept listener's wanted and observed state.
 type poolPlan struct {
 	SetCIDRs, SetMethod, SetMembers bool
-	// SetHeaders: the listener's insert_headers are written (with SetCIDRs, in one update).
-	SetHeaders bool
-	Monitor    monitorAction
+	// SetHeaders, SetTLS: the listener's insert_headers, its default_tls_container_ref are
+	// written (with SetCIDRs, in one update). Neither is a repair unless said so: both follow
+	// annotations or config that the fingerprint does not cover.
+	SetHeaders, SetTLS bool
+	Monitor            monitorAction
 	// Repairs name the out-of-band changes among the differences.
 	Repairs []string
 }
 
 func (p poolPlan) writes() int {
 	n := 0
-	for _, b := range []bool{p.SetCIDRs || p.SetHeaders, p.SetMethod, p.SetMembers} {
+	for _, b := range []bool{p.SetCIDRs || p.SetHeaders || p.SetTLS, p.SetMethod, p.SetMembers} {
 		if b {
 			n++
 		}
@@ -104,6 +107,7 @@ func planPool(key string, want, have poolState) poolPlan {
 			p.Repairs = append(p.Repairs, fmt.Sprintf("listener %s X-Forwarded-For header was off", key))
 		}
 	}
+	p.SetTLS = want.TLSRef != have.TLSRef
 	if want.Method != have.Method {
 		p.SetMethod = true
 		p.Repairs = append(p.Repairs, fmt.Sprintf("pool %s lb-method was %s", key, have.Method))
@@ -194,7 +198,7 @@ func wantedMembers(spec *lbSpec, ls listenerSpec, ms []member) []memberKey {
 // observePool reads a kept listener's pool members and monitor (the pool itself comes from the
 // load balancer's pool list).
 func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listeners.Listener, p *pools.Pool, seen *snapshot) (poolState, error) {
-	st := poolState{CIDRs: h.AllowedCIDRs, InsertXFF: h.InsertHeaders[headerXFF] == "true"}
+	st := poolState{CIDRs: h.AllowedCIDRs, InsertXFF: h.InsertHeaders[headerXFF] == "true", TLSRef: h.DefaultTlsContainerRef}
 	if p == nil {
 		return st, fmt.Errorf("pool %s of listener %s is not in the load balancer's pool list", h.DefaultPoolID, h.ID)
 	}
@@ -237,7 +241,7 @@ func (l *loadBalancers) applyPool(ctx context.Context, cl *clients, lbID string,
 		}
 		return l.waitActive(ctx, cl, lbID)
 	}
-	if plan.SetCIDRs || plan.SetHeaders {
+	if plan.SetCIDRs || plan.SetHeaders || plan.SetTLS {
 		var opts listeners.UpdateOpts
 		if plan.SetCIDRs {
 			cidrs := slices.Clone(ls.SourceRanges)
@@ -249,6 +253,10 @@ func (l *loadBalancers) applyPool(ctx context.Context, cl *clients, lbID string,
 		if plan.SetHeaders {
 			hs := withXFF(h.InsertHeaders, ls.InsertXFF)
 			opts.InsertHeaders = &hs
+		}
+		if plan.SetTLS {
+			ref := ls.TLSRef
+			opts.DefaultTlsContainerRef = &ref
 		}
 		_, err := listeners.Update(ctx, cl.lb, h.ID, opts).Extract()
 		if err := step("updating the listener", err); err != nil {

@@ -29,6 +29,25 @@ type session struct {
 
 type clients struct {
 	compute, network, lb *gophercloud.ServiceClient
+	// Barbican is looked up on first use only (checking a TLS reference, tls.go): its
+	// discovery costs a read that most clusters never need.
+	pc     *gophercloud.ProviderClient
+	eo     gophercloud.EndpointOpts
+	kmOnce sync.Once
+	keymgr *gophercloud.ServiceClient // nil when the catalog has none
+}
+
+// keyManager is the Barbican client, or nil when the catalog has no key-manager endpoint.
+func (c *clients) keyManager() *gophercloud.ServiceClient {
+	c.kmOnce.Do(func() {
+		if c.pc == nil {
+			return
+		}
+		if km, err := gopenstack.NewKeyManagerV1(c.pc, c.eo); err == nil {
+			c.keymgr = km
+		}
+	})
+	return c.keymgr
 }
 
 func newSession(cfg *Config) *session { return &session{cfg: cfg} }
@@ -73,7 +92,7 @@ func (s *session) get(ctx context.Context) (*clients, error) {
 		}
 	}
 	eo := gophercloud.EndpointOpts{Region: g.Region, Availability: gophercloud.AvailabilityPublic}
-	c := &clients{}
+	c := &clients{pc: pc, eo: eo}
 	if c.compute, err = gopenstack.NewComputeV2(pc, eo); err != nil {
 		return nil, fmt.Errorf("openstack: compute endpoint in region %q: %w", g.Region, err)
 	}

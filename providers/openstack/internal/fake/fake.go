@@ -28,6 +28,8 @@ type Options struct {
 	// NoFullyPopulated makes load balancer creates with listeners fail with 400, as providers
 	// without single-call creation do.
 	NoFullyPopulated bool
+	// NoBarbican leaves the key-manager (Barbican) out of the catalog and its API.
+	NoBarbican bool
 	// TokenTTL is how long a token is valid (default 1h): an expired one gets a 401.
 	TokenTTL time.Duration
 	// The application credential Keystone knows (of the user, scoped to the project):
@@ -70,6 +72,7 @@ type Cloud struct {
 	monitors map[string]*monitor
 	sgs      map[string]*secGroup
 	sgRules  map[string]*sgRule
+	tls      map[string]string // Barbican: "containers/<id>" or "secrets/<id>" -> name
 	// errorNext makes the next N created load balancers end in ERROR instead of ACTIVE.
 	errorNext int
 	vipSeq    int
@@ -125,7 +128,7 @@ func New(o Options) *Cloud {
 		servers: map[string]*server{}, flavors: map[string]string{}, ports: map[string]*port{},
 		networks: map[string]*network{}, subnets: map[string]*subnet{}, fips: map[string]*floatingIP{},
 		lbs: map[string]*loadBalancer{}, lis: map[string]*listener{}, pools: map[string]*pool{}, monitors: map[string]*monitor{},
-		sgs: map[string]*secGroup{}, sgRules: map[string]*sgRule{}}
+		sgs: map[string]*secGroup{}, sgRules: map[string]*sgRule{}, tls: map[string]string{}}
 	c.networks[PrivateNetworkID] = &network{ID: PrivateNetworkID, Name: "private"}
 	c.subnets[PrivateSubnetID] = &subnet{ID: PrivateSubnetID, NetworkID: PrivateNetworkID, CIDR: "10.0.0.0/16", IPVersion: 4}
 	c.subnets[PrivateSubnetV6ID] = &subnet{ID: PrivateSubnetV6ID, NetworkID: PrivateNetworkID, CIDR: "fd00::/64", IPVersion: 6}
@@ -351,7 +354,7 @@ func (c *Cloud) routes() http.Handler {
 	m := http.NewServeMux()
 	m.HandleFunc("POST /identity/v3/auth/tokens", c.op("keystone.CreateToken", c.createToken))
 	// Version discovery documents, which gophercloud reads for unversioned endpoints.
-	for _, v := range []struct{ path, op, id string }{{"/network/{$}", "neutron.Versions", "v2.0"}, {"/load-balancer/{$}", "octavia.Versions", "v2.0"}, {"/compute/{$}", "nova.Versions", "v2.1"}} {
+	for _, v := range []struct{ path, op, id string }{{"/network/{$}", "neutron.Versions", "v2.0"}, {"/load-balancer/{$}", "octavia.Versions", "v2.0"}, {"/compute/{$}", "nova.Versions", "v2.1"}, {"/key-manager/{$}", "barbican.Versions", "v1"}} {
 		m.HandleFunc("GET "+v.path, c.op(v.op, func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]any{"versions": []any{map[string]any{"id": v.id, "status": "CURRENT",
 				"links": []any{map[string]any{"rel": "self", "href": c.url + strings.TrimSuffix(v.path, "{$}") + v.id + "/"}}}}})
@@ -360,5 +363,8 @@ func (c *Cloud) routes() http.Handler {
 	c.novaRoutes(m)
 	c.neutronRoutes(m)
 	c.octaviaRoutes(m)
+	if !c.opts.NoBarbican {
+		c.barbicanRoutes(m)
+	}
 	return m
 }

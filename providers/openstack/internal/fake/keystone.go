@@ -179,6 +179,9 @@ func (c *Cloud) createToken(w http.ResponseWriter, r *http.Request) {
 			endpoint("network", "neutron", "/network/"),
 			endpoint("load-balancer", "octavia", "/load-balancer/"),
 		}
+		if !c.opts.NoBarbican {
+			body["catalog"] = append(body["catalog"].([]any), endpoint("key-manager", "barbican", "/key-manager/"))
+		}
 	}
 	w.Header().Set("X-Subject-Token", secret)
 	writeJSON(w, http.StatusCreated, map[string]any{"token": body})

@@ -24,6 +24,7 @@ type listener struct {
 	AllowedCIDRs                                  []string
 	Tags                                          []string // the upstream CCM tags its listeners with its load balancer name
 	InsertHeaders                                 map[string]string
+	TLSRef                                        string // default_tls_container_ref
 }
 
 type pool struct {
@@ -57,6 +58,7 @@ type Listener struct {
 	Description                             string
 	AllowedCIDRs                            []string
 	InsertHeaders                           map[string]string
+	TLSRef                                  string // default_tls_container_ref
 }
 
 // LoadBalancers lists the load balancers (any state), sorted by name.
@@ -73,7 +75,7 @@ func (c *Cloud) LoadBalancers() []LoadBalancer {
 				continue
 			}
 			li := Listener{Protocol: l.Protocol, Port: l.Port, Description: l.Description, AllowedCIDRs: append([]string(nil), l.AllowedCIDRs...),
-				InsertHeaders: maps.Clone(l.InsertHeaders)}
+				InsertHeaders: maps.Clone(l.InsertHeaders), TLSRef: l.TLSRef}
 			if p := c.pools[l.PoolID]; p != nil {
 				li.PoolProtocol, li.Method = p.Protocol, p.Method
 				if m := c.monitors[p.MonitorID]; m != nil {
@@ -318,6 +320,9 @@ type listenerBody struct {
 	Tags         []string  `json:"tags"`
 	// InsertHeaders: Octavia accepts them on HTTP and TERMINATED_HTTPS listeners only.
 	InsertHeaders map[string]string `json:"insert_headers"`
+	// TLSRef: required on TERMINATED_HTTPS listeners, refused on others, and must be readable
+	// in Barbican.
+	TLSRef string `json:"default_tls_container_ref"`
 }
 
 var (
@@ -341,7 +346,7 @@ var (
 
 // checkListener validates a listener with its pool as Octavia would (400 on bad input);
 // allowed_cidrs must be of the VIP's IP version (v6 says which).
-func checkListener(l listenerBody, taken map[string]bool, v6 bool) string {
+func checkListener(l listenerBody, taken map[string]bool, v6 bool, known func(string) bool) string {
 	if !listenerProtocols[l.Protocol] || l.Port < 1 || l.Port > 65535 {
 		return fmt.Sprintf("invalid listener protocol %q or port %d", l.Protocol, l.Port)
 	}
@@ -355,6 +360,9 @@ func checkListener(l listenerBody, taken map[string]bool, v6 bool) string {
 		}
 	}
 	if msg := checkHeaders(l.Protocol, l.InsertHeaders); msg != "" {
+		return msg
+	}
+	if msg := checkTLS(l.Protocol, l.TLSRef, known); msg != "" {
 		return msg
 	}
 	if taken[portSpace(l.Protocol, l.Port)] {
@@ -396,6 +404,20 @@ func checkHeaders(protocol string, hs map[string]string) string {
 	return ""
 }
 
+// checkTLS validates a listener's default_tls_container_ref as Octavia does: required for
+// TERMINATED_HTTPS, refused elsewhere, and readable in Barbican (known).
+func checkTLS(protocol, ref string, known func(string) bool) string {
+	switch {
+	case protocol == "TERMINATED_HTTPS" && ref == "":
+		return "An SNI or default certificate container reference must be provided for TERMINATED_HTTPS listeners."
+	case protocol != "TERMINATED_HTTPS" && ref != "":
+		return "Certificate container references are only allowed on TERMINATED_HTTPS protocol listeners."
+	case ref != "" && !known(ref):
+		return fmt.Sprintf("Could not retrieve certificate: %s", ref)
+	}
+	return ""
+}
+
 // portSpace is the key of a listener's port: UDP and SCTP listeners each have their own
 // ports, every TCP-based protocol (TCP, HTTP, HTTPS, TERMINATED_HTTPS) shares one.
 func portSpace(protocol string, port int) string {
@@ -408,7 +430,7 @@ func portSpace(protocol string, port int) string {
 // addListener stores l with its pool, members and monitor. Callers hold c.mu and validated l.
 func (c *Cloud) addListener(lbID string, l listenerBody) *listener {
 	li := &listener{ID: c.nextID("listener"), Name: l.Name, Description: l.Description, Protocol: l.Protocol, Port: l.Port, LBID: lbID,
-		AllowedCIDRs: l.AllowedCIDRs, Tags: l.Tags, InsertHeaders: maps.Clone(l.InsertHeaders)}
+		AllowedCIDRs: l.AllowedCIDRs, Tags: l.Tags, InsertHeaders: maps.Clone(l.InsertHeaders), TLSRef: l.TLSRef}
 	c.lis[li.ID] = li
 	if p := l.DefaultPool; p != nil {
 		po := &pool{ID: c.nextID("pool"), Name: p.Name, Description: p.Description, Protocol: p.Protocol, Method: p.Method, LBID: lbID, ListenerID: li.ID}
@@ -475,7 +497,7 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 	}
 	taken := map[string]bool{}
 	for _, l := range in.Listeners {
-		if msg := checkListener(l, taken, sub.IPVersion == 6); msg != "" {
+		if msg := checkListener(l, taken, sub.IPVersion == 6, c.tlsKnown); msg != "" {
 			writeErr(w, http.StatusBadRequest, "Validation failure: "+msg)
 			return
 		}
@@ -612,7 +634,8 @@ func (c *Cloud) listListeners(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, map[string]any{"id": l.ID, "name": l.Name, "description": l.Description, "protocol": l.Protocol,
 			"protocol_port": l.Port, "default_pool_id": l.PoolID, "allowed_cidrs": cidrs, "tags": tags, "insert_headers": hs,
-			"loadbalancers": []any{map[string]any{"id": l.LBID}}})
+			"default_tls_container_ref": l.TLSRef,
+			"loadbalancers":             []any{map[string]any{"id": l.LBID}}})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"listeners": out})
 }
@@ -635,7 +658,7 @@ func (c *Cloud) createListener(w http.ResponseWriter, r *http.Request) {
 			taken[portSpace(l.Protocol, l.Port)] = true
 		}
 	}
-	if msg := checkListener(b.L, taken, strings.Contains(lb.VipAddress, ":")); msg != "" {
+	if msg := checkListener(b.L, taken, strings.Contains(lb.VipAddress, ":"), c.tlsKnown); msg != "" {
 		writeErr(w, http.StatusConflict, msg)
 		return
 	}
@@ -678,6 +701,7 @@ func (c *Cloud) updateListener(w http.ResponseWriter, r *http.Request) {
 			Name, Description *string
 			AllowedCIDRs      *[]string          `json:"allowed_cidrs"`
 			InsertHeaders     *map[string]string `json:"insert_headers"`
+			TLSRef            *string            `json:"default_tls_container_ref"`
 		} `json:"listener"`
 	}
 	if err := decode(r, &b); err != nil {
@@ -690,9 +714,15 @@ func (c *Cloud) updateListener(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if b.L.TLSRef != nil {
+		if msg := checkTLS(l.Protocol, *b.L.TLSRef, c.tlsKnown); msg != "" {
+			writeErr(w, http.StatusBadRequest, msg)
+			return
+		}
+	}
 	if b.L.AllowedCIDRs != nil {
-		if msg := checkListener(listenerBody{Protocol: l.Protocol, Port: l.Port, AllowedCIDRs: *b.L.AllowedCIDRs}, map[string]bool{},
-			strings.Contains(lb.VipAddress, ":")); msg != "" {
+		if msg := checkListener(listenerBody{Protocol: l.Protocol, Port: l.Port, AllowedCIDRs: *b.L.AllowedCIDRs, TLSRef: l.TLSRef}, map[string]bool{},
+			strings.Contains(lb.VipAddress, ":"), func(string) bool { return true }); msg != "" {
 			writeErr(w, http.StatusBadRequest, msg)
 			return
 		}
@@ -700,6 +730,9 @@ func (c *Cloud) updateListener(w http.ResponseWriter, r *http.Request) {
 	}
 	if b.L.InsertHeaders != nil {
 		l.InsertHeaders = maps.Clone(*b.L.InsertHeaders)
+	}
+	if b.L.TLSRef != nil {
+		l.TLSRef = *b.L.TLSRef
 	}
 	if b.L.Name != nil {
 		l.Name = *b.L.Name

@@ -49,6 +49,9 @@ type UpstreamService struct {
 	// XForwardedFor (loadbalancer.openstack.org/x-forwarded-for): upstream makes every
 	// listener HTTP with insert_headers X-Forwarded-For=true, and every pool HTTP.
 	XForwardedFor bool
+	// TLSContainerRef (default-tls-container-ref): upstream makes every listener
+	// TERMINATED_HTTPS with it (with X-Forwarded-For when XForwardedFor), every pool HTTP.
+	TLSContainerRef string
 }
 
 // UpstreamPort is one Service port.
@@ -146,6 +149,9 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 		if s.XForwardedFor {
 			proto, lproto, hs = "HTTP", "HTTP", map[string]string{"X-Forwarded-For": "true"}
 		}
+		if s.TLSContainerRef != "" {
+			proto, lproto = "HTTP", "TERMINATED_HTTPS"
+		}
 		pb := &poolBody{Name: cut255(fmt.Sprintf("pool_%d_%s", i, own)), Method: "ROUND_ROBIN", Protocol: proto, Members: ms}
 		if s.Monitor {
 			pb.Monitor = &struct {
@@ -167,7 +173,7 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 			lt = nil
 		}
 		li := c.addListener(lb.ID, listenerBody{Name: cut255(fmt.Sprintf("listener_%d_%s", i, own)), Protocol: lproto, Port: p.Port, Tags: lt,
-			DefaultPool: pb, InsertHeaders: hs})
+			DefaultPool: pb, InsertHeaders: hs, TLSRef: s.TLSContainerRef})
 		li.AllowedCIDRs = []string{"0.0.0.0/0"} // upstream sets the default source range explicitly
 	}
 }
