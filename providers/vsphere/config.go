@@ -242,7 +242,6 @@ func (c *Config) Validate() config.Problems {
 			ps.Add("Global", "ca-file", "cannot read: %v", err)
 		}
 	}
-	c.checkVerification(&ps)
 	hosts := map[string]string{}
 	for _, e := range c.entries() {
 		v := c.resolve(e)
@@ -280,7 +279,7 @@ func (c *Config) Validate() config.Problems {
 			ps.AddSub("Pool", name, err.Key, "%s", err.Msg)
 		}
 	}
-	c.notices = append(append(c.upstreamReport(), c.insecureNotices()...), envNotices...)
+	c.notices = append(append(append(c.upstreamReport(), c.insecureNotices()...), c.verificationNotices()...), envNotices...)
 	if len(ps) == 0 {
 		for _, n := range c.notices {
 			logNotice(n)
@@ -385,15 +384,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// checkVerification refuses ca-file or thumbprint together with insecure-flag = true for one
+// verificationNotices reports ca-file or thumbprint together with insecure-flag = true for one
 // vCenter, each as resolved (inherited from [Global] or not, insecure-flag combined with OR).
 // govmomi (and so the upstream CCM) skips verification altogether when insecure-flag is on, so
-// the CA bundle or the pinned thumbprint would be silently ignored and any certificate
-// accepted: the operator asked for both, and only one can hold.
-func (c *Config) checkVerification(ps *config.Problems) {
+// the CA bundle or the pinned thumbprint is ignored and any certificate accepted. ccm does the
+// same, so a file that logs in upstream logs in here, but says so at every start and in
+// check-config: the operator asked for both, and only one holds.
+func (c *Config) verificationNotices() []string {
 	type at struct{ sec, sub, key string }
 	seen := map[at]bool{}
 	g := c.Global
+	var out []string
 	for _, e := range c.entries() {
 		v := c.resolve(e)
 		if !v.Insecure {
@@ -417,8 +418,10 @@ func (c *Config) checkVerification(ps *config.Problems) {
 				continue
 			}
 			seen[setAt] = true
-			ps.AddSub(setAt.sec, setAt.sub, k.key, "is set together with %s = true, which turns certificate verification off, so %s would be ignored and any certificate accepted: "+
-				"remove insecure-flag (or set it to false) to verify vCenter's certificate with %s", c.where(insecureAt.sec, insecureAt.sub, insecureAt.key), k.key, k.key)
+			out = append(out, config.Problem{Line: c.line(setAt.sec, setAt.sub, k.key), Section: setAt.sec, Subsection: setAt.sub, Key: k.key,
+				Msg: fmt.Sprintf("is ignored: %s = true turns certificate verification off, so any certificate is accepted (as the upstream CCM does); "+
+					"remove insecure-flag (or set it to false) to verify vCenter's certificate with %s", c.where(insecureAt.sec, insecureAt.sub, insecureAt.key), k.key)}.String())
 		}
 	}
+	return out
 }

@@ -76,7 +76,7 @@ var upstreamKeys = []upstreamKey{
 	impl(secGlobal, "password", "password", `"other"`, "as user"),
 	impl(secGlobal, "server", "server", "vc2.example.com", "one more vCenter, unless a [VirtualCenter] section already stands for that host: then [Global] only fills in that section's empty keys (upstream merges them the same way)"),
 	impl(secGlobal, "port", "port", "8443", ""),
-	impl(secGlobal, "insecure-flag", "insecureFlag", "true", "combined with each section's insecure-flag by OR, as upstream: a section's false does not turn verification back on (reported at start-up); an error together with ca-file or thumbprint"),
+	impl(secGlobal, "insecure-flag", "insecureFlag", "true", "combined with each section's insecure-flag by OR, as upstream: a section's false does not turn verification back on (reported at start-up); with ca-file or thumbprint, those are ignored as upstream and reported at start-up"),
 	impl(secGlobal, "datacenters", "datacenters", "DC9", ""),
 	impl(secGlobal, "soap-roundtrip-count", "soapRoundtripCount", "3", ""),
 	impl(secGlobal, "ca-file", "caFile", "testdata/upstream/ca.pem", "inherited by every section without its own; in YAML the chart's spelling ca-file is read too (the upstream CCM ignores that spelling and uses the system's CAs)"),
