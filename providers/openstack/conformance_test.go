@@ -76,7 +76,7 @@ func (h *harness) AddInstance(t cloudtest.T, name string) (*v1.Node, cloudprovid
 	id := h.fake.AddServer(fake.ServerSpec{Name: name, AZ: zone, IPs: []string{ip}})
 	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}, cloudprovider.InstanceMetadata{
 		ProviderID: "openstack:///" + id, InstanceType: "m1.small", Zone: zone, Region: h.fake.Region(),
-		NodeAddresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}, {Type: v1.NodeHostName, Address: name}},
+		NodeAddresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}, // no metadata hostname: none, as upstream
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"regexp"
 	"strings"
 	"sync"
@@ -12,8 +11,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 )
@@ -137,7 +134,8 @@ func (i *instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, 
 	return s.Status == "SHUTOFF", nil
 }
 
-// InstanceMetadata returns providerID, flavor, zone, region and the addresses of the server's ports.
+// InstanceMetadata returns providerID, flavor, zone, region and the server's addresses as the
+// upstream CCM reports them (nodeaddresses.go).
 func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	s, err := i.server(ctx, node)
 	if err != nil {
@@ -154,11 +152,10 @@ func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloud
 	if err != nil {
 		return nil, err
 	}
-	addrs, err := i.addresses(ctx, cl, s.ID)
+	addrs, err := i.serverAddresses(ctx, cl, s)
 	if err != nil {
 		return nil, err
 	}
-	addrs = append(addrs, v1.NodeAddress{Type: v1.NodeHostName, Address: node.Name})
 	return &cloudprovider.InstanceMetadata{
 		ProviderID:    providerIDPrefix + s.ID,
 		InstanceType:  flavor,
@@ -186,40 +183,4 @@ func flavorName(ctx context.Context, cl *clients, s *servers.Server) (string, er
 	}
 	flavorNames.Store(id, f.Name)
 	return f.Name, nil
-}
-
-// addresses are the fixed IPs of the server's ports (InternalIP) and the floating IPs on
-// them (ExternalIP); IPv6 unless [Networking] ipv6-support-disabled.
-func (i *instances) addresses(ctx context.Context, cl *clients, serverID string) ([]v1.NodeAddress, error) {
-	pages, err := ports.List(cl.network, ports.ListOpts{DeviceID: serverID}).AllPages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing ports of server %s: %w", serverID, err)
-	}
-	ps, err := ports.ExtractPorts(pages)
-	if err != nil {
-		return nil, err
-	}
-	noV6 := i.c.cfg.Networking.IPv6SupportDisabled
-	var internal, external []v1.NodeAddress
-	for _, p := range ps {
-		for _, ip := range p.FixedIPs {
-			if a, err := netip.ParseAddr(ip.IPAddress); err == nil && !(noV6 && a.Is6()) {
-				internal = append(internal, v1.NodeAddress{Type: v1.NodeInternalIP, Address: a.String()})
-			}
-		}
-		fpages, err := floatingips.List(cl.network, floatingips.ListOpts{PortID: p.ID}).AllPages(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing floating IPs of port %s: %w", p.ID, err)
-		}
-		fips, err := floatingips.ExtractFloatingIPs(fpages)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range fips {
-			if a, err := netip.ParseAddr(f.FloatingIP); err == nil && !(noV6 && a.Is6()) {
-				external = append(external, v1.NodeAddress{Type: v1.NodeExternalIP, Address: a.String()})
-			}
-		}
-	}
-	return append(internal, external...), nil
 }

@@ -34,6 +34,11 @@ func impl(section, key, example string) upstreamKey {
 	return upstreamKey{Section: section, Key: key, Status: config.Implemented, Example: example}
 }
 
+// implWhy is an implemented key whose docs row says how ccm reads it.
+func implWhy(section, key, example, how string) upstreamKey {
+	return upstreamKey{Section: section, Key: key, Status: config.Implemented, Example: example, Why: how}
+}
+
 func notUsed(section, key, example, why, instead string) upstreamKey {
 	return upstreamKey{Section: section, Key: key, Status: config.Unused, Example: example, Why: why, Instead: instead}
 }
@@ -162,14 +167,12 @@ var upstreamKeys = []upstreamKey{
 		"set floating-subnet-id in the class", nil),
 
 	impl(secNet, "ipv6-support-disabled", "true"),
-	notUsed(secNet, "public-network-name", "public",
-		"ccm reports every floating IP of a server as ExternalIP and every fixed IP as InternalIP, whatever the network's name",
-		"check the Node addresses after the switch; attach floating IPs to the nodes that need an ExternalIP"),
-	notUsed(secNet, "internal-network-name", "private",
-		"ccm reports every fixed IP of a server's ports as InternalIP, whatever the network's name",
-		"check the Node addresses after the switch; load balancer members use member-subnet-id (or subnet-id)"),
-	notUsed(secNet, "address-sort-order", "10.0.0.0/8",
-		"ccm orders Node addresses by port and family, not by CIDR", "check the Node addresses after the switch"),
+	implWhy(secNet, "public-network-name", "public",
+		"as upstream: Node addresses on a network of this name (repeat the key for several) are ExternalIP"),
+	implWhy(secNet, "internal-network-name", "private",
+		"as upstream: when set (repeat the key for several), addresses on other networks are not InternalIP; floating IPs stay ExternalIP"),
+	implWhy(secNet, "address-sort-order", "10.0.0.0/8, fd00::/8",
+		"as upstream: Node addresses in these CIDRs come first, by CIDR then by address; an item that is not a CIDR is ignored and reported"),
 
 	notUsed(secMeta, "search-order", "configDrive,metadataService",
 		"ccm looks servers up by providerID through the Nova API, never through the config drive or metadata service", "remove it"),
@@ -230,10 +233,12 @@ type upstreamLBClass struct {
 	FloatingSubnetTags *string `gcfg:"floating-subnet-tags"`
 }
 
+// upstreamNetworking holds [Networking] keys of upstream's that ccm implements
+// (nodeaddresses.go); multi-valued as upstream's.
 type upstreamNetworking struct {
 	PublicNetworkName   []string `gcfg:"public-network-name"`
 	InternalNetworkName []string `gcfg:"internal-network-name"`
-	AddressSortOrder    *string  `gcfg:"address-sort-order"`
+	AddressSortOrder    string   `gcfg:"address-sort-order"`
 }
 
 type upstreamMetadata struct {
@@ -263,7 +268,8 @@ func (c *Config) Notices() []string { return append([]string(nil), c.notices...)
 // upstreamReport: each unused key present in the file gives one notice, each unsupported key
 // present with a value that is not harmless one problem (the reader adds its line).
 func (c *Config) upstreamReport() (notices []string, ps config.Problems) {
-	return config.UpstreamReport(c, upstreamKeys)
+	notices, ps = config.UpstreamReport(c, upstreamKeys)
+	return append(notices, c.networkingNotices()...), ps
 }
 
 // upstreamKeysMarkdown is the table of docs/providers/openstack.md, between its markers.

@@ -32,6 +32,32 @@ type port struct {
 	// Revision is Neutron's revision_number: every update bumps it, and an update with
 	// "If-Match: revision_number=N" for another N is refused with 412.
 	Revision int
+	// Status is Neutron's port status; "" is ACTIVE.
+	Status string
+	// TrunkID and SubPorts: the trunk this port is the parent of, and its subports' IDs.
+	TrunkID  string
+	SubPorts []string
+}
+
+// sortedPorts are the ports by ID (creation order), as Neutron lists by primary key.
+// Callers hold c.mu.
+func (c *Cloud) sortedPorts() []*port {
+	out := make([]*port, 0, len(c.ports))
+	for _, p := range c.ports {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// sortedFIPs are the floating IPs by ID. Callers hold c.mu.
+func (c *Cloud) sortedFIPs() []*floatingIP {
+	out := make([]*floatingIP, 0, len(c.fips))
+	for _, f := range c.fips {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }
 
 type floatingIP struct {
@@ -108,11 +134,11 @@ func (c *Cloud) neutronRoutes(m *http.ServeMux) {
 func (c *Cloud) listPorts(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	out := []any{}
-	for _, p := range c.ports {
+	for _, p := range c.sortedPorts() {
 		if v := q.Get("device_id"); v != "" && v != p.DeviceID {
 			continue
 		}
-		if v := q.Get("id"); v != "" && v != p.ID {
+		if ids := q["id"]; len(ids) > 0 && !slices.Contains(ids, p.ID) { // repeated: any of them
 			continue
 		}
 		if v := q.Get("network_id"); v != "" && v != p.NetworkID {
@@ -154,9 +180,21 @@ func portJSON(p *port) map[string]any {
 	if sgs == nil {
 		sgs = []string{}
 	}
-	return map[string]any{"id": p.ID, "network_id": p.NetworkID, "device_id": p.DeviceID,
-		"device_owner": p.DeviceOwner, "fixed_ips": ips, "security_groups": sgs, "status": "ACTIVE", "admin_state_up": true,
-		"revision_number": p.Revision}
+	status := p.Status
+	if status == "" {
+		status = "ACTIVE"
+	}
+	out := map[string]any{"id": p.ID, "network_id": p.NetworkID, "device_id": p.DeviceID,
+		"device_owner": p.DeviceOwner, "fixed_ips": ips, "security_groups": sgs, "status": status, "admin_state_up": true,
+		"revision_number": p.Revision, "mac_address": macOf(p.ID)}
+	if p.TrunkID != "" {
+		subs := []any{}
+		for i, id := range p.SubPorts {
+			subs = append(subs, map[string]any{"port_id": id, "segmentation_type": "vlan", "segmentation_id": 100 + i, "mac_address": macOf(id)})
+		}
+		out["trunk_details"] = map[string]any{"trunk_id": p.TrunkID, "sub_ports": subs}
+	}
+	return out
 }
 
 func (c *Cloud) getPort(w http.ResponseWriter, r *http.Request) {
@@ -229,6 +267,7 @@ func (c *Cloud) updatePort(w http.ResponseWriter, r *http.Request) {
 
 func (c *Cloud) listNetworks(w http.ResponseWriter, r *http.Request) {
 	ext := r.URL.Query().Get("router:external")
+	only := r.URL.Query()["id"] // repeated: any of them
 	out := []any{}
 	ids := make([]string, 0, len(c.networks))
 	for id := range c.networks {
@@ -238,6 +277,9 @@ func (c *Cloud) listNetworks(w http.ResponseWriter, r *http.Request) {
 	for _, id := range ids {
 		n := c.networks[id]
 		if ext != "" && (ext == "true") != n.External {
+			continue
+		}
+		if len(only) > 0 && !slices.Contains(only, n.ID) {
 			continue
 		}
 		var subnets []string
