@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -327,6 +328,8 @@ type syncReport struct {
 	specChanged, created bool
 	// recreated: listeners replaced because their protocol changed (a Normal Event each).
 	recreated []string
+	// serving: the first family's load balancer serves the Service alone (singlefamily.go).
+	serving familyServing
 	// seen is the bulk read this sync may compare with (nil: each object is read).
 	seen *snapshot
 }
@@ -379,7 +382,11 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 		}
 	}
 	var addrs, pending []string
-	for _, spec := range specs {
+	for i, spec := range specs {
+		if i > 0 && rep.serving.only {
+			specs = specs[:i] // the other families have no load balancer (singlefamily.go)
+			break
+		}
 		addr, err := l.syncOne(ctx, cl, id, svc, nodes, spec, mustExist, rep)
 		var retry *api.RetryError
 		switch {
@@ -441,6 +448,9 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	} else if lb, adopted, err = l.find(ctx, cl, id, name, spec.existingID); err != nil {
 		return "", err
 	}
+	if spec.family == families(svc)[0] {
+		rep.serving = servingOf(id, svc, lb, adopted)
+	}
 	if lb == nil {
 		if _, gone := l.deleted.Load(svc.UID); mustExist && (gone || !hadAddress(svc, spec.family)) {
 			return "", fmt.Errorf("load balancer %s %w", name, errNotCreatedYet)
@@ -484,8 +494,16 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 		// Written before the ownership tags held the Service's UID (or by the upstream CCM,
 		// perhaps under its early name: the current one is given with the tags).
 		tags := withOwnerTags(lb.Tags, id)
+		mark := rep.serving.mark && spec.family == families(svc)[0]
+		if mark {
+			tags = append(tags, tagSingleFamily)
+			sort.Strings(tags)
+		}
 		if _, err := loadbalancers.Update(ctx, cl.lb, lb.ID, loadbalancers.UpdateOpts{Name: &name, Tags: &tags}).Extract(); err != nil {
 			return "", l.conflict(err, "tagging load balancer "+name)
+		}
+		if mark {
+			l.c.event(svc, v1.EventTypeNormal, "SingleFamilyLoadBalancer", singleFamilyMessage(svc, lb))
 		}
 		if err := l.waitActive(ctx, cl, lb.ID); err != nil {
 			return "", err

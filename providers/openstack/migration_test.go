@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
@@ -604,5 +605,170 @@ func TestSharingAcrossNamespacesNeedsTheOperator(t *testing.T) {
 	}
 	if !slices.Equal(ports, []int{80}) {
 		t.Errorf("after the allowed Service's delete: listeners on ports %v, want the owner's [80]", ports)
+	}
+}
+
+// Dual-stack Services the upstream CCM served (one load balancer each, of spec.ipFamilies[0]:
+// IPv4 first with a floating IP, or IPv6 first on its VIP) are taken over with 0 creates and
+// 0 deletes, the same single address, no Warning and a Normal SingleFamilyLoadBalancer Event;
+// the load balancer carries tagSingleFamily, so neither the next sync nor a restart creates
+// the second family's. Removing the tag by hand gets it (one create, the first address kept);
+// deleting the Service leaves nothing of either.
+func TestDualStackTakeoverCreatesNothing(t *testing.T) {
+	for _, first := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
+		t.Run(string(first), func(t *testing.T) {
+			f := newFake(t, fake.Options{})
+			u := seedUpstreamCluster(t, f, 0, false)
+			for i, n := range u.nodes {
+				n.Status.Addresses = append(n.Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: fmt.Sprintf("fd00::9:%d", i+10)})
+			}
+			var svcs []*v1.Service
+			var addrs, ids []string
+			for i := range 3 {
+				svc := upstreamSvc(fmt.Sprintf("dual-%d", i))
+				svc.Spec.IPFamilies = []v1.IPFamily{first, map[v1.IPFamily]v1.IPFamily{v1.IPv4Protocol: v1.IPv6Protocol, v1.IPv6Protocol: v1.IPv4Protocol}[first]}
+				us := toUpstream(svc, u.nodes, nil)
+				if first == v1.IPv6Protocol {
+					us.IPv6 = true
+					for j, n := range u.nodes {
+						us.Nodes[n.Name] = fmt.Sprintf("fd00::9:%d", j+10)
+					}
+				}
+				id, addr := f.SeedUpstream(us)
+				adoptedByUpstream(svc, id, addr)
+				svcs, addrs, ids = append(svcs, svc), append(addrs, addr), append(ids, id)
+			}
+			lb, sink := migrationCloud(t, f, "")
+			for i, svc := range svcs {
+				st := ensureUntilReady(t, lb, svc, u.nodes)
+				if len(st.Ingress) != 1 || st.Ingress[0].IP != addrs[i] {
+					t.Errorf("%s: status %v, want only the upstream address %s", svc.Name, st.Ingress, addrs[i])
+				}
+				svc.Status.LoadBalancer = *st
+			}
+			if c, d := servingChanges(f.Calls()); c != 0 || d != 0 {
+				t.Errorf("takeover: %d creates, %d deletes of serving resources, want 0 and 0 (%s)", c, d, f.CallSummary())
+			}
+			if n := len(f.LoadBalancers()); n != 3 {
+				t.Errorf("%d load balancers after the takeover, want 3", n)
+			}
+			for _, l := range f.LoadBalancers() {
+				if !slices.Contains(l.Tags, tagSingleFamily) {
+					t.Errorf("%s: tags %q lack %s", l.Name, l.Tags, tagSingleFamily)
+				}
+			}
+			for _, svc := range svcs {
+				if ok, evs := sink.Await(svc, 3*time.Second, "Normal SingleFamilyLoadBalancer", string(first)+" only", "unset --tag "+tagSingleFamily); !ok {
+					t.Errorf("%s: no SingleFamilyLoadBalancer Event: %q", svc.Name, evs)
+				}
+				if w := warnings(sink, svc); len(w) != 0 {
+					t.Errorf("%s: Warnings %q", svc.Name, w)
+				}
+			}
+			writes := f.Writes()
+			lb2, _ := migrationCloud(t, f, "") // a restart
+			for _, svc := range svcs {
+				ensureUntilReady(t, lb, svc, u.nodes)
+				ensureUntilReady(t, lb2, svc, u.nodes)
+				if err := lb2.UpdateLoadBalancer(context.Background(), cluster, svc, u.nodes); err != nil {
+					t.Errorf("%s: UpdateLoadBalancer: %v", svc.Name, err)
+				}
+			}
+			if w := f.Writes() - writes; w != 0 {
+				t.Errorf("the syncs after the takeover (and after a restart) made %d writes (%s)", w, f.CallSummary())
+			}
+
+			// The operator asks for the second family: the tag goes, the next sync creates it.
+			c := newTestCloud(t, f, "")
+			cl, err := c.sess.get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := loadbalancers.Get(context.Background(), cl.lb, ids[0]).Extract()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tags := slices.DeleteFunc(slices.Clone(got.Tags), func(s string) bool { return s == tagSingleFamily })
+			if _, err := loadbalancers.Update(context.Background(), cl.lb, ids[0], loadbalancers.UpdateOpts{Tags: &tags}).Extract(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond) // PENDING_UPDATE
+			creates := f.Calls()["octavia.CreateLoadBalancer"]
+			// The first sync may still compare with the bulk read of another Service's sync
+			// from before the change by hand (observe.go); the one after reads it again.
+			ensureUntilReady(t, lb2, svcs[0], u.nodes)
+			st := ensureUntilReady(t, lb2, svcs[0], u.nodes)
+			if n := f.Calls()["octavia.CreateLoadBalancer"] - creates; n != 1 {
+				t.Errorf("after the tag's removal: %d creates, want 1", n)
+			}
+			if len(st.Ingress) != 2 || st.Ingress[0].IP != addrs[0] {
+				t.Errorf("after the tag's removal: status %v, want %s and the second family's", st.Ingress, addrs[0])
+			}
+			svcs[0].Status.LoadBalancer = *st
+			for _, svc := range svcs {
+				deleteUntilDone(t, lb2, svc)
+			}
+			if left := f.LoadBalancers(); len(left) != 0 {
+				t.Errorf("after the deletes: %+v", left)
+			}
+			if fips := f.FloatingIPs(); len(fips) != 0 {
+				t.Errorf("floating IPs left: %+v", fips)
+			}
+		})
+	}
+}
+
+// A dual-stack Service created by ccm keeps one load balancer per family: nothing of the
+// takeover rule applies to it (no tag, both families served).
+func TestDualStackOwnServiceKeepsBothFamilies(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	lb, _ := migrationCloud(t, f, "")
+	svc := lbService("own-dual", nil)
+	svc.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+	nodes := lbNodes("10.0.0.5")
+	nodes[0].Status.Addresses = append(nodes[0].Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "fd00::5"})
+	if st := ensureUntilReady(t, lb, svc, nodes); len(st.Ingress) != 2 {
+		t.Errorf("status %v, want two families", st.Ingress)
+	}
+	for _, l := range f.LoadBalancers() {
+		if slices.Contains(l.Tags, tagSingleFamily) {
+			t.Errorf("%s carries %s", l.Name, tagSingleFamily)
+		}
+	}
+	if n := len(f.LoadBalancers()); n != 2 {
+		t.Errorf("%d load balancers, want 2", n)
+	}
+}
+
+// The conformance harness seeds dual-stack Services the upstream way too (one load balancer of
+// spec.ipFamilies[0] each): taking them over through a harness cloud makes 0 creates and 0
+// deletes of serving resources and keeps each address.
+func TestHarnessSeedsDualStackUpstream(t *testing.T) {
+	h := newHarness(t, "")
+	var nodes []*v1.Node
+	for i := range 2 {
+		n, md := h.AddInstance(t, fmt.Sprintf("ds-node-%d", i))
+		n.Status.Addresses = append(md.NodeAddresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: fmt.Sprintf("fd00::7:%d", i+1)})
+		nodes = append(nodes, n)
+	}
+	var svcs []*v1.Service
+	for i, fs := range [][]v1.IPFamily{{v1.IPv4Protocol, v1.IPv6Protocol}, {v1.IPv6Protocol, v1.IPv4Protocol}, {v1.IPv4Protocol, v1.IPv6Protocol}} {
+		svc := upstreamSvc(fmt.Sprintf("hds-%d", i))
+		svc.Spec.IPFamilies = fs
+		svcs = append(svcs, svc)
+	}
+	svcs = h.SeedUpstream(t, cluster, svcs, nodes)
+	lb := lbOf(t, h.NewCloud(t))
+	for _, svc := range svcs {
+		want := svc.Status.LoadBalancer.Ingress[0].IP
+		if st := ensureUntilReady(t, lb, svc, nodes); len(st.Ingress) != 1 || st.Ingress[0].IP != want {
+			t.Errorf("%s (%v): status %v, want only %s", svc.Name, svc.Spec.IPFamilies, st.Ingress, want)
+		}
+	}
+	if c, d := h.MigrationCounts(); c != 0 || d != 0 {
+		t.Errorf("takeover of dual-stack Services: %d creates, %d serving deletes, want 0 and 0 (%s)", c, d, h.fake.CallSummary())
+	}
+	if v6 := svcs[1].Status.LoadBalancer.Ingress[0].IP; !strings.HasPrefix(v6, "fd00::") {
+		t.Errorf("the IPv6-first Service was seeded at %s, want an IPv6 VIP", v6)
 	}
 }

@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -24,9 +25,16 @@ func (h *harness) SeedUpstream(t cloudtest.T, cluster string, svcs []*v1.Service
 		for _, p := range svc.Spec.Ports {
 			u.Ports = append(u.Ports, fake.UpstreamPort{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort)})
 		}
+		// Upstream serves a Service, dual-stack too, on one load balancer of spec.ipFamilies[0]
+		// (singlefamily.go): IPv6 first puts it on the IPv6 subnet, members at the nodes'
+		// IPv6 addresses (from their status: the harness's instances have IPv4 only).
+		u.IPv6 = families(svc)[0] == v1.IPv6Protocol
 		h.mu.Lock()
 		for _, n := range nodes {
 			u.Nodes[n.Name] = h.ips[n.Name]
+			if u.IPv6 {
+				u.Nodes[n.Name] = internalIPv6(n)
+			}
 			if h.extra == manageSG {
 				u.SecurityGroupPorts = append(u.SecurityGroupPorts, h.fake.ServerPortID(h.fake.ServerID(n.Name)))
 			}
@@ -41,6 +49,16 @@ func (h *harness) SeedUpstream(t cloudtest.T, cluster string, svcs []*v1.Service
 		out = append(out, svc)
 	}
 	return out
+}
+
+// internalIPv6 is the node's first IPv6 InternalIP, or "".
+func internalIPv6(n *v1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if ip, err := netip.ParseAddr(a.Address); a.Type == v1.NodeInternalIP && err == nil && ip.Is6() {
+			return ip.String()
+		}
+	}
+	return ""
 }
 
 // MigrationCounts: load balancer creates; deletes of load balancers, listeners, pools,

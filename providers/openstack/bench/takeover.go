@@ -16,7 +16,8 @@ import (
 
 // takeover is the cost of taking over n load balancers the upstream CCM made (fake.SeedUpstream:
 // its names, tags, listeners, pools, members, floating IPs and, with security groups, its
-// per-Service groups on the nodes' ports), measured in-process at the fake: a fresh ccm
+// per-Service groups on the nodes' ports; every second Service is dual-stack, served by
+// upstream on one IPv4 load balancer), measured in-process at the fake: a fresh ccm
 // ensures every Service once (the takeover), then once more. Creates are of load balancers,
 // listeners, pools and floating IPs; serving deletes of load balancers, listeners, pools,
 // members, monitors and floating IPs; changed addresses compare the status with upstream's.
@@ -71,6 +72,11 @@ func measureTakeover(ctx context.Context, n int, withSG bool) (*takeover, error)
 		svc.Annotations["loadbalancer.openstack.org/load-balancer-id"] = id
 		svc.Annotations["loadbalancer.openstack.org/load-balancer-address"] = addr
 		svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: addr}}
+		if i%2 == 1 {
+			// Dual-stack as upstream served it, on one load balancer of the first family:
+			// the takeover creates no second one (singlefamily.go in the provider).
+			svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, v1.IPv6Protocol)
+		}
 		svcs[i], addrs[i] = svc, addr
 	}
 	lb, _ := c.LoadBalancer()

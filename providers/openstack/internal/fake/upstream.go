@@ -52,6 +52,11 @@ type UpstreamService struct {
 	// TLSContainerRef (default-tls-container-ref): upstream makes every listener
 	// TERMINATED_HTTPS with it (with X-Forwarded-For when XForwardedFor), every pool HTTP.
 	TLSContainerRef string
+	// IPv6: the Service's first IP family (spec.ipFamilies[0]) is IPv6. Upstream serves a
+	// Service, dual-stack or not, on one load balancer of that family: its VIP on the IPv6
+	// subnet, no floating IP (upstream skips it for IPv6), members at the nodes' IPv6
+	// addresses (Nodes must give them).
+	IPv6 bool
 }
 
 // UpstreamPort is one Service port.
@@ -91,17 +96,21 @@ func (c *Cloud) SeedUpstream(s UpstreamService) (lbID, address string) {
 		}
 	}
 	c.vipSeq++
+	vip, vipSubnet := fmt.Sprintf("10.0.%d.%d", 200+c.vipSeq/250, c.vipSeq%250+1), PrivateSubnetID
+	if s.IPv6 {
+		vip, vipSubnet = fmt.Sprintf("fd00::2:%x", c.vipSeq), PrivateSubnetV6ID
+	}
 	lb := &loadBalancer{ID: c.nextID("lb"), Name: name, Description: fmt.Sprintf("Kubernetes external service %s/%s from cluster %s", s.Namespace, s.Name, s.Cluster),
-		Status: "ACTIVE", VipAddress: fmt.Sprintf("10.0.%d.%d", 200+c.vipSeq/250, c.vipSeq%250+1), VipSubnetID: PrivateSubnetID, VipNetworkID: PrivateNetworkID,
+		Status: "ACTIVE", VipAddress: vip, VipSubnetID: vipSubnet, VipNetworkID: PrivateNetworkID,
 		Provider: "amphora", created: time.Now(), Tags: tags}
 	vp := &port{ID: c.nextID("port"), NetworkID: PrivateNetworkID, DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia",
-		FixedIPs: []fixedIP{{SubnetID: PrivateSubnetID, IPAddress: lb.VipAddress}}}
+		FixedIPs: []fixedIP{{SubnetID: vipSubnet, IPAddress: lb.VipAddress}}}
 	c.ports[vp.ID] = vp
 	lb.VipPortID = vp.ID
 	c.lbs[lb.ID] = lb
 	c.seedListeners(lb, s)
 	address = lb.VipAddress
-	if !s.Internal {
+	if !s.Internal && !s.IPv6 {
 		c.fipSeq++
 		f := &floatingIP{ID: c.nextID("fip"), FloatingIP: fmt.Sprintf("172.24.4.%d", 100+c.fipSeq%150), NetworkID: PublicNetworkID,
 			PortID: vp.ID, FixedIP: lb.VipAddress, Status: "ACTIVE",
@@ -138,6 +147,9 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 		var ms []memberBody
 		for _, node := range sortedKeys(s.Nodes) {
 			m := memberBody{Address: s.Nodes[node], Port: p.NodePort, SubnetID: PrivateSubnetID}
+			if s.IPv6 {
+				m.SubnetID = PrivateSubnetV6ID
+			}
 			if s.Monitor && s.HealthCheckNodePort > 0 {
 				hc := s.HealthCheckNodePort
 				m.MonitorPort = &hc
@@ -175,6 +187,9 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 		li := c.addListener(lb.ID, listenerBody{Name: cut255(fmt.Sprintf("listener_%d_%s", i, own)), Protocol: lproto, Port: p.Port, Tags: lt,
 			DefaultPool: pb, InsertHeaders: hs, TLSRef: s.TLSContainerRef})
 		li.AllowedCIDRs = []string{"0.0.0.0/0"} // upstream sets the default source range explicitly
+		if s.IPv6 {
+			li.AllowedCIDRs = []string{"::/0"}
+		}
 	}
 }
 
