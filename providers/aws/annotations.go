@@ -66,8 +66,8 @@ var supported = []string{annType, annInternal, annSubnets, annSecurityGroup, ann
 // they are accepted with a Warning saying they do nothing, as upstream ignores them).
 var (
 	notForNLB = map[string]string{
-		annSecurityGroup:   "an NLB made by ccm has no security group (the node groups admit its clients)",
-		annExtraGroups:     "an NLB made by ccm has no security group (the node groups admit its clients)",
+		annSecurityGroup:   "ccm attaches no named group to an NLB (its clients are admitted by the node groups, and by its own group with NLBSecurityGroupMode = Managed)",
+		annExtraGroups:     "ccm attaches no named group to an NLB (its clients are admitted by the node groups, and by its own group with NLBSecurityGroupMode = Managed)",
 		annProxyProtocol:   "upstream ignores it on an NLB; set target-group-attributes proxy_protocol_v2.enabled=true instead",
 		annIdleTimeout:     "NLBs have no idle timeout setting",
 		annDraining:        "NLBs have no connection draining setting (target group attribute deregistration_delay.timeout_seconds)",

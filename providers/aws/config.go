@@ -40,6 +40,9 @@ type Config struct {
 		ClusterServiceSharedLoadBalancerHealthProbePort int32
 		ClusterServiceSharedLoadBalancerHealthProbePath string
 
+		// Managed: each new NLB gets a security group of its own (nlbgroup.go). "": none.
+		NLBSecurityGroupMode string
+
 		upstreamGlobal // upstream keys ccm accepts and reports (upstreamkeys.go)
 
 		// Not upstream. NodeNameTag names an instance tag whose value is the Node name: a
@@ -160,6 +163,9 @@ func (c *Config) Validate() config.Problems {
 	case "", probeModeServiceNodePort, probeModeShared:
 	default:
 		ps.Add("Global", "ClusterServiceLoadBalancerHealthProbeMode", "must be %s or %s (as upstream, case-sensitive)", probeModeShared, probeModeServiceNodePort)
+	}
+	if m := g.NLBSecurityGroupMode; m != "" && m != nlbGroupModeManaged {
+		ps.Add("Global", "NLBSecurityGroupMode", "must be %s or empty (as upstream, case-sensitive), not %q", nlbGroupModeManaged, m)
 	}
 	if p := g.ClusterServiceSharedLoadBalancerHealthProbePort; p < 0 || p > 65535 {
 		ps.Add("Global", "ClusterServiceSharedLoadBalancerHealthProbePort", "must be a port (1-65535), or 0 for kube-proxy's 10256")

@@ -35,6 +35,9 @@ type harness struct {
 	ids map[string]string // instance ID by private DNS name (= Node name)
 	// upstreamNLB: SeedUpstream leaves NLBs (the Services it returns ask for one), else classic ELBs.
 	upstreamNLB bool
+	// managedSG: upstream and ccm run with NLBSecurityGroupMode = Managed (upstream's NLBs
+	// have a group of their own).
+	managedSG bool
 }
 
 func newHarness(t *testing.T, cluster string) *harness {
@@ -69,6 +72,9 @@ func (h *harness) configFor(cluster string) string {
 }
 
 func (h *harness) cloud(t cloudtest.T, extra string) *Cloud {
+	if h.managedSG {
+		extra = managedMode + extra
+	}
 	c, err := New(strings.NewReader(h.cfg + extra))
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -22,7 +22,7 @@ import (
 // upstreamOf is what the upstream CCM was given for svc in cluster.
 func (h *harness) upstreamOf(cluster string, svc *v1.Service, nodes []*v1.Node) fakeaws.UpstreamService {
 	u := fakeaws.UpstreamService{Cluster: cluster, Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID),
-		NLB: h.upstreamNLB, NodeGroups: []string{fakeaws.NodeGroup}}
+		NLB: h.upstreamNLB, NodeGroups: []string{fakeaws.NodeGroup}, ManagedSG: h.managedSG}
 	for _, p := range svc.Spec.Ports {
 		u.Ports = append(u.Ports, fakeaws.UpstreamPort{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort)})
 	}
@@ -97,12 +97,14 @@ func (h *harness) Leftovers(t cloudtest.T, cluster string, svc *v1.Service) []st
 	id := ownership.Of(cluster, svc)
 	var out []string
 	var elbGroup string
+	nlbGroup := fakeaws.UpstreamNLBGroupName("kubernetes", svc.Namespace, svc.Name, string(svc.UID))
 	for _, g := range h.fake.SecurityGroups() {
 		if g.Name == "k8s-elb-"+up {
 			elbGroup = g.ID
-			if !ownership.Is(id, g.Tags) {
-				out = append(out, fmt.Sprintf("security group %s (%s)", g.Name, g.Description))
-			}
+		}
+		// The ELB's group, and with NLBSecurityGroupMode = Managed the NLB's, taken over.
+		if (g.Name == "k8s-elb-"+up || (h.managedSG && g.Name == nlbGroup)) && !ownership.Is(id, g.Tags) {
+			out = append(out, fmt.Sprintf("security group %s (%s)", g.Name, g.Description))
 		}
 	}
 	for _, g := range h.fake.SecurityGroups() {
@@ -143,7 +145,8 @@ func (h *harness) Remains(t cloudtest.T, cluster string, svc *v1.Service) []stri
 	}
 	var groups []string
 	for _, g := range h.fake.SecurityGroups() {
-		if g.Name == groupName(own) || g.Name == groupName(up) {
+		if g.Name == groupName(own) || g.Name == groupName(up) || g.Name == nlbGroupName(own) || g.Name == nlbGroupName(up) ||
+			g.Name == fakeaws.UpstreamNLBGroupName("kubernetes", svc.Namespace, svc.Name, string(svc.UID)) {
 			groups = append(groups, g.ID)
 			out = append(out, "security group "+g.Name)
 		}
@@ -177,6 +180,14 @@ func runCheck(t *testing.T, name string, c cloudtest.Config) {
 func TestConformanceMigrationNLB(t *testing.T) {
 	h := newHarness(t, "conformance")
 	h.upstreamNLB = true
+	runCheck(t, "UpstreamStateIsTakenOverInPlace", cloudtest.Config{Harness: h, ClusterName: "conformance"})
+}
+
+// The migration check with upstream's NLBs made in NLBSecurityGroupMode = Managed (a group of
+// their own), ccm in the same mode: the groups are taken over in place, removed with the NLB.
+func TestConformanceMigrationNLBManagedGroups(t *testing.T) {
+	h := newHarness(t, "conformance")
+	h.upstreamNLB, h.managedSG = true, true
 	runCheck(t, "UpstreamStateIsTakenOverInPlace", cloudtest.Config{Harness: h, ClusterName: "conformance"})
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	v1 "k8s.io/api/core/v1"
@@ -39,7 +40,7 @@ type nlbDesired struct {
 	Health    string // protocol:port:path
 	HC        hcOptions
 	ExtraTags map[string]string
-	// An NLB has no security group: clients reach the nodes directly, so the node groups admit
+	// Clients reach the nodes directly (through the NLB's own group, if any), so the node groups admit
 	// SourceRanges on the Service's nodePorts.
 	NodeGroups   []string
 	SourceRanges []string
@@ -59,6 +60,8 @@ type nlbDesired struct {
 	AccessLog bool   `json:",omitempty"`
 	Bucket    string `json:",omitempty"`
 	Prefix    string `json:",omitempty"`
+	// ManagedGroup: NLBSecurityGroupMode Managed, the NLB has a group of its own (nlbgroup.go).
+	ManagedGroup bool `json:",omitempty"`
 	// Addresses are the Elastic IP allocations or private IPv4 addresses, one per subnet in
 	// order, given to the NLB at its creation (AWS cannot change them later, so they are not
 	// fingerprinted: a change is advice, not a write).
@@ -139,6 +142,7 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 		d.HCNodePort = int32(n) // admitted on the node groups as the health check NodePort is
 	}
 	d.SourceRanges = opts.SourceRanges
+	d.ManagedGroup = l.c.cfg.nlbGroupsManaged()
 	if len(d.uncoveredHealthPorts()) > 0 {
 		a, err := l.subnetAnswer(ctx, opts)
 		if err != nil {
@@ -295,9 +299,15 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	var prevGroups []string // node groups of an earlier reconcile, from the NLB's tag: where to look
 	var named map[string]v2types.TargetGroup
 	recreated := false
+	var group *types.SecurityGroup // the NLB's own (nlbgroup.go)
 	if cur != nil {
 		if err := checkLB(id, svc, name, tags); err != nil {
 			return nil, err
+		}
+		if want.ManagedGroup {
+			if group, err = l.nlbGroupOf(ctx, svc, cur); err != nil {
+				return nil, err
+			}
 		}
 		if string(cur.Scheme) != want.Scheme {
 			// An NLB cannot change its scheme: it is deleted and made again below, with new
@@ -331,6 +341,19 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		}
 		in := &elbv2.CreateLoadBalancerInput{Name: aws.String(name), Type: v2types.LoadBalancerTypeEnumNetwork,
 			Scheme: v2types.LoadBalancerSchemeEnum(want.Scheme), Subnets: want.Subnets, Tags: v2Tags(ownTags(id, opts.ExtraTags, nil))}
+		if want.ManagedGroup {
+			// The group (kept from the NLB a scheme change replaced, else ccm's) and its rules
+			// before the NLB: it admits its clients from the start.
+			if group == nil {
+				if group, err = l.newNLBGroup(ctx, svc, name, want); err != nil {
+					return nil, err
+				}
+			}
+			if _, err := l.syncNLBGroup(ctx, svc, group, want); err != nil {
+				return nil, err
+			}
+			in.SecurityGroups = []string{aws.ToString(group.GroupId)}
+		}
 		if len(want.Addresses) > 0 {
 			in.Subnets = nil
 			for i, sn := range want.Subnets {
@@ -355,6 +378,15 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	} else {
 		applied = !fingerprint.Changed(tags[fingerprintTag], fp) && !ownership.NeedsUID(id, tags)
 		prevGroups = groupIDs(tags[nodeGroupsTag])
+		if group != nil {
+			changes, err := l.syncNLBGroup(ctx, svc, group, want)
+			if err != nil {
+				return nil, err
+			}
+			repairs = append(repairs, changes...)
+		} else if want.ManagedGroup && len(cur.SecurityGroups) == 0 {
+			klog.V(2).InfoS("NLB has no security group and AWS cannot add one; left as it is (as upstream)", "service", klog.KObj(svc), "name", name)
+		}
 	}
 	arn := aws.ToString(cur.LoadBalancerArn)
 	defer func() {
@@ -818,6 +850,7 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 	}
 	defer l.nsnap.forget(name)
 	var tgs []v2types.TargetGroup
+	var group *types.SecurityGroup
 	if cur != nil {
 		arn := aws.ToString(cur.LoadBalancerArn)
 		defer l.tsnap.forget(arn)
@@ -826,6 +859,10 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 			return true, nil
 		}
 		if tgs, err = l.attachedTGs(ctx, arn); err != nil {
+			return false, err
+		}
+		// The NLB's own group (any mode: upstream deletes it so too), deleted after the NLB.
+		if group, err = l.nlbGroupOf(ctx, svc, cur); err != nil {
 			return false, err
 		}
 		// The tag only says where to look (it is written last, so an interrupted reconcile may
@@ -868,6 +905,11 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 	}
 	for _, tg := range tgs {
 		if err := l.deleteTG(ctx, svc, tg); err != nil {
+			return false, err
+		}
+	}
+	if group != nil || (cur == nil && l.c.cfg.nlbGroupsManaged() && svc.Annotations[annotationPrefix+annType] == "nlb") {
+		if err := l.deleteNLBGroup(ctx, svc, name, group); err != nil {
 			return false, err
 		}
 	}

@@ -47,9 +47,7 @@ var upstreamKeys = []config.UpstreamKey{
 	notUsed(secGlobal, "SupportedTopologyInstanceTypePattern", `"^p4d\\..*"`,
 		"ccm does not label Nodes with the EC2 instance topology (network node layers), which this pattern scopes in the upstream CCM",
 		"remove it; if scheduling relies on the topology.k8s.aws/network-node-layer-* labels, set them another way"),
-	notUsed(secGlobal, "NLBSecurityGroupMode", "Managed",
-		"ccm makes NLBs without a security group of their own (upstream's default mode): it admits the Service's loadBalancerSourceRanges (default 0.0.0.0/0) on the NodePorts in the nodes' security groups, so the same clients reach the same Services, but a node with a public address also takes them on its NodePorts directly, where Managed mode admits only the NLB's group",
-		"remove it, and keep nodes on private subnets (or narrow loadBalancerSourceRanges) if direct NodePort access matters; an NLB the upstream CCM made with a security group keeps it (AWS cannot take all groups off an NLB)"),
+	impl(secGlobal, "NLBSecurityGroupMode", nlbGroupModeManaged, "Managed: each new NLB gets a security group of its own admitting the source ranges on the listener ports (upstream's taken over in place, deleted after the NLB); an NLB made without groups stays without (AWS cannot add them)"),
 	notUsed(secGlobal, "DisableStrictZoneCheck", "true",
 		"a key of the in-tree AWS provider that generated configs (OpenShift, Rancher) still carry; the upstream CCM ignores it since 2023 and ccm has no zone check to disable",
 		"remove it"),
@@ -68,7 +66,6 @@ var upstreamKeys = []config.UpstreamKey{
 type upstreamGlobal struct {
 	SubnetID                             *string
 	SupportedTopologyInstanceTypePattern *string
-	NLBSecurityGroupMode                 *string
 	DisableStrictZoneCheck               *bool
 }
 

@@ -554,6 +554,11 @@ func (s *Server) deleteSecurityGroup(f form) (string, *apiError) {
 			return "", &apiError{Status: 400, Code: "DependencyViolation", Message: "resource " + id + " has a dependent object"}
 		}
 	}
+	for _, lb := range s.nlbs {
+		if slices.Contains(lb.SecurityGroups, id) {
+			return "", &apiError{Status: 400, Code: "DependencyViolation", Message: "resource " + id + " has a dependent object"}
+		}
+	}
 	for _, g := range s.groups {
 		for _, r := range g.Rules {
 			if r.SourceSG == id {

@@ -23,7 +23,10 @@ type NLB struct {
 	// Addresses are the Elastic IP allocation or private IPv4 address per subnet of the
 	// SubnetMappings it was created with.
 	Addresses map[string]string
-	readyAt   time.Time
+	// SecurityGroups are the groups given at creation: AWS attaches groups to an NLB only
+	// when it is created with some (one created without never takes any).
+	SecurityGroups []string
+	readyAt        time.Time
 }
 
 // nlbAttrDefaults are a new NLB's attributes (the subset the fake models).
@@ -165,7 +168,13 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 		if len(addresses) > 0 && scheme == "internal" && slices.ContainsFunc(slices.Collect(maps.Values(addresses)), func(a string) bool { return strings.HasPrefix(a, "eipalloc-") }) {
 			return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "an internal load balancer cannot have Elastic IP addresses"}
 		}
-		lb := &NLB{ARN: s.arn("loadbalancer/net", name), Name: name, Scheme: scheme, Subnets: subnets,
+		groups := f.list("SecurityGroups.member")
+		for _, g := range groups {
+			if sg, ok := s.groups[g]; !ok || sg.VPC != VPC {
+				return "", &apiError{Status: 400, Code: "InvalidSecurityGroup", Message: "security group " + g + " not found in the load balancer's VPC"}
+			}
+		}
+		lb := &NLB{ARN: s.arn("loadbalancer/net", name), Name: name, Scheme: scheme, Subnets: subnets, SecurityGroups: groups,
 			Tags: f.tags("Tags.member"), readyAt: time.Now().Add(s.nlbDelay), Attributes: maps.Clone(nlbAttrDefaults), Addresses: addresses}
 		lb.DNSName = fmt.Sprintf("%s-%d.elb.us-east-1.amazonaws.com", name, s.seq)
 		s.nlbs[lb.ARN] = lb
@@ -615,6 +624,13 @@ func (s *Server) writeNLB(x *w, lb *NLB) {
 	x.leaf("Scheme", lb.Scheme)
 	x.leaf("Type", "network")
 	x.leaf("VpcId", VPC)
+	if len(lb.SecurityGroups) > 0 {
+		x.open("SecurityGroups")
+		for _, g := range lb.SecurityGroups {
+			x.leaf("member", g)
+		}
+		x.close("SecurityGroups")
+	}
 	x.open("State")
 	if time.Now().Before(lb.readyAt) {
 		x.leaf("Code", "provisioning")

@@ -2,6 +2,7 @@ package fakeaws
 
 import (
 	"crypto/sha1" //nolint:gosec // upstream's target group names are SHA-1 based; naming only
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -37,7 +38,8 @@ import (
 //     rule described "kubernetes.io/rule/nlb/client=<lb name>", a health rule
 //     "kubernetes.io/rule/nlb/health=<lb name>" on the health port from the NLB's subnet CIDRs
 //     unless the client rule already covers it (0.0.0.0/0, TCP, same port), and ICMP 3-4 from
-//     each client range described "kubernetes.io/rule/nlb/mtu" (shared by every NLB).
+//     each client range described "kubernetes.io/rule/nlb/mtu" (shared by every NLB); with
+//     NLBSecurityGroupMode = Managed, a group of its own attached at creation (ManagedSG).
 
 // UpstreamPort is one Service port as upstream maps it.
 type UpstreamPort struct {
@@ -64,6 +66,32 @@ type UpstreamService struct {
 	SSLCert    string
 	SSLPorts   []int
 	BackendSSL bool
+	// ManagedSG: upstream ran with NLBSecurityGroupMode = Managed (v1.35.0 and later): the NLB
+	// was created with a group of its own, named from ClusterName (the controller manager's
+	// --cluster-name, default "kubernetes") and the Service (UpstreamNLBGroupName).
+	ManagedSG   bool
+	ClusterName string
+}
+
+// UpstreamNLBGroupDescription is the description of every group upstream's Managed mode makes.
+const UpstreamNLBGroupDescription = "[k8s] Managed SecurityGroup for LoadBalancer"
+
+// UpstreamNLBGroupName is the name upstream's Managed mode gives an NLB's group
+// (GetSecurityGroupNameForNLB): k8s-<ns:8>-<name:8>-<sha256 of cluster name, Service name,
+// namespace and UID, 10 hex digits>.
+func UpstreamNLBGroupName(clusterName, ns, name, uid string) string {
+	h := sha256.New()
+	for _, s := range []string{clusterName, name, ns, uid} {
+		_, _ = h.Write([]byte(s))
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	cut := func(s string, n int) string {
+		if len(s) > n {
+			return s[:n]
+		}
+		return s
+	}
+	return fmt.Sprintf("k8s-%s-%s-%s", cut(nonAlnum.ReplaceAllString(ns, ""), 8), cut(nonAlnum.ReplaceAllString(name, ""), 8), sum[:10])
 }
 
 // UpstreamLBName is upstream's load balancer name for a Service UID.
@@ -158,6 +186,28 @@ func (s *Server) SeedUpstream(u UpstreamService) string {
 	lb := &NLB{ARN: s.arn("loadbalancer/net", name), Name: name, Scheme: "internet-facing", Subnets: subnets, Tags: tags,
 		DNSName: fmt.Sprintf("%s-%08x.elb.us-east-1.amazonaws.com", name, s.seq), readyAt: time.Now()}
 	s.nlbs[lb.ARN] = lb
+	if u.ManagedSG {
+		// Its group: the cluster tags only, each listener port (lower-cased listener protocol)
+		// and ICMP 3-4 from each source range; EC2's default egress rule.
+		cn := u.ClusterName
+		if cn == "" {
+			cn = "kubernetes"
+		}
+		sg := s.newID("sg")
+		g := &SecurityGroup{ID: sg, Name: UpstreamNLBGroupName(cn, u.Namespace, u.Name, u.UID), VPC: VPC, Description: UpstreamNLBGroupDescription}
+		for _, cidr := range u.SourceRanges {
+			for _, p := range u.Ports {
+				g.Rules = append(g.Rules, Rule{Protocol: strings.ToLower(p.Protocol), From: p.Port, To: p.Port, CIDR: cidr})
+			}
+			g.Rules = append(g.Rules, Rule{Protocol: "icmp", From: 3, To: 4, CIDR: cidr})
+		}
+		clusterTags := map[string]string{"kubernetes.io/cluster/" + u.Cluster: "owned"}
+		if u.LegacyTag {
+			clusterTags["KubernetesCluster"] = u.Cluster
+		}
+		s.groups[sg], s.tags[sg] = g, clusterTags
+		lb.SecurityGroups = []string{sg}
+	}
 	hcProto, hcPort, hcPath, interval, thresholds := "TCP", "traffic-port", "", 30, "3/3/30/10"
 	if u.HealthCheckNodePort != 0 {
 		hcProto, hcPort, hcPath, interval, thresholds = "HTTP", strconv.Itoa(u.HealthCheckNodePort), "/healthz", 10, "2/2/10/10"

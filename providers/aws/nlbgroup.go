@@ -1,0 +1,202 @@
+package aws
+
+// [Global] NLBSecurityGroupMode = Managed (upstream since v1.35.0): each new NLB gets a security
+// group of its own, admitting the Service's loadBalancerSourceRanges (default 0.0.0.0/0) on the
+// listener ports, and ICMP types 3-4 (MTU discovery) from the IPv4 ranges, as upstream does.
+// AWS attaches groups to an NLB only when it is created with some: an NLB made without (before
+// the mode, or by upstream's default mode) stays without, as upstream leaves it. The node rules
+// are those of every NLB (from the source ranges and the NLB's subnets, nlbrules.go): upstream
+// keeps them in this mode too.
+//
+// The group: ccm names its own k8s-nlb-<NLB name> and gives it the Service's ownership tags.
+// Upstream's (k8s-<ns:8>-<name:8>-<sha256:10>, its fixed description, only the cluster tag) is
+// recognized on the Service's own NLB (proven the Service's by its tags) and taken over in place
+// by adding ccm's tags. The group is deleted with the NLB, after it (in AWS, a group stays in
+// use for a while after its NLB is gone: the delete is retried), whatever the mode: upstream
+// deletes it so too.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/common/ownership"
+)
+
+// nlbGroupModeManaged is the NLBSecurityGroupMode value that turns NLB groups on (upstream's
+// only value, case-sensitive).
+const nlbGroupModeManaged = "Managed"
+
+// upstreamNLBGroupDescription is the description upstream gives every managed NLB group.
+const upstreamNLBGroupDescription = "[k8s] Managed SecurityGroup for LoadBalancer"
+
+// upstreamNLBGroupRE: k8s-<namespace:8>-<name:8>-<sha256:10>, alphanumerics only in the parts.
+var upstreamNLBGroupRE = regexp.MustCompile(`^k8s-[A-Za-z0-9]{0,8}-[A-Za-z0-9]{0,8}-[0-9a-f]{10}$`)
+
+// nlbGroupName is ccm's name for the group of the NLB lbName.
+func nlbGroupName(lbName string) string { return "k8s-nlb-" + lbName }
+
+func (c *Config) nlbGroupsManaged() bool {
+	return c.Global.NLBSecurityGroupMode == nlbGroupModeManaged
+}
+
+// isUpstreamNLBGroup says whether g is one upstream's Managed mode made: its name shape and
+// description, and this cluster's tag "owned" (upstream tags it with the cluster only). It is
+// svc's when attached to svc's NLB.
+func isUpstreamNLBGroup(id ownership.Identity, g *types.SecurityGroup) bool {
+	if !upstreamNLBGroupRE.MatchString(aws.ToString(g.GroupName)) || aws.ToString(g.Description) != upstreamNLBGroupDescription {
+		return false
+	}
+	tags := groupTags(g)
+	tags[ownership.ServiceTag] = id.Service() // the NLB it is attached to names the Service
+	return upstreamOwned(id, tags)
+}
+
+// nlbGroupRules are the ingress rules of the NLB's own group: each listener port from each
+// source range (TCP for TCP and TLS listeners, UDP for UDP), and ICMP 3-4 from the IPv4 ranges.
+func nlbGroupRules(id ownership.Identity, want *nlbDesired) []rule {
+	desc := ruleDescription(id, "client")
+	var out []rule
+	for _, cidr := range want.SourceRanges {
+		for _, p := range want.Ports {
+			proto := "tcp"
+			if p.Protocol == "UDP" {
+				proto = "udp"
+			}
+			r := rule{proto: proto, from: p.Port, to: p.Port, cidr: cidr, desc: desc}
+			if !slices.ContainsFunc(out, func(o rule) bool { return o.key() == r.key() }) {
+				out = append(out, r)
+			}
+		}
+		if !isIPv6(cidr) {
+			out = append(out, rule{proto: "icmp", from: 3, to: 4, cidr: cidr, desc: desc})
+		}
+	}
+	return out
+}
+
+// nlbGroupOf finds, among the groups attached to svc's NLB lb, the one managed for it: ccm's
+// (its ownership tags) or upstream's (isUpstreamNLBGroup). nil: none (an NLB without groups, or
+// with groups someone else manages, which are left as they are).
+func (l *loadBalancers) nlbGroupOf(ctx context.Context, svc *v1.Service, lb *v2types.LoadBalancer) (*types.SecurityGroup, error) {
+	if len(lb.SecurityGroups) == 0 {
+		return nil, nil
+	}
+	groups, err := l.groupsByID(ctx, lb.SecurityGroups)
+	if err != nil {
+		return nil, err
+	}
+	id := l.identity(svc)
+	for i := range groups {
+		if g := &groups[i]; ownership.Is(id, groupTags(g)) || isUpstreamNLBGroup(id, g) {
+			return g, nil
+		}
+	}
+	return nil, nil
+}
+
+// newNLBGroup returns the group for the NLB name about to be created: one an interrupted try
+// left (found by its name, it must be svc's by its tags), else a new one.
+func (l *loadBalancers) newNLBGroup(ctx context.Context, svc *v1.Service, name string, want *nlbDesired) (*types.SecurityGroup, error) {
+	id := l.identity(svc)
+	gname := nlbGroupName(name)
+	if g, _ := l.gsnap.get(ctx, "name:"+want.vpc+"/"+gname, l.listGroups); g != nil {
+		if err := ownership.Check(id, "security group", gname, groupTags(g)); err != nil {
+			return nil, err
+		}
+		return g, nil
+	}
+	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+		filter("group-name", gname), filter("vpc-id", want.vpc)}})
+	if err != nil {
+		return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
+	}
+	if len(out.SecurityGroups) > 0 {
+		g := &out.SecurityGroups[0]
+		if err := ownership.Check(id, "security group", gname, groupTags(g)); err != nil {
+			return nil, err
+		}
+		return g, nil
+	}
+	tags := ownTags(id, want.ExtraTags, nil)
+	var ts []types.Tag
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		ts = append(ts, types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	created, err := l.c.api.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
+		GroupName: aws.String(gname), VpcId: aws.String(want.vpc),
+		Description:       aws.String(fmt.Sprintf("Kubernetes NLB %s for %s/%s", name, svc.Namespace, svc.Name)),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSecurityGroup, Tags: ts}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("aws: CreateSecurityGroup %s: %w", gname, err)
+	}
+	if aws.ToString(created.GroupId) == "" {
+		return nil, errEmptyAnswer("CreateSecurityGroup", gname)
+	}
+	l.gsnap.forgetAll()
+	klog.InfoS("Created NLB security group", "service", klog.KObj(svc), "group", aws.ToString(created.GroupId))
+	return &types.SecurityGroup{GroupId: created.GroupId, GroupName: aws.String(gname), Tags: ts}, nil
+}
+
+// syncNLBGroup makes g, the NLB's own group, svc's by its tags (taking upstream's over in
+// place: same group, its rules kept) and its rules the wanted ones, writing only the
+// difference. Every rule in the group is the Service's (the whole group is).
+func (l *loadBalancers) syncNLBGroup(ctx context.Context, svc *v1.Service, g *types.SecurityGroup, want *nlbDesired) ([]string, error) {
+	id := l.identity(svc)
+	gid := aws.ToString(g.GroupId)
+	tags := groupTags(g)
+	if err := ownership.Check(id, "security group", gid, tags); err != nil {
+		if !isUpstreamNLBGroup(id, g) {
+			return nil, err
+		}
+		var ts []types.Tag
+		for _, k := range slices.Sorted(maps.Keys(id.Tags())) {
+			ts = append(ts, types.Tag{Key: aws.String(k), Value: aws.String(id.Tags()[k])})
+		}
+		if _, err := l.c.api.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{gid}, Tags: ts}); err != nil {
+			return nil, fmt.Errorf("aws: CreateTags %s: %w", gid, err)
+		}
+		l.gsnap.forgetAll()
+		klog.InfoS("Took over the upstream CCM's NLB security group", "service", klog.KObj(svc), "group", gid)
+	}
+	return l.syncRules(ctx, gid, rulesOf(g), nlbGroupRules(id, want), func(rule) bool { return true })
+}
+
+// deleteNLBGroup deletes the NLB's own group once the NLB is gone. g was found attached to the
+// Service's NLB (nlbGroupOf); without it (the NLB was deleted by an interrupted delete) ccm's
+// group is found by its name, upstream's (taken over) by the Service's ownership tags.
+func (l *loadBalancers) deleteNLBGroup(ctx context.Context, svc *v1.Service, name string, g *types.SecurityGroup) error {
+	id := l.identity(svc)
+	if g == nil {
+		out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+			filter("tag:"+ownership.ServiceTag, id.Service()), filter("tag-key", ownership.ClusterTagPrefix+id.Cluster)}})
+		if err != nil {
+			return fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
+		}
+		for i := range out.SecurityGroups {
+			c := &out.SecurityGroups[i]
+			if ownership.Is(id, groupTags(c)) && (aws.ToString(c.GroupName) == nlbGroupName(name) || isUpstreamNLBGroup(id, c)) {
+				g = c
+				break
+			}
+		}
+		if g == nil {
+			return nil
+		}
+	}
+	// Owned: ccm's tags, or upstream's group attached to the Service's proven NLB.
+	if !ownership.Is(id, groupTags(g)) && !isUpstreamNLBGroup(id, g) {
+		return nil
+	}
+	return l.deleteGroup(ctx, svc, g)
+}
