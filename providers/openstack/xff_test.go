@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/cloudtest"
+	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
@@ -224,5 +225,40 @@ func TestXForwardedForTakeover(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if ws := warnings(sink, svc); len(ws) != 0 {
 		t.Errorf("Warnings %q", ws)
+	}
+}
+
+// planListeners names a listener replaced on the same port with another protocol (Octavia
+// cannot change a listener's protocol); a port change or a UDP listener next to it is not one.
+func TestPlanListenersRecreated(t *testing.T) {
+	id := ownership.Of(cluster, lbService("p", nil))
+	tcp80 := listenerSpec{Protocol: "TCP", Port: 80, NodePort: 30080, PoolProtocol: "TCP", Method: "ROUND_ROBIN"}
+	http80 := listenerSpec{Protocol: "HTTP", Port: 80, NodePort: 30080, PoolProtocol: "HTTP", Method: "ROUND_ROBIN", InsertXFF: true}
+	tcp81, udp80 := tcp80, tcp80
+	tcp81.Port = 81
+	udp80.Protocol, udp80.PoolProtocol = "UDP", "UDP"
+	have := func(ls listenerSpec) listeners.Listener {
+		return listeners.Listener{ID: "l-" + ls.key(), Protocol: ls.Protocol, ProtocolPort: ls.Port, DefaultPoolID: "p-" + ls.key(), Description: listenerDescription(id, ls)}
+	}
+	for _, tc := range []struct {
+		name string
+		want []listenerSpec
+		have []listeners.Listener
+		out  string
+	}{
+		{"TCP to HTTP", []listenerSpec{http80}, []listeners.Listener{have(tcp80)}, "port 80: listener TCP replaced by HTTP"},
+		{"HTTP to TCP", []listenerSpec{tcp80}, []listeners.Listener{have(http80)}, "port 80: listener HTTP replaced by TCP"},
+		{"port change", []listenerSpec{tcp81}, []listeners.Listener{have(tcp80)}, ""},
+		{"unchanged", []listenerSpec{tcp80}, []listeners.Listener{have(tcp80)}, ""},
+		{"UDP added next to TCP", []listenerSpec{tcp80, udp80}, []listeners.Listener{have(tcp80)}, ""},
+		{"TCP to UDP", []listenerSpec{udp80}, []listeners.Listener{have(tcp80)}, ""},
+	} {
+		p, err := planListeners(id, "n", tc.want, tc.have, nil, false)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := strings.Join(p.Recreated, "; "); got != tc.out {
+			t.Errorf("%s: Recreated %q, want %q", tc.name, got, tc.out)
+		}
 	}
 }
