@@ -1,12 +1,15 @@
 package openstack
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
 
 	"github.com/ccm-project/ccm/common/config"
 	"github.com/ccm-project/ccm/common/ownership"
@@ -34,6 +37,18 @@ type Config struct {
 		ApplicationCredentialID     string `gcfg:"application-credential-id"`
 		ApplicationCredentialName   string `gcfg:"application-credential-name"`
 		ApplicationCredentialSecret string `gcfg:"application-credential-secret"`
+		// EndpointType is the catalog interface of every service: public (default), internal or admin.
+		EndpointType string `gcfg:"os-endpoint-type"`
+		// CertFile and KeyFile: the TLS client certificate presented to Keystone and the services.
+		CertFile string `gcfg:"cert-file"`
+		KeyFile  string `gcfg:"key-file"`
+		// Token: an existing Keystone token instead of a password (it cannot be renewed).
+		Token string `gcfg:"token"`
+		// TrustID scopes the token to a Keystone trust; the trustee logs in with trustee-id and
+		// trustee-password when set, else with the user's own credentials.
+		TrustID         string `gcfg:"trust-id"`
+		TrusteeID       string `gcfg:"trustee-id"`
+		TrusteePassword string `gcfg:"trustee-password"`
 
 		upstreamGlobal // upstream keys ccm does not use or support (upstreamkeys.go)
 	}
@@ -143,7 +158,13 @@ func (c *Config) Validate() config.Problems {
 			"(plain http is accepted only for a loopback host such as 127.0.0.1, e.g. a local simulator)")
 	}
 	appCred := g.ApplicationCredentialID != "" || g.ApplicationCredentialName != ""
+	trustee := g.TrustID != "" && g.TrusteeID != ""
 	switch {
+	case g.Token != "" || trustee:
+		// a token, or the trustee's own login: no user or password of the file is needed
+		if trustee && g.TrusteePassword == "" {
+			ps.Add("Global", "trustee-password", "is required with trustee-id")
+		}
 	case appCred && g.ApplicationCredentialSecret == "":
 		ps.Add("Global", "application-credential-secret", "is required with application-credential-id or -name")
 	case g.ApplicationCredentialName != "" && g.ApplicationCredentialID == "" && g.Username == "" && g.UserID == "":
@@ -153,12 +174,26 @@ func (c *Config) Validate() config.Problems {
 	case !appCred && g.Password == "":
 		ps.Add("Global", "password", "is required with username/user-id (quote it if it contains ; or #)")
 	}
-	if !appCred && g.TenantID == "" && g.TenantName == "" {
+	if (g.TrusteeID != "" || g.TrusteePassword != "") && g.TrustID == "" {
+		ps.Add("Global", "trustee-id", "trustee-id and trustee-password are used only with trust-id")
+	}
+	if !appCred && g.TrustID == "" && g.TenantID == "" && g.TenantName == "" {
 		ps.Add("Global", "tenant-id", "tenant-id or tenant-name is required to scope the token to a project")
 	}
 	if g.CAFile != "" {
 		if _, err := os.Stat(g.CAFile); err != nil {
 			ps.Add("Global", "ca-file", "cannot read: %v", err)
+		}
+	}
+	if _, ok := endpointType(g.EndpointType); !ok {
+		ps.Add("Global", "os-endpoint-type", "must be public, internal or admin (the catalog interface every service is reached at), not %q", g.EndpointType)
+	}
+	switch {
+	case (g.CertFile == "") != (g.KeyFile == ""):
+		ps.Add("Global", "cert-file", "cert-file and key-file go together (the TLS client certificate and its key)")
+	case g.CertFile != "":
+		if _, err := tls.LoadX509KeyPair(g.CertFile, g.KeyFile); err != nil {
+			ps.Add("Global", "cert-file", "cannot load the client certificate with key-file: %s", safeTLSError(err))
 		}
 	}
 	lb := c.LoadBalancer
@@ -194,6 +229,28 @@ func (c *Config) Validate() config.Problems {
 		}
 	}
 	return ps
+}
+
+// endpointType maps os-endpoint-type to the catalog interface; upstream passes the value to
+// gophercloud as it is, so only its three names (any case, and the v2-era ...URL spellings
+// Keystone still answers to) are accepted. "" is public.
+func endpointType(v string) (gophercloud.Availability, bool) {
+	switch strings.ToLower(v) {
+	case "", "public", "publicurl":
+		return gophercloud.AvailabilityPublic, true
+	case "internal", "internalurl":
+		return gophercloud.AvailabilityInternal, true
+	case "admin", "adminurl":
+		return gophercloud.AvailabilityAdmin, true
+	}
+	return "", false
+}
+
+// safeTLSError is what a config error may say of a failed key pair load: Go's errors name the
+// file's problem, never its bytes, but a PEM parse error is kept to its first line.
+func safeTLSError(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return msg
 }
 
 // loopback reports whether host (a URL's host name) is a loopback address or localhost.

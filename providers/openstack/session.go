@@ -91,7 +91,8 @@ func (s *session) get(ctx context.Context) (*clients, error) {
 			return err
 		}
 	}
-	eo := gophercloud.EndpointOpts{Region: g.Region, Availability: gophercloud.AvailabilityPublic}
+	avail, _ := endpointType(g.EndpointType) // validated
+	eo := gophercloud.EndpointOpts{Region: g.Region, Availability: avail}
 	c := &clients{pc: pc, eo: eo}
 	if c.compute, err = gopenstack.NewComputeV2(pc, eo); err != nil {
 		return nil, fmt.Errorf("openstack: compute endpoint in region %q: %w", g.Region, err)
@@ -110,6 +111,37 @@ func (s *session) get(ctx context.Context) (*clients, error) {
 
 func (s *session) authOptions() gophercloud.AuthOptions {
 	g := s.cfg.Global
+	if g.Token != "" {
+		// A token of the user: scoped as the file says (or as the token was), never renewed.
+		o := gophercloud.AuthOptions{IdentityEndpoint: g.AuthURL, TokenID: g.Token}
+		if g.TrustID != "" {
+			o.Scope = &gophercloud.AuthScope{TrustID: g.TrustID}
+		} else if g.TenantID != "" || g.TenantName != "" {
+			o.Scope = &gophercloud.AuthScope{ProjectID: g.TenantID, ProjectName: g.TenantName}
+			if g.TenantID == "" {
+				o.Scope.DomainID, o.Scope.DomainName = or(g.TenantDomainID, g.DomainID), or(g.TenantDomainName, g.DomainName)
+			}
+		}
+		return o
+	}
+	if g.TrustID != "" {
+		// A trust: the trustee (trustee-id/-password, else the file's user) logs in and the token
+		// is scoped to the trust, which carries the trustor's project and roles.
+		o := gophercloud.AuthOptions{IdentityEndpoint: g.AuthURL, AllowReauth: true, Scope: &gophercloud.AuthScope{TrustID: g.TrustID}}
+		switch {
+		case g.TrusteeID != "":
+			o.UserID, o.Password = g.TrusteeID, g.TrusteePassword
+		case g.UserID != "":
+			o.UserID, o.Password = g.UserID, g.Password
+		default:
+			o.Username, o.Password = g.Username, g.Password
+			o.DomainID, o.DomainName = or(g.UserDomainID, g.DomainID), or(g.UserDomainName, g.DomainName)
+			if o.DomainID == "" && o.DomainName == "" {
+				o.DomainName = "Default"
+			}
+		}
+		return o
+	}
 	o := gophercloud.AuthOptions{
 		IdentityEndpoint: g.AuthURL,
 		Username:         g.Username,
@@ -156,6 +188,13 @@ func (s *session) transport() (http.RoundTripper, error) {
 			return nil, fmt.Errorf("openstack: ca-file %s holds no PEM certificate", g.CAFile)
 		}
 		tlsCfg.RootCAs = pool
+	}
+	if g.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(g.CertFile, g.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("openstack: cert-file and key-file: %s", safeTLSError(err))
+		}
+		tlsCfg.Certificates = []tls.Certificate{cert}
 	}
 	base.TLSClientConfig = tlsCfg
 	return &metrics.Transport{Provider: ProviderName, Service: "openstack", Operation: operation, Next: base}, nil

@@ -2,7 +2,6 @@ package openstack
 
 import (
 	"strconv"
-	"strings"
 
 	"k8s.io/klog/v2"
 
@@ -76,25 +75,14 @@ var upstreamKeys = []upstreamKey{
 	impl(secGlobal, "application-credential-id", "acid"),
 	impl(secGlobal, "application-credential-name", "acn"),
 	impl(secGlobal, "application-credential-secret", `"other"`),
-	refused(secGlobal, "os-endpoint-type", "internal",
-		"ccm always uses the public endpoints of the catalog; with internal or admin the upstream CCM talks to other endpoints (another network path, often other TLS)",
-		"remove the key or set it to public, and make the public endpoints reachable from the ccm",
-		func(v string) bool { v = strings.ToLower(v); return v == "public" || v == "publicurl" }),
-	refused(secGlobal, "cert-file", "/etc/ssl/client.crt",
-		"ccm does not present a TLS client certificate yet, so Keystone and the services would see a different client",
-		"authenticate with a password or an application credential, or keep the upstream CCM until client certificates are supported", nil),
-	refused(secGlobal, "key-file", "/etc/ssl/client.key",
-		"ccm does not present a TLS client certificate yet, so Keystone and the services would see a different client",
-		"authenticate with a password or an application credential, or keep the upstream CCM until client certificates are supported", nil),
-	refused(secGlobal, "trust-id", "tid",
-		"ccm does not authenticate through Keystone trusts yet; ignoring the trust would act with the trustee's own roles",
-		"use an application credential (application-credential-id and -secret) restricted to the project", nil),
-	refused(secGlobal, "trustee-id", "tuid",
-		"ccm does not authenticate through Keystone trusts yet",
-		"use an application credential (application-credential-id and -secret) restricted to the project", nil),
-	refused(secGlobal, "trustee-password", `"x"`,
-		"ccm does not authenticate through Keystone trusts yet",
-		"use an application credential (application-credential-id and -secret) restricted to the project", nil),
+	implWhy(secGlobal, "os-endpoint-type", "internal",
+		"the catalog interface of every service (public, internal or admin; publicURL-style names too), as upstream"),
+	implWhy(secGlobal, "cert-file", "testdata/upstream/client.crt", "the TLS client certificate presented to Keystone and every service, with key-file"),
+	implWhy(secGlobal, "key-file", "testdata/upstream/client.key", "the key of cert-file"),
+	implWhy(secGlobal, "token", "gAAAAAB-token", "an existing Keystone token instead of a password; it cannot be renewed, so ccm stops working when it expires, as upstream"),
+	implWhy(secGlobal, "trust-id", "tid", "the token is scoped to this Keystone trust (OS-TRUST), as upstream"),
+	implWhy(secGlobal, "trustee-id", "tuid", "the user that logs in for the trust (with trustee-password); else username/user-id and password"),
+	implWhy(secGlobal, "trustee-password", `"x"`, "the password of trustee-id"),
 	refused(secGlobal, "use-clouds", "true",
 		"ccm does not read clouds.yaml; with use-clouds = true the upstream CCM takes credentials, endpoint type and certificates from it",
 		"copy the credentials into [Global] (auth-url, application-credential-id/-secret or username/password, region, ca-file)", isFalse),
@@ -196,12 +184,6 @@ var upstreamKeys = []upstreamKey{
 // types are upstream's, so a value upstream could not parse is an error here too.
 
 type upstreamGlobal struct {
-	EndpointType    *string `gcfg:"os-endpoint-type"`
-	CertFile        *string `gcfg:"cert-file"`
-	KeyFile         *string `gcfg:"key-file"`
-	TrustID         *string `gcfg:"trust-id"`
-	TrusteeID       *string `gcfg:"trustee-id"`
-	TrusteePassword *string `gcfg:"trustee-password"`
 	UseClouds       *bool   `gcfg:"use-clouds"`
 	CloudsFile      *string `gcfg:"clouds-file"`
 	Cloud           *string `gcfg:"cloud"`

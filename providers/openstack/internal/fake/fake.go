@@ -35,6 +35,9 @@ type Options struct {
 	// The application credential Keystone knows (of the user, scoped to the project):
 	// defaults "appcred-ccm", "ccm" and "appcred-secret".
 	AppCredID, AppCredName, AppCredSecret string
+	// TrustID is the Keystone trust the fake knows (default "trust-ccm"): a token scoped to it
+	// acts in the project.
+	TrustID string
 }
 
 // Fault is an injected failure: Status is answered (with a JSON error body) Count times, or
@@ -50,29 +53,31 @@ type Fault struct {
 type Cloud struct {
 	opts Options
 
-	mu       sync.Mutex
-	ln       net.Listener
-	srv      *http.Server
-	url      string
-	seq      int
-	tokens   map[string]*token
-	issued   int
-	calls    map[string]int
-	faults   map[string]*Fault // by operation, "*" for all but Keystone
-	latency  time.Duration
-	servers  map[string]*server
-	flavors  map[string]string // id -> name
-	ports    map[string]*port
-	networks map[string]*network
-	subnets  map[string]*subnet
-	fips     map[string]*floatingIP
-	lbs      map[string]*loadBalancer
-	lis      map[string]*listener
-	pools    map[string]*pool
-	monitors map[string]*monitor
-	sgs      map[string]*secGroup
-	sgRules  map[string]*sgRule
-	tls      map[string]string // Barbican: "containers/<id>" or "secrets/<id>" -> name
+	mu     sync.Mutex
+	ln     net.Listener
+	srv    *http.Server
+	url    string
+	seq    int
+	tokens map[string]*token
+	issued int
+	calls  map[string]int
+	// interfaceCalls counts service calls per catalog interface (interfaces.go).
+	interfaceCalls map[string]int
+	faults         map[string]*Fault // by operation, "*" for all but Keystone
+	latency        time.Duration
+	servers        map[string]*server
+	flavors        map[string]string // id -> name
+	ports          map[string]*port
+	networks       map[string]*network
+	subnets        map[string]*subnet
+	fips           map[string]*floatingIP
+	lbs            map[string]*loadBalancer
+	lis            map[string]*listener
+	pools          map[string]*pool
+	monitors       map[string]*monitor
+	sgs            map[string]*secGroup
+	sgRules        map[string]*sgRule
+	tls            map[string]string // Barbican: "containers/<id>" or "secrets/<id>" -> name
 	// errorNext makes the next N created load balancers end in ERROR instead of ACTIVE.
 	errorNext int
 	vipSeq    int
@@ -115,6 +120,9 @@ func New(o Options) *Cloud {
 	if o.TokenTTL == 0 {
 		o.TokenTTL = time.Hour
 	}
+	if o.TrustID == "" {
+		o.TrustID = "trust-ccm"
+	}
 	if o.AppCredID == "" {
 		o.AppCredID = "appcred-ccm"
 	}
@@ -124,7 +132,7 @@ func New(o Options) *Cloud {
 	if o.AppCredSecret == "" {
 		o.AppCredSecret = "appcred-secret"
 	}
-	c := &Cloud{opts: o, tokens: map[string]*token{}, calls: map[string]int{}, faults: map[string]*Fault{},
+	c := &Cloud{opts: o, tokens: map[string]*token{}, calls: map[string]int{}, interfaceCalls: map[string]int{}, faults: map[string]*Fault{},
 		servers: map[string]*server{}, flavors: map[string]string{}, ports: map[string]*port{},
 		networks: map[string]*network{}, subnets: map[string]*subnet{}, fips: map[string]*floatingIP{},
 		lbs: map[string]*loadBalancer{}, lis: map[string]*listener{}, pools: map[string]*pool{}, monitors: map[string]*monitor{},
@@ -157,7 +165,7 @@ func (c *Cloud) Start() (string, error) {
 	c.mu.Lock()
 	c.ln = ln
 	c.url = "http://" + ln.Addr().String()
-	c.srv = &http.Server{Handler: c.routes(), ReadHeaderTimeout: 10 * time.Second}
+	c.srv = &http.Server{Handler: c.byInterface(c.routes()), ReadHeaderTimeout: 10 * time.Second}
 	c.mu.Unlock()
 	go func() { _ = c.srv.Serve(ln) }()
 	return c.AuthURL(), nil
@@ -357,7 +365,7 @@ func (c *Cloud) routes() http.Handler {
 	for _, v := range []struct{ path, op, id string }{{"/network/{$}", "neutron.Versions", "v2.0"}, {"/load-balancer/{$}", "octavia.Versions", "v2.0"}, {"/compute/{$}", "nova.Versions", "v2.1"}, {"/key-manager/{$}", "barbican.Versions", "v1"}} {
 		m.HandleFunc("GET "+v.path, c.op(v.op, func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]any{"versions": []any{map[string]any{"id": v.id, "status": "CURRENT",
-				"links": []any{map[string]any{"rel": "self", "href": c.url + strings.TrimSuffix(v.path, "{$}") + v.id + "/"}}}}})
+				"links": []any{map[string]any{"rel": "self", "href": c.url + r.Header.Get(prefixHeader) + strings.TrimSuffix(v.path, "{$}") + v.id + "/"}}}}})
 		}))
 	}
 	c.novaRoutes(m)

@@ -54,8 +54,14 @@ type authRequest struct {
 					Domain domainRef `json:"domain"`
 				} `json:"user"`
 			} `json:"application_credential"`
+			Token struct {
+				ID string `json:"id"`
+			} `json:"token"`
 		} `json:"identity"`
 		Scope *struct {
+			Trust *struct {
+				ID string `json:"id"`
+			} `json:"OS-TRUST:trust"`
 			Project *struct {
 				ID     string    `json:"id"`
 				Name   string    `json:"name"`
@@ -115,6 +121,9 @@ func (c *Cloud) createToken(w http.ResponseWriter, r *http.Request) {
 			a := id.ApplicationCredential
 			named := a.ID == c.opts.AppCredID || (a.ID == "" && a.Name == c.opts.AppCredName && c.isUser(a.User.ID, a.User.Name, a.User.Domain))
 			ok, appCred = named && equal(a.Secret, c.opts.AppCredSecret), true
+		case "token": // a token issued before and still valid, e.g. the one a cloud.conf names
+			t := c.tokens[id.Token.ID]
+			ok = t != nil && time.Now().Before(t.expires)
 		}
 	}
 	if !ok {
@@ -130,6 +139,13 @@ func (c *Cloud) createToken(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		tok.projectID = c.projectID() // the credential's project
+	case sc != nil && sc.Trust != nil:
+		// The fake knows one trust (TrustID): the user trusted with the project's roles.
+		if sc.Trust.ID != c.opts.TrustID {
+			writeErr(w, http.StatusNotFound, "Could not find trust: "+sc.Trust.ID)
+			return
+		}
+		tok.projectID = c.projectID()
 	case sc != nil && sc.Project != nil:
 		if tok.projectID = c.project(sc.Project.ID, sc.Project.Name, sc.Project.Domain); tok.projectID == "" {
 			writeErr(w, http.StatusUnauthorized, "The request you have made requires authentication: no such project in the scope")
@@ -158,6 +174,9 @@ func (c *Cloud) createToken(w http.ResponseWriter, r *http.Request) {
 	endpoint := func(typ, name, path string) map[string]any {
 		return map[string]any{"type": typ, "name": name, "id": name, "endpoints": []map[string]any{
 			{"id": name + "-public", "interface": "public", "region": c.opts.Region, "region_id": c.opts.Region, "url": c.url + path},
+			// The other interfaces reach the same APIs under their own prefix (interfaces.go).
+			{"id": name + "-internal", "interface": "internal", "region": c.opts.Region, "region_id": c.opts.Region, "url": c.url + "/internal" + path},
+			{"id": name + "-admin", "interface": "admin", "region": c.opts.Region, "region_id": c.opts.Region, "url": c.url + "/admin" + path},
 			// An endpoint of another region must never be picked.
 			{"id": name + "-other", "interface": "public", "region": "OtherRegion", "region_id": "OtherRegion", "url": "http://127.0.0.1:9/" + name},
 		}}
