@@ -29,10 +29,12 @@ type Cloud struct {
 	// ClusterScope holds the --cluster-name ccm hands over (UseClusterName) before Initialize.
 	ownership.ClusterScope
 
-	cfg    Config
-	sess   *session
-	lb     *loadBalancers
-	events *svcevents.Recorder // logs only until Initialize connects it; messages redacted
+	cfg  Config
+	sess *session
+	// annotator writes load-balancer-id and load-balancer-address onto Services (svcannotations.go).
+	annotator serviceAnnotator
+	lb        *loadBalancers
+	events    *svcevents.Recorder // logs only until Initialize connects it; messages redacted
 }
 
 var (
@@ -59,6 +61,7 @@ func New(r io.Reader) (*Cloud, error) {
 // Initialize implements cloudprovider.Interface: it sets up Service events.
 func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	c.events.Start(b, "openstack-cloud-provider", stop)
+	c.annotator.start(b)
 	klog.InfoS("OpenStack cloud ready", "authURL", c.cfg.Global.AuthURL, "region", c.cfg.Global.Region, "loadBalancer", c.cfg.LoadBalancer.Enabled)
 }
 

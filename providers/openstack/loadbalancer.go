@@ -332,6 +332,8 @@ type syncReport struct {
 	serving familyServing
 	// seen is the bulk read this sync may compare with (nil: each object is read).
 	seen *snapshot
+	// lbID is the first family's load balancer, for the Service's load-balancer-id annotation.
+	lbID string
 }
 
 // sync reconciles one load balancer per IP family. Families provision in parallel: a pending
@@ -409,6 +411,11 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 	}
 	if len(pending) > 0 {
 		return nil, l.retry(strings.Join(pending, "; "))
+	}
+	if len(addrs) > 0 {
+		if err := l.c.annotator.annotate(ctx, svc, rep.lbID, addrs[0]); err != nil {
+			l.c.events.Advise(svc, reasonAnnotationsNotWritten, l.c.cfg.sanitize(err).Error())
+		}
 	}
 	return status(addrs, svc), nil
 }
@@ -512,6 +519,9 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	members, err := l.members(ctx, nodes, spec)
 	if err != nil {
 		return "", err
+	}
+	if rep.lbID == "" {
+		rep.lbID = lb.ID // specs come first family first
 	}
 	if err := l.syncListeners(ctx, cl, lb.ID, id, spec, members, adopted, rep); err != nil {
 		return "", err

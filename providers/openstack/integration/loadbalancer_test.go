@@ -67,6 +67,20 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 		if !ok || len(lb.Listeners) != 1 || !slices.Equal(lb.Listeners[0].Members, []string{"10.0.2.11:" + nodePort(t, ns, n), "10.0.2.12:" + nodePort(t, ns, n)}) {
 			t.Errorf("%s: load balancer %+v", n, lb)
 		}
+		// upstream's two annotations, written by ccm onto the Service as upstream writes them
+		want := map[string]string{"loadbalancer.openstack.org/load-balancer-id": lb.ID, "loadbalancer.openstack.org/load-balancer-address": ips[n]}
+		eventually(t, 10*time.Second, n+": load-balancer-id and load-balancer-address", func() (bool, error) {
+			s, err := env.Client.CoreV1().Services(ns).Get(context.Background(), n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for k, v := range want {
+				if s.Annotations[k] != v {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
 	}
 
 	batches := cloud.Calls()["octavia.BatchUpdateMembers"]
