@@ -40,6 +40,7 @@ type Cloud struct {
 	inst    *instanceCache
 	dns     *dnsBatcher
 	lb      *loadBalancers
+	topo    *nodeTopology       // the topology.k8s.aws/* Node labels
 	events  *svcevents.Recorder // Service Events: drift repairs, recreations
 }
 
@@ -81,6 +82,11 @@ func (c *Cloud) Prepare(context.Context) error { return c.init() }
 
 func (c *Cloud) init() error {
 	c.once.Do(func() {
+		pattern, err := topologyPattern(c.cfg.Global.SupportedTopologyInstanceTypePattern)
+		if err != nil {
+			c.initErr = err
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
 		defer cancel()
 		self, err := c.discoverRegion(ctx)
@@ -103,6 +109,7 @@ func (c *Cloud) init() error {
 		c.inst = newInstanceCache(api.ec2, c.cfg.Global.InstanceCacheTTL.Duration)
 		c.dns = newDNSBatcher(c.inst, c.vpc())
 		c.lb = newLoadBalancers(c)
+		c.topo = newNodeTopology(api.ec2, c.cfg.region(), pattern)
 	})
 	return c.initErr
 }

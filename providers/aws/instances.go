@@ -45,7 +45,7 @@ func (i instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, e
 	return in.State != nil && in.State.Name == types.InstanceStateNameStopped, nil
 }
 
-// InstanceMetadata returns providerID, type, zone, region and addresses.
+// InstanceMetadata returns providerID, type, zone, region, addresses and the topology labels.
 func (i instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	in, err := i.c.lookup(ctx, node)
 	if err != nil {
@@ -58,12 +58,18 @@ func (i instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudp
 	if in.Placement != nil {
 		zone = aws.ToString(in.Placement.AvailabilityZone)
 	}
+	// The topology.k8s.aws/* labels the Node lacks, as upstream (topology.go).
+	labels, err := i.c.topo.labels(ctx, node.Labels, zone, aws.ToString(in.InstanceId), string(in.InstanceType))
+	if err != nil {
+		return nil, err
+	}
 	return &cloudprovider.InstanceMetadata{
-		ProviderID:    "aws:///" + zone + "/" + aws.ToString(in.InstanceId),
-		InstanceType:  string(in.InstanceType),
-		Zone:          zone,
-		Region:        i.c.cfg.region(),
-		NodeAddresses: i.c.addresses(in),
+		ProviderID:       "aws:///" + zone + "/" + aws.ToString(in.InstanceId),
+		InstanceType:     string(in.InstanceType),
+		Zone:             zone,
+		Region:           i.c.cfg.region(),
+		NodeAddresses:    i.c.addresses(in),
+		AdditionalLabels: labels,
 	}, nil
 }
 

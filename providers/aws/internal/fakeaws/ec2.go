@@ -136,6 +136,9 @@ func (s *Server) ec2(action string, f form) (string, *apiError) {
 	if out, err, ok := s.routeOps(action, f); ok {
 		return out, err
 	}
+	if out, err, ok := s.topologyOps(action, f); ok {
+		return out, err
+	}
 	switch action {
 	case "DescribeInstances":
 		return s.describeInstances(f)
