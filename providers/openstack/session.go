@@ -71,7 +71,8 @@ func (s *session) get(ctx context.Context) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc.HTTPClient = http.Client{Transport: tr, Timeout: 60 * time.Second}
+	// [Metadata] request-timeout bounds every call, as upstream (metadataopts.go).
+	pc.HTTPClient = http.Client{Transport: tr, Timeout: s.cfg.apiTimeout()}
 	pc.RetryBackoffFunc, pc.MaxBackoffRetries = throttleBackoff, uint(throttlePolicy.Retries) // 429s (throttle.go)
 	err = gopenstack.Authenticate(ctx, pc, s.authOptions())
 	s.login.done(err, time.Now())

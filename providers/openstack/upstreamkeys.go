@@ -163,9 +163,9 @@ var upstreamKeys = []upstreamKey{
 		"as upstream: Node addresses in these CIDRs come first, by CIDR then by address; an item that is not a CIDR is ignored and reported"),
 
 	notUsed(secMeta, "search-order", "configDrive,metadataService",
-		"ccm looks servers up by providerID through the Nova API, never through the config drive or metadata service", "remove it"),
-	notUsed(secMeta, "request-timeout", "10s",
-		"ccm does not query the metadata service; its OpenStack API calls time out after 60s", "remove it"),
+		"ccm looks servers up by providerID through the Nova API, never through the config drive or metadata service (a value upstream would not start with is an error here too)", "remove it"),
+	implWhy(secMeta, "request-timeout", "10s",
+		"as upstream: the timeout of every OpenStack API call, not only of metadata look-ups (unset or 0: 60s)"),
 
 	notUsed(secRoute, "router-id", "rid",
 		"ccm does not implement Routes: it neither adds nor removes Neutron router routes (existing ones stay)",
@@ -251,7 +251,7 @@ func (c *Config) Notices() []string { return append([]string(nil), c.notices...)
 // present with a value that is not harmless one problem (the reader adds its line).
 func (c *Config) upstreamReport() (notices []string, ps config.Problems) {
 	notices, ps = config.UpstreamReport(c, upstreamKeys)
-	return append(notices, c.networkingNotices()...), ps
+	return append(notices, c.networkingNotices()...), append(ps, c.metadataProblems()...)
 }
 
 // upstreamKeysMarkdown is the table of docs/providers/openstack.md, between its markers.
