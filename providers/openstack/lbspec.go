@@ -51,9 +51,12 @@ type lbSpec struct {
 	subnetID, networkID, memberSubnetID           string
 	floatingNetworkID, floatingSubnetID, fixedFIP string
 	existingID                                    string // load-balancer-id: adopt, never create or delete
-	provider                                      string
-	family                                        v1.IPFamily
-	listeners                                     []listenerSpec
+	// detectSubnet: no subnet or network is named; familySpecs takes the VIP subnet (and the
+	// member subnet, unless memberSubnetID names one) from a Node's port.
+	detectSubnet bool
+	provider     string
+	family       v1.IPFamily
+	listeners    []listenerSpec
 	// tlsRef is the TLS container or secret of the TERMINATED_HTTPS listeners ("": none).
 	tlsRef   string
 	warnings []string // each names its annotation
@@ -163,9 +166,9 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 		}
 		s.fixedFIP = ip.String()
 	}
-	if s.subnetID == "" && s.networkID == "" {
-		return nil, fmt.Errorf("no VIP subnet: set [LoadBalancer] subnet-id or network-id, a class, or annotation %s", annSubnetID)
-	}
+	// Neither subnet-id nor network-id: the VIP subnet is taken from a Node's port, as
+	// upstream does (vipsubnet.go, in familySpecs).
+	s.detectSubnet = s.subnetID == "" && s.networkID == ""
 	for k := range a {
 		if strings.HasPrefix(k, annPrefix) && !supportedAnnotations[k] {
 			s.warnings = append(s.warnings, fmt.Sprintf("annotation %s is not supported by this provider and is ignored", k))

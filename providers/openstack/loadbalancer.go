@@ -54,6 +54,8 @@ type loadBalancers struct {
 	deleted sync.Map
 
 	tlsChecked sync.Map // TLS reference -> when Barbican last had it (tls.go)
+
+	vip vipSubnets // the VIP subnet detected from a Node's port (vipsubnet.go)
 }
 
 // deletedMemory is how long a deleted Service is remembered: far longer than a node sync
@@ -206,8 +208,8 @@ func (l *loadBalancers) familyName(clusterName string, svc *v1.Service, family v
 }
 
 // familySpecs is one spec per IP family of the Service, each with its VIP and member subnet
-// of that family.
-func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, base *lbSpec) ([]*lbSpec, error) {
+// of that family (detected from a Node's port when nothing names one: vipsubnet.go).
+func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, nodes []*v1.Node, base *lbSpec) ([]*lbSpec, error) {
 	var out []*lbSpec
 	for i, f := range families(svc) {
 		s := *base
@@ -225,7 +227,12 @@ func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterNam
 			s.listeners[j] = ls
 		}
 		var err error
-		if s.subnetID, err = familySubnet(ctx, cl, base.subnetID, base.networkID, f); err != nil {
+		if base.detectSubnet {
+			if s.subnetID, err = l.nodeSubnet(ctx, cl, nodes, f); err != nil {
+				return nil, err
+			}
+			s.memberSubnetID = s.subnetID // as upstream, unless member-subnet-id names one
+		} else if s.subnetID, err = familySubnet(ctx, cl, base.subnetID, base.networkID, f); err != nil {
 			return nil, err
 		}
 		if base.memberSubnetID != "" {
@@ -367,7 +374,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 		// A bulk list refused (a policy, a fault): read object by object instead.
 		klog.V(2).InfoS("No bulk read of the load balancers; reading each", "service", klog.KObj(svc), "err", l.c.cfg.sanitize(err))
 	}
-	specs, err := l.familySpecs(ctx, cl, clusterName, svc, base)
+	specs, err := l.familySpecs(ctx, cl, clusterName, svc, nodes, base)
 	if err != nil {
 		l.c.event(svc, v1.EventTypeWarning, "InvalidLoadBalancerConfig", l.c.cfg.sanitize(err).Error())
 		return nil, err

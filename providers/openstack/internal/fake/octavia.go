@@ -46,6 +46,7 @@ type monitor struct {
 // LoadBalancer is an Octavia load balancer as tests see it.
 type LoadBalancer struct {
 	ID, Name, Status, VipAddress, VipPortID, Provider string
+	VipSubnetID                                       string
 	Tags                                              []string
 	Listeners                                         []Listener
 }
@@ -55,6 +56,7 @@ type Listener struct {
 	Protocol, PoolProtocol, Method, Monitor string // Monitor is the monitor type, "" if none
 	Port                                    int
 	Members                                 []string // "address:port", sorted
+	MemberSubnets                           []string // each member's subnet_id, sorted, "" when unset
 	Description                             string
 	AllowedCIDRs                            []string
 	InsertHeaders                           map[string]string
@@ -69,7 +71,7 @@ func (c *Cloud) LoadBalancers() []LoadBalancer {
 	var out []LoadBalancer
 	for _, lb := range c.lbs {
 		v := LoadBalancer{ID: lb.ID, Name: lb.Name, Status: lb.Status, VipAddress: lb.VipAddress, VipPortID: lb.VipPortID,
-			Provider: lb.Provider, Tags: append([]string(nil), lb.Tags...)}
+			Provider: lb.Provider, VipSubnetID: lb.VipSubnetID, Tags: append([]string(nil), lb.Tags...)}
 		for _, l := range c.lis {
 			if l.LBID != lb.ID {
 				continue
@@ -83,8 +85,10 @@ func (c *Cloud) LoadBalancers() []LoadBalancer {
 				}
 				for _, m := range p.Members {
 					li.Members = append(li.Members, fmt.Sprintf("%s:%d", m.Address, m.Port))
+					li.MemberSubnets = append(li.MemberSubnets, m.SubnetID)
 				}
 				sort.Strings(li.Members)
+				sort.Strings(li.MemberSubnets)
 			}
 			v.Listeners = append(v.Listeners, li)
 		}
