@@ -18,8 +18,12 @@ func addrNode(name string, addrs ...v1.NodeAddress) *v1.Node {
 	return n
 }
 
-func internalAddr(a string) v1.NodeAddress { return v1.NodeAddress{Type: v1.NodeInternalIP, Address: a} }
-func externalAddr(a string) v1.NodeAddress { return v1.NodeAddress{Type: v1.NodeExternalIP, Address: a} }
+func internalAddr(a string) v1.NodeAddress {
+	return v1.NodeAddress{Type: v1.NodeInternalIP, Address: a}
+}
+func externalAddr(a string) v1.NodeAddress {
+	return v1.NodeAddress{Type: v1.NodeExternalIP, Address: a}
+}
 
 // The address matched against the node's ports is upstream's nodeAddressForLB: the first
 // InternalIP of the family, else the first ExternalIP of the family.
