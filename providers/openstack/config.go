@@ -49,6 +49,10 @@ type Config struct {
 		TrustID         string `gcfg:"trust-id"`
 		TrusteeID       string `gcfg:"trustee-id"`
 		TrusteePassword string `gcfg:"trustee-password"`
+		// UseClouds fills the keys left empty from a clouds.yaml entry (clouds.go).
+		UseClouds  bool   `gcfg:"use-clouds"`
+		CloudsFile string `gcfg:"clouds-file"`
+		Cloud      string `gcfg:"cloud"`
 
 		upstreamGlobal // upstream keys ccm does not use or support (upstreamkeys.go)
 	}
@@ -148,6 +152,11 @@ var lbMethods = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, 
 // Validate implements config.Validator. Messages never echo secret values.
 func (c *Config) Validate() config.Problems {
 	var ps config.Problems
+	if c.Global.UseClouds {
+		if err := c.readClouds(); err != nil {
+			ps.Add("Global", "use-clouds", "%v", err)
+		}
+	}
 	g := c.Global
 	if g.AuthURL == "" {
 		ps.Add("Global", "auth-url", "is required (the Keystone v3 URL, e.g. https://keystone.example.com:5000/v3)")

@@ -83,13 +83,10 @@ var upstreamKeys = []upstreamKey{
 	implWhy(secGlobal, "trust-id", "tid", "the token is scoped to this Keystone trust (OS-TRUST), as upstream"),
 	implWhy(secGlobal, "trustee-id", "tuid", "the user that logs in for the trust (with trustee-password); else username/user-id and password"),
 	implWhy(secGlobal, "trustee-password", `"x"`, "the password of trustee-id"),
-	refused(secGlobal, "use-clouds", "true",
-		"ccm does not read clouds.yaml; with use-clouds = true the upstream CCM takes credentials, endpoint type and certificates from it",
-		"copy the credentials into [Global] (auth-url, application-credential-id/-secret or username/password, region, ca-file)", isFalse),
-	notUsed(secGlobal, "clouds-file", "/etc/openstack/clouds.yaml",
-		"ccm does not read clouds.yaml", "put the credentials in [Global]"),
-	notUsed(secGlobal, "cloud", "openstack",
-		"ccm does not read clouds.yaml", "put the credentials in [Global]"),
+	implWhy(secGlobal, "use-clouds", "true",
+		"as upstream: the [Global] keys left empty are taken from a clouds.yaml entry (credentials, region, interface, cacert, cert, key)"),
+	implWhy(secGlobal, "clouds-file", "testdata/upstream/clouds.yaml", "the clouds.yaml use-clouds reads (default: the OpenStack client's standard places)"),
+	implWhy(secGlobal, "cloud", "other", "the clouds.yaml entry use-clouds reads (default: OS_CLOUD, else the file's only entry)"),
 	notUsed(secGlobal, "secret-name", "cloud-config",
 		"an in-tree provider leftover the upstream CCM tolerates", "remove it; ccm reads credentials from this file"),
 	notUsed(secGlobal, "secret-namespace", "kube-system",
@@ -184,9 +181,6 @@ var upstreamKeys = []upstreamKey{
 // types are upstream's, so a value upstream could not parse is an error here too.
 
 type upstreamGlobal struct {
-	UseClouds       *bool   `gcfg:"use-clouds"`
-	CloudsFile      *string `gcfg:"clouds-file"`
-	Cloud           *string `gcfg:"cloud"`
 	SecretName      *string `gcfg:"secret-name"`
 	SecretNamespace *string `gcfg:"secret-namespace"`
 	KubeconfigPath  *string `gcfg:"kubeconfig-path"`

@@ -39,6 +39,7 @@ var companions = map[string]string{
 	"key-file":         "cert-file = testdata/upstream/client.crt\n",
 	"trustee-id":       "trust-id = tid\ntrustee-password = x\n",
 	"trustee-password": "trust-id = tid\ntrustee-id = tuid\n",
+	"use-clouds":       "clouds-file = testdata/upstream/clouds.yaml\ncloud = openstack\n",
 }
 
 // captureNotices replaces logNotice for the test and returns what it was called with.
@@ -154,14 +155,10 @@ func TestUpstreamHarmlessValues(t *testing.T) {
 			t.Errorf("%s = %s reported: %q", kv[0], kv[1], c.cfg.Notices())
 		}
 	}
-	for _, kv := range [][2]string{{"use-clouds", "true"}, {"use-clouds", ""}} {
-		conf := upstreamBase + kv[0] + "\n"
-		if kv[1] != "" {
-			conf = upstreamBase + kv[0] + " = " + kv[1] + "\n"
-		}
-		if _, err := New(strings.NewReader(conf)); err == nil || !strings.Contains(err.Error(), "line 7: [Global] "+kv[0]+": read by the upstream CCM, not supported") {
-			t.Errorf("%s = %s: got %v", kv[0], kv[1], err)
-		}
+	// use-clouds = true reads a clouds.yaml: one that cannot be read is an error naming the key.
+	conf := upstreamBase + "use-clouds = true\nclouds-file = testdata/upstream/nonexistent.yaml\n"
+	if _, err := New(strings.NewReader(conf)); err == nil || !strings.Contains(err.Error(), "[Global] use-clouds: reading testdata/upstream/nonexistent.yaml") {
+		t.Errorf("use-clouds with a missing clouds-file: got %v", err)
 	}
 }
 
