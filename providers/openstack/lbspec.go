@@ -231,8 +231,10 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 		if monitors {
 			m := &monitorSpec{Type: "TCP", Delay: secs(cfg.MonitorDelay.Seconds()), Timeout: secs(cfg.MonitorTimeout.Seconds()), MaxRetries: cfg.MonitorMaxRetries}
 			switch {
-			case local:
+			case local && s.provider != providerOVN:
 				// kube-proxy answers /healthz on healthCheckNodePort only where endpoints run.
+				// The OVN provider has no HTTP monitors: as upstream, its pools keep the
+				// port's own type (and the members no monitor_port).
 				m.Type, m.URLPath, m.Port = "HTTP", "/healthz", int(svc.Spec.HealthCheckNodePort)
 			case p.Protocol == v1.ProtocolUDP:
 				m.Type = "UDP-CONNECT"
@@ -246,6 +248,10 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	sort.Slice(s.listeners, func(i, j int) bool { return s.listeners[i].key() < s.listeners[j].key() })
 	return s, nil
 }
+
+// providerOVN is the Octavia provider name of ovn-octavia-provider ([LoadBalancer] lb-provider),
+// which upstream compares as it is.
+const providerOVN = "ovn"
 
 // tcpListener is the listener protocol, pool protocol and X-Forwarded-For of a TCP port, as
 // upstream chooses them: a TLS container makes a TERMINATED_HTTPS listener in front of an

@@ -346,7 +346,27 @@ var (
 	headers      = map[string]bool{"X-Forwarded-For": true, "X-Forwarded-Port": true, "X-Forwarded-Proto": true}
 	methods      = map[string]bool{"ROUND_ROBIN": true, "LEAST_CONNECTIONS": true, "SOURCE_IP": true, "SOURCE_IP_PORT": true}
 	monitorTypes = map[string]bool{"TCP": true, "HTTP": true, "HTTPS": true, "PING": true, "UDP-CONNECT": true, "SCTP": true, "TLS-HELLO": true}
+	// ovnMonitorTypes are the only health monitor types the OVN provider (ovn-octavia-provider)
+	// accepts: it has no HTTP, HTTPS, PING or TLS-HELLO monitors.
+	ovnMonitorTypes = map[string]bool{"TCP": true, "UDP-CONNECT": true, "SCTP": true}
 )
+
+// providerRefusesMonitor is the 400 message the load balancer's provider answers a monitor of
+// type typ with ("" when accepted).
+func providerRefusesMonitor(provider, typ string) string {
+	if provider == "ovn" && !ovnMonitorTypes[typ] {
+		return fmt.Sprintf("Provider 'ovn' does not support a requested option: OVN provider does not support %s health monitors", typ)
+	}
+	return ""
+}
+
+// providerRefusesListener applies providerRefusesMonitor to a listener's default pool's monitor.
+func providerRefusesListener(provider string, l listenerBody) string {
+	if l.DefaultPool == nil || l.DefaultPool.Monitor == nil {
+		return ""
+	}
+	return providerRefusesMonitor(provider, l.DefaultPool.Monitor.Type)
+}
 
 // checkListener validates a listener with its pool as Octavia would (400 on bad input);
 // allowed_cidrs must be of the VIP's IP version (v6 says which).
@@ -503,6 +523,10 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 	for _, l := range in.Listeners {
 		if msg := checkListener(l, taken, sub.IPVersion == 6, c.tlsKnown); msg != "" {
 			writeErr(w, http.StatusBadRequest, "Validation failure: "+msg)
+			return
+		}
+		if msg := providerRefusesListener(in.Provider, l); msg != "" {
+			writeErr(w, http.StatusBadRequest, msg)
 			return
 		}
 	}
@@ -664,6 +688,10 @@ func (c *Cloud) createListener(w http.ResponseWriter, r *http.Request) {
 	}
 	if msg := checkListener(b.L, taken, strings.Contains(lb.VipAddress, ":"), c.tlsKnown); msg != "" {
 		writeErr(w, http.StatusConflict, msg)
+		return
+	}
+	if msg := providerRefusesListener(lb.Provider, b.L); msg != "" {
+		writeErr(w, http.StatusBadRequest, msg)
 		return
 	}
 	li := c.addListener(lb.ID, b.L)
@@ -994,6 +1022,10 @@ func (c *Cloud) createMonitor(w http.ResponseWriter, r *http.Request) {
 	}
 	m := &monitor{ID: c.nextID("hm"), PoolID: p.ID}
 	if msg := b.M.apply(m); msg != "" {
+		writeErr(w, http.StatusBadRequest, msg)
+		return
+	}
+	if msg := providerRefusesMonitor(lb.Provider, m.Type); msg != "" {
 		writeErr(w, http.StatusBadRequest, msg)
 		return
 	}

@@ -57,6 +57,10 @@ type UpstreamService struct {
 	// subnet, no floating IP (upstream skips it for IPv6), members at the nodes' IPv6
 	// addresses (Nodes must give them).
 	IPv6 bool
+	// Provider is the load balancer's Octavia provider (lb-provider), default amphora. With
+	// "ovn" upstream makes no HTTP monitors (ovn-octavia-provider has none): its pools keep
+	// the port's type even for externalTrafficPolicy Local, members get no monitor_port.
+	Provider string
 }
 
 // UpstreamPort is one Service port.
@@ -103,6 +107,9 @@ func (c *Cloud) SeedUpstream(s UpstreamService) (lbID, address string) {
 	lb := &loadBalancer{ID: c.nextID("lb"), Name: name, Description: fmt.Sprintf("Kubernetes external service %s/%s from cluster %s", s.Namespace, s.Name, s.Cluster),
 		Status: "ACTIVE", VipAddress: vip, VipSubnetID: vipSubnet, VipNetworkID: PrivateNetworkID,
 		Provider: "amphora", created: time.Now(), Tags: tags}
+	if s.Provider != "" {
+		lb.Provider = s.Provider
+	}
 	vp := &port{ID: c.nextID("port"), NetworkID: PrivateNetworkID, DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia",
 		FixedIPs: []fixedIP{{SubnetID: vipSubnet, IPAddress: lb.VipAddress}}}
 	c.ports[vp.ID] = vp
@@ -150,7 +157,7 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 			if s.IPv6 {
 				m.SubnetID = PrivateSubnetV6ID
 			}
-			if s.Monitor && s.HealthCheckNodePort > 0 {
+			if s.Monitor && s.HealthCheckNodePort > 0 && s.Provider != "ovn" {
 				hc := s.HealthCheckNodePort
 				m.MonitorPort = &hc
 			}
@@ -174,7 +181,7 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 				URLPath    string `json:"url_path"`
 			}{Type: proto, Delay: 5, Timeout: 3, MaxRetries: 1}
 			switch {
-			case s.HealthCheckNodePort > 0:
+			case s.HealthCheckNodePort > 0 && s.Provider != "ovn":
 				pb.Monitor.Type, pb.Monitor.URLPath = "HTTP", "/healthz"
 			case proto == "UDP":
 				pb.Monitor.Type = "UDP-CONNECT"

@@ -1,0 +1,92 @@
+package openstack
+
+import (
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
+)
+
+func localService(name string, ports ...v1.ServicePort) *v1.Service {
+	svc := lbService(name, nil, ports...)
+	svc.Spec.ExternalTrafficPolicy, svc.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, 32000
+	return svc
+}
+
+var monitorPorts = []v1.ServicePort{
+	{Name: "tcp", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP},
+	{Name: "udp", Port: 53, NodePort: 30053, Protocol: v1.ProtocolUDP},
+	{Name: "sctp", Port: 38412, NodePort: 30412, Protocol: v1.ProtocolSCTP},
+}
+
+// The monitor of each port, as upstream's buildMonitorCreateOpts makes it: the port's type
+// (UDP-CONNECT for UDP), HTTP GET /healthz on the health-check NodePort for
+// externalTrafficPolicy Local, except with the OVN provider, which has no HTTP monitors.
+func TestMonitorTypesByProvider(t *testing.T) {
+	for _, tc := range []struct {
+		provider string
+		local    bool
+		want     map[string]monitorSpec // by listener key: type, url path, monitor_port
+	}{
+		{"", false, map[string]monitorSpec{"TCP/80": {Type: "TCP"}, "UDP/53": {Type: "UDP-CONNECT"}, "SCTP/38412": {Type: "SCTP"}}},
+		{"amphora", true, map[string]monitorSpec{"TCP/80": {Type: "HTTP", URLPath: "/healthz", Port: 32000},
+			"UDP/53": {Type: "HTTP", URLPath: "/healthz", Port: 32000}, "SCTP/38412": {Type: "HTTP", URLPath: "/healthz", Port: 32000}}},
+		{"ovn", true, map[string]monitorSpec{"TCP/80": {Type: "TCP"}, "UDP/53": {Type: "UDP-CONNECT"}, "SCTP/38412": {Type: "SCTP"}}},
+		{"ovn", false, map[string]monitorSpec{"TCP/80": {Type: "TCP"}, "UDP/53": {Type: "UDP-CONNECT"}, "SCTP/38412": {Type: "SCTP"}}},
+	} {
+		conf := "[Global]\nauth-url = https://k/v3\nusername = u\npassword = p\ntenant-id = t\n[LoadBalancer]\nsubnet-id = s\ncreate-monitor = true\nlb-provider = " + tc.provider + "\n"
+		c, err := New(strings.NewReader(conf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc := lbService("w", nil, monitorPorts...)
+		if tc.local {
+			svc = localService("w", monitorPorts...)
+		}
+		spec, err := c.lb.spec("n", svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ls := range spec.listeners {
+			m, want := ls.Monitor, tc.want[ls.key()]
+			if m == nil || m.Type != want.Type || m.URLPath != want.URLPath || m.Port != want.Port || m.Delay != 5 || m.Timeout != 3 || m.MaxRetries != 1 {
+				t.Errorf("provider %q local %v %s: monitor %+v, want %+v", tc.provider, tc.local, ls.key(), m, want)
+			}
+		}
+	}
+}
+
+// With lb-provider = ovn, a Local Service with monitors is created (the fake refuses HTTP
+// monitors on OVN load balancers as ovn-octavia-provider does: ccm's HTTP monitor failed every
+// create), and upstream's OVN load balancers (TCP monitors, no monitor_port) are taken over
+// with no monitor or member written.
+func TestOVNMonitors(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	lb := lbOf(t, newTestCloud(t, f, "lb-provider = ovn\ncreate-monitor = true\nfloating-network-id = "+fake.PublicNetworkID+"\n"))
+	ensureUntilReady(t, lb, localService("ovn-new", monitorPorts[:2]...), lbNodes("10.0.0.5"))
+	got := fakeLB(t, f, "ovn-new")
+	if got.Provider != "ovn" || len(got.Listeners) != 2 || got.Listeners[0].Monitor != "UDP-CONNECT" || got.Listeners[1].Monitor != "TCP" {
+		t.Errorf("OVN load balancer: %+v", got)
+	}
+
+	u := seedUpstreamCluster(t, f, 0, false)
+	svc := upstreamSvc("ovn-up", monitorPorts[:2]...)
+	svc.Spec.ExternalTrafficPolicy, svc.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, 32000
+	us := toUpstream(svc, u.nodes, nil)
+	us.Monitor, us.HealthCheckNodePort, us.Provider = true, 32000, "ovn"
+	id, addr := f.SeedUpstream(us)
+	adoptedByUpstream(svc, id, addr)
+	before := f.Calls()
+	lb2, _ := migrationCloud(t, f, "lb-provider = ovn\ncreate-monitor = true\n")
+	if st := ensureUntilReady(t, lb2, svc, u.nodes); st.Ingress[0].IP != addr {
+		t.Errorf("address %s, want %s", st.Ingress[0].IP, addr)
+	}
+	c := f.Calls()
+	for _, op := range []string{"octavia.CreateHealthMonitor", "octavia.DeleteHealthMonitor", "octavia.UpdateHealthMonitor", "octavia.BatchUpdateMembers", "octavia.CreateListener", "octavia.DeleteListener"} {
+		if c[op] != before[op] {
+			t.Errorf("takeover of upstream's OVN load balancer: %s %d times (%s)", op, c[op]-before[op], f.CallSummary())
+		}
+	}
+}
