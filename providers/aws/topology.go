@@ -61,7 +61,7 @@ type nodeTopology struct {
 
 	mu    sync.Mutex
 	zones map[string]string    // zone name -> zone ID
-	skip  map[string]time.Time // skipKey -> until when nothing is asked for it
+	skip  map[string]time.Time // "region/", "instance/" or "type/" + name -> until when not to ask
 
 	zoneRead  sync.Mutex                // held while the zones are read
 	topoReads batcher[string, []string] // instance ID -> network nodes; absent: not listed
