@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"slices"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
@@ -170,11 +169,11 @@ func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, id ownership
 // detachedFIP is the floating IP of the Service's status that ccm allocated for it and that
 // is associated with nothing, or nil.
 func (l *loadBalancers) detachedFIP(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service) (*floatingips.FloatingIP, error) {
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if a, err := netip.ParseAddr(in.IP); err != nil || !a.Is4() {
+	for _, a := range statusAddrs(svc) {
+		if !a.Is4() {
 			continue
 		}
-		fips, err := listFIPs(ctx, cl, floatingips.ListOpts{FloatingIP: in.IP})
+		fips, err := listFIPs(ctx, cl, floatingips.ListOpts{FloatingIP: a.String()})
 		if err != nil {
 			return nil, err
 		}

@@ -41,7 +41,7 @@ var supportedAnnotations = map[string]bool{
 	annFloatingNetworkID: true, annFloatingSubnetID: true, annSubnetID: true, annNetworkID: true,
 	annMemberSubnetID: true, annClass: true, annKeepFloatingIP: true, annProxyProtocol: true,
 	annLBMethod: true, annHealthMonitor: true, annLoadBalancerID: true, annLoadBalancerAddress: true,
-	annXForwardedFor: true, annTLSContainerRef: true,
+	annXForwardedFor: true, annTLSContainerRef: true, annHostname: true,
 }
 
 // lbSpec is what the Service asks of its load balancer, after class, annotations and config.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -288,7 +287,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 		}
 		addrs = append(addrs, addr)
 	}
-	return status(addrs, svc), true, nil
+	return lbStatus(addrs, svc, l.statusOpts(svc)), true, nil
 }
 
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer.
@@ -346,7 +345,6 @@ type syncReport struct {
 // sync reconciles one load balancer per IP family. Families provision in parallel: a pending
 // one does not stop the other from being created in the same pass.
 func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
-	nodes = l.membersOf(svc, nodes) // node-selector
 	rep := &syncReport{}
 	if !mustExist {
 		l.deleted.Delete(svc.UID) // the Service's own sync wants it (again)
@@ -425,17 +423,13 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 			l.c.events.Advise(svc, reasonAnnotationsNotWritten, l.c.cfg.sanitize(err).Error())
 		}
 	}
-	return status(addrs, svc), nil
+	return lbStatus(addrs, svc, l.statusOpts(svc)), nil
 }
 
 // dropFamilies deletes the load balancer of a family the Service had (its status holds an
 // address of it) and no longer asks for: dual-stack turned off.
 func (l *loadBalancers) dropFamilies(ctx context.Context, cl *clients, id ownership.Identity, clusterName string, svc *v1.Service) error {
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		a, err := netip.ParseAddr(in.IP)
-		if err != nil {
-			continue
-		}
+	for _, a := range statusAddrs(svc) {
 		f := v1.IPv4Protocol
 		if a.Is6() {
 			f = v1.IPv6Protocol
@@ -545,8 +539,8 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 
 // hadAddress: the Service's status holds an address of family f.
 func hadAddress(svc *v1.Service, f v1.IPFamily) bool {
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if a, err := netip.ParseAddr(in.IP); err == nil && a.Is6() == (f == v1.IPv6Protocol) {
+	for _, a := range statusAddrs(svc) {
+		if a.Is6() == (f == v1.IPv6Protocol) {
 			return true
 		}
 	}
@@ -731,19 +725,6 @@ func (l *loadBalancers) deleteOne(ctx context.Context, cl *clients, id ownership
 		return err
 	}
 	return l.retry(fmt.Sprintf("load balancer %s is being deleted", lb.Name))
-}
-
-func status(addrs []string, svc *v1.Service) *v1.LoadBalancerStatus {
-	vip := v1.LoadBalancerIPModeVIP
-	var ports []v1.PortStatus
-	for _, p := range svc.Spec.Ports {
-		ports = append(ports, v1.PortStatus{Port: p.Port, Protocol: p.Protocol})
-	}
-	st := &v1.LoadBalancerStatus{}
-	for _, a := range addrs {
-		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: a, IPMode: &vip, Ports: ports})
-	}
-	return st
 }
 
 func observe(op string, start time.Time, err *error) {

@@ -120,18 +120,19 @@ var upstreamKeys = []upstreamKey{
 		"set floating-subnet-id (or the loadbalancer.openstack.org/floating-subnet-id annotation)", nil),
 	notUsed(secLB, "monitor-max-retries-down", "3",
 		"ccm leaves max_retries_down to Octavia's default (3, as upstream's default)", "remove it; ask for a health monitor setting if you need another value"),
-	implWhy(secLB, "node-selector", "env=prod",
-		"as upstream: only the Nodes with these labels (key=value, or key for any value; comma-separated) become members; the Service annotation loadbalancer.openstack.org/node-selector overrides it"),
+	refused(secLB, "node-selector", "env=prod",
+		"ccm does not filter load balancer members by node labels yet: every node would become a member and receive traffic",
+		"remove it (all nodes become members), or keep the upstream CCM until node-selector is supported", nil),
 	notUsed(secLB, "cascade-delete", "false",
 		"ccm always deletes its load balancers with Octavia's cascade delete", "remove it"),
 	notUsed(secLB, "flavor-id", "fid",
 		"ccm creates load balancers with the cloud's default Octavia flavor", "remove it, or make the wanted flavor the cloud's default"),
 	notUsed(secLB, "availability-zone", "az1",
 		"ccm creates load balancers without an Octavia availability zone (the cloud's default placement)", "remove it"),
-	notUsed(secLB, "enable-ingress-hostname", "true",
-		"ccm reports the load balancer address as an IP, never as a nip.io-style host name", "remove it; for PROXY protocol use a Service annotation the ingress controller understands"),
-	notUsed(secLB, "ingress-hostname-suffix", "nip.io",
-		"ccm reports the load balancer address as an IP, never as a host name", "remove it"),
+	implWhy(secLB, "enable-ingress-hostname", "true",
+		"as upstream: a proxy-protocol Service's status is the host name <address>.<ingress-hostname-suffix> instead of the address with ipMode Proxy"),
+	implWhy(secLB, "ingress-hostname-suffix", "nip.io",
+		"as upstream: the suffix of enable-ingress-hostname's host names (default nip.io)"),
 	impl(secLB, "default-tls-container-ref", "https://barbican.example.com/v1/containers/x"),
 	impl(secLB, "container-store", "external"),
 	impl(secLB, "max-shared-lb", "3"),
@@ -191,6 +192,7 @@ type upstreamLB struct {
 	FloatingSubnet                 *string `gcfg:"floating-subnet"`
 	FloatingSubnetTags             *string `gcfg:"floating-subnet-tags"`
 	MonitorMaxRetriesDown          *uint   `gcfg:"monitor-max-retries-down"`
+	NodeSelector                   *string `gcfg:"node-selector"`
 	CascadeDelete                  *bool   `gcfg:"cascade-delete"`
 	FlavorID                       *string `gcfg:"flavor-id"`
 	AvailabilityZone               *string `gcfg:"availability-zone"`
