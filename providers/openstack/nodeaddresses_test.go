@@ -2,9 +2,11 @@ package openstack
 
 import (
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
@@ -216,6 +218,27 @@ func TestNetworkingNotices(t *testing.T) {
 	if len(n) != 2 || len(*logged) != 2 ||
 		!strings.Contains(n[0], "[Networking] address-sort-order: 10.0.0/8: not a CIDR, ignored") ||
 		!strings.Contains(n[1], `[Networking] internal-network-name: an empty value names a network called ""`) {
+		t.Errorf("notices %q", n)
+	}
+}
+
+// The corpus file with upstream's documented [Networking] use loads with every value.
+func TestNetworkingCorpusFile(t *testing.T) {
+	captureNotices(t)
+	data, err := os.ReadFile("testdata/upstream/networking-multi-nic.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(strings.NewReader(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.cfg.addressOpts()
+	if !slices.Equal(o.public, []string{"public", "provider-ext"}) || !slices.Equal(o.internal, []string{"k8s-nodes", "storage"}) ||
+		len(o.sortOrder) != 3 || o.sortOrder[2].String() != "fd00::/8" || c.cfg.apiTimeout() != 30*time.Second {
+		t.Errorf("options %+v, timeout %v", o, c.cfg.apiTimeout())
+	}
+	if n := c.cfg.Notices(); len(n) != 1 || !strings.Contains(n[0], "[Metadata] search-order: read by the upstream CCM, not used by ccm") {
 		t.Errorf("notices %q", n)
 	}
 }
