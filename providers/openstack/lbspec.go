@@ -50,7 +50,10 @@ type lbSpec struct {
 	internal, keepFIP                             bool
 	subnetID, networkID, memberSubnetID           string
 	floatingNetworkID, floatingSubnetID, fixedFIP string
-	existingID                                    string // load-balancer-id: adopt, never create or delete
+	// vipAddress is the VIP asked for at creation: spec.loadBalancerIP of an internal or IPv6
+	// load balancer of that address's family (as upstream; Octavia cannot change a VIP later).
+	vipAddress string
+	existingID string // load-balancer-id: adopt, never create or delete
 	// detectSubnet: no subnet or network is named; familySpecs takes the VIP subnet (and the
 	// member subnet, unless memberSubnetID names one) from a Node's port.
 	detectSubnet bool

@@ -219,6 +219,7 @@ func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterNam
 		if f == v1.IPv6Protocol {
 			s.fixedFIP = "" // IPv6 VIPs are routed, not NATed: no floating IP
 		}
+		s.vipAddress = requestedVIP(base.fixedFIP, s.internal, f)
 		// Each family's listeners get the source ranges of that family only.
 		s.listeners = make([]listenerSpec, len(base.listeners))
 		for j, ls := range base.listeners {
@@ -494,6 +495,9 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	default:
 		return "", l.retry(fmt.Sprintf("load balancer %s is %s", name, st))
 	}
+	if msg := vipNotApplied(spec, lb, adopted); msg != "" {
+		l.c.events.Advise(svc, "LoadBalancerIPNotApplied", msg) // once an hour, not every sync
+	}
 	if adopted && lbOfCluster(id.Cluster, lb) {
 		if err := l.joinShared(ctx, cl, spec, lb); err != nil {
 			return "", err
@@ -555,7 +559,7 @@ func (l *loadBalancers) create(ctx context.Context, cl *clients, id ownership.Id
 	}
 	opts := loadbalancers.CreateOpts{
 		Name: spec.name, Description: legacyLBDescription(id), Provider: spec.provider,
-		VipSubnetID: spec.subnetID, Tags: ownerTags(id),
+		VipSubnetID: spec.subnetID, VipAddress: spec.vipAddress, Tags: ownerTags(id),
 	}
 	if !l.bare.Load() {
 		for _, ls := range spec.listeners {

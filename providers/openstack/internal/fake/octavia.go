@@ -530,6 +530,20 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if in.VipAddress != "" {
+		// As Octavia (through Neutron): a requested VIP must be in the subnet and free.
+		a, err := netip.ParseAddr(in.VipAddress)
+		if pfx, perr := netip.ParsePrefix(sub.CIDR); err != nil || perr != nil || !pfx.Contains(a) {
+			writeErr(w, http.StatusBadRequest, fmt.Sprintf("Validation failure: vip_address %s is not in subnet %s", in.VipAddress, sub.ID))
+			return
+		}
+		for _, p := range c.ports {
+			if slices.ContainsFunc(p.FixedIPs, func(f fixedIP) bool { return f.SubnetID == sub.ID && f.IPAddress == a.String() }) {
+				writeErr(w, http.StatusConflict, fmt.Sprintf("IP address %s already allocated in subnet %s", in.VipAddress, sub.ID))
+				return
+			}
+		}
+	}
 	c.vipSeq++
 	vip := in.VipAddress
 	if vip == "" && sub.IPVersion == 6 {
