@@ -62,8 +62,8 @@ var upstreamKeys = []config.UpstreamKey{
 // file" from a zero value; their types are upstream's, so a value upstream could not parse
 // is an error here too.
 type upstreamGlobal struct {
-	SubnetID                             *string
-	DisableStrictZoneCheck               *bool
+	SubnetID               *string
+	DisableStrictZoneCheck *bool
 }
 
 // logNotice is where the start-up reports go; tests replace it.
