@@ -55,8 +55,10 @@ const (
 )
 
 // supported are the annotations ccm implements; upstream reads exactly these too (a test
-// checks the list against upstream's). Any other name with the prefix is refused: a typo must
-// not pass silently.
+// checks the list against upstream's). Any other name with the prefix is ignored, as upstream
+// ignores it, with a Warning naming it: a typo must not pass silently, and a Service that also
+// carries the AWS Load Balancer Controller's annotations (nlb-target-type, scheme, name, ...)
+// must still be reconciled.
 var supported = []string{annType, annInternal, annSubnets, annSecurityGroup, annExtraGroups, annSSLCert, annSSLPorts, annSSLPolicy,
 	annBackend, annCrossZone, annExtraTags, annNodeLabels, annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval,
 	annHCProtocol, annHCPort, annHCPath, annProxyProtocol, annIdleTimeout, annDraining, annDrainingTimeout,
@@ -144,9 +146,11 @@ func externalType(svc *v1.Service) bool {
 	return t == "external" || t == "nlb-ip"
 }
 
-// parseOptions reads the annotations: an unknown name or a bad value is an error that names
-// it; an upstream annotation that does nothing for this Service's load balancer type is advice.
+// parseOptions reads the annotations: a bad value is an error that names it; an unknown name,
+// or an upstream annotation that does nothing for this Service's load balancer type, is advice.
 func parseOptions(svc *v1.Service) (*lbOptions, error) {
+	// Upstream: exactly "nlb" is an NLB; "external" and "nlb-ip" are another controller's;
+	// every other value, "NLB" and "elb" included, is a classic ELB.
 	o := &lbOptions{Backend: "tcp", NodeSelector: labels.Everything(), NLB: svc.Annotations[annotationPrefix+annType] == "nlb"}
 	hcSet := map[string]int32{}
 	for _, k := range slices.Sorted(maps.Keys(svc.Annotations)) {
@@ -156,7 +160,8 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 			continue
 		}
 		if !slices.Contains(supported, suffix) {
-			return nil, annotationError(suffix, "is not an annotation of this provider or of the upstream AWS cloud provider (see docs/providers/aws.md)")
+			o.Advice = append(o.Advice, unknownAdvice(suffix, v))
+			continue
 		}
 		if why, ok := notForNLB[suffix]; ok && o.NLB {
 			o.Advice = append(o.Advice, fmt.Sprintf("%s%s is not used for an NLB: %s", annotationPrefix, suffix, why))
@@ -169,8 +174,9 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 		var err error
 		switch suffix {
 		case annType:
-			if v != "" && v != "classic" && v != "nlb" {
-				err = annotationError(suffix, "%q is not a load balancer type (nlb, classic; external and nlb-ip are left to the AWS Load Balancer Controller)", v)
+			if v != "" && v != "nlb" && !strings.EqualFold(v, "classic") {
+				o.Advice = append(o.Advice, fmt.Sprintf("%s%s %q: a classic ELB is made, as upstream makes one for every value but \"nlb\" (write nlb, lower case, for an NLB; external and nlb-ip leave the Service to the AWS Load Balancer Controller)",
+					annotationPrefix, suffix, v))
 			}
 		case annInternal:
 			// Upstream: any value but "false" (and empty) is internal, "0.0.0.0/0" included.
@@ -214,6 +220,7 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 			if !slices.Contains([]string{"tcp", "http", "https", "ssl"}, o.Backend) {
 				err = annotationError(suffix, "must be tcp, http, https or ssl, not %q", v)
 			}
+			// Case is settled below, once ssl-cert and ssl-ports are read.
 		case annExtraTags:
 			o.ExtraTags, err = parseExtraTags(v)
 		case annNodeLabels:
@@ -293,7 +300,9 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 		return nil, err
 	}
 	if len(o.SSLPorts) > 0 && o.SSLCert == "" {
-		return nil, annotationError(annSSLPorts, "needs %s%s", annotationPrefix, annSSLCert)
+		// Upstream reads ssl-ports only with a certificate: without one every listener is plain.
+		o.Advice = append(o.Advice, fmt.Sprintf("%s%s has no effect without %s%s: no listener terminates TLS", annotationPrefix, annSSLPorts, annotationPrefix, annSSLCert))
+		o.SSLPorts = nil
 	}
 	if o.Attrs.AccessLog && o.Attrs.Bucket == "" {
 		return nil, annotationError(annAccessLog, "true needs %s%s", annotationPrefix, annAccessLogBucket)
@@ -319,6 +328,9 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 		}
 		return o, nil
 	}
+	if err := o.classicBackendCase(svc); err != nil {
+		return nil, err
+	}
 	if o.Attrs.IdleTimeout == 0 {
 		o.Attrs.IdleTimeout = 60 // upstream writes its default
 	}
@@ -332,6 +344,49 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 	}
 	return o, nil
 }
+
+// classicBackendCase applies upstream's case rule for backend-protocol on a classic ELB, where
+// the listeners compare the value as written: on a TLS port a value not in lower case is
+// refused, as upstream refuses it; elsewhere only "http" makes HTTP listeners, so "HTTP" gives
+// TCP ones. The health check lower-cases it upstream too ("HTTPS" or "SSL" is an SSL check), so
+// the other values act as their lower case. Each such value is advised.
+func (o *lbOptions) classicBackendCase(svc *v1.Service) error {
+	v, ok := svc.Annotations[annotationPrefix+annBackend]
+	if !ok || v == o.Backend {
+		return nil
+	}
+	for _, p := range svc.Spec.Ports {
+		if o.sslPort(p) {
+			return annotationError(annBackend, "%q on the TLS port %d: write it in lower case (%s), as upstream accepts only that", v, p.Port, o.Backend)
+		}
+	}
+	effect := "it acts as " + strconv.Quote(o.Backend)
+	if o.Backend == "http" {
+		o.Backend, effect = "tcp", "the listeners are TCP, as upstream makes them (only \"http\" makes HTTP listeners)"
+	}
+	o.Advice = append(o.Advice, fmt.Sprintf("%s%s %q is read case-sensitively by upstream: %s; write it in lower case", annotationPrefix, annBackend, v, effect))
+	return nil
+}
+
+// unknownAdvice is the Warning for an annotation with this provider's prefix that neither ccm
+// nor upstream reads (a typo, or the AWS Load Balancer Controller's): it is ignored.
+func unknownAdvice(suffix, v string) string {
+	msg := fmt.Sprintf("%s%s is not read by ccm or by the upstream AWS cloud provider and is ignored (see docs/providers/aws.md)", annotationPrefix, suffix)
+	switch {
+	case suffix == "scheme" && strings.EqualFold(strings.TrimSpace(v), "internal"):
+		// The AWS Load Balancer Controller's word for internal: the load balancer is not.
+		msg += "; this load balancer is internet-facing: write " + annotationPrefix + annInternal + ": \"true\" for an internal one"
+	case lbcAnnotations[suffix]:
+		msg += "; it is an AWS Load Balancer Controller annotation, which that controller reads only with " + annotationPrefix + annType + " external or nlb-ip"
+	}
+	return msg
+}
+
+// lbcAnnotations are annotations of the AWS Load Balancer Controller that upstream does not read
+// (from its documentation): a hint in their Warning.
+var lbcAnnotations = map[string]bool{"nlb-target-type": true, "scheme": true, "name": true, "ip-address-type": true,
+	"alpn-policy": true, "attributes": true, "healthcheck-success-codes": true, "manage-backend-security-group-rules": true,
+	"security-group-prefix-lists": true, "ipv6-addresses": true}
 
 // trafficPort is the health check port value meaning "the port traffic goes to".
 const trafficPort = "traffic-port"
@@ -424,9 +479,10 @@ func splitList(v string) []string {
 	return out
 }
 
-// parseExtraTags reads additional-resource-tags ("k=v,k2=v2"). Keys of ccm's ownership records
-// and bookkeeping (kubernetes.io/, k8s.io/, ccm.k8s.io/) and AWS's own (aws:) are refused:
-// a Service must not be able to forge who owns a load balancer or what its delete removes.
+// parseExtraTags reads additional-resource-tags ("k=v,k2=v2"). Other kubernetes.io/ and k8s.io/
+// keys are accepted, as upstream accepts them; the keys that say who owns an object
+// (reservedTag) are refused: a Service must not be able to forge who owns a load balancer or
+// what its delete removes.
 func parseExtraTags(v string) (map[string]string, error) {
 	out := map[string]string{}
 	var bad []string
@@ -438,18 +494,35 @@ func parseExtraTags(v string) (map[string]string, error) {
 			return nil, annotationError(annExtraTags, "tag %q has no key", kv)
 		case len(k) > 128 || len(val) > 256:
 			return nil, annotationError(annExtraTags, "tag %q: AWS takes keys of at most 128 and values of at most 256 characters", kv)
-		case ownership.Reserved(k):
+		case reservedTag(k):
 			bad = append(bad, k)
 		}
 		out[k] = val
 	}
 	if len(bad) > 0 {
 		sort.Strings(bad)
-		return nil, annotationError(annExtraTags, "tag key(s) %s are reserved for ccm's ownership records and bookkeeping (prefixes %s) and cannot be set by a Service",
-			strings.Join(bad, ", "), strings.Join(ownership.ReservedTagPrefixes, ", "))
+		return nil, annotationError(annExtraTags, "tag key(s) %s are reserved: %s cannot be set by a Service",
+			strings.Join(bad, ", "), reservedTagsText)
 	}
 	return out, nil
 }
+
+// reservedTag reports whether a Service may not set the tag key k: the ownership tags (ccm's and
+// upstream's, the legacy KubernetesCluster included), ccm's bookkeeping (a forged fingerprint
+// would hide drift, forged node groups would point a delete at another group) and AWS's own
+// prefix (which AWS refuses). Compared case-insensitively, to be safe.
+func reservedTag(k string) bool {
+	k = strings.ToLower(strings.TrimSpace(k))
+	return strings.HasPrefix(k, ownership.ClusterTagPrefix) || k == ownership.ServiceTag || k == ownership.ServiceUIDTag ||
+		k == strings.ToLower(legacyClusterTag) || strings.HasPrefix(k, ccmTagPrefix) || strings.HasPrefix(k, "aws:")
+}
+
+// ccmTagPrefix is the prefix of ccm's bookkeeping tags (fingerprintTag, nodeGroupsTag).
+const ccmTagPrefix = "ccm.k8s.io/"
+
+// reservedTagsText names what reservedTag refuses, for its error.
+const reservedTagsText = "the ownership tags (" + ownership.ClusterTagPrefix + "<id>, " + legacyClusterTag + ", " + ownership.ServiceTag + ", " +
+	ownership.ServiceUIDTag + "), ccm's bookkeeping (" + ccmTagPrefix + ") and AWS's own (aws:)"
 
 // parseSourceRanges reads the Service's source ranges by upstream's rule (common/sourceranges:
 // spec.loadBalancerSourceRanges, else the legacy annotation

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 func svcWith(ann map[string]string) *v1.Service {
@@ -18,11 +21,11 @@ func svcWith(ann map[string]string) *v1.Service {
 
 func TestAnnotationsRejectedNameTheAnnotation(t *testing.T) {
 	for ann, val := range map[string]string{
-		"type": "alb", "proxy-protocol": "v2", "connection-idle-timeout": "0", "access-log-emit-interval": "30",
+		"proxy-protocol": "v2", "connection-idle-timeout": "0", "access-log-emit-interval": "30",
 		"healthcheck-protocol": "UDP", "healthcheck-port": "http", "healthcheck-path": "healthz", "ssl-negotiation-policy": "a policy",
-		"connection-draining-enabled": "yes", "scheme": "internal",
-		"backend-protocol": "udp", "healthcheck-interval": "1", "security-groups": "default",
-		"ssl-ports": "443", "additional-resource-tags": "kubernetes.io/x=y", "target-node-labels": "a in (",
+		"connection-draining-enabled": "yes",
+		"backend-protocol":            "udp", "healthcheck-interval": "1", "security-groups": "default",
+		"additional-resource-tags": "kubernetes.io/cluster/x=owned", "target-node-labels": "a in (",
 	} {
 		_, err := parseOptions(svcWith(map[string]string{annotationPrefix + ann: val}))
 		if err == nil || !strings.Contains(err.Error(), annotationPrefix+ann) {
@@ -139,5 +142,197 @@ func TestSourceRangesAsUpstream(t *testing.T) {
 	}
 	if _, err := parseSourceRanges(svcWith(map[string]string{annSourceRanges: "10.0.0.0/8,,"})); err == nil || !strings.Contains(err.Error(), annSourceRanges) {
 		t.Errorf("empty item: %v, want an error naming the annotation", err)
+	}
+}
+
+// advised reports whether o holds exactly one piece of advice, naming annotation suffix and
+// containing want.
+func advised(o *lbOptions, suffix, want string) bool {
+	return o != nil && len(o.Advice) == 1 && strings.Contains(o.Advice[0], annotationPrefix+suffix) && strings.Contains(o.Advice[0], want)
+}
+
+// An annotation with the provider's prefix that neither ccm nor upstream reads is ignored, as
+// upstream ignores it, with one Warning naming it; the rest of the Service is read as without
+// it. The AWS Load Balancer Controller's annotations (its documented names, on Services this
+// provider serves) and typos alike; its scheme "internal" says the load balancer is not.
+func TestUnknownAnnotationsAdvised(t *testing.T) {
+	for _, tc := range []struct {
+		suffix, value, want string
+	}{
+		{"nlb-target-type", "ip", "AWS Load Balancer Controller"},
+		{"nlb-target-type", "instance", "AWS Load Balancer Controller"},
+		{"scheme", "internal", "internet-facing: write " + annotationPrefix + "internal"},
+		{"scheme", "internet-facing", "AWS Load Balancer Controller"},
+		{"name", "my-nlb", "AWS Load Balancer Controller"},
+		{"ip-address-type", "dualstack", "AWS Load Balancer Controller"},
+		{"healthcheck-success-codes", "200-399", "AWS Load Balancer Controller"},
+		{"healthcheck-intervall", "20", "is not read by ccm or by the upstream AWS cloud provider and is ignored"},
+		{"backend-protocl", "http", "is ignored"},
+		{"Internal", "true", "is ignored"}, // names are case-sensitive, upstream's too
+		{"", "x", "is ignored"},
+	} {
+		for _, nlb := range []bool{false, true} {
+			ann := map[string]string{annotationPrefix + tc.suffix: tc.value, annotationPrefix + "healthcheck-interval": "20"}
+			if nlb {
+				ann[annotationPrefix+"type"] = "nlb"
+			}
+			o, err := parseOptions(svcWith(ann))
+			if err != nil || !advised(o, tc.suffix, tc.want) {
+				t.Errorf("%s=%q (nlb %v): %v, advice %v; want one naming it with %q", tc.suffix, tc.value, nlb, err, o, tc.want)
+				continue
+			}
+			if o.NLB != nlb || o.HC.Interval != 20 || o.Internal {
+				t.Errorf("%s=%q (nlb %v): the other annotations not read as without it: %+v", tc.suffix, tc.value, nlb, o)
+			}
+		}
+	}
+	// Several: one Warning (the advice is joined) naming each.
+	o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "nlb-target-type": "ip", annotationPrefix + "name": "x"}))
+	if err != nil || len(o.Advice) != 2 || !strings.Contains(strings.Join(o.Advice, "; "), annotationPrefix+"name ") {
+		t.Errorf("two unknown annotations: %v, advice %v", err, o)
+	}
+}
+
+// aws-load-balancer-type as upstream reads it: exactly "nlb" is an NLB, every other value (its
+// case variants, "elb", "classic", a typo) a classic ELB; values other than none and classic
+// (in any case) get a Warning saying so. external and nlb-ip step aside before parsing (see
+// TestExternalTypesStepAside).
+func TestTypeAsUpstream(t *testing.T) {
+	for v, want := range map[string]struct{ nlb, advised bool }{
+		"": {false, false}, "classic": {false, false}, "Classic": {false, false}, "CLASSIC": {false, false},
+		"nlb": {true, false},
+		"NLB": {false, true}, "Nlb": {false, true}, " nlb": {false, true}, "nlb ": {false, true},
+		"elb": {false, true}, "ELB": {false, true}, "clb": {false, true}, "alb": {false, true}, "network": {false, true},
+		"External": {false, true}, "NLB-IP": {false, true},
+	} {
+		o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": v}))
+		if err != nil || o.NLB != want.nlb || o.NLB != (v == "nlb") {
+			t.Errorf("type %q: %v, NLB %v; want NLB %v", v, err, o != nil && o.NLB, want.nlb)
+			continue
+		}
+		if got := len(o.Advice) == 1; got != want.advised || (want.advised && !advised(o, "type", "a classic ELB is made")) {
+			t.Errorf("type %q: advice %q; want advised %v", v, o.Advice, want.advised)
+		}
+	}
+}
+
+// ssl-ports without ssl-cert: upstream makes every listener plain; ccm too, with a Warning.
+func TestSSLPortsWithoutCertAsUpstream(t *testing.T) {
+	for _, ports := range []string{"443", "https", "*", "443,80", "8443"} {
+		for _, nlb := range []bool{false, true} {
+			ann := map[string]string{annotationPrefix + "ssl-ports": ports}
+			if nlb {
+				ann[annotationPrefix+"type"] = "nlb"
+			}
+			svc := svcWith(ann)
+			o, err := parseOptions(svc)
+			if err != nil || !advised(o, "ssl-ports", "has no effect without "+annotationPrefix+"ssl-cert") {
+				t.Errorf("ssl-ports %q (nlb %v): %v, advice %v", ports, nlb, err, o)
+				continue
+			}
+			for _, p := range svc.Spec.Ports {
+				if o.sslPort(p) {
+					t.Errorf("ssl-ports %q (nlb %v): port %d terminates TLS without a certificate", ports, nlb, p.Port)
+				}
+			}
+		}
+	}
+	// With the certificate it applies, and says nothing.
+	svc := svcWith(map[string]string{annotationPrefix + "ssl-ports": "443", annotationPrefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x"})
+	o, err := parseOptions(svc)
+	if err != nil || len(o.Advice) != 0 || !o.sslPort(svc.Spec.Ports[0]) || o.sslPort(svc.Spec.Ports[1]) {
+		t.Errorf("ssl-ports with ssl-cert: %v, %+v", err, o)
+	}
+}
+
+// additional-resource-tags: kubernetes.io/ and k8s.io/ keys are accepted, as upstream accepts
+// them, except the keys that carry ownership (ccm's and upstream's) and ccm's bookkeeping; aws:
+// keys AWS itself refuses.
+func TestExtraTagsOwnershipKeysRefused(t *testing.T) {
+	accepted := []string{"team=a", "kubernetes.io/created-for/pvc/name=data", "kubernetes.io/role/elb=1", "kubernetes.io/x=y",
+		"Kubernetes.io/Owner=me", "k8s.io/cluster-autoscaler/enabled=true", "kubernetes.io/clusters=x", "kubernetes.io/cluster=x",
+		"kubernetes.io/service-name-alias=x", "KubernetesClusterName=x", "ccm.k8s.io=x", "awsx=1"}
+	for _, kv := range accepted {
+		tags, err := parseExtraTags(kv)
+		k, v, _ := strings.Cut(kv, "=")
+		if err != nil || len(tags) != 1 || tags[k] != v {
+			t.Errorf("%q: %v, %v; want accepted", kv, tags, err)
+		}
+	}
+	refused := []string{"kubernetes.io/cluster/prod=owned", "kubernetes.io/cluster/other=shared", "Kubernetes.io/Cluster/prod=owned",
+		" kubernetes.io/cluster/prod =owned", "kubernetes.io/cluster/=owned", "kubernetes.io/service-name=ns/s", "kubernetes.io/service-uid=u",
+		"KubernetesCluster=prod", "kubernetescluster=prod", "ccm.k8s.io/fingerprint=0", "ccm.k8s.io/node-groups=sg-1", "CCM.k8s.io/x=1",
+		"aws:cloudformation:stack-name=x", "AWS:x=1"}
+	for _, kv := range refused {
+		k, _, _ := strings.Cut(kv, "=")
+		_, err := parseExtraTags("team=a," + kv)
+		if err == nil || !strings.Contains(err.Error(), annotationPrefix+annExtraTags) || !strings.Contains(err.Error(), strings.TrimSpace(k)) || !strings.Contains(err.Error(), "reserved") {
+			t.Errorf("%q: %v; want refused naming the annotation and the key", kv, err)
+		}
+	}
+	// Every key ccm writes to say who owns an object, or reads for it, is refused.
+	id := ownership.Of("prod", svcWith(nil))
+	id.UID = "u"
+	for k := range id.Tags() {
+		if !reservedTag(k) {
+			t.Errorf("ownership tag %s is not reserved", k)
+		}
+	}
+	for _, k := range []string{fingerprintTag, nodeGroupsTag, legacyClusterTag, ownership.ClusterTagPrefix + "other"} {
+		if !reservedTag(k) {
+			t.Errorf("%s is not reserved", k)
+		}
+	}
+	// An accepted kubernetes.io/ key is written with the ownership tags, which it cannot replace.
+	tags := ownTags(id, map[string]string{"kubernetes.io/x": "y", ownership.ServiceTag: "forged"}, nil)
+	if tags["kubernetes.io/x"] != "y" || tags[ownership.ServiceTag] != id.Service() || tags[ownership.ClusterTagPrefix+"prod"] != ownership.Owned {
+		t.Errorf("ownTags %v", tags)
+	}
+}
+
+// backend-protocol on a classic ELB as upstream compares it: case-sensitively in the listeners
+// ("HTTP" makes TCP listeners, and on a TLS port any value not in lower case is refused, as
+// upstream refuses it), lower-cased in the health check (so "HTTPS" and "SSL" keep an SSL check).
+// A value that differs from its lower case only in case gets a Warning. On an NLB upstream
+// reads only "ssl" (TestAnnotationsForTheOtherTypeAdvised).
+func TestBackendProtocolCaseAsUpstream(t *testing.T) {
+	cert := "arn:aws:acm:us-east-1:1:certificate/x"
+	for _, tc := range []struct {
+		value, sslPorts string
+		backend         string // "" is refused
+		advised         bool
+	}{
+		{"http", "", "http", false}, {"https", "", "https", false}, {"ssl", "", "ssl", false}, {"tcp", "", "tcp", false},
+		{"HTTP", "", "tcp", true}, {"Http", "", "tcp", true}, {"hTTP", "", "tcp", true},
+		{"HTTPS", "", "https", true}, {"SSL", "", "ssl", true}, {"TCP", "", "tcp", true}, {"Ssl", "", "ssl", true},
+		// With a certificate on a TLS port upstream's mapping knows only the lower-case values.
+		{"http", "443", "http", false}, {"HTTP", "443", "", false}, {"HTTPS", "https", "", false}, {"SSL", "*", "", false},
+		{"TCP", "443,80", "", false},
+		// A certificate whose ssl-ports match no port of the Service: no TLS port, as without one.
+		{"HTTP", "8443", "tcp", true},
+	} {
+		ann := map[string]string{annotationPrefix + "backend-protocol": tc.value}
+		if tc.sslPorts != "" {
+			ann[annotationPrefix+"ssl-cert"], ann[annotationPrefix+"ssl-ports"] = cert, tc.sslPorts
+		}
+		o, err := parseOptions(svcWith(ann))
+		name := fmt.Sprintf("%q ssl-ports %q", tc.value, tc.sslPorts)
+		switch {
+		case tc.backend == "":
+			if err == nil || !strings.Contains(err.Error(), annotationPrefix+"backend-protocol") || !strings.Contains(err.Error(), "lower case") {
+				t.Errorf("%s: %v; want refused naming the annotation", name, err)
+			}
+		case err != nil || o.Backend != tc.backend:
+			t.Errorf("%s: %v, backend %v; want %s", name, err, o, tc.backend)
+		case tc.advised != advised(o, "backend-protocol", "case-sensitively"), !tc.advised && len(o.Advice) != 0:
+			t.Errorf("%s: advice %q; want advised %v", name, o.Advice, tc.advised)
+		}
+	}
+	// On an NLB upstream ignores every value but "ssl": no Warning for the case of the others.
+	for _, v := range []string{"HTTP", "Tcp", "HTTPS"} {
+		o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "backend-protocol": v}))
+		if err != nil || len(o.Advice) != 0 || o.TLSBackend {
+			t.Errorf("nlb backend-protocol %q: %v, %+v", v, err, o)
+		}
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // Fuzz targets for every parser of tenant input (Service annotations and spec fields).
@@ -35,11 +33,11 @@ func FuzzParseOptions(f *testing.F) {
 			}
 			return
 		}
-		if !slices.Contains(supported, suffix) {
-			t.Fatalf("unsupported annotation %q accepted", suffix)
+		if !slices.Contains(supported, suffix) && !slices.ContainsFunc(o.Advice, func(a string) bool { return strings.Contains(a, annotationPrefix+suffix) }) {
+			t.Fatalf("unknown annotation %q accepted without a Warning naming it", suffix)
 		}
 		for k := range o.ExtraTags {
-			if ownership.Reserved(k) || k == "" {
+			if reservedTag(k) || k == "" {
 				t.Fatalf("%q: reserved or empty tag key %q accepted", value, k)
 			}
 		}
@@ -73,7 +71,7 @@ func FuzzExtraTags(f *testing.F) {
 		}
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(tags)) {
-			if ownership.Reserved(k) || k == "" || len(k) > 128 || len(tags[k]) > 256 {
+			if reservedTag(k) || k == "" || len(k) > 128 || len(tags[k]) > 256 {
 				t.Fatalf("%q: tag %q=%q accepted", v, k, tags[k])
 			}
 			if strings.ContainsAny(k, ",=") || strings.Contains(tags[k], ",") {

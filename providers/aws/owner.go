@@ -23,9 +23,14 @@ func (l *loadBalancers) identity(svc *v1.Service) ownership.Identity {
 // ownTags are the tags of an object made for id: the user's (validated by parseOptions) with
 // the ownership tags last, and extra bookkeeping (the fingerprint) on top.
 func ownTags(id ownership.Identity, user map[string]string, extra map[string]string) map[string]string {
-	tags, err := ownership.WithUserTags(id, user, annotationPrefix+annExtraTags)
-	if err != nil { // parseOptions refused reserved keys already; never write them regardless
-		tags = id.Tags()
+	tags := map[string]string{}
+	for k, v := range user {
+		if !reservedTag(k) { // parseOptions refused them already; never write them regardless
+			tags[k] = v
+		}
+	}
+	for k, v := range id.Tags() {
+		tags[k] = v
 	}
 	for k, v := range extra {
 		tags[k] = v

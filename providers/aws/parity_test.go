@@ -432,3 +432,152 @@ func TestNLBSSLPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// acceptedCases are Services whose annotations upstream accepts and ccm refused before: the AWS
+// Load Balancer Controller's annotations, ssl-ports without ssl-cert, a type other than "nlb"
+// (a classic ELB), kubernetes.io/ tags, a backend protocol not in lower case. Each is
+// reconciled, with the Warning (UnsupportedAnnotation) holding warn ("" : no Warning at all).
+var acceptedCases = []struct {
+	name string
+	ann  map[string]string
+	nlb  bool
+	warn []string
+}{
+	{"lbc", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "nlb-target-type": "instance",
+		annotationPrefix + "scheme": "internet-facing", annotationPrefix + "name": "my-nlb"}, true,
+		[]string{annotationPrefix + "nlb-target-type is not read", annotationPrefix + "scheme is not read", annotationPrefix + "name is not read"}},
+	{"lbc-internal", map[string]string{annotationPrefix + "scheme": "internal"}, false,
+		[]string{annotationPrefix + "scheme is not read", "internet-facing: write " + annotationPrefix + "internal"}},
+	{"sslports", map[string]string{annotationPrefix + "ssl-ports": "443"}, false,
+		[]string{annotationPrefix + "ssl-ports has no effect without " + annotationPrefix + "ssl-cert"}},
+	{"type-nlb-upper", map[string]string{annotationPrefix + "type": "NLB"}, false, []string{annotationPrefix + `type "NLB": a classic ELB is made`}},
+	{"type-elb", map[string]string{annotationPrefix + "type": "elb"}, false, []string{annotationPrefix + `type "elb": a classic ELB is made`}},
+	{"type-classic", map[string]string{annotationPrefix + "type": "Classic"}, false, nil},
+	{"k8s-tags", map[string]string{annotationPrefix + "additional-resource-tags": "kubernetes.io/created-for/pvc/name=data,team=a"}, false, nil},
+	{"k8s-tags-nlb", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "additional-resource-tags": "k8s.io/cluster-autoscaler/enabled=true"}, true, nil},
+	{"backend-http-upper", map[string]string{annotationPrefix + "backend-protocol": "HTTP"}, false,
+		[]string{annotationPrefix + `backend-protocol "HTTP" is read case-sensitively`, "the listeners are TCP"}},
+	{"backend-https-upper", map[string]string{annotationPrefix + "backend-protocol": "HTTPS"}, false,
+		[]string{annotationPrefix + `backend-protocol "HTTPS" is read case-sensitively`}},
+}
+
+// checkAccepted checks svc's Events for case i: its Warning, or none.
+func checkAccepted(t *testing.T, h *harness, svc *v1.Service, warn []string) {
+	t.Helper()
+	if len(warn) == 0 {
+		time.Sleep(50 * time.Millisecond) // the broadcaster delivers asynchronously
+		for _, e := range h.events.On(svc) {
+			if strings.HasPrefix(e, v1.EventTypeWarning) {
+				t.Errorf("%s: unexpected %s", svc.Name, e)
+			}
+		}
+		return
+	}
+	if ok, evs := h.events.Await(svc, 5*time.Second, append([]string{"Warning UnsupportedAnnotation"}, warn...)...); !ok {
+		t.Errorf("%s: events %q lack one Warning with %q", svc.Name, evs, warn)
+	}
+}
+
+// Annotations upstream accepts are accepted: through the SDK against the fake, each Service's
+// load balancer is made as upstream makes it (type, listeners, health check, tags), with the
+// Warning; a restart writes nothing; the delete removes it.
+func TestUpstreamAcceptedAnnotationsReconciled(t *testing.T) {
+	h := newHarness(t, "accept")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	nodes := parityNodes(h, "acc-a")
+	tcpTCP := []fakeaws.Listener{{Protocol: "TCP", InstanceProtocol: "TCP", Port: 443, InstancePort: 30443}, {Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}
+	var svcs []*v1.Service
+	for _, tc := range acceptedCases {
+		svc := tcpService(tc.name, tc.ann)
+		svcs = append(svcs, svc)
+		st, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		name := c.lb.name(svc)
+		e, classic := h.fake.ClassicLB(name)
+		n, _, tgs, isNLB := h.fake.NLBByName(name)
+		if classic == tc.nlb || isNLB != tc.nlb || len(st.Ingress) != 1 {
+			t.Errorf("%s: classic ELB %v, NLB %v, status %v; want NLB %v", tc.name, classic, isNLB, st, tc.nlb)
+			continue
+		}
+		switch tc.name {
+		case "sslports", "type-nlb-upper", "type-elb", "type-classic", "lbc-internal", "backend-http-upper":
+			if !slices.Equal(e.Listeners, tcpTCP) || e.HealthCheck.Target != "TCP:30443" || e.Scheme != "internet-facing" {
+				t.Errorf("%s: listeners %v health %s scheme %s; want upstream's TCP:TCP, TCP:30443, internet-facing", tc.name, e.Listeners, e.HealthCheck.Target, e.Scheme)
+			}
+		case "backend-https-upper":
+			if !slices.Equal(e.Listeners, tcpTCP) || e.HealthCheck.Target != "SSL:30443" {
+				t.Errorf("%s: listeners %v health %s; want upstream's TCP:TCP, SSL:30443", tc.name, e.Listeners, e.HealthCheck.Target)
+			}
+		case "k8s-tags":
+			if e.Tags["kubernetes.io/created-for/pvc/name"] != "data" || e.Tags["team"] != "a" || e.Tags["kubernetes.io/cluster/accept"] != "owned" {
+				t.Errorf("%s: tags %v", tc.name, e.Tags)
+			}
+		case "k8s-tags-nlb":
+			if n.Tags["k8s.io/cluster-autoscaler/enabled"] != "true" || n.Tags["kubernetes.io/cluster/accept"] != "owned" || len(tgs) != 2 {
+				t.Errorf("%s: tags %v, %d target groups", tc.name, n.Tags, len(tgs))
+			}
+		}
+		checkAccepted(t, h, svc, tc.warn)
+	}
+	w := h.fake.Writes()
+	lb2, _ := h.cloud(t, "").LoadBalancer()
+	for _, svc := range svcs {
+		if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+			t.Errorf("%s after a restart: %v", svc.Name, err)
+		}
+	}
+	if d := h.fake.Writes() - w; d != 0 {
+		t.Errorf("restart: %d writes, want 0", d)
+	}
+	for _, svc := range svcs {
+		if err := lb2.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
+			t.Errorf("%s: delete: %v", svc.Name, err)
+		}
+		if _, ok := h.fake.ClassicLB(c.lb.name(svc)); ok {
+			t.Errorf("%s: ELB left after the delete", svc.Name)
+		}
+		if _, _, _, ok := h.fake.NLBByName(c.lb.name(svc)); ok {
+			t.Errorf("%s: NLB left after the delete", svc.Name)
+		}
+	}
+}
+
+// The same Services as the upstream CCM left them (its classic ELB for every type but "nlb",
+// its NLB for "nlb"): ccm takes each over in place, 0 creates and 0 deletes of serving
+// resources, the DNS name kept, the Warning recorded; a restart writes nothing.
+func TestUpstreamTakeoverAcceptedAnnotations(t *testing.T) {
+	h := newHarness(t, migCluster)
+	nodes := migNodes(h)
+	var svcs []*v1.Service
+	var addrs []string
+	for i, tc := range acceptedCases {
+		svc := migService(i, false)
+		maps.Copy(svc.Annotations, tc.ann)
+		addrs = append(addrs, seedAs(h, migCluster, svc, nodes))
+		svcs = append(svcs, svc)
+	}
+	lb, _ := h.cloud(t, "").LoadBalancer()
+	for i, svc := range svcs {
+		st := ensureOK(t, lb, svc, nodes)
+		if got := st.Ingress[0].Hostname; got != addrs[i] {
+			t.Errorf("%s (%s): address %s, want upstream's %s", svc.Name, acceptedCases[i].name, got, addrs[i])
+		}
+		checkAccepted(t, h, svc, acceptedCases[i].warn)
+	}
+	if c, d := servingChanges(h.fake.Calls()); c != 0 || d != 0 {
+		t.Errorf("takeover: %d load balancer creates, %d deletes of serving resources, want 0 and 0", c, d)
+	}
+	w := h.fake.Writes()
+	lb2, _ := h.cloud(t, "").LoadBalancer()
+	for _, svc := range svcs {
+		ensureOK(t, lb2, svc, nodes)
+	}
+	if d := h.fake.Writes() - w; d != 0 {
+		t.Errorf("restart after the takeover: %d writes, want 0", d)
+	}
+}
