@@ -42,6 +42,9 @@ type Config struct {
 
 		// Managed: each new NLB gets a security group of its own (nlbgroup.go). "": none.
 		NLBSecurityGroupMode string
+		// SupportedTopologyInstanceTypePattern: instance types whose topology labels are
+		// required (topology.go); "": upstream's default.
+		SupportedTopologyInstanceTypePattern string
 
 		upstreamGlobal // upstream keys ccm accepts and reports (upstreamkeys.go)
 
@@ -163,6 +166,9 @@ func (c *Config) Validate() config.Problems {
 	case "", probeModeServiceNodePort, probeModeShared:
 	default:
 		ps.Add("Global", "ClusterServiceLoadBalancerHealthProbeMode", "must be %s or %s (as upstream, case-sensitive)", probeModeShared, probeModeServiceNodePort)
+	}
+	if _, err := topologyPattern(g.SupportedTopologyInstanceTypePattern); err != nil {
+		ps.Add("Global", "SupportedTopologyInstanceTypePattern", "is not a regular expression (Go syntax, as upstream): %v", err)
 	}
 	if m := g.NLBSecurityGroupMode; m != "" && m != nlbGroupModeManaged {
 		ps.Add("Global", "NLBSecurityGroupMode", "must be %s or empty (as upstream, case-sensitive), not %q", nlbGroupModeManaged, m)

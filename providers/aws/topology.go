@@ -68,13 +68,13 @@ type nodeTopology struct {
 }
 
 // topologyPattern compiles SupportedTopologyInstanceTypePattern (empty: upstream's default).
-func topologyPattern(p *string) (*regexp.Regexp, error) {
-	if p == nil || *p == "" {
+func topologyPattern(p string) (*regexp.Regexp, error) {
+	if p == "" {
 		return defaultTopologyTypes, nil
 	}
-	re, err := regexp.Compile(*p)
+	re, err := regexp.Compile(p)
 	if err != nil {
-		return nil, fmt.Errorf("aws: [Global] SupportedTopologyInstanceTypePattern %q is not a regular expression: %w", *p, err)
+		return nil, fmt.Errorf("aws: [Global] SupportedTopologyInstanceTypePattern %q is not a regular expression: %w", p, err)
 	}
 	return re, nil
 }

@@ -20,7 +20,7 @@ import (
 // Upstream's default pattern, on the instance types of the EC2 topology prerequisites (which
 // must answer) and on types that need not (g6e and g7e have a topology but are not in it).
 func TestTopologyPattern(t *testing.T) {
-	re, err := topologyPattern(nil)
+	re, err := topologyPattern("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,14 +40,14 @@ func TestTopologyPattern(t *testing.T) {
 		}
 	}
 	// As upstream, the key replaces the default and is matched anywhere in the type.
-	re, err = topologyPattern(ptr("t3.large"))
+	re, err = topologyPattern("t3.large")
 	if err != nil || !re.MatchString("t3.large") || re.MatchString("trn2.48xlarge") {
 		t.Errorf(`pattern "t3.large": %v; t3.large should match, trn2.48xlarge not`, err)
 	}
-	if re, err := topologyPattern(ptr("")); err != nil || re != defaultTopologyTypes {
+	if re, err := topologyPattern(""); err != nil || re != defaultTopologyTypes {
 		t.Errorf("empty pattern: %v, %v; want the default", re, err)
 	}
-	_, err = topologyPattern(ptr("p5.(48"))
+	_, err = topologyPattern("p5.(48")
 	if err == nil || !strings.Contains(err.Error(), "[Global] SupportedTopologyInstanceTypePattern") || !strings.Contains(err.Error(), "p5.(48") {
 		t.Errorf("bad pattern: %v; want an error naming the key and the value", err)
 	}
@@ -326,15 +326,14 @@ func TestTopologyFailureByType(t *testing.T) {
 	}
 }
 
-// A bad SupportedTopologyInstanceTypePattern makes the cloud fail with the key named.
+// A bad SupportedTopologyInstanceTypePattern is a config error naming the key and its line
+// (check-config catches it), not a failure at the first Node.
 func TestTopologyBadPattern(t *testing.T) {
 	h := newHarness(t, "topobad")
-	c := h.cloud(t, "[Global]\nSupportedTopologyInstanceTypePattern = p5.(48\n")
-	if _, ok := c.InstancesV2(); ok {
-		t.Fatal("InstancesV2 with a bad pattern")
-	}
-	if err := c.init(); err == nil || !strings.Contains(err.Error(), "SupportedTopologyInstanceTypePattern") {
-		t.Errorf("init: %v; want an error naming SupportedTopologyInstanceTypePattern", err)
+	_, err := New(strings.NewReader(h.cfg + "[Global]\nSupportedTopologyInstanceTypePattern = p5.(48\n"))
+	line := strings.Count(h.cfg, "\n") + 2
+	if want := fmt.Sprintf("line %d: [Global] SupportedTopologyInstanceTypePattern: is not a regular expression", line); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("New: %v; want %q", err, want)
 	}
 }
 

@@ -44,9 +44,7 @@ var upstreamKeys = []config.UpstreamKey{
 	impl(secGlobal, "ClusterServiceLoadBalancerHealthProbeMode", probeModeShared, "Shared: Services with externalTrafficPolicy Cluster are health-checked on kube-proxy (HTTP, default port 10256, path /healthz), classic ELBs and NLBs alike"),
 	impl(secGlobal, "ClusterServiceSharedLoadBalancerHealthProbePort", "10257", "0 means 10256"),
 	impl(secGlobal, "ClusterServiceSharedLoadBalancerHealthProbePath", "/livez", ""),
-	notUsed(secGlobal, "SupportedTopologyInstanceTypePattern", `"^p4d\\..*"`,
-		"ccm does not label Nodes with the EC2 instance topology (network node layers), which this pattern scopes in the upstream CCM",
-		"remove it; if scheduling relies on the topology.k8s.aws/network-node-layer-* labels, set them another way"),
+	impl(secGlobal, "SupportedTopologyInstanceTypePattern", `"^p4d\\..*"`, "as upstream: instance types whose topology.k8s.aws/network-node-layer-* labels are required (a failed DescribeInstanceTopology fails their Node's initialisation); other types get them when EC2 answers; default upstream's pattern"),
 	impl(secGlobal, "NLBSecurityGroupMode", nlbGroupModeManaged, "Managed: each new NLB gets a security group of its own admitting the source ranges on the listener ports (upstream's taken over in place, deleted after the NLB); an NLB made without groups stays without (AWS cannot add them)"),
 	notUsed(secGlobal, "DisableStrictZoneCheck", "true",
 		"a key of the in-tree AWS provider that generated configs (OpenShift, Rancher) still carry; the upstream CCM ignores it since 2023 and ccm has no zone check to disable",
@@ -64,9 +62,8 @@ var upstreamKeys = []config.UpstreamKey{
 // file" from a zero value; their types are upstream's, so a value upstream could not parse
 // is an error here too.
 type upstreamGlobal struct {
-	SubnetID                             *string
-	SupportedTopologyInstanceTypePattern *string
-	DisableStrictZoneCheck               *bool
+	SubnetID               *string
+	DisableStrictZoneCheck *bool
 }
 
 // logNotice is where the start-up reports go; tests replace it.

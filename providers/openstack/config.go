@@ -76,7 +76,9 @@ type Config struct {
 
 // LBConfig is [LoadBalancer].
 type LBConfig struct {
-	Enabled              bool
+	Enabled bool
+	// NodeSelector narrows the members to Nodes with these labels (nodeselector.go).
+	NodeSelector         string          `gcfg:"node-selector"`
 	SubnetID             string          `gcfg:"subnet-id"`
 	MemberSubnetID       string          `gcfg:"member-subnet-id"`
 	NetworkID            string          `gcfg:"network-id"`

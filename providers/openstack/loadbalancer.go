@@ -346,6 +346,7 @@ type syncReport struct {
 // sync reconciles one load balancer per IP family. Families provision in parallel: a pending
 // one does not stop the other from being created in the same pass.
 func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
+	nodes = l.membersOf(svc, nodes) // node-selector
 	rep := &syncReport{}
 	if !mustExist {
 		l.deleted.Delete(svc.UID) // the Service's own sync wants it (again)

@@ -120,9 +120,8 @@ var upstreamKeys = []upstreamKey{
 		"set floating-subnet-id (or the loadbalancer.openstack.org/floating-subnet-id annotation)", nil),
 	notUsed(secLB, "monitor-max-retries-down", "3",
 		"ccm leaves max_retries_down to Octavia's default (3, as upstream's default)", "remove it; ask for a health monitor setting if you need another value"),
-	refused(secLB, "node-selector", "env=prod",
-		"ccm does not filter load balancer members by node labels yet: every node would become a member and receive traffic",
-		"remove it (all nodes become members), or keep the upstream CCM until node-selector is supported", nil),
+	implWhy(secLB, "node-selector", "env=prod",
+		"as upstream: only the Nodes with these labels (key=value, or key for any value; comma-separated) become members; the Service annotation loadbalancer.openstack.org/node-selector overrides it"),
 	notUsed(secLB, "cascade-delete", "false",
 		"ccm always deletes its load balancers with Octavia's cascade delete", "remove it"),
 	notUsed(secLB, "flavor-id", "fid",
@@ -192,7 +191,6 @@ type upstreamLB struct {
 	FloatingSubnet                 *string `gcfg:"floating-subnet"`
 	FloatingSubnetTags             *string `gcfg:"floating-subnet-tags"`
 	MonitorMaxRetriesDown          *uint   `gcfg:"monitor-max-retries-down"`
-	NodeSelector                   *string `gcfg:"node-selector"`
 	CascadeDelete                  *bool   `gcfg:"cascade-delete"`
 	FlavorID                       *string `gcfg:"flavor-id"`
 	AvailabilityZone               *string `gcfg:"availability-zone"`

@@ -198,15 +198,15 @@ func TestUpstreamChartConfigs(t *testing.T) {
 			t.Errorf("check-config %s: %v", f, err)
 		}
 	}
-	// A Magnum-style trust config (trusts are implemented, magnum-trust.conf) with a
-	// node-selector: refused, naming the unsupported key with its line, and nothing else.
-	err = provider.CheckConfig(ProviderName, "testdata/upstream/refused/trust.conf")
-	if err != nil && strings.Contains(err.Error(), "trust-id") {
-		t.Errorf("check-config refused/trust.conf reports trust-id: %v", err)
+	// A Magnum-style config (its trust is implemented, magnum-trust.conf) with floating-subnet:
+	// refused, naming the unsupported key with its line, and nothing else.
+	err = provider.CheckConfig(ProviderName, "testdata/upstream/refused/floating-subnet.conf")
+	if err != nil && (strings.Contains(err.Error(), "trust-id") || strings.Contains(err.Error(), "user-id")) {
+		t.Errorf("check-config refused/floating-subnet.conf reports a [Global] key: %v", err)
 	}
-	for _, w := range []string{"line 11: [LoadBalancer] node-selector: read by the upstream CCM, not supported by ccm yet"} {
+	for _, w := range []string{"line 11: [LoadBalancer] floating-subnet: read by the upstream CCM, not supported by ccm yet"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
-			t.Errorf("check-config refused/trust.conf: got %v, want %q", err, w)
+			t.Errorf("check-config refused/floating-subnet.conf: got %v, want %q", err, w)
 		}
 	}
 	logged := captureNotices(t)
