@@ -82,6 +82,8 @@ type listenerSpec struct {
 	// TLSRef is a TERMINATED_HTTPS listener's default_tls_container_ref: updated in place too
 	// (a new certificate must not close the port), so not in the fingerprint.
 	TLSRef string `json:"-"`
+	// Limits: connection_limit and timeouts, updated in place (lblimits.go).
+	Limits listenerLimits `json:"-"`
 }
 
 type monitorSpec struct {
@@ -89,6 +91,11 @@ type monitorSpec struct {
 	Delay, Timeout, MaxRetries int
 	URLPath                    string `json:",omitempty"`
 	Port                       int    `json:",omitempty"` // member monitor_port (healthCheckNodePort)
+	// Want are the timings compared and written: the health-monitor-* annotations, else the
+	// config's (Delay, Timeout, MaxRetries above, which stay in the fingerprint as before).
+	// Updated in place; Overridden: an annotation sets one (a difference is then no drift).
+	Want       monitorValues `json:"-"`
+	Overridden bool          `json:"-"`
 }
 
 func (l listenerSpec) key() string { return fmt.Sprintf("%s/%d", l.Protocol, l.Port) }
@@ -208,12 +215,14 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	s.tlsRef = strings.TrimSpace(or(a[annTLSContainerRef], cfg.tlsRef()))
 	monitors := parseBool(svc, annHealthMonitor, cfg.CreateMonitor, &s.warnings)
 	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0
+	limits := limitsOf(svc, s.provider, &s.warnings)
+	timing, overridden := monitorValuesOf(svc, cfg, &s.warnings)
 	ranges, err := sourceRanges(svc)
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range svc.Spec.Ports {
-		ls := listenerSpec{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort), PoolProtocol: string(p.Protocol), Method: method, SourceRanges: ranges}
+		ls := listenerSpec{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort), PoolProtocol: string(p.Protocol), Method: method, SourceRanges: ranges, Limits: limits}
 		switch p.Protocol {
 		case v1.ProtocolTCP:
 			ls.Protocol, ls.PoolProtocol, ls.InsertXFF = tcpListener(proxy, xff, s.tlsRef != "")
@@ -232,7 +241,8 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 			continue
 		}
 		if monitors {
-			m := &monitorSpec{Type: "TCP", Delay: secs(cfg.MonitorDelay.Seconds()), Timeout: secs(cfg.MonitorTimeout.Seconds()), MaxRetries: cfg.MonitorMaxRetries}
+			m := &monitorSpec{Type: "TCP", Delay: secs(cfg.MonitorDelay.Seconds()), Timeout: secs(cfg.MonitorTimeout.Seconds()), MaxRetries: cfg.MonitorMaxRetries,
+				Want: timing, Overridden: overridden}
 			switch {
 			case local && s.provider != providerOVN:
 				// kube-proxy answers /healthz on healthCheckNodePort only where endpoints run.

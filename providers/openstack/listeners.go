@@ -87,12 +87,14 @@ func listenerCreateOpts(spec *lbSpec, ls listenerSpec, ms []member, desc string)
 		Members: ls.memberOpts(spec, ms),
 	}
 	if m := ls.Monitor; m != nil {
-		pool.Monitor = monitors.CreateOpts{Type: m.Type, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries, URLPath: m.URLPath}
+		pool.Monitor = monitors.CreateOpts{Type: m.Type, Delay: m.Want.Delay, Timeout: m.Want.Timeout, MaxRetries: m.Want.MaxRetries,
+			MaxRetriesDown: m.Want.MaxRetriesDown, URLPath: m.URLPath}
 	}
 	opts := listeners.CreateOpts{
 		Name: ls.name(), Description: desc, Protocol: listeners.Protocol(ls.Protocol), ProtocolPort: ls.Port,
 		AllowedCIDRs: ls.SourceRanges, DefaultPool: pool,
 	}
+	opts.ConnLimit, opts.TimeoutClientData, opts.TimeoutMemberConnect, opts.TimeoutMemberData, opts.TimeoutTCPInspect = ls.Limits.opts()
 	if ls.InsertXFF {
 		opts.InsertHeaders = withXFF(nil, true)
 	}
@@ -163,7 +165,8 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 		if err != nil {
 			return err
 		}
-		wantState := poolState{Protocol: ls.Protocol, InsertXFF: ls.InsertXFF, TLSRef: ls.TLSRef, Method: ls.Method, CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms)}
+		wantState := poolState{Protocol: ls.Protocol, InsertXFF: ls.InsertXFF, TLSRef: ls.TLSRef, Method: ls.Method, CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms),
+			Limits: ls.Limits, MonitorByAnnotation: ls.Monitor != nil && ls.Monitor.Overridden}
 		pp := planPool(ls.key(), wantState, obs)
 		if pp.writes() == 0 {
 			continue

@@ -39,6 +39,7 @@ func compareMembers(a, b memberKey) int {
 type observedMonitor struct {
 	ID, Type, URLPath          string
 	Delay, Timeout, MaxRetries int
+	MaxRetriesDown             int
 }
 
 // poolState is a listener with its pool, monitor and members: wanted (from the spec) or
@@ -54,6 +55,10 @@ type poolState struct {
 	Monitor   *observedMonitor // nil: none
 	Members   []memberKey
 	Tags      []string // member tags seen (observed only)
+	// Limits: the listener's connection_limit and timeouts (Timeouts false: not compared).
+	Limits listenerLimits
+	// MonitorByAnnotation (wanted only): health-monitor-* annotations set the timings.
+	MonitorByAnnotation bool
 }
 
 type monitorAction int
@@ -73,14 +78,16 @@ type poolPlan struct {
 	// written (with SetCIDRs, in one update). Neither is a repair unless said so: both follow
 	// annotations or config that the fingerprint does not cover.
 	SetHeaders, SetTLS bool
-	Monitor            monitorAction
+	// SetLimits: the listener's connection_limit and timeouts are written (same update).
+	SetLimits bool
+	Monitor   monitorAction
 	// Repairs name the out-of-band changes among the differences.
 	Repairs []string
 }
 
 func (p poolPlan) writes() int {
 	n := 0
-	for _, b := range []bool{p.SetCIDRs || p.SetHeaders || p.SetTLS, p.SetMethod, p.SetMembers} {
+	for _, b := range []bool{p.SetCIDRs || p.SetHeaders || p.SetTLS || p.SetLimits, p.SetMethod, p.SetMembers} {
 		if b {
 			n++
 		}
@@ -108,6 +115,12 @@ func planPool(key string, want, have poolState) poolPlan {
 		}
 	}
 	p.SetTLS = want.TLSRef != have.TLSRef
+	if !want.Limits.same(have.Limits) {
+		p.SetLimits = true
+		if !want.Limits.byAnnotation {
+			p.Repairs = append(p.Repairs, fmt.Sprintf("listener %s connection limit and timeouts were %s", key, have.Limits))
+		}
+	}
 	if want.Method != have.Method {
 		p.SetMethod = true
 		p.Repairs = append(p.Repairs, fmt.Sprintf("pool %s lb-method was %s", key, have.Method))
@@ -124,9 +137,11 @@ func planPool(key string, want, have poolState) poolPlan {
 	case w.Type != h.Type:
 		p.Monitor = monitorReplace
 		p.Repairs = append(p.Repairs, fmt.Sprintf("health monitor of %s was of type %s", key, h.Type))
-	case w.Delay != h.Delay || w.Timeout != h.Timeout || w.MaxRetries != h.MaxRetries || w.URLPath != h.URLPath:
+	case w.Delay != h.Delay || w.Timeout != h.Timeout || w.MaxRetries != h.MaxRetries || w.MaxRetriesDown != h.MaxRetriesDown || w.URLPath != h.URLPath:
 		p.Monitor = monitorUpdate
-		p.Repairs = append(p.Repairs, fmt.Sprintf("health monitor of %s settings were delay=%d timeout=%d retries=%d", key, h.Delay, h.Timeout, h.MaxRetries))
+		if !want.MonitorByAnnotation {
+			p.Repairs = append(p.Repairs, fmt.Sprintf("health monitor of %s settings were delay=%d timeout=%d retries=%d retries-down=%d", key, h.Delay, h.Timeout, h.MaxRetries, h.MaxRetriesDown))
+		}
 	}
 	wm, hm := slices.Clone(want.Members), slices.Clone(have.Members)
 	slices.SortFunc(wm, compareMembers)
@@ -179,7 +194,7 @@ func wantedMonitor(m *monitorSpec) *observedMonitor {
 	if m == nil {
 		return nil
 	}
-	return &observedMonitor{Type: m.Type, URLPath: m.URLPath, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries}
+	return &observedMonitor{Type: m.Type, URLPath: m.URLPath, Delay: m.Want.Delay, Timeout: m.Want.Timeout, MaxRetries: m.Want.MaxRetries, MaxRetriesDown: m.Want.MaxRetriesDown}
 }
 
 // wantedMembers are the member keys of ls for ms.
@@ -198,7 +213,9 @@ func wantedMembers(spec *lbSpec, ls listenerSpec, ms []member) []memberKey {
 // observePool reads a kept listener's pool members and monitor (the pool itself comes from the
 // load balancer's pool list).
 func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listeners.Listener, p *pools.Pool, seen *snapshot) (poolState, error) {
-	st := poolState{CIDRs: h.AllowedCIDRs, InsertXFF: h.InsertHeaders[headerXFF] == "true", TLSRef: h.DefaultTlsContainerRef}
+	st := poolState{CIDRs: h.AllowedCIDRs, InsertXFF: h.InsertHeaders[headerXFF] == "true", TLSRef: h.DefaultTlsContainerRef,
+		Limits: listenerLimits{ConnLimit: h.ConnLimit, Timeouts: true, ClientData: h.TimeoutClientData, MemberConnect: h.TimeoutMemberConnect,
+			MemberData: h.TimeoutMemberData, TCPInspect: h.TimeoutTCPInspect}}
 	if p == nil {
 		return st, fmt.Errorf("pool %s of listener %s is not in the load balancer's pool list", h.DefaultPoolID, h.ID)
 	}
@@ -226,7 +243,7 @@ func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listener
 				return st, fmt.Errorf("getting health monitor %s: %w", p.MonitorID, err)
 			}
 		}
-		st.Monitor = &observedMonitor{ID: m.ID, Type: m.Type, URLPath: m.URLPath, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries}
+		st.Monitor = &observedMonitor{ID: m.ID, Type: m.Type, URLPath: m.URLPath, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries, MaxRetriesDown: m.MaxRetriesDown}
 	}
 	return st, nil
 }
@@ -241,8 +258,11 @@ func (l *loadBalancers) applyPool(ctx context.Context, cl *clients, lbID string,
 		}
 		return l.waitActive(ctx, cl, lbID)
 	}
-	if plan.SetCIDRs || plan.SetHeaders || plan.SetTLS {
+	if plan.SetCIDRs || plan.SetHeaders || plan.SetTLS || plan.SetLimits {
 		var opts listeners.UpdateOpts
+		if plan.SetLimits {
+			opts.ConnLimit, opts.TimeoutClientData, opts.TimeoutMemberConnect, opts.TimeoutMemberData, opts.TimeoutTCPInspect = ls.Limits.opts()
+		}
 		if plan.SetCIDRs {
 			cidrs := slices.Clone(ls.SourceRanges)
 			if cidrs == nil {
@@ -275,15 +295,15 @@ func (l *loadBalancers) applyPool(ctx context.Context, cl *clients, lbID string,
 		}
 	}
 	if m := ls.Monitor; m != nil && (plan.Monitor == monitorCreate || plan.Monitor == monitorReplace) {
-		_, err := monitors.Create(ctx, cl.lb, monitors.CreateOpts{PoolID: h.DefaultPoolID, Type: m.Type, Delay: m.Delay,
-			Timeout: m.Timeout, MaxRetries: m.MaxRetries, URLPath: m.URLPath}).Extract()
+		_, err := monitors.Create(ctx, cl.lb, monitors.CreateOpts{PoolID: h.DefaultPoolID, Type: m.Type, Delay: m.Want.Delay,
+			Timeout: m.Want.Timeout, MaxRetries: m.Want.MaxRetries, MaxRetriesDown: m.Want.MaxRetriesDown, URLPath: m.URLPath}).Extract()
 		if err := step("creating the health monitor", err); err != nil {
 			return err
 		}
 	}
 	if m := ls.Monitor; m != nil && plan.Monitor == monitorUpdate {
-		_, err := monitors.Update(ctx, cl.lb, have.Monitor.ID, monitors.UpdateOpts{Delay: m.Delay, Timeout: m.Timeout,
-			MaxRetries: m.MaxRetries, URLPath: m.URLPath}).Extract()
+		_, err := monitors.Update(ctx, cl.lb, have.Monitor.ID, monitors.UpdateOpts{Delay: m.Want.Delay, Timeout: m.Want.Timeout,
+			MaxRetries: m.Want.MaxRetries, MaxRetriesDown: m.Want.MaxRetriesDown, URLPath: m.URLPath}).Extract()
 		if err := step("updating the health monitor", err); err != nil {
 			return err
 		}

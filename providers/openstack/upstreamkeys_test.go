@@ -218,10 +218,10 @@ func TestUpstreamChartConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// lb-version, use-octavia, cascade-delete, monitor-max-retries-down, ignore-volume-az,
-	// rescan-on-resize, search-order (public/internal-network-name are implemented).
-	if n := c.cfg.Notices(); len(n) != 7 || len(*logged) != 7 {
-		t.Errorf("want 7 reports, got %d (logged %d):\n%s", len(n), len(*logged), strings.Join(n, "\n"))
+	// lb-version, use-octavia, cascade-delete, ignore-volume-az, rescan-on-resize,
+	// search-order (public/internal-network-name and monitor-max-retries-down are implemented).
+	if n := c.cfg.Notices(); len(n) != 6 || len(*logged) != 6 {
+		t.Errorf("want 6 reports, got %d (logged %d):\n%s", len(n), len(*logged), strings.Join(n, "\n"))
 	}
 	if !c.cfg.LoadBalancer.CreateMonitor || c.cfg.LoadBalancer.SubnetID == "" || c.cfg.Global.Password != "change;me" {
 		t.Errorf("implemented keys lost: %+v", c.cfg.LoadBalancer)

@@ -25,6 +25,49 @@ type listener struct {
 	Tags                                          []string // the upstream CCM tags its listeners with its load balancer name
 	InsertHeaders                                 map[string]string
 	TLSRef                                        string // default_tls_container_ref
+	// Limits are connection_limit and the timeout_* fields, Octavia's defaults unless set.
+	Limits listenerLimits
+}
+
+// listenerLimits are a listener's connection_limit, timeout_client_data,
+// timeout_member_connect, timeout_member_data and timeout_tcp_inspect.
+type listenerLimits struct {
+	ConnLimit     *int `json:"connection_limit,omitempty"`
+	ClientData    *int `json:"timeout_client_data,omitempty"`
+	MemberConnect *int `json:"timeout_member_connect,omitempty"`
+	MemberData    *int `json:"timeout_member_data,omitempty"`
+	TCPInspect    *int `json:"timeout_tcp_inspect,omitempty"`
+}
+
+// withDefaults fills what is unset with Octavia's defaults (-1: no limit; 50 s, 5 s, 50 s, 0).
+func (l listenerLimits) withDefaults() listenerLimits {
+	def := func(p *int, v int) *int {
+		if p == nil {
+			return &v
+		}
+		return p
+	}
+	return listenerLimits{def(l.ConnLimit, -1), def(l.ClientData, 50000), def(l.MemberConnect, 5000), def(l.MemberData, 50000), def(l.TCPInspect, 0)}
+}
+
+// set applies the fields b carries; a value Octavia refuses is a message.
+func (l *listenerLimits) set(b listenerLimits) string {
+	for _, f := range []struct {
+		to  **int
+		v   *int
+		min int
+	}{{&l.ConnLimit, b.ConnLimit, -1}, {&l.ClientData, b.ClientData, 0},
+		{&l.MemberConnect, b.MemberConnect, 0}, {&l.MemberData, b.MemberData, 0}, {&l.TCPInspect, b.TCPInspect, 0}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v < f.min || *f.v > 31536000000 {
+			return fmt.Sprintf("invalid listener limit or timeout %d", *f.v)
+		}
+		v := *f.v
+		*f.to = &v
+	}
+	return ""
 }
 
 type pool struct {
@@ -41,6 +84,7 @@ type member struct {
 type monitor struct {
 	ID, PoolID, Type, URLPath  string
 	Delay, Timeout, MaxRetries int
+	MaxRetriesDown             int // Octavia's default 3
 }
 
 // LoadBalancer is an Octavia load balancer as tests see it.
@@ -57,10 +101,15 @@ type Listener struct {
 	Port                                    int
 	Members                                 []string // "address:port", sorted
 	MemberSubnets                           []string // each member's subnet_id, sorted, "" when unset
-	Description                             string
-	AllowedCIDRs                            []string
-	InsertHeaders                           map[string]string
-	TLSRef                                  string // default_tls_container_ref
+	// Limits: connection_limit, timeout_client_data, timeout_member_connect,
+	// timeout_member_data, timeout_tcp_inspect. MonitorTiming: delay, timeout, max_retries,
+	// max_retries_down of the monitor (zero if none).
+	Limits        [5]int
+	MonitorTiming [4]int
+	Description   string
+	AllowedCIDRs  []string
+	InsertHeaders map[string]string
+	TLSRef        string // default_tls_container_ref
 }
 
 // LoadBalancers lists the load balancers (any state), sorted by name.
@@ -77,11 +126,13 @@ func (c *Cloud) LoadBalancers() []LoadBalancer {
 				continue
 			}
 			li := Listener{Protocol: l.Protocol, Port: l.Port, Description: l.Description, AllowedCIDRs: append([]string(nil), l.AllowedCIDRs...),
-				InsertHeaders: maps.Clone(l.InsertHeaders), TLSRef: l.TLSRef}
+				InsertHeaders: maps.Clone(l.InsertHeaders), TLSRef: l.TLSRef,
+				Limits: [5]int{*l.Limits.ConnLimit, *l.Limits.ClientData, *l.Limits.MemberConnect, *l.Limits.MemberData, *l.Limits.TCPInspect}}
 			if p := c.pools[l.PoolID]; p != nil {
 				li.PoolProtocol, li.Method = p.Protocol, p.Method
 				if m := c.monitors[p.MonitorID]; m != nil {
 					li.Monitor = m.Type
+					li.MonitorTiming = [4]int{m.Delay, m.Timeout, m.MaxRetries, m.MaxRetriesDown}
 				}
 				for _, m := range p.Members {
 					li.Members = append(li.Members, fmt.Sprintf("%s:%d", m.Address, m.Port))
@@ -304,13 +355,17 @@ type poolBody struct {
 	Method      string       `json:"lb_algorithm"`
 	Protocol    string       `json:"protocol"`
 	Members     []memberBody `json:"members"`
-	Monitor     *struct {
-		Type       string `json:"type"`
-		Delay      int    `json:"delay"`
-		Timeout    int    `json:"timeout"`
-		MaxRetries int    `json:"max_retries"`
-		URLPath    string `json:"url_path"`
-	} `json:"healthmonitor"`
+	Monitor     *PoolMonitor `json:"healthmonitor"`
+}
+
+// PoolMonitor is the health monitor of a pool created with it.
+type PoolMonitor struct {
+	Type           string `json:"type"`
+	Delay          int    `json:"delay"`
+	Timeout        int    `json:"timeout"`
+	MaxRetries     int    `json:"max_retries"`
+	MaxRetriesDown int    `json:"max_retries_down"`
+	URLPath        string `json:"url_path"`
 }
 
 type listenerBody struct {
@@ -327,6 +382,7 @@ type listenerBody struct {
 	// TLSRef: required on TERMINATED_HTTPS listeners, refused on others, and must be readable
 	// in Barbican.
 	TLSRef string `json:"default_tls_container_ref"`
+	listenerLimits
 }
 
 var (
@@ -384,6 +440,10 @@ func checkListener(l listenerBody, taken map[string]bool, v6 bool, known func(st
 		}
 	}
 	if msg := checkHeaders(l.Protocol, l.InsertHeaders); msg != "" {
+		return msg
+	}
+	var limits listenerLimits
+	if msg := limits.set(l.listenerLimits); msg != "" {
 		return msg
 	}
 	if msg := checkTLS(l.Protocol, l.TLSRef, known); msg != "" {
@@ -454,14 +514,17 @@ func portSpace(protocol string, port int) string {
 // addListener stores l with its pool, members and monitor. Callers hold c.mu and validated l.
 func (c *Cloud) addListener(lbID string, l listenerBody) *listener {
 	li := &listener{ID: c.nextID("listener"), Name: l.Name, Description: l.Description, Protocol: l.Protocol, Port: l.Port, LBID: lbID,
-		AllowedCIDRs: l.AllowedCIDRs, Tags: l.Tags, InsertHeaders: maps.Clone(l.InsertHeaders), TLSRef: l.TLSRef}
+		AllowedCIDRs: l.AllowedCIDRs, Tags: l.Tags, InsertHeaders: maps.Clone(l.InsertHeaders), TLSRef: l.TLSRef, Limits: l.listenerLimits.withDefaults()}
 	c.lis[li.ID] = li
 	if p := l.DefaultPool; p != nil {
 		po := &pool{ID: c.nextID("pool"), Name: p.Name, Description: p.Description, Protocol: p.Protocol, Method: p.Method, LBID: lbID, ListenerID: li.ID}
 		po.Members = c.members(p.Members)
 		if p.Monitor != nil {
 			m := &monitor{ID: c.nextID("hm"), PoolID: po.ID, Type: p.Monitor.Type, Delay: p.Monitor.Delay, Timeout: p.Monitor.Timeout,
-				MaxRetries: p.Monitor.MaxRetries, URLPath: p.Monitor.URLPath}
+				MaxRetries: p.Monitor.MaxRetries, MaxRetriesDown: p.Monitor.MaxRetriesDown, URLPath: p.Monitor.URLPath}
+			if m.MaxRetriesDown == 0 {
+				m.MaxRetriesDown = 3
+			}
 			c.monitors[m.ID] = m
 			po.MonitorID = m.ID
 		}
@@ -677,7 +740,10 @@ func (c *Cloud) listListeners(w http.ResponseWriter, r *http.Request) {
 		out = append(out, map[string]any{"id": l.ID, "name": l.Name, "description": l.Description, "protocol": l.Protocol,
 			"protocol_port": l.Port, "default_pool_id": l.PoolID, "allowed_cidrs": cidrs, "tags": tags, "insert_headers": hs,
 			"default_tls_container_ref": l.TLSRef,
-			"loadbalancers":             []any{map[string]any{"id": l.LBID}}})
+			"connection_limit":          *l.Limits.ConnLimit, "timeout_client_data": *l.Limits.ClientData,
+			"timeout_member_connect": *l.Limits.MemberConnect, "timeout_member_data": *l.Limits.MemberData,
+			"timeout_tcp_inspect": *l.Limits.TCPInspect,
+			"loadbalancers":       []any{map[string]any{"id": l.LBID}}})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"listeners": out})
 }
@@ -748,6 +814,7 @@ func (c *Cloud) updateListener(w http.ResponseWriter, r *http.Request) {
 			AllowedCIDRs      *[]string          `json:"allowed_cidrs"`
 			InsertHeaders     *map[string]string `json:"insert_headers"`
 			TLSRef            *string            `json:"default_tls_container_ref"`
+			listenerLimits
 		} `json:"listener"`
 	}
 	if err := decode(r, &b); err != nil {
@@ -774,6 +841,12 @@ func (c *Cloud) updateListener(w http.ResponseWriter, r *http.Request) {
 		}
 		l.AllowedCIDRs = *b.L.AllowedCIDRs
 	}
+	next := l.Limits
+	if msg := next.set(b.L.listenerLimits); msg != "" {
+		writeErr(w, http.StatusBadRequest, msg)
+		return
+	}
+	l.Limits = next
 	if b.L.InsertHeaders != nil {
 		l.InsertHeaders = maps.Clone(*b.L.InsertHeaders)
 	}
@@ -957,7 +1030,7 @@ func (c *Cloud) updatePool(w http.ResponseWriter, r *http.Request) {
 }
 
 func monitorJSON(m *monitor) map[string]any {
-	return map[string]any{"id": m.ID, "type": m.Type, "delay": m.Delay, "timeout": m.Timeout, "max_retries": m.MaxRetries,
+	return map[string]any{"id": m.ID, "type": m.Type, "delay": m.Delay, "timeout": m.Timeout, "max_retries": m.MaxRetries, "max_retries_down": m.MaxRetriesDown,
 		"url_path": m.URLPath, "pools": []any{map[string]any{"id": m.PoolID}}, "admin_state_up": true, "provisioning_status": "ACTIVE"}
 }
 
@@ -988,6 +1061,8 @@ type monitorBody struct {
 	Timeout    *int    `json:"timeout"`
 	MaxRetries *int    `json:"max_retries"`
 	URLPath    *string `json:"url_path"`
+	// MaxRetriesDown: default 3 at creation.
+	MaxRetriesDown *int `json:"max_retries_down"`
 }
 
 // apply sets the fields b carries and validates the result as Octavia does.
@@ -1007,7 +1082,13 @@ func (b monitorBody) apply(m *monitor) string {
 	if b.URLPath != nil {
 		m.URLPath = *b.URLPath
 	}
-	if !monitorTypes[m.Type] || m.Delay < m.Timeout || m.Delay < 1 || m.MaxRetries < 1 || m.MaxRetries > 10 {
+	if b.MaxRetriesDown != nil {
+		m.MaxRetriesDown = *b.MaxRetriesDown
+	}
+	if m.MaxRetriesDown == 0 {
+		m.MaxRetriesDown = 3
+	}
+	if !monitorTypes[m.Type] || m.Delay < m.Timeout || m.Delay < 1 || m.MaxRetries < 1 || m.MaxRetries > 10 || m.MaxRetriesDown < 1 || m.MaxRetriesDown > 10 {
 		return "invalid health monitor"
 	}
 	return ""

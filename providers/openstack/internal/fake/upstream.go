@@ -61,6 +61,19 @@ type UpstreamService struct {
 	// "ovn" upstream makes no HTTP monitors (ovn-octavia-provider has none): its pools keep
 	// the port's type even for externalTrafficPolicy Local, members get no monitor_port.
 	Provider string
+	// MonitorDelay, MonitorTimeout, MonitorMaxRetries, MonitorMaxRetriesDown: the
+	// health-monitor-* annotations upstream applied (0: its defaults 5, 3, 1, 3).
+	MonitorDelay, MonitorTimeout, MonitorMaxRetries, MonitorMaxRetriesDown int
+	// ConnLimit and the Timeout* fields: the connection-limit and timeout-* annotations
+	// upstream set on every listener (nil: Octavia's defaults, which upstream writes too).
+	ConnLimit, TimeoutClientData, TimeoutMemberConnect, TimeoutMemberData, TimeoutTCPInspect *int
+}
+
+func or(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
 }
 
 // UpstreamPort is one Service port.
@@ -173,13 +186,8 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 		}
 		pb := &poolBody{Name: cut255(fmt.Sprintf("pool_%d_%s", i, own)), Method: "ROUND_ROBIN", Protocol: proto, Members: ms}
 		if s.Monitor {
-			pb.Monitor = &struct {
-				Type       string `json:"type"`
-				Delay      int    `json:"delay"`
-				Timeout    int    `json:"timeout"`
-				MaxRetries int    `json:"max_retries"`
-				URLPath    string `json:"url_path"`
-			}{Type: proto, Delay: 5, Timeout: 3, MaxRetries: 1}
+			pb.Monitor = &PoolMonitor{Type: proto, Delay: or(s.MonitorDelay, 5), Timeout: or(s.MonitorTimeout, 3), MaxRetries: or(s.MonitorMaxRetries, 1),
+				MaxRetriesDown: or(s.MonitorMaxRetriesDown, 3)}
 			switch {
 			case s.HealthCheckNodePort > 0 && s.Provider != "ovn":
 				pb.Monitor.Type, pb.Monitor.URLPath = "HTTP", "/healthz"
@@ -192,7 +200,8 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 			lt = nil
 		}
 		li := c.addListener(lb.ID, listenerBody{Name: cut255(fmt.Sprintf("listener_%d_%s", i, own)), Protocol: lproto, Port: p.Port, Tags: lt,
-			DefaultPool: pb, InsertHeaders: hs, TLSRef: s.TLSContainerRef})
+			DefaultPool: pb, InsertHeaders: hs, TLSRef: s.TLSContainerRef,
+			listenerLimits: listenerLimits{s.ConnLimit, s.TimeoutClientData, s.TimeoutMemberConnect, s.TimeoutMemberData, s.TimeoutTCPInspect}})
 		li.AllowedCIDRs = []string{"0.0.0.0/0"} // upstream sets the default source range explicitly
 		if s.IPv6 {
 			li.AllowedCIDRs = []string{"::/0"}
