@@ -219,6 +219,9 @@ func (c *Config) Validate() config.Problems {
 	if lb.MonitorMaxRetries < 1 || lb.MonitorMaxRetries > 10 {
 		ps.Add("LoadBalancer", "monitor-max-retries", "must be between 1 and 10")
 	}
+	if d := lb.MonitorMaxRetriesDown; d != nil && *d > 10 {
+		ps.Add("LoadBalancer", "monitor-max-retries-down", "must be between 1 and 10 (Octavia refuses more; 0 is its default, 3)")
+	}
 	if lb.PendingRetry.Duration < 100*time.Millisecond {
 		ps.Add("LoadBalancer", "pending-retry", "must be at least 100ms")
 	}

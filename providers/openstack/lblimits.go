@@ -103,10 +103,11 @@ func monitorValuesOf(svc *v1.Service, cfg LBConfig, warn *[]string) (monitorValu
 	return v, v != d
 }
 
-// maxRetriesDown is [LoadBalancer] monitor-max-retries-down, 3 when unset (upstream's default,
-// Octavia's too).
+// maxRetriesDown is [LoadBalancer] monitor-max-retries-down, 3 when unset or 0 (upstream's
+// default; upstream sends 0 as no value, so Octavia's default 3 applies). Above 10 is a config
+// error (Validate).
 func (c LBConfig) maxRetriesDown() int {
-	if c.MonitorMaxRetriesDown == nil {
+	if c.MonitorMaxRetriesDown == nil || *c.MonitorMaxRetriesDown == 0 {
 		return 3
 	}
 	return int(*c.MonitorMaxRetriesDown)

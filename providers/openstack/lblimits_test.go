@@ -155,3 +155,18 @@ func TestLimitAnnotationsInPlace(t *testing.T) {
 		}
 	}
 }
+
+// monitor-max-retries-down: 0 is Octavia's default 3 (as upstream sends it: no value); above
+// 10 is refused with its line.
+func TestMonitorMaxRetriesDownConfig(t *testing.T) {
+	if got := limitsConfig(t, "monitor-max-retries-down = 0\n").cfg.LoadBalancer.maxRetriesDown(); got != 3 {
+		t.Errorf("0: %d, want 3", got)
+	}
+	if got := limitsConfig(t, "monitor-max-retries-down = 10\n").cfg.LoadBalancer.maxRetriesDown(); got != 10 {
+		t.Errorf("10: %d", got)
+	}
+	_, err := New(strings.NewReader("[Global]\nauth-url = https://k/v3\nusername = u\npassword = p\ntenant-id = t\n[LoadBalancer]\nmonitor-max-retries-down = 11\n"))
+	if err == nil || !strings.Contains(err.Error(), "monitor-max-retries-down") {
+		t.Errorf("11: %v", err)
+	}
+}
