@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -25,7 +26,7 @@ func (f cloudsFile) LoadCloudsYAML() (map[string]clientconfig.Cloud, error) {
 	}
 	var c clientconfig.Clouds
 	if err := yaml.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("not a clouds.yaml: %v", err)
+		return nil, errors.New("not a clouds.yaml (YAML with a clouds: map)") // yaml's errors quote the file's text
 	}
 	return c.Clouds, nil
 }

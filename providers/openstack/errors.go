@@ -126,7 +126,7 @@ func (c *Config) redact(text string) string {
 	text = tokenRE.ReplaceAllString(text, "<token>")
 	g := c.Global
 	for _, v := range []string{g.Password, g.ApplicationCredentialSecret, g.ApplicationCredentialID, g.ApplicationCredentialName,
-		g.Username, g.UserID, g.TenantID, g.TenantName} {
+		g.Username, g.UserID, g.TenantID, g.TenantName, g.Token, g.TrusteePassword, g.TrusteeID, g.TrustID} {
 		if len(strings.TrimSpace(v)) >= 3 { // shorter values would mangle ordinary words
 			text = strings.ReplaceAll(text, v, "<redacted>")
 		}

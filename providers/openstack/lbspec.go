@@ -54,6 +54,10 @@ type lbSpec struct {
 	// load balancer of that address's family (as upstream; Octavia cannot change a VIP later).
 	vipAddress string
 	existingID string // load-balancer-id: adopt, never create or delete
+	// recordedID: load-balancer-id written by a CCM (ccm or upstream) as the record of the load
+	// balancer that serves the Service (recordedLoadBalancer): looked up first, and when it is
+	// gone the Service's own is found by name or made again, as without the annotation.
+	recordedID string
 	// detectSubnet: no subnet or network is named; familySpecs takes the VIP subnet (and the
 	// member subnet, unless memberSubnetID names one) from a Node's port.
 	detectSubnet bool
@@ -159,6 +163,9 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	s.existingID = a[annLoadBalancerID]
 	if s.existingID != "" && !objectIDRE.MatchString(s.existingID) {
 		return nil, fmt.Errorf("annotation %s: %q is not an Octavia load balancer ID", annLoadBalancerID, s.existingID)
+	}
+	if recordedLoadBalancer(svc) {
+		s.recordedID, s.existingID = s.existingID, ""
 	}
 	s.internal = parseBool(svc, annInternal, cfg.InternalLB, &s.warnings)
 	if cfg.InternalLB && !s.internal {

@@ -214,7 +214,7 @@ func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterNam
 		s := *base
 		s.family, s.name = f, l.familyName(clusterName, svc, f)
 		if i > 0 {
-			s.existingID = "" // load-balancer-id names the first family's load balancer
+			s.existingID, s.recordedID = "", "" // load-balancer-id names the first family's load balancer
 		}
 		if f == v1.IPv6Protocol {
 			s.fixedFIP = "" // IPv6 VIPs are routed, not NATed: no floating IP
@@ -456,8 +456,15 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	if s := rep.seen; s != nil && s.lbs[name] != nil && (spec.existingID == "" || s.lbs[name].ID == spec.existingID) && lbOwned(id, s.lbs[name]) == nil {
 		lb = s.lbs[name]
 		l.remember(name, lb.ID)
-	} else if lb, adopted, err = l.find(ctx, cl, id, name, spec.existingID); err != nil {
-		return "", err
+	} else if lb, adopted, err = l.find(ctx, cl, id, name, or(spec.existingID, spec.recordedID)); err != nil {
+		if spec.recordedID == "" || !errors.Is(err, errNamedMissing) {
+			return "", err
+		}
+		// The load balancer the Service's annotations record is gone (deleted out of band, or
+		// in ERROR and deleted): its own is found by name, or made again below as a repair.
+		if lb, adopted, err = l.find(ctx, cl, id, name, ""); err != nil {
+			return "", err
+		}
 	}
 	if spec.family == families(svc)[0] {
 		rep.serving = servingOf(id, svc, lb, adopted)

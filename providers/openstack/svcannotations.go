@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -75,11 +78,19 @@ func (a *serviceAnnotator) annotate(ctx context.Context, svc *v1.Service, id, ad
 		return nil
 	}
 	_, err := client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil // the Service is gone (or, with a UID precondition, replaced): nothing to annotate
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err) && strings.Contains(err.Error(), "uid") {
+		return nil // the Service is gone, or replaced (the UID precondition): nothing to annotate
 	}
 	if err != nil {
 		return fmt.Errorf("writing annotations %s and %s onto the Service: %w", annLoadBalancerID, annLoadBalancerAddress, err)
 	}
 	return nil
+}
+
+// recordedLoadBalancer: the Service's load-balancer-id is a CCM's record, not a request to
+// share: load-balancer-address, written with it, is an address the Service's status serves. A
+// Service that asks to share a load balancer names it before it has that address. Pure.
+func recordedLoadBalancer(svc *v1.Service) bool {
+	a, err := netip.ParseAddr(svc.Annotations[annLoadBalancerAddress])
+	return err == nil && svc.Annotations[annLoadBalancerID] != "" && slices.Contains(statusAddrs(svc), a.Unmap())
 }
