@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -34,13 +35,16 @@ const fingerprintTag = "ccm.k8s.io/fingerprint"
 
 // loadBalancers implements cloudprovider.LoadBalancer with classic ELBs and NLBs.
 type loadBalancers struct {
-	c     *Cloud
-	sn    subnetCache
-	snap  elbSnapshot
-	nsnap nlbSnapshot
-	gsnap groupSnapshot // security groups tagged for the cluster
-	tsnap tgSnapshot    // target groups by NLB
-	keys  keylock.Locks // one operation per Service at a time (see keylock)
+	c *Cloud
+	// clusterName is the --cluster-name the service controller passes (the same on every
+	// call); upstream's NLB group names are derived from it (nlbgroup.go).
+	clusterName atomic.Value
+	sn          subnetCache
+	snap        elbSnapshot
+	nsnap       nlbSnapshot
+	gsnap       groupSnapshot // security groups tagged for the cluster
+	tsnap       tgSnapshot    // target groups by NLB
+	keys        keylock.Locks // one operation per Service at a time (see keylock)
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -226,7 +230,8 @@ func isCode(err error, codes ...string) bool {
 var errNotCreatedYet = errors.New("no load balancer to update")
 
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer.
-func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	l.clusterName.Store(clusterName)
 	if externalType(svc) {
 		return nil, cloudprovider.ImplementedElsewhere
 	}
@@ -246,7 +251,8 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 // Services it has cached, also one whose load balancer a worker has just deleted; creating
 // would bring that back for good. A Service with no address yet has its creation pending
 // (requeued with the current Nodes), so that is no error.
-func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
+func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
+	l.clusterName.Store(clusterName)
 	if externalType(svc) {
 		return cloudprovider.ImplementedElsewhere
 	}
@@ -567,7 +573,8 @@ func sameSet(a, b []string) bool {
 // EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer. It deletes only an ELB
 // tagged as owned by this cluster for this Service, then its security group and the rules
 // that point at it. A missing ELB is success (its group is still cleaned up).
-func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
+	l.clusterName.Store(clusterName)
 	start := time.Now()
 	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
 	_, err := l.deleteNLB(ctx, svc)

@@ -21,7 +21,9 @@ import (
 
 // upstreamOf is what the upstream CCM was given for svc in cluster.
 func (h *harness) upstreamOf(cluster string, svc *v1.Service, nodes []*v1.Node) fakeaws.UpstreamService {
-	u := fakeaws.UpstreamService{Cluster: cluster, Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID),
+	// ClusterName: upstream derives its NLB group's name from the --cluster-name, the name the
+	// service controller passes to every call, here the cluster's.
+	u := fakeaws.UpstreamService{Cluster: cluster, ClusterName: cluster, Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID),
 		NLB: h.upstreamNLB, NodeGroups: []string{fakeaws.NodeGroup}, ManagedSG: h.managedSG}
 	for _, p := range svc.Spec.Ports {
 		u.Ports = append(u.Ports, fakeaws.UpstreamPort{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort)})
@@ -97,7 +99,7 @@ func (h *harness) Leftovers(t cloudtest.T, cluster string, svc *v1.Service) []st
 	id := ownership.Of(cluster, svc)
 	var out []string
 	var elbGroup string
-	nlbGroup := fakeaws.UpstreamNLBGroupName("kubernetes", svc.Namespace, svc.Name, string(svc.UID))
+	nlbGroup := fakeaws.UpstreamNLBGroupName(cluster, svc.Namespace, svc.Name, string(svc.UID))
 	for _, g := range h.fake.SecurityGroups() {
 		if g.Name == "k8s-elb-"+up {
 			elbGroup = g.ID
@@ -146,7 +148,7 @@ func (h *harness) Remains(t cloudtest.T, cluster string, svc *v1.Service) []stri
 	var groups []string
 	for _, g := range h.fake.SecurityGroups() {
 		if g.Name == groupName(own) || g.Name == groupName(up) || g.Name == nlbGroupName(own) || g.Name == nlbGroupName(up) ||
-			g.Name == fakeaws.UpstreamNLBGroupName("kubernetes", svc.Namespace, svc.Name, string(svc.UID)) {
+			g.Name == fakeaws.UpstreamNLBGroupName(cluster, svc.Namespace, svc.Name, string(svc.UID)) {
 			groups = append(groups, g.ID)
 			out = append(out, "security group "+g.Name)
 		}

@@ -17,6 +17,8 @@ package aws
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"regexp"
@@ -39,8 +41,23 @@ const nlbGroupModeManaged = "Managed"
 // upstreamNLBGroupDescription is the description upstream gives every managed NLB group.
 const upstreamNLBGroupDescription = "[k8s] Managed SecurityGroup for LoadBalancer"
 
-// upstreamNLBGroupRE: k8s-<namespace:8>-<name:8>-<sha256:10>, alphanumerics only in the parts.
-var upstreamNLBGroupRE = regexp.MustCompile(`^k8s-[A-Za-z0-9]{0,8}-[A-Za-z0-9]{0,8}-[0-9a-f]{10}$`)
+// upstreamNLBGroupName is the name upstream's Managed mode gives svc's group
+// (GetSecurityGroupNameForNLB): k8s-<namespace:8>-<name:8>-<10 hex digits of the sha256 of the
+// cluster name, the Service's name, namespace and UID>, alphanumerics only in the parts. The
+// UID in it ties the group to this Service, as no tag of upstream's does.
+func upstreamNLBGroupName(clusterName string, svc *v1.Service) string {
+	h := sha256.New()
+	for _, s := range []string{clusterName, svc.Name, svc.Namespace, string(svc.UID)} {
+		_, _ = h.Write([]byte(s))
+	}
+	cut := func(s string) string {
+		s = nonAlnumRE.ReplaceAllString(s, "")
+		return s[:min(len(s), 8)]
+	}
+	return fmt.Sprintf("k8s-%s-%s-%s", cut(svc.Namespace), cut(svc.Name), hex.EncodeToString(h.Sum(nil))[:10])
+}
+
+var nonAlnumRE = regexp.MustCompile(`[^A-Za-z0-9]`)
 
 // nlbGroupName is ccm's name for the group of the NLB lbName.
 func nlbGroupName(lbName string) string { return "k8s-nlb-" + lbName }
@@ -49,11 +66,12 @@ func (c *Config) nlbGroupsManaged() bool {
 	return c.Global.NLBSecurityGroupMode == nlbGroupModeManaged
 }
 
-// isUpstreamNLBGroup says whether g is one upstream's Managed mode made: its name shape and
-// description, and this cluster's tag "owned" (upstream tags it with the cluster only). It is
-// svc's when attached to svc's NLB.
-func isUpstreamNLBGroup(id ownership.Identity, g *types.SecurityGroup) bool {
-	if !upstreamNLBGroupRE.MatchString(aws.ToString(g.GroupName)) || aws.ToString(g.Description) != upstreamNLBGroupDescription {
+// isUpstreamNLBGroup says whether g is the group upstream's Managed mode made for svc: the
+// name upstream derives from the cluster name and svc's UID, its description, and this cluster's
+// tag "owned" (upstream tags it with the cluster only).
+func (l *loadBalancers) isUpstreamNLBGroup(id ownership.Identity, svc *v1.Service, g *types.SecurityGroup) bool {
+	clusterName, _ := l.clusterName.Load().(string)
+	if svc.UID == "" || aws.ToString(g.GroupName) != upstreamNLBGroupName(clusterName, svc) || aws.ToString(g.Description) != upstreamNLBGroupDescription {
 		return false
 	}
 	tags := groupTags(g)
@@ -97,7 +115,7 @@ func (l *loadBalancers) nlbGroupOf(ctx context.Context, svc *v1.Service, lb *v2t
 	}
 	id := l.identity(svc)
 	for i := range groups {
-		if g := &groups[i]; ownership.Is(id, groupTags(g)) || isUpstreamNLBGroup(id, g) {
+		if g := &groups[i]; ownership.Is(id, groupTags(g)) || l.isUpstreamNLBGroup(id, svc, g) {
 			return g, nil
 		}
 	}
@@ -156,7 +174,7 @@ func (l *loadBalancers) syncNLBGroup(ctx context.Context, svc *v1.Service, g *ty
 	gid := aws.ToString(g.GroupId)
 	tags := groupTags(g)
 	if err := ownership.Check(id, "security group", gid, tags); err != nil {
-		if !isUpstreamNLBGroup(id, g) {
+		if !l.isUpstreamNLBGroup(id, svc, g) {
 			return nil, err
 		}
 		var ts []types.Tag
@@ -185,7 +203,7 @@ func (l *loadBalancers) deleteNLBGroup(ctx context.Context, svc *v1.Service, nam
 		}
 		for i := range out.SecurityGroups {
 			c := &out.SecurityGroups[i]
-			if ownership.Is(id, groupTags(c)) && (aws.ToString(c.GroupName) == nlbGroupName(name) || isUpstreamNLBGroup(id, c)) {
+			if ownership.Is(id, groupTags(c)) && (aws.ToString(c.GroupName) == nlbGroupName(name) || l.isUpstreamNLBGroup(id, svc, c)) {
 				g = c
 				break
 			}
@@ -195,7 +213,7 @@ func (l *loadBalancers) deleteNLBGroup(ctx context.Context, svc *v1.Service, nam
 		}
 	}
 	// Owned: ccm's tags, or upstream's group attached to the Service's proven NLB.
-	if !ownership.Is(id, groupTags(g)) && !isUpstreamNLBGroup(id, g) {
+	if !ownership.Is(id, groupTags(g)) && !l.isUpstreamNLBGroup(id, svc, g) {
 		return nil
 	}
 	return l.deleteGroup(ctx, svc, g)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/cloud-provider/api"
@@ -162,7 +163,7 @@ func TestUpstreamManagedNLBGroupTakenOver(t *testing.T) {
 		nlb, _, _, _ := h.fake.NLBByName(up)
 		gid := nlb.SecurityGroups[0]
 		g, _ := h.fake.Group(gid)
-		if g.Name != fakeaws.UpstreamNLBGroupName("kubernetes", svc.Namespace, svc.Name, string(svc.UID)) {
+		if g.Name != fakeaws.UpstreamNLBGroupName(migCluster, svc.Namespace, svc.Name, string(svc.UID)) {
 			t.Fatalf("seeded group %s", g.Name)
 		}
 		rules0 := groupRules(t, h, gid)
@@ -261,6 +262,31 @@ func TestNLBGroupRules(t *testing.T) {
 		sort.Strings(got)
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("ports %v ranges %v: %v, want %v", tc.ports, tc.ranges, got, tc.want)
+		}
+	}
+}
+
+// Upstream's group is recognised by the exact name upstream derives from the cluster name and
+// the Service's UID (compared with the fake's own derivation), so an upstream-style group of
+// another Service (same description and cluster tag) is never taken for this one's.
+func TestUpstreamNLBGroupIsTheServicesOwn(t *testing.T) {
+	l := &loadBalancers{}
+	l.clusterName.Store(migCluster)
+	svc := migService(3, true)
+	id := ownership.Of(migCluster, svc)
+	group := func(name string) *types.SecurityGroup {
+		return &types.SecurityGroup{GroupName: aws.String(name), Description: aws.String(upstreamNLBGroupDescription),
+			Tags: []types.Tag{{Key: aws.String(ownership.ClusterTagPrefix + migCluster), Value: aws.String("owned")}}}
+	}
+	own := fakeaws.UpstreamNLBGroupName(migCluster, svc.Namespace, svc.Name, string(svc.UID))
+	if got := upstreamNLBGroupName(migCluster, svc); got != own {
+		t.Fatalf("upstreamNLBGroupName = %s, the fake's derivation %s", got, own)
+	}
+	other := fakeaws.UpstreamNLBGroupName(migCluster, svc.Namespace, svc.Name, "another-uid")
+	otherCluster := fakeaws.UpstreamNLBGroupName("kubernetes", svc.Namespace, svc.Name, string(svc.UID))
+	for name, want := range map[string]bool{own: true, other: false, otherCluster: false} {
+		if got := l.isUpstreamNLBGroup(id, svc, group(name)); got != want {
+			t.Errorf("group %s: %v, want %v", name, got, want)
 		}
 	}
 }
