@@ -346,7 +346,8 @@ type syncReport struct {
 // sync reconciles one load balancer per IP family. Families provision in parallel: a pending
 // one does not stop the other from being created in the same pass.
 func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
-	nodes = l.membersOf(svc, nodes) // node-selector
+	all := nodes                    // the VIP subnet is detected from every Node, as upstream
+	nodes = l.membersOf(svc, nodes) // node-selector: the members
 	rep := &syncReport{}
 	if !mustExist {
 		l.deleted.Delete(svc.UID) // the Service's own sync wants it (again)
@@ -375,7 +376,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 		// A bulk list refused (a policy, a fault): read object by object instead.
 		klog.V(2).InfoS("No bulk read of the load balancers; reading each", "service", klog.KObj(svc), "err", l.c.cfg.sanitize(err))
 	}
-	specs, err := l.familySpecs(ctx, cl, clusterName, svc, nodes, base)
+	specs, err := l.familySpecs(ctx, cl, clusterName, svc, all, base)
 	if err != nil {
 		l.c.event(svc, v1.EventTypeWarning, "InvalidLoadBalancerConfig", l.c.cfg.sanitize(err).Error())
 		return nil, err
