@@ -216,11 +216,12 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 				err = annotationError(suffix, "%q is not an ELB security policy name (such as ELBSecurityPolicy-TLS-1-2-2017-01)", v)
 			}
 		case annBackend:
-			o.Backend = strings.ToLower(v)
-			if !slices.Contains([]string{"tcp", "http", "https", "ssl"}, o.Backend) {
-				err = annotationError(suffix, "must be tcp, http, https or ssl, not %q", v)
+			// Upstream refuses another value only on a TLS port of a classic ELB and ignores
+			// it elsewhere: settled below (otherBackend), once ssl-cert and ssl-ports are read,
+			// as is the case of the value.
+			if b := strings.ToLower(v); slices.Contains(backendProtocols, b) {
+				o.Backend = b
 			}
-			// Case is settled below, once ssl-cert and ssl-ports are read.
 		case annExtraTags:
 			o.ExtraTags, err = parseExtraTags(v)
 		case annNodeLabels:
@@ -308,6 +309,9 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 		return nil, annotationError(annAccessLog, "true needs %s%s", annotationPrefix, annAccessLogBucket)
 	}
 	o.HC.setTimings(o.NLB, svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal, hcSet)
+	if err := o.otherBackend(svc); err != nil {
+		return nil, err
+	}
 	if o.NLB {
 		if o.Backend == "ssl" && o.SSLCert != "" {
 			// Upstream makes the TLS listeners' target groups TLS then, on the value "ssl" as
@@ -345,6 +349,31 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 	return o, nil
 }
 
+// backendProtocols are the backend-protocol values upstream acts on (after lower-casing).
+var backendProtocols = []string{"tcp", "http", "https", "ssl"}
+
+// otherBackend decides a backend-protocol that is none of backendProtocols in any case, as
+// upstream does: empty is the default (TCP behind plain listeners, SSL in front of TCP on TLS
+// ports); another value on a TLS port of a classic ELB is refused (upstream: "Invalid backend
+// protocol"); anywhere else it is ignored, the listeners, target groups and health check stay
+// TCP, and the Service gets a Warning naming it, so a migrated Service is still reconciled.
+func (o *lbOptions) otherBackend(svc *v1.Service) error {
+	v, ok := svc.Annotations[annotationPrefix+annBackend]
+	if !ok || v == "" || slices.Contains(backendProtocols, strings.ToLower(v)) {
+		return nil
+	}
+	if !o.NLB {
+		for _, p := range svc.Spec.Ports {
+			if o.sslPort(p) {
+				return annotationError(annBackend, "%q on the TLS port %d: must be http, https, ssl or tcp (upstream refuses other values there too)", v, p.Port)
+			}
+		}
+	}
+	o.Advice = append(o.Advice, fmt.Sprintf("%s%s %q is not http, https, ssl or tcp and is ignored, as upstream ignores it here: the %s TCP",
+		annotationPrefix, annBackend, v, map[bool]string{true: "target groups and health checks are", false: "listeners and health check are"}[o.NLB]))
+	return nil
+}
+
 // classicBackendCase applies upstream's case rule for backend-protocol on a classic ELB, where
 // the listeners compare the value as written: on a TLS port a value not in lower case is
 // refused, as upstream refuses it; elsewhere only "http" makes HTTP listeners, so "HTTP" gives
@@ -352,8 +381,8 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 // the other values act as their lower case. Each such value is advised.
 func (o *lbOptions) classicBackendCase(svc *v1.Service) error {
 	v, ok := svc.Annotations[annotationPrefix+annBackend]
-	if !ok || v == o.Backend {
-		return nil
+	if !ok || v == o.Backend || !slices.Contains(backendProtocols, strings.ToLower(v)) {
+		return nil // the value as written, or one otherBackend settled
 	}
 	for _, p := range svc.Spec.Ports {
 		if o.sslPort(p) {

@@ -24,7 +24,7 @@ func TestAnnotationsRejectedNameTheAnnotation(t *testing.T) {
 		"proxy-protocol": "v2", "connection-idle-timeout": "0", "access-log-emit-interval": "30",
 		"healthcheck-protocol": "UDP", "healthcheck-port": "http", "healthcheck-path": "healthz", "ssl-negotiation-policy": "a policy",
 		"connection-draining-enabled": "yes",
-		"backend-protocol":            "udp", "healthcheck-interval": "1", "security-groups": "default",
+		"healthcheck-interval":        "1", "security-groups": "default",
 		"additional-resource-tags": "kubernetes.io/cluster/x=owned", "target-node-labels": "a in (",
 	} {
 		_, err := parseOptions(svcWith(map[string]string{annotationPrefix + ann: val}))
@@ -325,6 +325,37 @@ func TestBackendProtocolCaseAsUpstream(t *testing.T) {
 		case err != nil || o.Backend != tc.backend:
 			t.Errorf("%s: %v, backend %v; want %s", name, err, o, tc.backend)
 		case tc.advised != advised(o, "backend-protocol", "case-sensitively"), !tc.advised && len(o.Advice) != 0:
+			t.Errorf("%s: advice %q; want advised %v", name, o.Advice, tc.advised)
+		}
+	}
+	// A value upstream does not know: refused on a TLS port of a classic ELB (upstream's
+	// "Invalid backend protocol"), ignored with a Warning elsewhere; empty is unset.
+	for _, tc := range []struct {
+		value, typ, sslPorts string
+		refused, advised     bool
+	}{
+		{"udp", "", "", false, true}, {"grpc", "", "", false, true}, {"TLS", "", "", false, true}, {"h2c", "", "8443", false, true},
+		{"grpc", "", "443", true, false}, {"tls", "", "*", true, false}, {"Grpc", "", "https", true, false},
+		{"", "", "443", false, false}, {"", "", "", false, false}, {"", "nlb", "443", false, false},
+		{"grpc", "nlb", "", false, true}, {"tls", "nlb", "443", false, true}, {"TLS", "nlb", "*", false, true},
+	} {
+		ann := map[string]string{annotationPrefix + "backend-protocol": tc.value}
+		if tc.typ != "" {
+			ann[annotationPrefix+"type"] = tc.typ
+		}
+		if tc.sslPorts != "" {
+			ann[annotationPrefix+"ssl-cert"], ann[annotationPrefix+"ssl-ports"] = cert, tc.sslPorts
+		}
+		o, err := parseOptions(svcWith(ann))
+		name := fmt.Sprintf("%q type %q ssl-ports %q", tc.value, tc.typ, tc.sslPorts)
+		switch {
+		case tc.refused:
+			if err == nil || !strings.Contains(err.Error(), annotationPrefix+"backend-protocol") || !strings.Contains(err.Error(), "must be http, https, ssl or tcp") {
+				t.Errorf("%s: %v; want refused naming the annotation", name, err)
+			}
+		case err != nil || o.Backend != "tcp" || o.TLSBackend:
+			t.Errorf("%s: %v, %+v; want TCP", name, err, o)
+		case tc.advised != advised(o, "backend-protocol", "is ignored"), !tc.advised && len(o.Advice) != 0:
 			t.Errorf("%s: advice %q; want advised %v", name, o.Advice, tc.advised)
 		}
 	}

@@ -96,6 +96,13 @@ func TestBackendHTTPSWithoutCertAsUpstream(t *testing.T) {
 			[]fakeaws.Listener{{Protocol: "HTTPS", InstanceProtocol: "HTTPS", Port: 443, InstancePort: 30443, SSLCertificateID: cert}, {Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}, "SSL:30443"},
 		{map[string]string{annotationPrefix + "backend-protocol": "http"},
 			[]fakeaws.Listener{{Protocol: "HTTP", InstanceProtocol: "HTTP", Port: 443, InstancePort: 30443}, {Protocol: "HTTP", InstanceProtocol: "HTTP", Port: 80, InstancePort: 30080}}, "TCP:30443"},
+		// Values upstream does not know: ignored off the TLS ports; empty is unset on a TLS port.
+		{map[string]string{annotationPrefix + "backend-protocol": "grpc"},
+			[]fakeaws.Listener{{Protocol: "TCP", InstanceProtocol: "TCP", Port: 443, InstancePort: 30443}, {Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}, "TCP:30443"},
+		{map[string]string{annotationPrefix + "backend-protocol": "h2", annotationPrefix + "ssl-cert": cert, annotationPrefix + "ssl-ports": "8443"},
+			[]fakeaws.Listener{{Protocol: "TCP", InstanceProtocol: "TCP", Port: 443, InstancePort: 30443}, {Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}, "TCP:30443"},
+		{map[string]string{annotationPrefix + "backend-protocol": "", annotationPrefix + "ssl-cert": cert, annotationPrefix + "ssl-ports": "443"},
+			[]fakeaws.Listener{{Protocol: "SSL", InstanceProtocol: "TCP", Port: 443, InstancePort: 30443, SSLCertificateID: cert}, {Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}, "TCP:30443"},
 	} {
 		svc := tcpService("be", tc.ann)
 		if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
@@ -459,6 +466,13 @@ var acceptedCases = []struct {
 		[]string{annotationPrefix + `backend-protocol "HTTP" is read case-sensitively`, "the listeners are TCP"}},
 	{"backend-https-upper", map[string]string{annotationPrefix + "backend-protocol": "HTTPS"}, false,
 		[]string{annotationPrefix + `backend-protocol "HTTPS" is read case-sensitively`}},
+	// A value upstream does not know is ignored where it does not refuse it (no TLS port).
+	{"backend-grpc", map[string]string{annotationPrefix + "backend-protocol": "grpc"}, false,
+		[]string{annotationPrefix + `backend-protocol "grpc" is not http, https, ssl or tcp and is ignored`, "listeners and health check are TCP"}},
+	{"backend-tls-nlb", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "backend-protocol": "TLS",
+		annotationPrefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x", annotationPrefix + "ssl-ports": "443"}, true,
+		[]string{annotationPrefix + `backend-protocol "TLS" is not http, https, ssl or tcp and is ignored`, "target groups and health checks are TCP"}},
+	{"backend-empty", map[string]string{annotationPrefix + "backend-protocol": ""}, false, nil},
 }
 
 // checkAccepted checks svc's Events for case i: its Warning, or none.
