@@ -84,14 +84,7 @@ func UpstreamNLBGroupName(clusterName, ns, name, uid string) string {
 	for _, s := range []string{clusterName, name, ns, uid} {
 		_, _ = h.Write([]byte(s))
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
-	cut := func(s string, n int) string {
-		if len(s) > n {
-			return s[:n]
-		}
-		return s
-	}
-	return fmt.Sprintf("k8s-%s-%s-%s", cut(nonAlnum.ReplaceAllString(ns, ""), 8), cut(nonAlnum.ReplaceAllString(name, ""), 8), sum[:10])
+	return upstreamK8sName(ns, name, h.Sum(nil))
 }
 
 // UpstreamLBName is upstream's load balancer name for a Service UID.
@@ -105,6 +98,18 @@ func UpstreamLBName(uid string) string {
 
 var nonAlnum = regexp.MustCompile("[^[:alnum:]]")
 
+// upstreamK8sName is the shape upstream gives its NLB groups and target groups:
+// k8s-<namespace, alphanumerics, 8>-<name, alphanumerics, 8>-<10 hex digits of sum>.
+func upstreamK8sName(ns, name string, sum []byte) string {
+	cut := func(s string, n int) string {
+		if len(s) > n {
+			return s[:n]
+		}
+		return s
+	}
+	return fmt.Sprintf("k8s-%s-%s-%s", cut(nonAlnum.ReplaceAllString(ns, ""), 8), cut(nonAlnum.ReplaceAllString(name, ""), 8), hex.EncodeToString(sum)[:10])
+}
+
 // UpstreamTargetGroupName is upstream's target group name for one port (buildTargetGroupName:
 // the hash covers the cluster, Service, ports, protocols, target type and health check).
 func UpstreamTargetGroupName(cluster, ns, name string, port, nodePort int, protocol, hcProtocol string, hcInterval int) string {
@@ -112,14 +117,7 @@ func UpstreamTargetGroupName(cluster, ns, name string, port, nodePort int, proto
 	for _, s := range []string{cluster, ns, name, strconv.Itoa(port), strconv.Itoa(nodePort), protocol, "instance", hcProtocol, strconv.Itoa(hcInterval)} {
 		_, _ = h.Write([]byte(s))
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
-	cut := func(s string, n int) string {
-		if len(s) > n {
-			return s[:n]
-		}
-		return s
-	}
-	return fmt.Sprintf("k8s-%s-%s-%s", cut(nonAlnum.ReplaceAllString(ns, ""), 8), cut(nonAlnum.ReplaceAllString(name, ""), 8), sum[:10])
+	return upstreamK8sName(ns, name, h.Sum(nil))
 }
 
 // UpstreamTags are the tags upstream puts on a Service's load balancer and target groups.
