@@ -67,6 +67,8 @@ type Cloud struct {
 	latency        time.Duration
 	servers        map[string]*server
 	flavors        map[string]string // id -> name
+	lbFlavors      map[string]bool   // Octavia flavor id -> enabled
+	lbAZs          map[string]bool   // Octavia availability zone -> enabled
 	ports          map[string]*port
 	networks       map[string]*network
 	subnets        map[string]*subnet

@@ -13,9 +13,11 @@ import (
 
 type loadBalancer struct {
 	ID, Name, Description, Status, VipAddress, VipPortID, VipSubnetID, VipNetworkID, Provider string
-	Tags                                                                                      []string
-	created, until                                                                            time.Time
-	willError                                                                                 bool
+	// FlavorID and AvailabilityZone are set at creation only: Octavia's PUT has neither.
+	FlavorID, AvailabilityZone string
+	Tags                       []string
+	created, until             time.Time
+	willError                  bool
 }
 
 type listener struct {
@@ -90,7 +92,7 @@ type monitor struct {
 // LoadBalancer is an Octavia load balancer as tests see it.
 type LoadBalancer struct {
 	ID, Name, Status, VipAddress, VipPortID, Provider string
-	VipSubnetID                                       string
+	VipSubnetID, FlavorID, AvailabilityZone           string
 	Tags                                              []string
 	Listeners                                         []Listener
 }
@@ -120,7 +122,7 @@ func (c *Cloud) LoadBalancers() []LoadBalancer {
 	var out []LoadBalancer
 	for _, lb := range c.lbs {
 		v := LoadBalancer{ID: lb.ID, Name: lb.Name, Status: lb.Status, VipAddress: lb.VipAddress, VipPortID: lb.VipPortID,
-			Provider: lb.Provider, VipSubnetID: lb.VipSubnetID, Tags: append([]string(nil), lb.Tags...)}
+			Provider: lb.Provider, VipSubnetID: lb.VipSubnetID, FlavorID: lb.FlavorID, AvailabilityZone: lb.AvailabilityZone, Tags: append([]string(nil), lb.Tags...)}
 		for _, l := range c.lis {
 			if l.LBID != lb.ID {
 				continue
@@ -249,9 +251,13 @@ func (c *Cloud) tick() {
 func (c *Cloud) removeLB(id string) {
 	lb := c.lbs[id]
 	delete(c.lbs, id)
-	delete(c.ports, lb.VipPortID)
+	// As Octavia (deallocate_vip): the VIP port goes only when Octavia made it (device_owner
+	// Octavia); a port the user gave as vip_port_id stays, with its floating IP.
+	if vp := c.ports[lb.VipPortID]; vp != nil && vp.DeviceOwner == "Octavia" {
+		delete(c.ports, lb.VipPortID)
+	}
 	for fid, f := range c.fips { // Neutron disassociates floating IPs of a deleted port
-		if f.PortID == lb.VipPortID {
+		if c.ports[lb.VipPortID] == nil && f.PortID == lb.VipPortID {
 			f.PortID, f.FixedIP, f.Status = "", "", "DOWN"
 			c.fips[fid] = f
 		}
@@ -337,7 +343,8 @@ func (c *Cloud) lbJSON(lb *loadBalancer) map[string]any {
 	}
 	return map[string]any{"id": lb.ID, "name": lb.Name, "description": lb.Description, "provisioning_status": lb.Status,
 		"operating_status": op, "vip_address": lb.VipAddress, "vip_port_id": lb.VipPortID, "vip_subnet_id": lb.VipSubnetID,
-		"vip_network_id": lb.VipNetworkID, "provider": lb.Provider, "tags": tags, "listeners": ls, "pools": ps,
+		"vip_network_id": lb.VipNetworkID, "provider": lb.Provider, "tags": tags,
+		"flavor_id": nullable(lb.FlavorID), "availability_zone": nullable(lb.AvailabilityZone), "listeners": ls, "pools": ps,
 		"admin_state_up": true, "project_id": "pid-" + c.opts.ProjectName}
 }
 
@@ -553,6 +560,9 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 			VipSubnetID                 string         `json:"vip_subnet_id"`
 			VipNetworkID                string         `json:"vip_network_id"`
 			VipAddress                  string         `json:"vip_address"`
+			VipPortID                   string         `json:"vip_port_id"`
+			FlavorID                    string         `json:"flavor_id"`
+			AvailabilityZone            string         `json:"availability_zone"`
 			Tags                        []string       `json:"tags"`
 			Listeners                   []listenerBody `json:"listeners"`
 		} `json:"loadbalancer"`
@@ -562,6 +572,23 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := b.LB
+	userPort, msg := c.vipPort(in.VipPortID, in.VipAddress)
+	if msg != "" {
+		writeErr(w, http.StatusBadRequest, msg)
+		return
+	}
+	if userPort != nil && in.VipSubnetID == "" && in.VipNetworkID == "" {
+		in.VipSubnetID = userPort.FixedIPs[0].SubnetID // Octavia fills the subnet from the port
+		for _, f := range userPort.FixedIPs {
+			if f.IPAddress == in.VipAddress {
+				in.VipSubnetID = f.SubnetID
+			}
+		}
+	}
+	if msg := c.checkPlacement(in.FlavorID, in.AvailabilityZone); msg != "" {
+		writeErr(w, http.StatusBadRequest, msg)
+		return
+	}
 	sub := c.subnets[in.VipSubnetID]
 	if sub == nil && in.VipNetworkID != "" {
 		for _, s := range c.subnets { // Octavia prefers an IPv4 subnet of the network
@@ -593,7 +620,7 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if in.VipAddress != "" {
+	if in.VipAddress != "" && userPort == nil {
 		// As Octavia (through Neutron): a requested VIP must be in the subnet and free.
 		a, err := netip.ParseAddr(in.VipAddress)
 		if pfx, perr := netip.ParsePrefix(sub.CIDR); err != nil || perr != nil || !pfx.Contains(a) {
@@ -609,6 +636,9 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 	}
 	c.vipSeq++
 	vip := in.VipAddress
+	if userPort != nil && vip == "" {
+		vip = userPort.FixedIPs[0].IPAddress // the port's address is the VIP
+	}
 	if vip == "" && sub.IPVersion == 6 {
 		vip = fmt.Sprintf("fd00::2:%x", c.vipSeq)
 	} else if vip == "" {
@@ -617,7 +647,7 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	lb := &loadBalancer{ID: c.nextID("lb"), Name: in.Name, Description: in.Description, Status: "PENDING_CREATE",
 		VipAddress: vip, VipSubnetID: sub.ID, VipNetworkID: sub.NetworkID, Provider: in.Provider, Tags: in.Tags,
-		created: now, until: now.Add(c.opts.ProvisionDelay)}
+		FlavorID: in.FlavorID, AvailabilityZone: in.AvailabilityZone, created: now, until: now.Add(c.opts.ProvisionDelay)}
 	if lb.Provider == "" {
 		lb.Provider = "amphora"
 	}
@@ -625,10 +655,14 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 		c.errorNext--
 		lb.willError = true
 	}
-	vp := &port{ID: c.nextID("port"), NetworkID: sub.NetworkID, DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia",
-		FixedIPs: []fixedIP{{SubnetID: sub.ID, IPAddress: vip}}}
-	c.ports[vp.ID] = vp
-	lb.VipPortID = vp.ID
+	if userPort != nil {
+		lb.VipPortID = userPort.ID // the user's port, left as it is
+	} else {
+		vp := &port{ID: c.nextID("port"), NetworkID: sub.NetworkID, DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia",
+			FixedIPs: []fixedIP{{SubnetID: sub.ID, IPAddress: vip}}}
+		c.ports[vp.ID] = vp
+		lb.VipPortID = vp.ID
+	}
 	c.lbs[lb.ID] = lb
 	for _, l := range in.Listeners {
 		c.addListener(lb.ID, l)

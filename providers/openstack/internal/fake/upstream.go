@@ -67,6 +67,12 @@ type UpstreamService struct {
 	// ConnLimit and the Timeout* fields: the connection-limit and timeout-* annotations
 	// upstream set on every listener (nil: Octavia's defaults, which upstream writes too).
 	ConnLimit, TimeoutClientData, TimeoutMemberConnect, TimeoutMemberData, TimeoutTCPInspect *int
+	// FlavorID and AvailabilityZone: the flavor-id and availability-zone upstream created the
+	// load balancer with (annotation or [LoadBalancer] key).
+	FlavorID, AvailabilityZone string
+	// VipPortID (loadbalancer.openstack.org/port-id): a port the user made (AddPort), the
+	// load balancer's VIP port; its address is the VIP.
+	VipPortID string
 }
 
 func or(v, def int) int {
@@ -119,13 +125,18 @@ func (c *Cloud) SeedUpstream(s UpstreamService) (lbID, address string) {
 	}
 	lb := &loadBalancer{ID: c.nextID("lb"), Name: name, Description: fmt.Sprintf("Kubernetes external service %s/%s from cluster %s", s.Namespace, s.Name, s.Cluster),
 		Status: "ACTIVE", VipAddress: vip, VipSubnetID: vipSubnet, VipNetworkID: PrivateNetworkID,
-		Provider: "amphora", created: time.Now(), Tags: tags}
+		Provider: "amphora", created: time.Now(), Tags: tags, FlavorID: s.FlavorID, AvailabilityZone: s.AvailabilityZone}
 	if s.Provider != "" {
 		lb.Provider = s.Provider
 	}
-	vp := &port{ID: c.nextID("port"), NetworkID: PrivateNetworkID, DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia",
-		FixedIPs: []fixedIP{{SubnetID: vipSubnet, IPAddress: lb.VipAddress}}}
-	c.ports[vp.ID] = vp
+	vp := c.ports[s.VipPortID]
+	if vp != nil {
+		lb.VipAddress, lb.VipSubnetID, lb.VipNetworkID = vp.FixedIPs[0].IPAddress, vp.FixedIPs[0].SubnetID, vp.NetworkID
+	} else {
+		vp = &port{ID: c.nextID("port"), NetworkID: PrivateNetworkID, DeviceID: "lb-" + lb.ID, DeviceOwner: "Octavia",
+			FixedIPs: []fixedIP{{SubnetID: vipSubnet, IPAddress: lb.VipAddress}}}
+		c.ports[vp.ID] = vp
+	}
 	lb.VipPortID = vp.ID
 	c.lbs[lb.ID] = lb
 	c.seedListeners(lb, s)
