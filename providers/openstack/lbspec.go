@@ -42,6 +42,7 @@ var supportedAnnotations = map[string]bool{
 	annMemberSubnetID: true, annClass: true, annKeepFloatingIP: true, annProxyProtocol: true,
 	annLBMethod: true, annHealthMonitor: true, annLoadBalancerID: true, annLoadBalancerAddress: true,
 	annXForwardedFor: true, annTLSContainerRef: true, annHostname: true,
+	annFlavorID: true, annAvailabilityZone: true, annPortID: true,
 }
 
 // lbSpec is what the Service asks of its load balancer, after class, annotations and config.
@@ -53,6 +54,9 @@ type lbSpec struct {
 	// vipAddress is the VIP asked for at creation: spec.loadBalancerIP of an internal or IPv6
 	// load balancer of that address's family (as upstream; Octavia cannot change a VIP later).
 	vipAddress string
+	// createOnly: flavor, availability zone and VIP port, also taken at creation only
+	// (createonly.go); the VIP port only for the first family's load balancer.
+	createOnly
 	existingID string // load-balancer-id: adopt, never create or delete
 	// recordedID: load-balancer-id written by a CCM (ccm or upstream) as the record of the load
 	// balancer that serves the Service (recordedLoadBalancer): looked up first, and when it is
@@ -67,6 +71,7 @@ type lbSpec struct {
 	// tlsRef is the TLS container or secret of the TERMINATED_HTTPS listeners ("": none).
 	tlsRef   string
 	warnings []string // each names its annotation
+	advice   []advice // Warnings with their own reason (createonly.go)
 }
 
 // listenerSpec is one listener with its pool and monitor; its fingerprint is kept in the
@@ -136,6 +141,7 @@ func classBySpec(svc *v1.Service, classes map[string]*LBClass) string {
 func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	cfg := l.c.cfg.LoadBalancer
 	a := svc.Annotations
+	var err error
 	s := &lbSpec{name: name, provider: cfg.LBProvider, family: v1.IPv4Protocol,
 		subnetID: cfg.SubnetID, networkID: cfg.NetworkID, memberSubnetID: cfg.MemberSubnetID,
 		floatingNetworkID: cfg.FloatingNetworkID, floatingSubnetID: cfg.FloatingSubnetID}
@@ -154,7 +160,7 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 		s.memberSubnetID = or(cls.MemberSubnetID, s.memberSubnetID)
 		s.floatingNetworkID, s.floatingSubnetID = or(cls.FloatingNetworkID, s.floatingNetworkID), or(cls.FloatingSubnetID, s.floatingSubnetID)
 	}
-	if err := l.checkNamedNetworks(svc); err != nil {
+	if err = l.checkNamedNetworks(svc); err != nil {
 		return nil, err
 	}
 	s.subnetID, s.networkID = or(a[annSubnetID], s.subnetID), or(a[annNetworkID], s.networkID)
@@ -173,6 +179,9 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 		// to a public address.
 		s.internal = true
 		s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is ignored: [LoadBalancer] internal-lb = true keeps every load balancer internal", annInternal, svc.Annotations[annInternal]))
+	}
+	if s.createOnly, s.advice, err = createOnlyOf(svc, cfg, s.provider); err != nil {
+		return nil, err
 	}
 	s.keepFIP = parseBool(svc, annKeepFloatingIP, false, &s.warnings)
 	s.fixedFIP = svc.Spec.LoadBalancerIP //nolint:staticcheck // deprecated in the API, still the upstream way to ask for a floating IP

@@ -214,7 +214,8 @@ func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterNam
 		s := *base
 		s.family, s.name = f, l.familyName(clusterName, svc, f)
 		if i > 0 {
-			s.existingID, s.recordedID = "", "" // load-balancer-id names the first family's load balancer
+			// load-balancer-id and port-id name the first family's load balancer and its port
+			s.existingID, s.recordedID, s.vipPortID = "", "", ""
 		}
 		if f == v1.IPv6Protocol {
 			s.fixedFIP = "" // IPv6 VIPs are routed, not NATed: no floating IP
@@ -367,6 +368,9 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 	for _, w := range base.warnings {
 		l.c.events.Advise(svc, "UnsupportedAnnotation", w) // once an hour per Service, not every resync
 	}
+	for _, a := range base.advice {
+		l.c.events.Advise(svc, a.reason, a.msg)
+	}
 	cl, err := l.c.sess.get(ctx)
 	if err != nil {
 		return nil, err
@@ -474,6 +478,9 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 		if _, gone := l.deleted.Load(svc.UID); mustExist && (gone || !hadAddress(svc, spec.family)) {
 			return "", fmt.Errorf("load balancer %s %w", name, errNotCreatedYet)
 		}
+		if err := l.checkVIPPort(ctx, cl, id, spec); err != nil {
+			return "", err
+		}
 		members, err := l.members(ctx, nodes, spec)
 		if err != nil {
 			return "", err
@@ -504,8 +511,8 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	default:
 		return "", l.retry(fmt.Sprintf("load balancer %s is %s", name, st))
 	}
-	if msg := vipNotApplied(spec, lb, adopted); msg != "" {
-		l.c.events.Advise(svc, "LoadBalancerIPNotApplied", msg) // once an hour, not every sync
+	for _, a := range notApplied(spec, lb, adopted) {
+		l.c.events.Advise(svc, a.reason, a.msg) // once an hour, not every sync
 	}
 	if adopted && lbOfCluster(id.Cluster, lb) {
 		if err := l.joinShared(ctx, cl, spec, lb); err != nil {
@@ -570,6 +577,7 @@ func (l *loadBalancers) create(ctx context.Context, cl *clients, id ownership.Id
 		Name: spec.name, Description: legacyLBDescription(id), Provider: spec.provider,
 		VipSubnetID: spec.subnetID, VipAddress: spec.vipAddress, Tags: ownerTags(id),
 	}
+	spec.createOnly.fill(&opts)
 	if !l.bare.Load() {
 		for _, ls := range spec.listeners {
 			opts.Listeners = append(opts.Listeners, listenerCreateOpts(spec, ls, members, listenerDescription(id, ls)))

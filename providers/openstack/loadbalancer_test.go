@@ -280,13 +280,13 @@ func TestInternalUsesVIP(t *testing.T) {
 
 func TestAnnotationWarnings(t *testing.T) {
 	c, _ := New(strings.NewReader("[Global]\nauth-url = https://k/v3\nusername = u\npassword = p\ntenant-id = t\n[LoadBalancer]\nsubnet-id = s\n"))
-	svc := lbService("w", map[string]string{annLBMethod: "FASTEST", annKeepFloatingIP: "maybe", annPrefix + "flavor-id": "x", annProxyProtocol: "v3"})
+	svc := lbService("w", map[string]string{annLBMethod: "FASTEST", annKeepFloatingIP: "maybe", annPrefix + "no-such-setting": "x", annProxyProtocol: "v3"})
 	spec, err := c.lb.spec("n", svc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := strings.Join(spec.warnings, "\n")
-	for _, want := range []string{annLBMethod, annKeepFloatingIP, annPrefix + "flavor-id", annProxyProtocol} {
+	for _, want := range []string{annLBMethod, annKeepFloatingIP, annPrefix + "no-such-setting", annProxyProtocol} {
 		if !strings.Contains(all, want) {
 			t.Errorf("warnings lack %s:\n%s", want, all)
 		}
@@ -465,10 +465,10 @@ func TestUpdateBeforeCreate(t *testing.T) {
 func TestUnsupportedAnnotationWarnedOnce(t *testing.T) {
 	f := newFake(t, fake.Options{})
 	lb, sink := migrationCloud(t, f, "")
-	svc := lbService("adv", map[string]string{annPrefix + "flavor-id": "x"})
+	svc := lbService("adv", map[string]string{annPrefix + "no-such-setting": "x"})
 	ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
-	if ok, evs := sink.Await(svc, 5*time.Second, "UnsupportedAnnotation", "flavor-id"); !ok {
-		t.Fatalf("no UnsupportedAnnotation Warning naming flavor-id: %q", evs)
+	if ok, evs := sink.Await(svc, 5*time.Second, "UnsupportedAnnotation", "no-such-setting"); !ok {
+		t.Fatalf("no UnsupportedAnnotation Warning naming no-such-setting: %q", evs)
 	}
 	before := sink.Writes()
 	for range 3 {

@@ -1,0 +1,140 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccm-project/ccm/common/ownership"
+)
+
+// Settings Octavia takes only when it creates a load balancer (its PUT has none of them):
+// the flavor, the availability zone, the VIP port, and the VIP address (vipaddress.go).
+const (
+	annFlavorID         = annPrefix + "flavor-id"
+	annAvailabilityZone = annPrefix + "availability-zone"
+	annPortID           = annPrefix + "port-id"
+)
+
+// Warning reasons of the create-only settings. reasonAZIgnored is upstream's.
+const (
+	reasonAZIgnored       = "LoadBalancerAvailabilityZonesIgnored"
+	reasonFlavorIgnored   = "LoadBalancerFlavorIgnored"
+	reasonVIPNotApplied   = "LoadBalancerIPNotApplied"
+	reasonSettingNotFixed = "LoadBalancerSettingNotApplied"
+)
+
+// advice is one Warning of a sync, given at most once an hour (svcevents.Advise).
+type advice struct{ reason, msg string }
+
+// createOnly is what a Service asks of its load balancer's creation besides its VIP address.
+type createOnly struct {
+	flavorID, availabilityZone string
+	// vipPortID (port-id): an existing Neutron port, the user's, made the VIP port of the
+	// Service's first family's load balancer; its fixed IP is the VIP.
+	vipPortID string
+}
+
+// createOnlyOf reads flavor-id, availability-zone and port-id as upstream does: an
+// annotation, even empty, wins over the [LoadBalancer] key of the same name. Upstream sends
+// a flavor or an availability zone only when Octavia supports it (API 2.6 and 2.14) and the
+// provider is not ovn. ccm assumes an Octavia of Ussuri (API 2.14) or later, which every
+// supported OpenStack has, so only the ovn case remains: the ovn provider has neither, and
+// Octavia would refuse the create; the value is dropped with a Warning (upstream's
+// LoadBalancerAvailabilityZonesIgnored for the zone; upstream is silent about the flavor).
+// A port-id that cannot be an ID is an error naming the annotation. Pure.
+func createOnlyOf(svc *v1.Service, cfg LBConfig, provider string) (createOnly, []advice, error) {
+	var c createOnly
+	var out []advice
+	pick := func(key string, def *string) string {
+		if v, ok := svc.Annotations[key]; ok {
+			return strings.TrimSpace(v)
+		}
+		if def != nil {
+			return strings.TrimSpace(*def)
+		}
+		return ""
+	}
+	c.flavorID, c.availabilityZone = pick(annFlavorID, cfg.FlavorID), pick(annAvailabilityZone, cfg.AvailabilityZone)
+	if provider == providerOVN {
+		if c.flavorID != "" {
+			out = append(out, advice{reasonFlavorIgnored, fmt.Sprintf("flavor-id %q (annotation %s or [LoadBalancer] flavor-id) is not used: lb-provider = ovn has no flavors, as upstream", c.flavorID, annFlavorID)})
+		}
+		if c.availabilityZone != "" {
+			out = append(out, advice{reasonAZIgnored, fmt.Sprintf("availability-zone %q (annotation %s or [LoadBalancer] availability-zone) is not used: lb-provider = ovn has no availability zones, as upstream", c.availabilityZone, annAvailabilityZone)})
+		}
+		c.flavorID, c.availabilityZone = "", ""
+	}
+	c.vipPortID = strings.TrimSpace(svc.Annotations[annPortID])
+	if c.vipPortID != "" && !objectIDRE.MatchString(c.vipPortID) {
+		return createOnly{}, nil, fmt.Errorf("annotation %s: %q is not a Neutron port ID", annPortID, c.vipPortID)
+	}
+	return c, out, nil
+}
+
+// fill sets what Octavia takes at creation: the VIP port instead of the VIP subnet
+// (as upstream: Octavia takes the subnet and the address from the port; a VIP address asked
+// for must then be on the port, which Octavia checks), the flavor and the zone.
+func (c createOnly) fill(opts *loadbalancers.CreateOpts) {
+	if c.vipPortID != "" {
+		opts.VipPortID, opts.VipSubnetID = c.vipPortID, ""
+	}
+	opts.FlavorID, opts.AvailabilityZone = c.flavorID, c.availabilityZone
+}
+
+// notApplied is the advice about the create-only settings lb does not have. Octavia cannot
+// change them, so, as upstream, a later or different value changes nothing (compare, write
+// nothing); ccm says so in a Warning naming the annotation (upstream is silent). Only what
+// the Service asks for is compared: a load balancer taken over with a flavor nobody names
+// any more is fine. A load balancer the Service does not own is another matter (adopted).
+// Pure.
+func notApplied(spec *lbSpec, lb *loadbalancers.LoadBalancer, adopted bool) []advice {
+	if adopted {
+		return nil
+	}
+	var out []advice
+	if msg := vipNotApplied(spec, lb, adopted); msg != "" {
+		out = append(out, advice{reasonVIPNotApplied, msg})
+	}
+	for _, d := range []struct{ key, want, have, what string }{
+		{annFlavorID + " (or [LoadBalancer] flavor-id)", spec.flavorID, lb.FlavorID, "flavor"},
+		{annAvailabilityZone + " (or [LoadBalancer] availability-zone)", spec.availabilityZone, lb.AvailabilityZone, "availability zone"},
+		{annPortID, spec.vipPortID, lb.VipPortID, "VIP port"},
+	} {
+		if d.want != "" && d.want != d.have {
+			out = append(out, advice{reasonSettingNotFixed, fmt.Sprintf("annotation %s: %s %q is not the %s %q of load balancer %s: Octavia cannot change it, so it is used only when the load balancer is created (recreate the Service to change it)",
+				d.key, d.what, d.want, d.what, or(d.have, "(none)"), spec.name)})
+		}
+	}
+	return out
+}
+
+// checkVIPPort checks, before a load balancer is created on it, that the port port-id names
+// is on the network the Service's VIP would otherwise be on (the VIP subnet's, which the
+// config names or a Node's port shows), or that the operator allowed it by namespace or ID:
+// as with subnet-id and network-id, a tenant must not put its load balancer on another
+// cluster's network. Octavia checks the rest (the port exists and no device uses it).
+// Reads only.
+func (l *loadBalancers) checkVIPPort(ctx context.Context, cl *clients, id ownership.Identity, spec *lbSpec) error {
+	if spec.vipPortID == "" || l.c.cfg.LoadBalancer.allow.Permits(id.Namespace, spec.vipPortID) {
+		return nil
+	}
+	p, err := ports.Get(ctx, cl.network, spec.vipPortID).Extract()
+	if err != nil {
+		return fmt.Errorf("annotation %s: getting port %s: %w", annPortID, spec.vipPortID, err)
+	}
+	s, err := subnets.Get(ctx, cl.network, spec.subnetID).Extract()
+	if err != nil {
+		return fmt.Errorf("getting subnet %s: %w", spec.subnetID, err)
+	}
+	if p.NetworkID != s.NetworkID {
+		return fmt.Errorf("annotation %s names port %q on network %s, not the load balancers' network %s; an operator can allow it in the cloud config by namespace or by ID: %w",
+			annPortID, spec.vipPortID, p.NetworkID, s.NetworkID, ownership.ErrNotOwned)
+	}
+	return nil
+}
