@@ -35,6 +35,10 @@ type advice struct{ reason, msg string }
 // createOnly is what a Service asks of its load balancer's creation besides its VIP address.
 type createOnly struct {
 	flavorID, availabilityZone string
+	// askedFlavor, askedZone: the value is the Service's annotation, not the config's
+	// default. Only what the Service asks for is compared with an existing load balancer: a
+	// new default is for new load balancers and is no news about every Service.
+	askedFlavor, askedZone bool
 	// vipPortID (port-id): an existing Neutron port, the user's, made the VIP port of the
 	// Service's first family's load balancer; its fixed IP is the VIP.
 	vipPortID string
@@ -51,16 +55,17 @@ type createOnly struct {
 func createOnlyOf(svc *v1.Service, cfg LBConfig, provider string) (createOnly, []advice, error) {
 	var c createOnly
 	var out []advice
-	pick := func(key string, def *string) string {
+	pick := func(key string, def *string) (string, bool) {
 		if v, ok := svc.Annotations[key]; ok {
-			return strings.TrimSpace(v)
+			return strings.TrimSpace(v), true
 		}
 		if def != nil {
-			return strings.TrimSpace(*def)
+			return strings.TrimSpace(*def), false
 		}
-		return ""
+		return "", false
 	}
-	c.flavorID, c.availabilityZone = pick(annFlavorID, cfg.FlavorID), pick(annAvailabilityZone, cfg.AvailabilityZone)
+	c.flavorID, c.askedFlavor = pick(annFlavorID, cfg.FlavorID)
+	c.availabilityZone, c.askedZone = pick(annAvailabilityZone, cfg.AvailabilityZone)
 	if provider == providerOVN {
 		if c.flavorID != "" {
 			out = append(out, advice{reasonFlavorIgnored, fmt.Sprintf("flavor-id %q (annotation %s or [LoadBalancer] flavor-id) is not used: lb-provider = ovn has no flavors, as upstream", c.flavorID, annFlavorID)})
@@ -68,7 +73,7 @@ func createOnlyOf(svc *v1.Service, cfg LBConfig, provider string) (createOnly, [
 		if c.availabilityZone != "" {
 			out = append(out, advice{reasonAZIgnored, fmt.Sprintf("availability-zone %q (annotation %s or [LoadBalancer] availability-zone) is not used: lb-provider = ovn has no availability zones, as upstream", c.availabilityZone, annAvailabilityZone)})
 		}
-		c.flavorID, c.availabilityZone = "", ""
+		c.flavorID, c.availabilityZone, c.askedFlavor, c.askedZone = "", "", false, false
 	}
 	c.vipPortID = strings.TrimSpace(svc.Annotations[annPortID])
 	if c.vipPortID != "" && !objectIDRE.MatchString(c.vipPortID) {
@@ -90,9 +95,9 @@ func (c createOnly) fill(opts *loadbalancers.CreateOpts) {
 // notApplied is the advice about the create-only settings lb does not have. Octavia cannot
 // change them, so, as upstream, a later or different value changes nothing (compare, write
 // nothing); ccm says so in a Warning naming the annotation (upstream is silent). Only what
-// the Service asks for is compared: a load balancer taken over with a flavor nobody names
-// any more is fine. A load balancer the Service does not own is another matter (adopted).
-// Pure.
+// the Service asks for by annotation is compared: a load balancer made before the config's
+// default changed, or taken over with a flavor nobody names any more, is fine. A load
+// balancer the Service does not own is another matter (adopted). Pure.
 func notApplied(spec *lbSpec, lb *loadbalancers.LoadBalancer, adopted bool) []advice {
 	if adopted {
 		return nil
@@ -101,12 +106,15 @@ func notApplied(spec *lbSpec, lb *loadbalancers.LoadBalancer, adopted bool) []ad
 	if msg := vipNotApplied(spec, lb, adopted); msg != "" {
 		out = append(out, advice{reasonVIPNotApplied, msg})
 	}
-	for _, d := range []struct{ key, want, have, what string }{
-		{annFlavorID + " (or [LoadBalancer] flavor-id)", spec.flavorID, lb.FlavorID, "flavor"},
-		{annAvailabilityZone + " (or [LoadBalancer] availability-zone)", spec.availabilityZone, lb.AvailabilityZone, "availability zone"},
-		{annPortID, spec.vipPortID, lb.VipPortID, "VIP port"},
+	for _, d := range []struct {
+		key, want, have, what string
+		asked                 bool
+	}{
+		{annFlavorID, spec.flavorID, lb.FlavorID, "flavor", spec.askedFlavor},
+		{annAvailabilityZone, spec.availabilityZone, lb.AvailabilityZone, "availability zone", spec.askedZone},
+		{annPortID, spec.vipPortID, lb.VipPortID, "VIP port", true},
 	} {
-		if d.want != "" && d.want != d.have {
+		if d.asked && d.want != "" && d.want != d.have {
 			out = append(out, advice{reasonSettingNotFixed, fmt.Sprintf("annotation %s: %s %q is not the %s %q of load balancer %s: Octavia cannot change it, so it is used only when the load balancer is created (recreate the Service to change it)",
 				d.key, d.what, d.want, d.what, or(d.have, "(none)"), spec.name)})
 		}

@@ -32,11 +32,11 @@ func TestCreateOnlyOf(t *testing.T) {
 		{name: "nothing", want: createOnly{}},
 		{name: "config", cfg: cfg, want: createOnly{flavorID: "cfg-flavor", availabilityZone: "cfg-az"}},
 		{name: "annotations win", cfg: cfg, ann: map[string]string{annFlavorID: "f2", annAvailabilityZone: " az2 "},
-			want: createOnly{flavorID: "f2", availabilityZone: "az2"}},
+			want: createOnly{flavorID: "f2", availabilityZone: "az2", askedFlavor: true, askedZone: true}},
 		{name: "empty annotation: none, as upstream", cfg: cfg, ann: map[string]string{annFlavorID: ""},
-			want: createOnly{availabilityZone: "cfg-az"}},
+			want: createOnly{availabilityZone: "cfg-az", askedFlavor: true}},
 		{name: "port", ann: map[string]string{annPortID: "port-1"}, want: createOnly{vipPortID: "port-1"}},
-		{name: "ovn", cfg: cfg, provider: providerOVN, ann: map[string]string{annPortID: "port-1"},
+		{name: "ovn", cfg: cfg, provider: providerOVN, ann: map[string]string{annPortID: "port-1", annFlavorID: "f2"},
 			want: createOnly{vipPortID: "port-1"}, reasons: []string{reasonFlavorIgnored, reasonAZIgnored}},
 		{name: "ovn, nothing asked", provider: providerOVN, want: createOnly{}},
 		{name: "bad port", ann: map[string]string{annPortID: "../x"}, err: annPortID},
@@ -63,7 +63,8 @@ func TestCreateOnlyOf(t *testing.T) {
 }
 
 // Octavia cannot change a flavor, zone or VIP port: a difference is advice naming the
-// annotation, never a write; what the Service does not ask for is not compared.
+// annotation, never a write; what the Service does not ask for by annotation (nothing, or
+// the config's default) is not compared.
 func TestNotApplied(t *testing.T) {
 	lb := &loadbalancers.LoadBalancer{FlavorID: "f1", AvailabilityZone: "az1", VipPortID: "p1", VipAddress: "10.0.0.5"}
 	for _, tc := range []struct {
@@ -72,11 +73,12 @@ func TestNotApplied(t *testing.T) {
 		adopted bool
 		names   []string
 	}{
-		{name: "same", want: createOnly{flavorID: "f1", availabilityZone: "az1", vipPortID: "p1"}},
+		{name: "same", want: createOnly{flavorID: "f1", availabilityZone: "az1", vipPortID: "p1", askedFlavor: true, askedZone: true}},
 		{name: "nothing asked", want: createOnly{}},
-		{name: "flavor", want: createOnly{flavorID: "f2"}, names: []string{annFlavorID}},
-		{name: "zone and port", want: createOnly{availabilityZone: "az2", vipPortID: "p2"}, names: []string{annAvailabilityZone, annPortID}},
-		{name: "adopted", want: createOnly{flavorID: "f2"}, adopted: true},
+		{name: "flavor", want: createOnly{flavorID: "f2", askedFlavor: true}, names: []string{annFlavorID}},
+		{name: "the config's new default", want: createOnly{flavorID: "f2", availabilityZone: "az2"}},
+		{name: "zone and port", want: createOnly{availabilityZone: "az2", vipPortID: "p2", askedZone: true}, names: []string{annAvailabilityZone, annPortID}},
+		{name: "adopted", want: createOnly{flavorID: "f2", askedFlavor: true}, adopted: true},
 	} {
 		adv := notApplied(&lbSpec{name: "n", createOnly: tc.want}, lb, tc.adopted)
 		if len(adv) != len(tc.names) {
@@ -228,7 +230,8 @@ func TestPortIDIsTheVIP(t *testing.T) {
 }
 
 // The takeover of upstream's load balancers made with a flavor, a zone and a VIP port, by
-// Services whose annotations ask for the same: nothing is written, no Warning.
+// Services whose annotations ask for the same: nothing is written for them, no Warning; nor
+// for one made before the config's flavor-id was set.
 func TestTakeoverWithFlavorZoneAndPort(t *testing.T) {
 	f := newFake(t, fake.Options{})
 	u := seedUpstreamCluster(t, f, 0, false)
@@ -249,8 +252,9 @@ func TestTakeoverWithFlavorZoneAndPort(t *testing.T) {
 			svc.Annotations[k] = v
 		}
 		us := toUpstream(svc, u.nodes, nil)
-		// upstream made both with the flavor (the config's, or the annotation's)
-		us.FlavorID, us.AvailabilityZone, us.VipPortID = "fl-up", c.ann[annAvailabilityZone], c.ann[annPortID]
+		// "ported" was made before the config named a flavor: the config's default is for
+		// new load balancers, no news about this one
+		us.FlavorID, us.AvailabilityZone, us.VipPortID = c.ann[annFlavorID], c.ann[annAvailabilityZone], c.ann[annPortID]
 		id, addr := f.SeedUpstream(us)
 		adoptedByUpstream(svc, id, addr)
 		svcs, addrs = append(svcs, svc), append(addrs, addr)
