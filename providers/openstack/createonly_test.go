@@ -286,3 +286,22 @@ func TestTakeoverWithFlavorZoneAndPort(t *testing.T) {
 		}
 	}
 }
+
+// As upstream, an internal Service's spec.loadBalancerIP is still sent with its port-id:
+// Octavia takes it when it is the port's address and refuses it (400) when it is not, and
+// nothing is left behind.
+func TestPortIDWithLoadBalancerIP(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	lb, _ := migrationCloud(t, f, "")
+	nodes := lbNodes("10.0.0.5")
+	on := lbService("on", map[string]string{annPortID: f.AddPort(fake.PrivateSubnetID, "10.0.55.5", ""), annInternal: "true"})
+	on.Spec.LoadBalancerIP = "10.0.55.5" //nolint:staticcheck // the upstream way
+	if st := ensureUntilReady(t, lb, on, nodes); st.Ingress[0].IP != "10.0.55.5" {
+		t.Errorf("the port's address asked for: status %v", st.Ingress)
+	}
+	off := lbService("off", map[string]string{annPortID: f.AddPort(fake.PrivateSubnetID, "10.0.55.6", ""), annInternal: "true"})
+	off.Spec.LoadBalancerIP = "10.0.55.7" //nolint:staticcheck // the upstream way
+	if _, err := lb.EnsureLoadBalancer(context.Background(), cluster, off, nodes); err == nil || !strings.Contains(err.Error(), "not found on the specified VIP port") || len(f.LoadBalancers()) != 1 {
+		t.Errorf("another address: %v, %d load balancers", err, len(f.LoadBalancers()))
+	}
+}
