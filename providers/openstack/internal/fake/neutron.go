@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -18,6 +20,9 @@ type network struct {
 type subnet struct {
 	ID, NetworkID, CIDR string
 	IPVersion           int
+	// Name ("" lists as the ID, as before) and Tags: what floating IP subnet selection reads.
+	Name string
+	Tags []string
 }
 
 type fixedIP struct {
@@ -62,11 +67,14 @@ func (c *Cloud) sortedFIPs() []*floatingIP {
 
 type floatingIP struct {
 	ID, FloatingIP, NetworkID, PortID, FixedIP, Description, Status string
+	// SubnetID is the subnet the address was allocated from when the create named one
+	// (Neutron does not show it; tests read it through FloatingIPs).
+	SubnetID string
 }
 
 // FloatingIP is a floating IP as tests see it.
 type FloatingIP struct {
-	ID, Address, PortID, Description, NetworkID string
+	ID, Address, PortID, Description, NetworkID, SubnetID string
 }
 
 // FloatingIPs lists the floating IPs.
@@ -75,7 +83,7 @@ func (c *Cloud) FloatingIPs() []FloatingIP {
 	defer c.mu.Unlock()
 	var out []FloatingIP
 	for _, f := range c.fips {
-		out = append(out, FloatingIP{ID: f.ID, Address: f.FloatingIP, PortID: f.PortID, Description: f.Description, NetworkID: f.NetworkID})
+		out = append(out, FloatingIP{ID: f.ID, Address: f.FloatingIP, PortID: f.PortID, Description: f.Description, NetworkID: f.NetworkID, SubnetID: f.SubnetID})
 	}
 	return out
 }
@@ -115,6 +123,33 @@ func (c *Cloud) AddNetwork(name, cidr string, external bool) (networkID, subnetI
 	s := &subnet{ID: c.nextID("subnet"), NetworkID: n.ID, CIDR: cidr, IPVersion: version}
 	c.subnets[s.ID] = s
 	return n.ID, s.ID
+}
+
+// AddSubnet adds a named, tagged subnet to network networkID (a floating network's second
+// pool, say), as an operator would, and returns its ID.
+func (c *Cloud) AddSubnet(networkID, name, cidr string, tags ...string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	version := 4
+	if strings.Contains(cidr, ":") {
+		version = 6
+	}
+	s := &subnet{ID: c.nextID("subnet"), NetworkID: networkID, CIDR: cidr, IPVersion: version, Name: name, Tags: tags}
+	c.subnets[s.ID] = s
+	return s.ID
+}
+
+// AddFloatingIPIn allocates a floating IP with address on networkID and associates it with
+// the VIP port of load balancer lbID, as the upstream CCM or a user would; returns its ID.
+func (c *Cloud) AddFloatingIPIn(networkID, address, lbID string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := &floatingIP{ID: c.nextID("fip"), FloatingIP: address, NetworkID: networkID, Status: "DOWN"}
+	if lb := c.lbs[lbID]; lb != nil {
+		f.PortID, f.FixedIP, f.Status = lb.VipPortID, lb.VipAddress, "ACTIVE"
+	}
+	c.fips[f.ID] = f
+	return f.ID
 }
 
 func (c *Cloud) neutronRoutes(m *http.ServeMux) {
@@ -294,17 +329,54 @@ func (c *Cloud) listNetworks(w http.ResponseWriter, r *http.Request) {
 }
 
 func subnetJSON(s *subnet) map[string]any {
-	return map[string]any{"id": s.ID, "network_id": s.NetworkID, "cidr": s.CIDR, "ip_version": s.IPVersion, "name": s.ID}
+	name := s.Name
+	if name == "" {
+		name = s.ID
+	}
+	tags := append([]string{}, s.Tags...)
+	return map[string]any{"id": s.ID, "network_id": s.NetworkID, "cidr": s.CIDR, "ip_version": s.IPVersion, "name": name, "tags": tags}
+}
+
+// tagFilterMatches applies Neutron's four tag filters (comma-separated values): tags, all
+// present; tags-any, one present; not-tags, not all present; not-tags-any, none present.
+func tagFilterMatches(q url.Values, have []string) bool {
+	for _, param := range []string{"tags", "tags-any", "not-tags", "not-tags-any"} {
+		v := q.Get(param)
+		if v == "" {
+			continue
+		}
+		n := 0
+		want := strings.Split(v, ",")
+		for _, t := range want {
+			if slices.Contains(have, t) {
+				n++
+			}
+		}
+		all, some := n == len(want), n > 0
+		if (param == "tags" && !all) || (param == "tags-any" && !some) || (param == "not-tags" && all) || (param == "not-tags-any" && some) {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Cloud) listSubnets(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	out := []any{}
-	for _, s := range c.subnets {
+	ids := make([]string, 0, len(c.subnets))
+	for id := range c.subnets {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // Neutron lists by its primary key when no sort is asked for
+	for _, id := range ids {
+		s := c.subnets[id]
 		if v := q.Get("network_id"); v != "" && v != s.NetworkID {
 			continue
 		}
 		if v := q.Get("ip_version"); v != "" && v != fmt.Sprint(s.IPVersion) {
+			continue
+		}
+		if !tagFilterMatches(q, s.Tags) {
 			continue
 		}
 		out = append(out, subnetJSON(s))
@@ -351,6 +423,7 @@ func (c *Cloud) listFIPs(w http.ResponseWriter, r *http.Request) {
 type fipBody struct {
 	FloatingIP struct {
 		NetworkID   string  `json:"floating_network_id"`
+		SubnetID    string  `json:"subnet_id"`
 		Address     string  `json:"floating_ip_address"`
 		PortID      *string `json:"port_id"`
 		Description *string `json:"description"`
@@ -387,11 +460,37 @@ func (c *Cloud) createFIP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	var sub *subnet
+	if id := b.FloatingIP.SubnetID; id != "" {
+		// As Neutron: the subnet must exist and be on the floating network; the address comes
+		// from it (or, asked for, must be in it), and a full subnet is a 409.
+		if sub = c.subnets[id]; sub == nil {
+			writeErr(w, http.StatusNotFound, fmt.Sprintf("Subnet %s could not be found.", id))
+			return
+		}
+		if sub.NetworkID != n.ID {
+			writeErr(w, http.StatusBadRequest, fmt.Sprintf("Invalid input for operation: subnet %s is not on network %s.", id, n.ID))
+			return
+		}
+		p := netip.MustParsePrefix(sub.CIDR)
+		if addr != "" {
+			if a, err := netip.ParseAddr(addr); err != nil || !p.Contains(a) {
+				writeErr(w, http.StatusBadRequest, fmt.Sprintf("Invalid input for operation: IP address %s is not a valid IP for the specified subnet.", addr))
+				return
+			}
+		} else if addr = c.freeAddress(p); addr == "" {
+			writeErr(w, http.StatusConflict, fmt.Sprintf("No more IP addresses available on network %s.", n.ID))
+			return
+		}
+	}
 	if addr == "" {
 		c.fipSeq++
 		addr = fmt.Sprintf("172.24.4.%d", 100+c.fipSeq%150)
 	}
 	f := &floatingIP{ID: c.nextID("fip"), FloatingIP: addr, NetworkID: n.ID, Status: "DOWN"}
+	if sub != nil {
+		f.SubnetID = sub.ID
+	}
 	if b.FloatingIP.Description != nil {
 		f.Description = *b.FloatingIP.Description
 	}
@@ -405,6 +504,22 @@ func (c *Cloud) createFIP(w http.ResponseWriter, r *http.Request) {
 	}
 	c.fips[f.ID] = f
 	writeJSON(w, http.StatusCreated, map[string]any{"floatingip": fipJSON(f)})
+}
+
+// freeAddress is the first address of p after its gateway (the first host) that no floating
+// IP holds, "" when none is left. Callers hold c.mu.
+func (c *Cloud) freeAddress(p netip.Prefix) string {
+	used := map[string]bool{}
+	for _, f := range c.fips {
+		used[f.FloatingIP] = true
+	}
+	a := p.Masked().Addr().Next().Next()                                              // the network address, then the gateway
+	for ; p.Contains(a) && a.Next().IsValid() && p.Contains(a.Next()); a = a.Next() { // not the broadcast
+		if !used[a.String()] {
+			return a.String()
+		}
+	}
+	return ""
 }
 
 func (c *Cloud) updateFIP(w http.ResponseWriter, r *http.Request) {
