@@ -78,12 +78,16 @@ type Config struct {
 type LBConfig struct {
 	Enabled bool
 	// NodeSelector narrows the members to Nodes with these labels (nodeselector.go).
-	NodeSelector         string          `gcfg:"node-selector"`
-	SubnetID             string          `gcfg:"subnet-id"`
-	MemberSubnetID       string          `gcfg:"member-subnet-id"`
-	NetworkID            string          `gcfg:"network-id"`
-	FloatingNetworkID    string          `gcfg:"floating-network-id"`
-	FloatingSubnetID     string          `gcfg:"floating-subnet-id"`
+	NodeSelector      string `gcfg:"node-selector"`
+	SubnetID          string `gcfg:"subnet-id"`
+	MemberSubnetID    string `gcfg:"member-subnet-id"`
+	NetworkID         string `gcfg:"network-id"`
+	FloatingNetworkID string `gcfg:"floating-network-id"`
+	FloatingSubnetID  string `gcfg:"floating-subnet-id"`
+	// FloatingSubnet and FloatingSubnetTags pick the floating IP's subnet by name pattern
+	// and tags when FloatingSubnetID is unset (floatingsubnet.go).
+	FloatingSubnet       string          `gcfg:"floating-subnet"`
+	FloatingSubnetTags   string          `gcfg:"floating-subnet-tags"`
 	LBMethod             string          `gcfg:"lb-method"`
 	LBProvider           string          `gcfg:"lb-provider"`
 	CreateMonitor        bool            `gcfg:"create-monitor"`
@@ -111,13 +115,13 @@ type LBConfig struct {
 // LBClass is [LoadBalancerClass "name"], chosen by the loadbalancer.openstack.org/class annotation
 // or by a Service whose spec.loadBalancerClass is that name.
 type LBClass struct {
-	FloatingNetworkID string `gcfg:"floating-network-id"`
-	FloatingSubnetID  string `gcfg:"floating-subnet-id"`
-	SubnetID          string `gcfg:"subnet-id"`
-	NetworkID         string `gcfg:"network-id"`
-	MemberSubnetID    string `gcfg:"member-subnet-id"`
-
-	upstreamLBClass
+	FloatingNetworkID  string `gcfg:"floating-network-id"`
+	FloatingSubnetID   string `gcfg:"floating-subnet-id"`
+	FloatingSubnet     string `gcfg:"floating-subnet"`
+	FloatingSubnetTags string `gcfg:"floating-subnet-tags"`
+	SubnetID           string `gcfg:"subnet-id"`
+	NetworkID          string `gcfg:"network-id"`
+	MemberSubnetID     string `gcfg:"member-subnet-id"`
 }
 
 // tlsRef is [LoadBalancer] default-tls-container-ref ("" if unset).
@@ -224,6 +228,14 @@ func (c *Config) Validate() config.Problems {
 	}
 	if lb.PendingRetry.Duration < 100*time.Millisecond {
 		ps.Add("LoadBalancer", "pending-retry", "must be at least 100ms")
+	}
+	if _, err := subnetNameMatcher(lb.FloatingSubnet); lb.FloatingSubnet != "" && err != nil {
+		ps.Add("LoadBalancer", "floating-subnet", "%v", err)
+	}
+	for name, cls := range c.LoadBalancerClass {
+		if _, err := subnetNameMatcher(cls.FloatingSubnet); cls.FloatingSubnet != "" && err != nil {
+			ps.AddSub("LoadBalancerClass", name, "floating-subnet", "%v", err)
+		}
 	}
 	allow, err := ownership.ParseAllow(lb.AllowedResourceNamespaces, lb.AllowedResourceIDs)
 	if err != nil {

@@ -98,6 +98,10 @@ func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, id ownership
 		}
 	}
 	if cur != nil && (spec.fixedFIP == "" || cur.FloatingIP == spec.fixedFIP) {
+		if spec.fixedFIP == "" {
+			// As upstream, a floating IP on the VIP stays, whatever subnet is asked for now.
+			l.checkFIPSubnet(ctx, cl, svc, spec, cur)
+		}
 		return cur.FloatingIP, nil
 	}
 	port := lb.VipPortID
@@ -155,10 +159,16 @@ func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, id ownership
 			return "", err
 		}
 	}
-	f, err := floatingips.Create(ctx, cl.network, floatingips.CreateOpts{
-		FloatingNetworkID: netID, SubnetID: spec.floatingSubnetID, FloatingIP: spec.fixedFIP,
+	opts := floatingips.CreateOpts{
+		FloatingNetworkID: netID, SubnetID: spec.floatingSubnet.ID, FloatingIP: spec.fixedFIP,
 		PortID: port, Description: fipDescription(id),
-	}).Extract()
+	}
+	var f *floatingips.FloatingIP
+	if spec.fixedFIP == "" && spec.floatingSubnet.matching() {
+		f, err = createFIPInMatchingSubnet(ctx, cl, netID, spec.floatingSubnet, opts)
+	} else {
+		f, err = floatingips.Create(ctx, cl.network, opts).Extract()
+	}
 	if err != nil {
 		return "", fmt.Errorf("allocating a floating IP on network %s: %w", netID, err)
 	}
@@ -275,4 +285,71 @@ func pickFloatingNetwork(ids []string, subs []subnets.Subnet) bool {
 		}
 	}
 	return false
+}
+
+// createFIPInMatchingSubnet allocates the floating IP, as upstream, from the first subnet of
+// the floating network (in Neutron's order) that sel picks and that has a free address: a
+// subnet whose create fails is skipped. No subnet picked, or none with room, is an error
+// naming sel; nothing is created then.
+func createFIPInMatchingSubnet(ctx context.Context, cl *clients, netID string, sel fipSubnetSel, opts floatingips.CreateOpts) (*floatingips.FloatingIP, error) {
+	subs, err := matchingFIPSubnets(ctx, cl, netID, sel)
+	if err != nil {
+		return nil, err
+	}
+	var last error
+	for _, s := range subs {
+		opts.SubnetID = s.ID
+		f, err := floatingips.Create(ctx, cl.network, opts).Extract()
+		if err == nil {
+			return f, nil
+		}
+		klog.V(2).InfoS("No floating IP from this subnet; trying the next", "subnet", s.Name, "err", err)
+		last = err
+	}
+	return nil, fmt.Errorf("no subnet matching %s has a free floating IP (last error: %w)", sel, last)
+}
+
+// matchingFIPSubnets are the subnets of floating network netID that sel picks, in Neutron's
+// order; none is an error naming sel's keys and values.
+func matchingFIPSubnets(ctx context.Context, cl *clients, netID string, sel fipSubnetSel) ([]subnets.Subnet, error) {
+	if _, err := pickFIPSubnets(sel, nil); err != nil {
+		return nil, err // a pattern that does not compile: nothing to read
+	}
+	subs, err := listSubnets(ctx, cl, fipSubnetListOpts(netID, sel))
+	if err != nil {
+		return nil, err
+	}
+	if subs, err = pickFIPSubnets(sel, subs); err != nil {
+		return nil, err
+	}
+	if len(subs) == 0 {
+		return nil, fmt.Errorf("no subnet of floating network %s matches %s", netID, sel)
+	}
+	return subs, nil
+}
+
+// checkFIPSubnetMatches: before a public load balancer is created, a floating IP subnet
+// picked by pattern or tags must exist, so that a selection matching nothing leaves nothing
+// behind (upstream creates the load balancer and then fails at its floating IP).
+func (l *loadBalancers) checkFIPSubnetMatches(ctx context.Context, cl *clients, spec *lbSpec) error {
+	if spec.internal || spec.family == v1.IPv6Protocol || spec.fixedFIP != "" || spec.existingID != "" || !spec.floatingSubnet.matching() {
+		return nil
+	}
+	netID := spec.floatingNetworkID
+	if netID == "" {
+		var err error
+		if netID, err = l.externalNetwork(ctx, cl); err != nil {
+			return err
+		}
+	}
+	_, err := matchingFIPSubnets(ctx, cl, netID, spec.floatingSubnet)
+	return err
+}
+
+func listSubnets(ctx context.Context, cl *clients, o subnets.ListOpts) ([]subnets.Subnet, error) {
+	pages, err := subnets.List(cl.network, o).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the subnets of network %s: %w", o.NetworkID, err)
+	}
+	return subnets.ExtractSubnets(pages)
 }

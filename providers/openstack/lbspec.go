@@ -43,14 +43,17 @@ var supportedAnnotations = map[string]bool{
 	annLBMethod: true, annHealthMonitor: true, annLoadBalancerID: true, annLoadBalancerAddress: true,
 	annXForwardedFor: true, annTLSContainerRef: true, annHostname: true,
 	annFlavorID: true, annAvailabilityZone: true, annPortID: true,
+	annFloatingSubnet: true, annFloatingSubnetTags: true,
 }
 
 // lbSpec is what the Service asks of its load balancer, after class, annotations and config.
 type lbSpec struct {
-	name                                          string
-	internal, keepFIP                             bool
-	subnetID, networkID, memberSubnetID           string
-	floatingNetworkID, floatingSubnetID, fixedFIP string
+	name                                string
+	internal, keepFIP                   bool
+	subnetID, networkID, memberSubnetID string
+	floatingNetworkID, fixedFIP         string
+	// floatingSubnet: where a new floating IP comes from (floatingsubnet.go).
+	floatingSubnet fipSubnetSel
 	// vipAddress is the VIP asked for at creation: spec.loadBalancerIP of an internal or IPv6
 	// load balancer of that address's family (as upstream; Octavia cannot change a VIP later).
 	vipAddress string
@@ -142,30 +145,30 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	cfg := l.c.cfg.LoadBalancer
 	a := svc.Annotations
 	var err error
-	s := &lbSpec{name: name, provider: cfg.LBProvider, family: v1.IPv4Protocol,
-		subnetID: cfg.SubnetID, networkID: cfg.NetworkID, memberSubnetID: cfg.MemberSubnetID,
-		floatingNetworkID: cfg.FloatingNetworkID, floatingSubnetID: cfg.FloatingSubnetID}
+	s := &lbSpec{name: name, provider: cfg.LBProvider, family: v1.IPv4Protocol}
 	cn, byAnnotation := a[annClass]
 	if !byAnnotation {
 		cn = classBySpec(svc, l.c.cfg.LoadBalancerClass)
 	} else if sc := classBySpec(svc, l.c.cfg.LoadBalancerClass); sc != "" && sc != cn {
 		s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q wins over spec.loadBalancerClass %q (both name a [LoadBalancerClass] section)", annClass, cn, sc))
 	}
+	var cls *LBClass
 	if cn != "" {
-		cls := l.c.cfg.LoadBalancerClass[cn]
-		if cls == nil {
+		if cls = l.c.cfg.LoadBalancerClass[cn]; cls == nil {
 			return nil, fmt.Errorf("annotation %s: no [LoadBalancerClass %q] in the cloud config", annClass, cn)
 		}
-		s.subnetID, s.networkID = or(cls.SubnetID, s.subnetID), or(cls.NetworkID, s.networkID)
-		s.memberSubnetID = or(cls.MemberSubnetID, s.memberSubnetID)
-		s.floatingNetworkID, s.floatingSubnetID = or(cls.FloatingNetworkID, s.floatingNetworkID), or(cls.FloatingSubnetID, s.floatingSubnetID)
 	}
 	if err = l.checkNamedNetworks(svc); err != nil {
 		return nil, err
 	}
-	s.subnetID, s.networkID = or(a[annSubnetID], s.subnetID), or(a[annNetworkID], s.networkID)
-	s.memberSubnetID = or(a[annMemberSubnetID], or(s.memberSubnetID, s.subnetID))
-	s.floatingNetworkID, s.floatingSubnetID = or(a[annFloatingNetworkID], s.floatingNetworkID), or(a[annFloatingSubnetID], s.floatingSubnetID)
+	nc := chooseNetworks(&cfg, cls, cn, a)
+	s.subnetID, s.networkID, s.memberSubnetID = nc.subnetID, nc.networkID, nc.memberSubnetID
+	s.floatingNetworkID, s.floatingSubnet = nc.floatingNetworkID, nc.floatingSubnet
+	if sel := s.floatingSubnet; sel.from == "" && sel.matching() && sel.Pattern != "" {
+		if _, err := subnetNameMatcher(sel.Pattern); err != nil {
+			s.warnings = append(s.warnings, fmt.Sprintf("%s: %v; no floating IP can be allocated by it", sel.key("floating-subnet"), err))
+		}
+	}
 	s.existingID = a[annLoadBalancerID]
 	if s.existingID != "" && !objectIDRE.MatchString(s.existingID) {
 		return nil, fmt.Errorf("annotation %s: %q is not an Octavia load balancer ID", annLoadBalancerID, s.existingID)

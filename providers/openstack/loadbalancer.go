@@ -55,6 +55,8 @@ type loadBalancers struct {
 	tlsChecked sync.Map // TLS reference -> when Barbican last had it (tls.go)
 
 	vip vipSubnets // the VIP subnet detected from a Node's port (vipsubnet.go)
+
+	fipSubnetChecked sync.Map // Service UID -> the selection and floating IP last checked (fipsubnetkept.go)
 }
 
 // deletedMemory is how long a deleted Service is remembered: far longer than a node sync
@@ -70,6 +72,7 @@ func (l *loadBalancers) markDeleted(uid types.UID) {
 		return true
 	})
 	l.deleted.Store(uid, now)
+	l.fipSubnetChecked.Delete(uid)
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -483,6 +486,9 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 		}
 		members, err := l.members(ctx, nodes, spec)
 		if err != nil {
+			return "", err
+		}
+		if err := l.checkFIPSubnetMatches(ctx, cl, spec); err != nil {
 			return "", err
 		}
 		if lb, err = l.create(ctx, cl, id, svc, spec, members); err != nil {

@@ -112,12 +112,10 @@ var upstreamKeys = []upstreamKey{
 		"ccm speaks the Octavia v2 API only, which is what v2 selects", "remove it"),
 	notUsed(secLB, "use-octavia", "true",
 		"ccm always uses Octavia (Neutron LBaaS is gone)", "remove it"),
-	refused(secLB, "floating-subnet", "public-*",
-		"ccm does not pick floating IP subnets by name pattern yet, so floating IPs could come from another subnet of the floating network",
-		"set floating-subnet-id (or the loadbalancer.openstack.org/floating-subnet-id annotation)", nil),
-	refused(secLB, "floating-subnet-tags", "public",
-		"ccm does not pick floating IP subnets by tag yet, so floating IPs could come from another subnet of the floating network",
-		"set floating-subnet-id (or the loadbalancer.openstack.org/floating-subnet-id annotation)", nil),
+	implWhy(secLB, "floating-subnet", "public-*",
+		"as upstream, when floating-subnet-id is unset: new floating IPs come from the first subnet of the floating network whose name matches (a glob, ~ for a regular expression, ! to negate) and that has a free address"),
+	implWhy(secLB, "floating-subnet-tags", "public",
+		"as upstream, when floating-subnet-id is unset: only subnets with these tags (comma-separated; any of them, & for all, ! to negate) give floating IPs, with floating-subnet if set"),
 	implWhy(secLB, "monitor-max-retries-down", "3",
 		"as upstream: the monitors' max_retries_down (default 3); the annotation loadbalancer.openstack.org/health-monitor-max-retries-down overrides it"),
 	implWhy(secLB, "node-selector", "env=prod",
@@ -143,12 +141,10 @@ var upstreamKeys = []upstreamKey{
 	impl(secLBClass, "network-id", "nid"),
 	impl(secLBClass, "subnet-id", "sid"),
 	impl(secLBClass, "member-subnet-id", "msid"),
-	refused(secLBClass, "floating-subnet", "public-*",
-		"ccm does not pick floating IP subnets by name pattern yet, so floating IPs could come from another subnet of the floating network",
-		"set floating-subnet-id in the class", nil),
-	refused(secLBClass, "floating-subnet-tags", "public",
-		"ccm does not pick floating IP subnets by tag yet, so floating IPs could come from another subnet of the floating network",
-		"set floating-subnet-id in the class", nil),
+	implWhy(secLBClass, "floating-subnet", "public-*",
+		"as upstream: the class's floating IP subnet pattern (as in [LoadBalancer]); a class that sets floating-subnet-id, -subnet or -subnet-tags wins over the Service's annotations"),
+	implWhy(secLBClass, "floating-subnet-tags", "public",
+		"as upstream: the class's floating IP subnet tags (as in [LoadBalancer])"),
 
 	impl(secNet, "ipv6-support-disabled", "true"),
 	implWhy(secNet, "public-network-name", "public",
@@ -188,8 +184,6 @@ type upstreamGlobal struct {
 type upstreamLB struct {
 	LBVersion                      *string `gcfg:"lb-version"`
 	UseOctavia                     *bool   `gcfg:"use-octavia"`
-	FloatingSubnet                 *string `gcfg:"floating-subnet"`
-	FloatingSubnetTags             *string `gcfg:"floating-subnet-tags"`
 	MonitorMaxRetriesDown          *uint   `gcfg:"monitor-max-retries-down"`
 	CascadeDelete                  *bool   `gcfg:"cascade-delete"`
 	FlavorID                       *string `gcfg:"flavor-id"`
@@ -200,11 +194,6 @@ type upstreamLB struct {
 	ContainerStore                 *string `gcfg:"container-store"`
 	MaxSharedLB                    *int    `gcfg:"max-shared-lb"`
 	ProviderRequiresSerialAPICalls *bool   `gcfg:"provider-requires-serial-api-calls"`
-}
-
-type upstreamLBClass struct {
-	FloatingSubnet     *string `gcfg:"floating-subnet"`
-	FloatingSubnetTags *string `gcfg:"floating-subnet-tags"`
 }
 
 // upstreamNetworking holds [Networking] keys of upstream's that ccm implements

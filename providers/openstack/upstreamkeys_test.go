@@ -198,19 +198,23 @@ func TestUpstreamChartConfigs(t *testing.T) {
 			t.Errorf("check-config %s: %v", f, err)
 		}
 	}
-	// A Magnum-style config (its trust is implemented, magnum-trust.conf) with floating-subnet:
-	// refused, naming the unsupported key with its line, and nothing else.
-	err = provider.CheckConfig(ProviderName, "testdata/upstream/refused/floating-subnet.conf")
-	if err != nil && (strings.Contains(err.Error(), "trust-id") || strings.Contains(err.Error(), "user-id")) {
-		t.Errorf("check-config refused/floating-subnet.conf reports a [Global] key: %v", err)
+	// A Magnum-style config (its trust is implemented, magnum-trust.conf) with floating-subnet
+	// and floating-subnet-tags, in [LoadBalancer] and a class: accepted (they were the last
+	// refused upstream keys, so there is no refused corpus any more) and read.
+	data, err := os.ReadFile("testdata/upstream/floating-subnet.conf")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, w := range []string{"line 11: [LoadBalancer] floating-subnet: read by the upstream CCM, not supported by ccm yet"} {
-		if err == nil || !strings.Contains(err.Error(), w) {
-			t.Errorf("check-config refused/floating-subnet.conf: got %v, want %q", err, w)
-		}
+	fs, err := New(strings.NewReader(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lb, cls := fs.cfg.LoadBalancer, fs.cfg.LoadBalancerClass["dmz"]; lb.FloatingSubnet != "public-*" || lb.FloatingSubnetTags != "!&reserved,internal" ||
+		cls == nil || cls.FloatingSubnet != "~^dmz-[0-9]+$" || cls.FloatingSubnetTags != "dmz" {
+		t.Errorf("floating-subnet keys not read: %+v %+v", lb, cls)
 	}
 	logged := captureNotices(t)
-	data, err := os.ReadFile("testdata/upstream/chart-typical.conf")
+	data, err = os.ReadFile("testdata/upstream/chart-typical.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
