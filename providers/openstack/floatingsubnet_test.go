@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
@@ -337,12 +338,8 @@ func TestFloatingSubnetNoMatch(t *testing.T) {
 			t.Errorf("%v: %d writes, %d load balancers: %s", tc.ann, n, len(f.LoadBalancers()), f.CallSummary())
 		}
 	}
-	found := false
-	for _, e := range warnings(sink, lbService("nomatch", nil)) {
-		found = found || strings.Contains(e, "UnsupportedAnnotation") && strings.Contains(e, annFloatingSubnet) && strings.Contains(e, "~(")
-	}
-	if !found {
-		t.Errorf("no Warning naming the annotation with the bad pattern: %v", warnings(sink, lbService("nomatch", nil)))
+	if ok, evs := sink.Await(lbService("nomatch", nil), 2*time.Second, "Warning UnsupportedAnnotation", annFloatingSubnet, "~("); !ok {
+		t.Errorf("no Warning naming the annotation with the bad pattern: %v", evs)
 	}
 }
 
@@ -370,6 +367,7 @@ func TestFloatingSubnetKeptAsUpstream(t *testing.T) {
 	if n := f.Writes() - w; n != 0 {
 		t.Errorf("a changed floating-subnet wrote %d times: %s", n, f.CallSummary())
 	}
+	sink.Await(svc, 2*time.Second, reasonFIPSubnetNotApplied)
 	var notApplied []string
 	for _, e := range warnings(sink, svc) {
 		if strings.Contains(e, reasonFIPSubnetNotApplied) {
@@ -410,18 +408,22 @@ func TestFloatingSubnetKeptAsUpstream(t *testing.T) {
 			t.Errorf("takeover: %d %s", n, op)
 		}
 	}
-	has := func(s *v1.Service, want string) bool {
-		for _, e := range warnings(sink2, s) {
-			if strings.Contains(e, reasonFIPSubnetNotApplied) && strings.Contains(e, want) {
-				return true
-			}
-		}
-		return false
+	if ok, evs := sink2.Await(other, 2*time.Second, reasonFIPSubnetNotApplied, `[LoadBalancer] floating-subnet "public-*"`); !ok {
+		t.Errorf("%s: no %s Warning naming the config key: %v", other.Name, reasonFIPSubnetNotApplied, evs)
 	}
-	if !has(other, `[LoadBalancer] floating-subnet "public-*"`) {
-		t.Errorf("%s: no %s Warning naming the config key: %v", other.Name, reasonFIPSubnetNotApplied, warnings(sink2, other))
+	if ok, evs := sink2.Await(same, 100*time.Millisecond, reasonFIPSubnetNotApplied); ok {
+		t.Errorf("%s: its floating IP is in the subnet its annotation picks, yet: %v", same.Name, evs)
 	}
-	if has(same, "") {
-		t.Errorf("%s: its floating IP is in the subnet its annotation picks, yet: %v", same.Name, warnings(sink2, same))
+	// By ID too: a config floating-subnet-id naming another subnet keeps the address and says so.
+	w = f.Writes()
+	lb3, sink3 := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\nfloating-subnet-id = "+ids["dmz-1"]+"\n")
+	if st, err := lb3.EnsureLoadBalancer(context.Background(), cluster, other, u.nodes); err != nil || st.Ingress[0].IP != addrs[0] {
+		t.Errorf("floating-subnet-id: %v %v", st, err)
+	}
+	if n := f.Writes() - w; n != 0 {
+		t.Errorf("floating-subnet-id of another subnet wrote %d times: %s", n, f.CallSummary())
+	}
+	if ok, evs := sink3.Await(other, 2*time.Second, reasonFIPSubnetNotApplied, `[LoadBalancer] floating-subnet-id "`+ids["dmz-1"]+`"`); !ok {
+		t.Errorf("no %s Warning naming floating-subnet-id: %v", reasonFIPSubnetNotApplied, evs)
 	}
 }
