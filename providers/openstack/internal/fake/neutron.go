@@ -139,19 +139,6 @@ func (c *Cloud) AddSubnet(networkID, name, cidr string, tags ...string) string {
 	return s.ID
 }
 
-// AddFloatingIPIn allocates a floating IP with address on networkID and associates it with
-// the VIP port of load balancer lbID, as the upstream CCM or a user would; returns its ID.
-func (c *Cloud) AddFloatingIPIn(networkID, address, lbID string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f := &floatingIP{ID: c.nextID("fip"), FloatingIP: address, NetworkID: networkID, Status: "DOWN"}
-	if lb := c.lbs[lbID]; lb != nil {
-		f.PortID, f.FixedIP, f.Status = lb.VipPortID, lb.VipAddress, "ACTIVE"
-	}
-	c.fips[f.ID] = f
-	return f.ID
-}
-
 func (c *Cloud) neutronRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /network/v2.0/ports", c.op("neutron.ListPorts", c.listPorts))
 	m.HandleFunc("GET /network/v2.0/ports/{id}", c.op("neutron.GetPort", c.getPort))
