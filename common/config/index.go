@@ -65,6 +65,20 @@ func (idx iniIndex) lineOf(section, sub, key string) int {
 	return 0
 }
 
+// LineOf indexes an INI document for a provider that names a line outside a Problem (a
+// start-up notice): the returned function is lineOf, 0 when the key is not in the document.
+func LineOf(src []byte) func(section, sub, key string) int {
+	idx := indexINI(src)
+	return func(section, sub, key string) int {
+		for _, e := range idx {
+			if sameName(e.section, section) && e.subsection == sub && sameName(e.key, key) {
+				return e.line
+			}
+		}
+		return 0
+	}
+}
+
 func sameName(a, b string) bool {
 	norm := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "_", "-") }
 	return norm(a) == norm(b)

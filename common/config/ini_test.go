@@ -236,3 +236,23 @@ func FuzzReadINI(f *testing.F) {
 		}
 	})
 }
+
+// LineOf finds a key's own line (names as gcfg matches them), 0 for a key not written: a
+// notice must not point at the section header as if the key were there.
+func TestLineOf(t *testing.T) {
+	lineOf := LineOf([]byte("; comment\n[Global]\nauth-url = x\n\n[LoadBalancerClass \"c\"]\nsubnet_id = s\n[Global]\nTLS-Insecure = True\n"))
+	for _, tc := range []struct {
+		section, sub, key string
+		want              int
+	}{
+		{"Global", "", "auth-url", 3},
+		{"global", "", "tls-insecure", 8},
+		{"LoadBalancerClass", "c", "subnet-id", 6},
+		{"LoadBalancerClass", "d", "subnet-id", 0},
+		{"Global", "", "password", 0},
+	} {
+		if got := lineOf(tc.section, tc.sub, tc.key); got != tc.want {
+			t.Errorf("[%s %q] %s: line %d, want %d", tc.section, tc.sub, tc.key, got, tc.want)
+		}
+	}
+}

@@ -4,6 +4,8 @@
 package openstack
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 
 	v1 "k8s.io/api/core/v1"
@@ -48,6 +50,13 @@ func Factory(r io.Reader) (cloudprovider.Interface, error) { return New(r) }
 // New is Factory with the concrete type, for tests.
 func New(r io.Reader) (*Cloud, error) {
 	c := &Cloud{}
+	if r != nil {
+		src, err := io.ReadAll(r)
+		if err != nil {
+			return nil, fmt.Errorf("reading config: %w", err)
+		}
+		c.cfg.lineOf, r = config.LineOf(src), bytes.NewReader(src)
+	}
 	if err := config.ReadINI(r, &c.cfg); err != nil {
 		return nil, err
 	}

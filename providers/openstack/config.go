@@ -19,21 +19,23 @@ import (
 // docs/providers/openstack.md.
 type Config struct {
 	Global struct {
-		AuthURL                     string `gcfg:"auth-url"`
-		Username                    string
-		UserID                      string `gcfg:"user-id"`
-		Password                    string
-		TenantID                    string `gcfg:"tenant-id"`
-		TenantName                  string `gcfg:"tenant-name"`
-		DomainID                    string `gcfg:"domain-id"`
-		DomainName                  string `gcfg:"domain-name"`
-		UserDomainID                string `gcfg:"user-domain-id"`
-		UserDomainName              string `gcfg:"user-domain-name"`
-		TenantDomainID              string `gcfg:"tenant-domain-id"`
-		TenantDomainName            string `gcfg:"tenant-domain-name"`
-		Region                      string
-		CAFile                      string `gcfg:"ca-file"`
-		TLSInsecure                 bool   `gcfg:"tls-insecure"`
+		AuthURL          string `gcfg:"auth-url"`
+		Username         string
+		UserID           string `gcfg:"user-id"`
+		Password         string
+		TenantID         string `gcfg:"tenant-id"`
+		TenantName       string `gcfg:"tenant-name"`
+		DomainID         string `gcfg:"domain-id"`
+		DomainName       string `gcfg:"domain-name"`
+		UserDomainID     string `gcfg:"user-domain-id"`
+		UserDomainName   string `gcfg:"user-domain-name"`
+		TenantDomainID   string `gcfg:"tenant-domain-id"`
+		TenantDomainName string `gcfg:"tenant-domain-name"`
+		Region           string
+		CAFile           string `gcfg:"ca-file"`
+		// TLSInsecure is a string, as upstream's: only exactly "true" turns certificate
+		// verification off (insecureTLS), any other value keeps it on and is reported.
+		TLSInsecure                 string `gcfg:"tls-insecure"`
 		ApplicationCredentialID     string `gcfg:"application-credential-id"`
 		ApplicationCredentialName   string `gcfg:"application-credential-name"`
 		ApplicationCredentialSecret string `gcfg:"application-credential-secret"`
@@ -72,6 +74,9 @@ type Config struct {
 	// notices are the upstream keys in the file that ccm reads but does not use, one line
 	// each, filled by Validate and logged once.
 	notices []string
+	// lineOf finds where a key is written (0: not written or not known), so that a notice
+	// can name its line; set by New from the file before it is read.
+	lineOf func(section, sub, key string) int
 }
 
 // LBConfig is [LoadBalancer].
@@ -244,6 +249,7 @@ func (c *Config) Validate() config.Problems {
 	c.LoadBalancer.allow = allow
 	notices, ups := c.upstreamReport()
 	ps = append(ps, ups...)
+	notices = append(notices, c.boolNotices()...)
 	if st := lb.containerStore(); st != "barbican" && st != "external" {
 		// As upstream, which only warns: the reference is then not checked in Barbican.
 		notices = append(notices, fmt.Sprintf("[LoadBalancer] container-store: %q is neither barbican nor external; TLS container references are not checked in Barbican (as with external)", st))

@@ -178,7 +178,7 @@ func (s *session) transport() (http.RoundTripper, error) {
 	g := s.cfg.Global
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = 32
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: g.TLSInsecure} //nolint:gosec // the user's explicit choice
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: s.cfg.insecureTLS()} //nolint:gosec // the user's explicit choice
 	if g.CAFile != "" {
 		pem, err := os.ReadFile(g.CAFile)
 		if err != nil {
