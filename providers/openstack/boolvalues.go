@@ -3,6 +3,8 @@ package openstack
 import (
 	"fmt"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/ccm-project/ccm/common/config"
 )
 
@@ -36,4 +38,43 @@ func (c *Config) line(section, sub, key string) int {
 		return 0
 	}
 	return c.lineOf(section, sub, key)
+}
+
+// upstreamBool reads a boolean Service annotation as upstream's getBoolFromServiceAnnotation:
+// exactly "true" or "false". Any other value present (True, 1, " true", "") is def, as
+// upstream (which only logs it), with a Warning naming the annotation and the default.
+func upstreamBool(svc *v1.Service, key string, def bool, warn *[]string) bool {
+	v, ok := svc.Annotations[key]
+	switch {
+	case !ok:
+		return def
+	case v == "true":
+		return true
+	case v == "false":
+		return false
+	}
+	if warn != nil {
+		*warn = append(*warn, fmt.Sprintf("annotation %s: %q is not true or false (the upstream CCM reads only these, in lower case); using the default, %v", key, v, def))
+	}
+	return def
+}
+
+// proxyPool is the pool protocol the proxy-protocol annotation asks for, as upstream's
+// getProxyProtocolFromServiceAnnotation reads it: exactly "true" or "v1" is PROXY, "v2"
+// PROXYV2; anything else is off, and known says whether upstream has a meaning for it ("false",
+// or "" which is no value) so that the rest can be warned about.
+func proxyPool(svc *v1.Service) (pool string, known bool) {
+	v, ok := svc.Annotations[annProxyProtocol]
+	if !ok {
+		return "", true
+	}
+	switch v {
+	case "true", "v1":
+		return "PROXY", true
+	case "v2":
+		return "PROXYV2", true
+	case "false", "":
+		return "", true
+	}
+	return "", false
 }

@@ -1,11 +1,17 @@
 package openstack
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccm-project/ccm/common/cloudtest"
+	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
 // tls-insecure as upstream reads it (a string compared with "true"): verification is off for
@@ -90,5 +96,143 @@ func TestTLSInsecureTrueOnlyConnects(t *testing.T) {
 		if err := get(v); err == nil || !strings.Contains(err.Error(), "certificate") {
 			t.Errorf("tls-insecure = %s: %v, want the untrusted certificate refused", v, err)
 		}
+	}
+}
+
+// Every boolean Service annotation reads as upstream's getBoolFromServiceAnnotation (and
+// proxy-protocol as its getProxyProtocolFromServiceAnnotation): only the exact strings
+// upstream compares with have their meaning; any other value is the default, with a Warning
+// naming the annotation. The default differs per row (create-monitor = true makes
+// enable-health-monitor's true), so a value read as the default is told from one read as
+// true or false.
+func TestBoolAnnotationsAsUpstream(t *testing.T) {
+	c, err := New(strings.NewReader(upstreamBase + "[LoadBalancer]\nsubnet-id = s\ncreate-monitor = true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const T, F, D = "true", "false", "default"
+	// upstream is upstream's reading of each value: true, false or the default (then warned).
+	upstream := map[string]string{"true": T, "True": D, "TRUE": D, "1": D, "t": D, " true": D, "yes": D, "false": F, "0": D, "": D}
+	for _, a := range []struct {
+		key  string
+		def  bool
+		read func(*lbSpec) bool
+	}{
+		{annXForwardedFor, false, func(s *lbSpec) bool { return s.listeners[0].Protocol == "HTTP" && s.listeners[0].InsertXFF }},
+		{annInternal, false, func(s *lbSpec) bool { return s.internal }},
+		{annHealthMonitor, true, func(s *lbSpec) bool { return s.listeners[0].Monitor != nil }},
+		{annKeepFloatingIP, false, func(s *lbSpec) bool { return s.keepFIP }},
+	} {
+		for v, reading := range upstream {
+			s, err := c.lb.spec("n", lbService("w", map[string]string{a.key: v}))
+			if err != nil {
+				t.Fatalf("%s=%q: %v", a.key, v, err)
+			}
+			want := map[string]bool{T: true, F: false, D: a.def}[reading]
+			if got := a.read(s); got != want {
+				t.Errorf("%s=%q: read as %v, upstream reads %s (%v)", a.key, v, got, reading, want)
+			}
+			warns := strings.Join(s.warnings, "\n")
+			if reading == D && (len(s.warnings) != 1 || !strings.Contains(warns, a.key) || !strings.Contains(warns, fmt.Sprintf("using the default, %v", a.def))) {
+				t.Errorf("%s=%q: warnings %q, want one naming the annotation and the default %v", a.key, v, warns, a.def)
+			}
+			if reading != D && warns != "" {
+				t.Errorf("%s=%q: warnings %q", a.key, v, warns)
+			}
+		}
+	}
+	// proxy-protocol: true and v1 are PROXY, v2 PROXYV2, exactly; false and "" are off without
+	// a word (upstream's default "false"), the rest off with a Warning.
+	for v, want := range map[string]string{"true": "PROXY", "v1": "PROXY", "v2": "PROXYV2", "True": "", "TRUE": "", "1": "", "t": "", " true": "", "yes": "", "V2": "", " v1": "", "false": "", "0": "", "": ""} {
+		s, err := c.lb.spec("n", lbService("w", map[string]string{annProxyProtocol: v}))
+		if err != nil {
+			t.Fatalf("proxy-protocol=%q: %v", v, err)
+		}
+		got := ""
+		if p := s.listeners[0].PoolProtocol; p != "TCP" {
+			got = p
+		}
+		if got != want {
+			t.Errorf("proxy-protocol=%q: pool %q, upstream's %q", v, got, want)
+		}
+		if sv := lbService("w", map[string]string{annProxyProtocol: v}); c.lb.statusOpts(sv).proxy != (want != "") {
+			t.Errorf("proxy-protocol=%q: status with proxy = %v, want %v", v, !(want != ""), want != "")
+		} else if st := lbStatus([]string{"192.0.2.9"}, sv, c.lb.statusOpts(sv)); (st.Ingress[0].IPMode != nil && *st.Ingress[0].IPMode == v1.LoadBalancerIPModeProxy) != (want != "") {
+			t.Errorf("proxy-protocol=%q: status %+v, want ipMode Proxy only with the proxy protocol", v, st.Ingress[0])
+		}
+		silent := v == "false" || v == "" || want != ""
+		if warns := strings.Join(s.warnings, "\n"); silent != (warns == "") || (!silent && !strings.Contains(warns, annProxyProtocol)) {
+			t.Errorf("proxy-protocol=%q: warnings %q", v, warns)
+		}
+	}
+}
+
+// A takeover of a load balancer the upstream CCM made while the Service carried a boolean
+// annotation upstream did not read as true (x-forwarded-for: "True" left its TCP listener,
+// openstack-internal-load-balancer: "True" its floating IP, enable-health-monitor: "0" under
+// create-monitor = true its monitor): ccm reads them as upstream did, so the takeover makes
+// exactly the writes of the same takeover without the annotation (the adoption marks): no
+// listener, pool, monitor or floating IP created, replaced or deleted; the next sync writes
+// nothing, and one Warning names the annotation.
+func TestBoolAnnotationTakeoverKeepsUpstreamLB(t *testing.T) {
+	takeover := func(t *testing.T, key, value string, monitor bool) (writes map[string]int, f *fake.Cloud, sink *cloudtest.EventSink, svc *v1.Service) {
+		f = newFake(t, fake.Options{})
+		u := seedUpstreamCluster(t, f, 0, false)
+		svc = upstreamSvc("up-bool")
+		if key != "" {
+			svc.Annotations[key] = value
+		}
+		us := toUpstream(svc, u.nodes, nil)
+		us.Monitor = monitor
+		id, addr := f.SeedUpstream(us)
+		adoptedByUpstream(svc, id, addr)
+		extra := ""
+		if monitor {
+			extra = "create-monitor = true\n"
+		}
+		lb, sink := migrationCloud(t, f, extra)
+		if st := ensureUntilReady(t, lb, svc, u.nodes); st.Ingress[0].IP != addr {
+			t.Errorf("address %s, want %s", st.Ingress[0].IP, addr)
+		}
+		writes = map[string]int{}
+		for op, n := range f.Calls() {
+			if !strings.Contains(op, ".Get") && !strings.Contains(op, ".List") && !strings.HasSuffix(op, "Versions") && op != "keystone.CreateToken" {
+				writes[op] = n
+			}
+		}
+		w := f.Writes()
+		ensureUntilReady(t, lb, svc, u.nodes)
+		if n := f.Writes() - w; n != 0 {
+			t.Errorf("the sync after the takeover made %d writes (%s)", n, f.CallSummary())
+		}
+		return writes, f, sink, svc
+	}
+	for _, tc := range []struct {
+		key, value string
+		monitor    bool
+	}{
+		{annXForwardedFor, "True", false},
+		{annInternal, "True", false},
+		{annHealthMonitor, "0", true},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			base, _, _, _ := takeover(t, "", "", tc.monitor)
+			got, f, sink, svc := takeover(t, tc.key, tc.value, tc.monitor)
+			if fmt.Sprint(got) != fmt.Sprint(base) {
+				t.Errorf("takeover writes %v, without the annotation %v", got, base)
+			}
+			if got["octavia.CreateListener"]+got["octavia.DeleteListener"]+got["octavia.DeleteHealthMonitor"]+got["neutron.DeleteFloatingIP"] != 0 {
+				t.Errorf("takeover replaced what serves: %v", got)
+			}
+			if l := fakeLB(t, f, "up-bool").Listeners; len(l) != 1 || l[0].Protocol != "TCP" || (l[0].Monitor != "") != tc.monitor {
+				t.Errorf("listeners after the takeover %+v", l)
+			}
+			if len(f.FloatingIPs()) != 1 {
+				t.Errorf("floating IPs after the takeover: %+v", f.FloatingIPs())
+			}
+			if ok, evs := sink.Await(svc, 3*time.Second, "Warning", tc.key, "not true or false"); !ok {
+				t.Errorf("no Warning naming %s: %q", tc.key, evs)
+			}
+		})
 	}
 }

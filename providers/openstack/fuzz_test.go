@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -24,21 +23,20 @@ func fuzzCloud(t testing.TB) *Cloud {
 	return c
 }
 
-// Boolean annotations: a value strconv reads is taken as it is, anything else keeps the
-// default with a warning naming the annotation.
+// Boolean annotations, as upstream reads them: exactly "true" or "false" is taken, anything
+// else keeps the default with a warning naming the annotation.
 func FuzzBoolAnnotation(f *testing.F) {
-	for _, s := range []string{"true", "false", " TRUE ", "1", "maybe", "", "\x00"} {
+	for _, s := range []string{"true", "false", " TRUE ", "True", "1", "maybe", "", "\x00"} {
 		f.Add(s, true)
 	}
 	f.Fuzz(func(t *testing.T, v string, def bool) {
-		for _, key := range []string{annKeepFloatingIP, annInternal, annHealthMonitor} {
+		for _, key := range []string{annKeepFloatingIP, annInternal, annHealthMonitor, annXForwardedFor} {
 			var warn []string
-			got := parseBool(lbService("w", map[string]string{key: v}), key, def, &warn)
-			want, err := strconv.ParseBool(strings.TrimSpace(v))
+			got := upstreamBool(lbService("w", map[string]string{key: v}), key, def, &warn)
 			switch {
-			case err == nil && (got != want || len(warn) != 0):
-				t.Errorf("%s=%q: %v %v, want %v without warning", key, v, got, warn, want)
-			case err != nil && (got != def || len(warn) != 1 || !strings.Contains(warn[0], key)):
+			case (v == "true" || v == "false") && (got != (v == "true") || len(warn) != 0):
+				t.Errorf("%s=%q: %v %v, want %v without warning", key, v, got, warn, v == "true")
+			case v != "true" && v != "false" && (got != def || len(warn) != 1 || !strings.Contains(warn[0], key)):
 				t.Errorf("%s=%q: %v %v, want the default %v and a warning naming the annotation", key, v, got, warn, def)
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -115,20 +114,6 @@ func (l listenerSpec) key() string { return fmt.Sprintf("%s/%d", l.Protocol, l.P
 // fingerprint is the hash of the listener's spec, kept in its description.
 func (l listenerSpec) fingerprint() string { return fingerprint.Of(l) }
 
-// parseBool reads a boolean annotation; a bad value is a warning and the default stands.
-func parseBool(svc *v1.Service, key string, def bool, warn *[]string) bool {
-	v, ok := svc.Annotations[key]
-	if !ok {
-		return def
-	}
-	b, err := strconv.ParseBool(strings.TrimSpace(v))
-	if err != nil {
-		*warn = append(*warn, fmt.Sprintf("annotation %s: %q is not true or false; using %v", key, v, def))
-		return def
-	}
-	return b
-}
-
 // classBySpec is the [LoadBalancerClass] section named by the Service's spec.loadBalancerClass
 // (issue 16: where upstream has a class in config, the same name is the Service's class; ccm
 // serves it when run with --load-balancer-class of that name), or "" when none is.
@@ -176,17 +161,20 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	if recordedLoadBalancer(svc) {
 		s.recordedID, s.existingID = s.existingID, ""
 	}
-	s.internal = parseBool(svc, annInternal, cfg.InternalLB, &s.warnings)
-	if cfg.InternalLB && !s.internal {
+	if cfg.InternalLB {
 		// As upstream: internal-lb = true is the operator's rule, no Service can open itself
 		// to a public address.
 		s.internal = true
-		s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is ignored: [LoadBalancer] internal-lb = true keeps every load balancer internal", annInternal, svc.Annotations[annInternal]))
+		if v, ok := a[annInternal]; ok && v != "true" {
+			s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is ignored: [LoadBalancer] internal-lb = true keeps every load balancer internal", annInternal, v))
+		}
+	} else {
+		s.internal = upstreamBool(svc, annInternal, false, &s.warnings)
 	}
 	if s.createOnly, s.advice, err = createOnlyOf(svc, cfg, s.provider); err != nil {
 		return nil, err
 	}
-	s.keepFIP = parseBool(svc, annKeepFloatingIP, false, &s.warnings)
+	s.keepFIP = upstreamBool(svc, annKeepFloatingIP, false, &s.warnings)
 	s.fixedFIP = svc.Spec.LoadBalancerIP //nolint:staticcheck // deprecated in the API, still the upstream way to ask for a floating IP
 	if s.fixedFIP != "" {
 		ip, err := netip.ParseAddr(s.fixedFIP)
@@ -213,26 +201,18 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 			s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is not ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP or SOURCE_IP_PORT; using %s", annLBMethod, v, method))
 		}
 	}
-	proxy := ""
-	if v, ok := a[annProxyProtocol]; ok {
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "true", "v1":
-			proxy = "PROXY"
-		case "v2":
-			proxy = "PROXYV2"
-		case "false", "":
-		default:
-			s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is not true, v1, v2 or false; proxy protocol is off", annProxyProtocol, v))
-		}
+	proxy, known := proxyPool(svc)
+	if !known {
+		s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is not true, v1, v2 or false (the upstream CCM reads only these, in lower case); proxy protocol is off", annProxyProtocol, a[annProxyProtocol]))
 	}
-	xff := parseBool(svc, annXForwardedFor, false, &s.warnings)
+	xff := upstreamBool(svc, annXForwardedFor, false, &s.warnings)
 	if xff && proxy != "" {
 		// As upstream: the two ask for contradicting listeners (HTTP that rewrites the request
 		// vs TCP that passes it with a PROXY header), so the Service is not synced.
 		return nil, fmt.Errorf("annotations %s and %s cannot be used together", annProxyProtocol, annXForwardedFor)
 	}
 	s.tlsRef = strings.TrimSpace(or(a[annTLSContainerRef], cfg.tlsRef()))
-	monitors := parseBool(svc, annHealthMonitor, cfg.CreateMonitor, &s.warnings)
+	monitors := upstreamBool(svc, annHealthMonitor, cfg.CreateMonitor, &s.warnings)
 	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0
 	limits := limitsOf(svc, s.provider, &s.warnings)
 	timing, overridden := monitorValuesOf(svc, cfg, &s.warnings)

@@ -35,11 +35,8 @@ func (c LBConfig) ingressSuffix() string {
 
 // proxyOn: proxy-protocol asks for PROXY or PROXYV2 (the values spec reads).
 func proxyOn(svc *v1.Service) bool {
-	switch strings.ToLower(strings.TrimSpace(svc.Annotations[annProxyProtocol])) {
-	case "true", "v1", "v2":
-		return true
-	}
-	return false
+	pool, _ := proxyPool(svc)
+	return pool != ""
 }
 
 func (l *loadBalancers) statusOpts(svc *v1.Service) statusOpts {

@@ -657,10 +657,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	if err != nil {
 		return err
 	}
-	keep := false
-	if v, ok := svc.Annotations[annKeepFloatingIP]; ok {
-		keep = strings.EqualFold(strings.TrimSpace(v), "true")
-	}
+	keep := upstreamBool(svc, annKeepFloatingIP, false, nil) // the sync before warned of a bad value
 	names := []string{l.GetLoadBalancerName(ctx, clusterName, svc)}
 	for _, f := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
 		if f != families(svc)[0] {
