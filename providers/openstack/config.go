@@ -70,6 +70,8 @@ type Config struct {
 	Metadata     upstreamMetadata
 	Route        upstreamRoute
 	BlockStorage upstreamBlockStorage
+	// KeyManager is the barbican-kms-plugin's section of the shared cloud.conf.
+	KeyManager upstreamKeyManager
 
 	// notices are the upstream keys in the file that ccm reads but does not use, one line
 	// each, filled by Validate and logged once.

@@ -27,6 +27,7 @@ const (
 	secMeta    = "Metadata"
 	secRoute   = "Route"
 	secBS      = "BlockStorage"
+	secKM      = "KeyManager"
 )
 
 func impl(section, key, example string) upstreamKey {
@@ -51,9 +52,15 @@ func isFalse(v string) bool { b, err := strconv.ParseBool(v); return err == nil 
 const blockStorageWhy = "volumes are the Cinder CSI driver's business (it reads [BlockStorage] from the same file); ccm has no volume code"
 const blockStorageInstead = "nothing to do for ccm; keep it if the Cinder CSI driver reads this file"
 
+// [KeyManager] is upstream's barbican-kms-plugin's (pkg/kms/barbican: KMSOpts), which reads the
+// same cloud.conf as the CCM; the upstream CCM ignores the section.
+const keyManagerWhy = "the Barbican key the barbican-kms-plugin encrypts Kubernetes Secrets with (it reads [KeyManager] from the same file); ccm has no KMS code"
+const keyManagerInstead = "nothing to do for ccm; keep it if the barbican-kms-plugin reads this file"
+
 // upstreamKeys is every (section, key) the upstream OpenStack CCM reads. Written from the
 // upstream config structs (AuthOpts, LoadBalancerOpts, LBClass, NetworkingOpts, RouterOpts,
-// metadata.Opts, the Cinder CSI BlockStorageOpts and the in-tree provider's leftovers) and
+// metadata.Opts, the Cinder CSI BlockStorageOpts, the barbican-kms-plugin's KMSOpts and the
+// in-tree provider's leftovers) and
 // the chart's cloud.conf template; docs/providers/openstack.md carries it as a table
 // (TestUpstreamKeysDocumented).
 var upstreamKeys = []upstreamKey{
@@ -170,6 +177,8 @@ var upstreamKeys = []upstreamKey{
 	notUsed(secBS, "node-volume-attach-limit", "128", blockStorageWhy, blockStorageInstead),
 	notUsed(secBS, "rescan-on-resize", "true", blockStorageWhy, blockStorageInstead),
 	notUsed(secBS, "ignore-volume-microversion", "true", blockStorageWhy, blockStorageInstead),
+
+	notUsed(secKM, "key-id", "kid", keyManagerWhy, keyManagerInstead),
 }
 
 // The fields below hold the keys the table marks unused or unsupported. Pointers (and the
@@ -221,6 +230,10 @@ type upstreamBlockStorage struct {
 	NodeVolumeAttachLimit    *int64  `gcfg:"node-volume-attach-limit"`
 	RescanOnResize           *bool   `gcfg:"rescan-on-resize"`
 	IgnoreVolumeMicroversion *bool   `gcfg:"ignore-volume-microversion"`
+}
+
+type upstreamKeyManager struct {
+	KeyID *string `gcfg:"key-id"`
 }
 
 // logNotice is where the start-up report goes; tests replace it.
