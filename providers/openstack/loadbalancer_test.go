@@ -244,8 +244,12 @@ func TestFloatingIPOwnership(t *testing.T) {
 	// Allocated by us but keep-floatingip: kept.
 	kept := lbService("kept", map[string]string{annKeepFloatingIP: "true"})
 	keptSt := ensureUntilReady(t, lb, kept, nodes)
+	// keep-floatingip: "True" is not upstream's "true" (getBoolFromServiceAnnotation): released,
+	// as upstream releases it (the syncs before warned of the value).
+	notKept := lbService("not-kept", map[string]string{annKeepFloatingIP: "True"})
+	notKeptSt := ensureUntilReady(t, lb, notKept, nodes)
 
-	for _, s := range []*v1.Service{ours, theirs, kept} {
+	for _, s := range []*v1.Service{ours, theirs, kept, notKept} {
 		if err := lb.EnsureLoadBalancerDeleted(ctx, cluster, s); err != nil {
 			t.Fatalf("delete %s: %v", s.Name, err)
 		}
@@ -257,8 +261,8 @@ func TestFloatingIPOwnership(t *testing.T) {
 			t.Errorf("floating IP %s still associated with %s", fip.Address, fip.PortID)
 		}
 	}
-	if have[st.Ingress[0].IP] {
-		t.Errorf("our floating IP %s was not released", st.Ingress[0].IP)
+	if have[st.Ingress[0].IP] || have[notKeptSt.Ingress[0].IP] {
+		t.Errorf("our floating IPs %s and %s (keep-floatingip: True) were not both released", st.Ingress[0].IP, notKeptSt.Ingress[0].IP)
 	}
 	if !have[userFIP] || !have[keptSt.Ingress[0].IP] {
 		t.Errorf("floating IPs left %v, want %s and %s kept", have, userFIP, keptSt.Ingress[0].IP)
