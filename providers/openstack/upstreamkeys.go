@@ -1,8 +1,6 @@
 package openstack
 
 import (
-	"strconv"
-
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/config"
@@ -42,12 +40,6 @@ func implWhy(section, key, example, how string) upstreamKey {
 func notUsed(section, key, example, why, instead string) upstreamKey {
 	return upstreamKey{Section: section, Key: key, Status: config.Unused, Example: example, Why: why, Instead: instead}
 }
-
-func refused(section, key, example, why, instead string, harmless func(string) bool) upstreamKey {
-	return upstreamKey{Section: section, Key: key, Status: config.Unsupported, Example: example, Why: why, Instead: instead, Harmless: harmless}
-}
-
-func isFalse(v string) bool { b, err := strconv.ParseBool(v); return err == nil && !b }
 
 const blockStorageWhy = "volumes are the Cinder CSI driver's business (it reads [BlockStorage] from the same file); ccm has no volume code"
 const blockStorageInstead = "nothing to do for ccm; keep it if the Cinder CSI driver reads this file"
