@@ -57,8 +57,11 @@ func (s fipSubnetSel) String() string {
 // netChoice is where a Service's load balancer, its members and its floating IP go.
 type netChoice struct {
 	subnetID, networkID, memberSubnetID string
-	floatingNetworkID                   string
-	floatingSubnet                      fipSubnetSel
+	// memberDefault: no member-subnet-id is set anywhere, so memberSubnetID is upstream's
+	// default. Members an earlier ccm put on the VIP subnet (its default) satisfy it too.
+	memberDefault     bool
+	floatingNetworkID string
+	floatingSubnet    fipSubnetSel
 }
 
 // chooseNetworks resolves the class (cls, named className; nil: none), the Service's
@@ -82,7 +85,11 @@ func chooseNetworks(cfg *LBConfig, cls *LBClass, className string, ann map[strin
 	}
 	c.subnetID = or(ann[annSubnetID], or(clsSubnet, cfg.SubnetID))
 	c.networkID = or(ann[annNetworkID], or(clsNetwork, cfg.NetworkID))
-	c.memberSubnetID = or(ann[annMemberSubnetID], or(clsMember, or(cfg.MemberSubnetID, or(cfg.SubnetID, c.subnetID))))
+	c.memberSubnetID = or(ann[annMemberSubnetID], or(clsMember, cfg.MemberSubnetID))
+	if c.memberSubnetID == "" {
+		c.memberDefault = true
+		c.memberSubnetID = or(cfg.SubnetID, c.subnetID)
+	}
 	c.floatingNetworkID = cfg.FloatingNetworkID
 	if v, ok := ann[annFloatingNetworkID]; ok {
 		c.floatingNetworkID = v

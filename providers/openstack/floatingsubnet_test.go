@@ -65,7 +65,7 @@ func TestChooseNetworksAsUpstream(t *testing.T) {
 			return src + "-" + what
 		}
 		from := map[string]string{"cls": clsFrom, "cfg": cfgFrom, "ann": ""}
-		want := netChoice{subnetID: id(tc.sub, "sub"), networkID: id(tc.sub, "net"), memberSubnetID: id(tc.mem, "mem"),
+		want := netChoice{subnetID: id(tc.sub, "sub"), networkID: id(tc.sub, "net"), memberSubnetID: id(tc.mem, "mem"), memberDefault: tc.mem == "",
 			floatingNetworkID: id(tc.fnet, "fnet"), floatingSubnet: sel(tc.fsub, from[tc.fsub])}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("class %v, annotations %v, config %v:\n got %+v\nwant %+v", tc.cls, tc.ann, tc.cfg, got, want)
@@ -105,21 +105,25 @@ func TestChooseNetworksAsUpstream(t *testing.T) {
 	}
 	// Members go on the config's subnet-id, not on the annotation's or class's VIP subnet,
 	// unless a member-subnet-id is set somewhere; without a config subnet, on the VIP subnet.
+	// memberDefault: no member-subnet-id anywhere, so members an earlier ccm put on the VIP
+	// subnet are kept there (familySpecs, planPool).
 	for _, tc := range []struct {
-		cfg  LBConfig
-		cls  *LBClass
-		ann  map[string]string
-		want string
+		cfg         LBConfig
+		cls         *LBClass
+		ann         map[string]string
+		want        string
+		wantDefault bool
 	}{
-		{LBConfig{SubnetID: "g"}, nil, map[string]string{annSubnetID: "a"}, "g"},
-		{LBConfig{SubnetID: "g"}, &LBClass{SubnetID: "c"}, nil, "g"},
-		{LBConfig{}, &LBClass{SubnetID: "c"}, nil, "c"},
-		{LBConfig{}, nil, map[string]string{annSubnetID: "a"}, "a"},
-		{LBConfig{SubnetID: "g", MemberSubnetID: "gm"}, &LBClass{MemberSubnetID: "cm"}, nil, "cm"},
-		{LBConfig{SubnetID: "g", MemberSubnetID: "gm"}, &LBClass{MemberSubnetID: "cm"}, map[string]string{annMemberSubnetID: "am"}, "am"},
+		{LBConfig{SubnetID: "g"}, nil, map[string]string{annSubnetID: "a"}, "g", true},
+		{LBConfig{SubnetID: "g"}, &LBClass{SubnetID: "c"}, nil, "g", true},
+		{LBConfig{}, &LBClass{SubnetID: "c"}, nil, "c", true},
+		{LBConfig{}, nil, map[string]string{annSubnetID: "a"}, "a", true},
+		{LBConfig{SubnetID: "g", MemberSubnetID: "gm"}, nil, nil, "gm", false},
+		{LBConfig{SubnetID: "g", MemberSubnetID: "gm"}, &LBClass{MemberSubnetID: "cm"}, nil, "cm", false},
+		{LBConfig{SubnetID: "g", MemberSubnetID: "gm"}, &LBClass{MemberSubnetID: "cm"}, map[string]string{annMemberSubnetID: "am"}, "am", false},
 	} {
-		if got := chooseNetworks(&tc.cfg, tc.cls, "c", tc.ann).memberSubnetID; got != tc.want {
-			t.Errorf("member subnet of config %+v, class %+v, annotations %v: %q, want %q", tc.cfg, tc.cls, tc.ann, got, tc.want)
+		if got := chooseNetworks(&tc.cfg, tc.cls, "c", tc.ann); got.memberSubnetID != tc.want || got.memberDefault != tc.wantDefault {
+			t.Errorf("member subnet of config %+v, class %+v, annotations %v: %q (default %v), want %q (default %v)", tc.cfg, tc.cls, tc.ann, got.memberSubnetID, got.memberDefault, tc.want, tc.wantDefault)
 		}
 	}
 }

@@ -50,7 +50,13 @@ type lbSpec struct {
 	name                                string
 	internal, keepFIP                   bool
 	subnetID, networkID, memberSubnetID string
-	floatingNetworkID, fixedFIP         string
+	// memberDefault: memberSubnetID is upstream's default, no member-subnet-id names it.
+	memberDefault bool
+	// memberSubnetAlts (per family): subnets that satisfy the default as well as
+	// memberSubnetID (the VIP subnet, an earlier ccm's default). Members already on one keep
+	// it: an upgrade does not rewrite every pool; new members go on memberSubnetID.
+	memberSubnetAlts            []string
+	floatingNetworkID, fixedFIP string
 	// floatingSubnet: where a new floating IP comes from (floatingsubnet.go).
 	floatingSubnet fipSubnetSel
 	// vipAddress is the VIP asked for at creation: spec.loadBalancerIP of an internal or IPv6
@@ -147,7 +153,7 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 		return nil, err
 	}
 	nc := chooseNetworks(&cfg, cls, cn, a)
-	s.subnetID, s.networkID, s.memberSubnetID = nc.subnetID, nc.networkID, nc.memberSubnetID
+	s.subnetID, s.networkID, s.memberSubnetID, s.memberDefault = nc.subnetID, nc.networkID, nc.memberSubnetID, nc.memberDefault
 	s.floatingNetworkID, s.floatingSubnet = nc.floatingNetworkID, nc.floatingSubnet
 	if sel := s.floatingSubnet; sel.from == "" && sel.matching() && sel.Pattern != "" {
 		if _, err := subnetNameMatcher(sel.Pattern); err != nil {

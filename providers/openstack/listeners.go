@@ -62,7 +62,11 @@ func (l *loadBalancers) members(ctx context.Context, nodes []*v1.Node, spec *lbS
 
 func (ls listenerSpec) name() string { return fmt.Sprintf("listener_%s_%d", ls.Protocol, ls.Port) }
 
-func (ls listenerSpec) memberOpts(spec *lbSpec, ms []member) []pools.CreateMemberOpts {
+// memberOpts are the members of ls for ms, on the spec's member subnet except where kept
+// (address -> subnet: a member already on a subnet that also satisfies the default, see
+// keptSubnets). The set's tag is computed as if all were on the member subnet, as planPool
+// compares them.
+func (ls listenerSpec) memberOpts(spec *lbSpec, ms []member, kept map[string]string) []pools.CreateMemberOpts {
 	var out []pools.CreateMemberOpts
 	var keys []memberKey
 	for _, m := range ms {
@@ -72,6 +76,9 @@ func (ls listenerSpec) memberOpts(spec *lbSpec, ms []member) []pools.CreateMembe
 			o.MonitorPort, mp = &ls.Monitor.Port, ls.Monitor.Port
 		}
 		keys = append(keys, memberKey{o.Address, o.SubnetID, o.ProtocolPort, mp})
+		if sub, ok := kept[m.Address]; ok {
+			o.SubnetID = sub
+		}
 		out = append(out, o)
 	}
 	tag := membersTag(keys) // each member carries the fingerprint of the set (see planPool)
@@ -84,7 +91,7 @@ func (ls listenerSpec) memberOpts(spec *lbSpec, ms []member) []pools.CreateMembe
 func listenerCreateOpts(spec *lbSpec, ls listenerSpec, ms []member, desc string) listeners.CreateOpts {
 	pool := &pools.CreateOpts{
 		Name: "pool_" + ls.name(), Description: desc, LBMethod: pools.LBMethod(ls.Method), Protocol: pools.Protocol(ls.PoolProtocol),
-		Members: ls.memberOpts(spec, ms),
+		Members: ls.memberOpts(spec, ms, nil),
 	}
 	if m := ls.Monitor; m != nil {
 		pool.Monitor = monitors.CreateOpts{Type: m.Type, Delay: m.Want.Delay, Timeout: m.Want.Timeout, MaxRetries: m.Want.MaxRetries,
@@ -166,7 +173,7 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 			return err
 		}
 		wantState := poolState{Protocol: ls.Protocol, InsertXFF: ls.InsertXFF, TLSRef: ls.TLSRef, Method: ls.Method, CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms),
-			Limits: ls.Limits, MonitorByAnnotation: ls.Monitor != nil && ls.Monitor.Overridden}
+			MemberSubnetAlts: spec.memberSubnetAlts, Limits: ls.Limits, MonitorByAnnotation: ls.Monitor != nil && ls.Monitor.Overridden}
 		pp := planPool(ls.key(), wantState, obs)
 		if pp.writes() == 0 {
 			continue

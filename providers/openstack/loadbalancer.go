@@ -244,6 +244,9 @@ func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterNam
 				return nil, err
 			}
 		}
+		if base.memberDefault && s.subnetID != "" && s.subnetID != s.memberSubnetID {
+			s.memberSubnetAlts = []string{s.subnetID}
+		}
 		out = append(out, &s)
 	}
 	return out, nil

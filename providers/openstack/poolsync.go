@@ -59,6 +59,9 @@ type poolState struct {
 	Limits listenerLimits
 	// MonitorByAnnotation (wanted only): health-monitor-* annotations set the timings.
 	MonitorByAnnotation bool
+	// MemberSubnetAlts (wanted only): subnets an observed member may be on instead of the
+	// wanted member subnet (lbSpec.memberSubnetAlts): it is then the same member.
+	MemberSubnetAlts []string
 }
 
 type monitorAction int
@@ -143,7 +146,7 @@ func planPool(key string, want, have poolState) poolPlan {
 			p.Repairs = append(p.Repairs, fmt.Sprintf("health monitor of %s settings were delay=%d timeout=%d retries=%d retries-down=%d", key, h.Delay, h.Timeout, h.MaxRetries, h.MaxRetriesDown))
 		}
 	}
-	wm, hm := slices.Clone(want.Members), slices.Clone(have.Members)
+	wm, hm := slices.Clone(want.Members), onWantedSubnet(have.Members, want.Members, want.MemberSubnetAlts)
 	slices.SortFunc(wm, compareMembers)
 	slices.SortFunc(hm, compareMembers)
 	if !slices.Equal(wm, hm) {
@@ -153,6 +156,36 @@ func planPool(key string, want, have poolState) poolPlan {
 		}
 	}
 	return p
+}
+
+// onWantedSubnet is have with each member that is on one of alts and otherwise a wanted
+// member read as that wanted member (on the wanted subnet). Pure.
+func onWantedSubnet(have, want []memberKey, alts []string) []memberKey {
+	out := slices.Clone(have)
+	for i, h := range out {
+		if !slices.Contains(alts, h.Subnet) {
+			continue
+		}
+		for _, w := range want {
+			if w.Address == h.Address && w.Port == h.Port && w.MonitorPort == h.MonitorPort {
+				out[i].Subnet = w.Subnet
+				break
+			}
+		}
+	}
+	return out
+}
+
+// keptSubnets are the subnets of the observed members that are on one of alts (address ->
+// subnet): a rewrite of the members leaves them there. Pure.
+func keptSubnets(have []memberKey, alts []string) map[string]string {
+	out := map[string]string{}
+	for _, h := range have {
+		if slices.Contains(alts, h.Subnet) {
+			out[h.Address] = h.Subnet
+		}
+	}
+	return out
 }
 
 // headerXFF is Octavia's insert_headers key for X-Forwarded-For.
@@ -200,7 +233,7 @@ func wantedMonitor(m *monitorSpec) *observedMonitor {
 // wantedMembers are the member keys of ls for ms.
 func wantedMembers(spec *lbSpec, ls listenerSpec, ms []member) []memberKey {
 	var out []memberKey
-	for _, o := range ls.memberOpts(spec, ms) {
+	for _, o := range ls.memberOpts(spec, ms, nil) {
 		mp := 0
 		if o.MonitorPort != nil {
 			mp = *o.MonitorPort
@@ -309,7 +342,7 @@ func (l *loadBalancers) applyPool(ctx context.Context, cl *clients, lbID string,
 		}
 	}
 	if plan.SetMembers {
-		opts := ls.memberOpts(spec, ms)
+		opts := ls.memberOpts(spec, ms, keptSubnets(have.Members, spec.memberSubnetAlts))
 		batch := make([]pools.BatchUpdateMemberOpts, 0, len(opts))
 		for _, o := range opts {
 			b := pools.BatchUpdateMemberOpts{Address: o.Address, ProtocolPort: o.ProtocolPort, MonitorPort: o.MonitorPort, Tags: o.Tags}

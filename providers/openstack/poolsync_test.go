@@ -14,6 +14,10 @@ func TestPlanPool(t *testing.T) {
 		Members: []memberKey{a, b}}
 	tagAB := membersTag([]memberKey{b, a})
 	same := poolState{Method: "ROUND_ROBIN", CIDRs: []string{"10.0.0.0/8"}, Monitor: mon, Members: []memberKey{b, a}, Tags: []string{tagAB}}
+	onVIP := func(m memberKey) memberKey { m.Subnet = "vip-sub"; return m }
+	onCfg := func(m memberKey) memberKey { m.Subnet = "cfg-sub"; return m }
+	wantOnCfg := want
+	wantOnCfg.Members, wantOnCfg.MemberSubnetAlts = []memberKey{onCfg(a), onCfg(b)}, []string{"vip-sub"}
 	with := func(f func(*poolState)) poolState {
 		s := same
 		f(&s)
@@ -44,6 +48,11 @@ func TestPlanPool(t *testing.T) {
 		{"member added by hand", with(func(s *poolState) { s.Members = []memberKey{a, b, c} }), want, 1, []string{"members of TCP/80 were changed (3, want 2)"}},
 		{"a Node change (older tag) is written, not a repair", with(func(s *poolState) { s.Members = []memberKey{a}; s.Tags = []string{membersTag([]memberKey{a})} }), want, 1, nil},
 		{"members without a tag (earlier ccm) are written, not a repair", with(func(s *poolState) { s.Members = []memberKey{a}; s.Tags = nil }), want, 1, nil},
+		// an earlier ccm's default member subnet (the VIP's) satisfies upstream's default
+		{"members on an accepted other subnet: no write", with(func(s *poolState) { s.Members = []memberKey{onVIP(a), onVIP(b)} }), wantOnCfg, 0, nil},
+		{"members on a subnet not accepted: written", with(func(s *poolState) { s.Members = []memberKey{onVIP(a), onVIP(b)} }),
+			func() poolState { w := wantOnCfg; w.MemberSubnetAlts = nil; return w }(), 1, nil},
+		{"accepted subnet, but a member missing: written", with(func(s *poolState) { s.Members = []memberKey{onVIP(a)} }), wantOnCfg, 1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := planPool("TCP/80", tc.want, tc.have)
@@ -59,6 +68,21 @@ func TestPlanPool(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A rewrite of the members keeps those already on an accepted other subnet there.
+func TestKeptSubnets(t *testing.T) {
+	have := []memberKey{{Address: "10.0.0.10", Subnet: "vip"}, {Address: "10.0.0.11", Subnet: "other"}, {Address: "10.0.0.12", Subnet: "cfg"}}
+	got := keptSubnets(have, []string{"vip"})
+	if len(got) != 1 || got["10.0.0.10"] != "vip" {
+		t.Errorf("keptSubnets = %v, want only 10.0.0.10 on vip", got)
+	}
+	spec := &lbSpec{memberSubnetID: "cfg"}
+	ls := listenerSpec{NodePort: 30080}
+	opts := ls.memberOpts(spec, []member{{Node: "a", Address: "10.0.0.10"}, {Node: "b", Address: "10.0.0.13"}}, got)
+	if opts[0].SubnetID != "vip" || opts[1].SubnetID != "cfg" || opts[0].Tags[0] != ls.memberOpts(spec, []member{{Node: "a", Address: "10.0.0.10"}, {Node: "b", Address: "10.0.0.13"}}, nil)[0].Tags[0] {
+		t.Errorf("member opts %+v: want the kept member on vip, the new on cfg, the tag of the set on cfg", opts)
 	}
 }
 
