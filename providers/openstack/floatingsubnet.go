@@ -59,7 +59,9 @@ type netChoice struct {
 	subnetID, networkID, memberSubnetID string
 	// memberDefault: no member-subnet-id is set anywhere, so memberSubnetID is upstream's
 	// default. Members an earlier ccm put on the VIP subnet (its default) satisfy it too.
-	memberDefault     bool
+	memberDefault bool
+	// memberSubnetFrom names the setting memberSubnetID comes from, for errors.
+	memberSubnetFrom  string
 	floatingNetworkID string
 	floatingSubnet    fipSubnetSel
 }
@@ -85,10 +87,17 @@ func chooseNetworks(cfg *LBConfig, cls *LBClass, className string, ann map[strin
 	}
 	c.subnetID = or(ann[annSubnetID], or(clsSubnet, cfg.SubnetID))
 	c.networkID = or(ann[annNetworkID], or(clsNetwork, cfg.NetworkID))
-	c.memberSubnetID = or(ann[annMemberSubnetID], or(clsMember, cfg.MemberSubnetID))
+	clsKey := func(k string) string { return fmt.Sprintf("[LoadBalancerClass %q] %s", className, k) }
+	c.memberSubnetID, c.memberSubnetFrom = firstSet(
+		ann[annMemberSubnetID], "annotation "+annMemberSubnetID,
+		clsMember, clsKey("member-subnet-id"),
+		cfg.MemberSubnetID, "[LoadBalancer] member-subnet-id")
 	if c.memberSubnetID == "" {
 		c.memberDefault = true
-		c.memberSubnetID = or(cfg.SubnetID, c.subnetID)
+		c.memberSubnetID, c.memberSubnetFrom = firstSet(
+			cfg.SubnetID, "[LoadBalancer] subnet-id",
+			ann[annSubnetID], "annotation "+annSubnetID,
+			clsSubnet, clsKey("subnet-id"))
 	}
 	c.floatingNetworkID = cfg.FloatingNetworkID
 	if v, ok := ann[annFloatingNetworkID]; ok {
@@ -106,6 +115,16 @@ func chooseNetworks(cfg *LBConfig, cls *LBClass, className string, ann map[strin
 		c.floatingSubnet = fipSubnetSel{} // none: any subnet, Neutron's choice
 	}
 	return c
+}
+
+// firstSet is the first non-empty value of the (value, name) pairs, with its name. Pure.
+func firstSet(pairs ...string) (value, name string) {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i] != "" {
+			return pairs[i], pairs[i+1]
+		}
+	}
+	return "", ""
 }
 
 // subnetSel: with an ID, the pattern and tags of the same source are not read (upstream).

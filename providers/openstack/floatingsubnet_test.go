@@ -66,6 +66,7 @@ func TestChooseNetworksAsUpstream(t *testing.T) {
 		}
 		from := map[string]string{"cls": clsFrom, "cfg": cfgFrom, "ann": ""}
 		want := netChoice{subnetID: id(tc.sub, "sub"), networkID: id(tc.sub, "net"), memberSubnetID: id(tc.mem, "mem"), memberDefault: tc.mem == "",
+			memberSubnetFrom:  map[string]string{"ann": "annotation " + annMemberSubnetID, "cls": clsFrom + " member-subnet-id", "cfg": cfgFrom + " member-subnet-id"}[tc.mem],
 			floatingNetworkID: id(tc.fnet, "fnet"), floatingSubnet: sel(tc.fsub, from[tc.fsub])}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("class %v, annotations %v, config %v:\n got %+v\nwant %+v", tc.cls, tc.ann, tc.cfg, got, want)
@@ -113,16 +114,17 @@ func TestChooseNetworksAsUpstream(t *testing.T) {
 		ann         map[string]string
 		want        string
 		wantDefault bool
+		wantFrom    string // the setting named in errors
 	}{
-		{LBConfig{SubnetID: "g"}, nil, map[string]string{annSubnetID: "a"}, "g", true},
-		{LBConfig{SubnetID: "g"}, &LBClass{SubnetID: "c"}, nil, "g", true},
-		{LBConfig{}, &LBClass{SubnetID: "c"}, nil, "c", true},
-		{LBConfig{}, nil, map[string]string{annSubnetID: "a"}, "a", true},
-		{LBConfig{SubnetID: "g", MemberSubnetID: "gm"}, nil, nil, "gm", false},
-		{LBConfig{SubnetID: "g", MemberSubnetID: "gm"}, &LBClass{MemberSubnetID: "cm"}, nil, "cm", false},
-		{LBConfig{SubnetID: "g", MemberSubnetID: "gm"}, &LBClass{MemberSubnetID: "cm"}, map[string]string{annMemberSubnetID: "am"}, "am", false},
+		{LBConfig{SubnetID: "g"}, nil, map[string]string{annSubnetID: "a"}, "g", true, "[LoadBalancer] subnet-id"},
+		{LBConfig{SubnetID: "g"}, &LBClass{SubnetID: "c"}, nil, "g", true, "[LoadBalancer] subnet-id"},
+		{LBConfig{}, &LBClass{SubnetID: "c"}, nil, "c", true, `[LoadBalancerClass "c"] subnet-id`},
+		{LBConfig{}, nil, map[string]string{annSubnetID: "a"}, "a", true, "annotation " + annSubnetID},
+		{LBConfig{SubnetID: "g", MemberSubnetID: "gm"}, nil, nil, "gm", false, "[LoadBalancer] member-subnet-id"},
+		{LBConfig{SubnetID: "g", MemberSubnetID: "gm"}, &LBClass{MemberSubnetID: "cm"}, nil, "cm", false, `[LoadBalancerClass "c"] member-subnet-id`},
+		{LBConfig{SubnetID: "g", MemberSubnetID: "gm"}, &LBClass{MemberSubnetID: "cm"}, map[string]string{annMemberSubnetID: "am"}, "am", false, "annotation " + annMemberSubnetID},
 	} {
-		if got := chooseNetworks(&tc.cfg, tc.cls, "c", tc.ann); got.memberSubnetID != tc.want || got.memberDefault != tc.wantDefault {
+		if got := chooseNetworks(&tc.cfg, tc.cls, "c", tc.ann); got.memberSubnetID != tc.want || got.memberDefault != tc.wantDefault || !strings.Contains(got.memberSubnetFrom, tc.wantFrom) {
 			t.Errorf("member subnet of config %+v, class %+v, annotations %v: %q (default %v), want %q (default %v)", tc.cfg, tc.cls, tc.ann, got.memberSubnetID, got.memberDefault, tc.want, tc.wantDefault)
 		}
 	}

@@ -52,6 +52,8 @@ type lbSpec struct {
 	subnetID, networkID, memberSubnetID string
 	// memberDefault: memberSubnetID is upstream's default, no member-subnet-id names it.
 	memberDefault bool
+	// memberSubnetFrom names the setting memberSubnetID comes from, for errors.
+	memberSubnetFrom string
 	// memberSubnetAlts (per family): subnets that satisfy the default as well as
 	// memberSubnetID (the VIP subnet, an earlier ccm's default). Members already on one keep
 	// it: an upgrade does not rewrite every pool; new members go on memberSubnetID.
@@ -154,6 +156,7 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	}
 	nc := chooseNetworks(&cfg, cls, cn, a)
 	s.subnetID, s.networkID, s.memberSubnetID, s.memberDefault = nc.subnetID, nc.networkID, nc.memberSubnetID, nc.memberDefault
+	s.memberSubnetFrom = nc.memberSubnetFrom
 	s.floatingNetworkID, s.floatingSubnet = nc.floatingNetworkID, nc.floatingSubnet
 	if sel := s.floatingSubnet; sel.from == "" && sel.matching() && sel.Pattern != "" {
 		if _, err := subnetNameMatcher(sel.Pattern); err != nil {

@@ -241,7 +241,15 @@ func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterNam
 		}
 		if base.memberSubnetID != "" {
 			if s.memberSubnetID, err = familySubnet(ctx, cl, base.memberSubnetID, "", f); err != nil {
-				return nil, err
+				// Upstream's default member subnet on a network without a subnet of this
+				// family (a dual-stack class, an IPv4-only config subnet): the family's
+				// members go on its VIP subnet, as before that default. A member-subnet-id
+				// that was set must serve every family.
+				var none *noFamilySubnetError
+				if !base.memberDefault || !errors.As(err, &none) || s.subnetID == "" {
+					return nil, fmt.Errorf("member subnet (%s %q): %w", base.memberSubnetFrom, base.memberSubnetID, err)
+				}
+				s.memberSubnetID = s.subnetID
 			}
 		}
 		if base.memberDefault && s.subnetID != "" && s.subnetID != s.memberSubnetID {

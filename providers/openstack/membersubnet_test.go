@@ -1,9 +1,13 @@
 package openstack
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
@@ -44,5 +48,48 @@ func TestMembersOnTheVIPSubnetKeptAfterUpgrade(t *testing.T) {
 	slices.Sort(want)
 	if got := fakeLB(t, f, "cls").Listeners[0].MemberSubnets; !slices.Equal(got, want) {
 		t.Errorf("members on %v, want the kept two on the class's subnet and the new one on [LoadBalancer] subnet-id (%v)", got, want)
+	}
+}
+
+// A class on a dual-stack network, [LoadBalancer] subnet-id on an IPv4-only one: upstream's
+// default member subnet has no IPv6 subnet on its network, so the IPv6 family's members go on
+// its VIP subnet (the class network's IPv6 subnet); the IPv4 members on the config's subnet.
+// A member-subnet-id that was set must serve every family: the error names it.
+func TestDualStackMemberSubnetFallsBackToTheVIPSubnet(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	v4net, v4only := f.AddNetwork("v4-only", "10.2.0.0/16", false)
+	conf := strings.Replace(f.CloudConfig("pending-retry = 200ms"), "subnet-id = "+fake.PrivateSubnetID, "subnet-id = "+v4only, 1) +
+		"\n[LoadBalancerClass \"dual\"]\nsubnet-id = " + fake.PrivateSubnetID + "\n" +
+		"\n[LoadBalancerClass \"pinned\"]\nsubnet-id = " + fake.PrivateSubnetID + "\nmember-subnet-id = " + v4only + "\n"
+	c, err := New(strings.NewReader(conf))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	lb := lbOf(t, c)
+	nodes := lbNodes("10.0.0.5")
+	nodes[0].Status.Addresses = append(nodes[0].Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "fd00::5"})
+	dual := func(name, class string) *v1.Service {
+		svc := lbService(name, map[string]string{annClass: class, annInternal: "true"})
+		svc.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+		return svc
+	}
+	st := ensureUntilReady(t, lb, dual("ds", "dual"), nodes)
+	if len(st.Ingress) != 2 {
+		t.Fatalf("ingress %v, want one address per family", st.Ingress)
+	}
+	if got := fakeLB(t, f, "ds_ipv6").Listeners[0].MemberSubnets; !slices.Equal(got, []string{fake.PrivateSubnetV6ID}) {
+		t.Errorf("IPv6 members on %v, want the IPv6 VIP subnet %s", got, fake.PrivateSubnetV6ID)
+	}
+	if got := fakeLB(t, f, "ds").Listeners[0].MemberSubnets; !slices.Equal(got, []string{v4only}) {
+		t.Errorf("IPv4 members on %v, want [LoadBalancer] subnet-id %s", got, v4only)
+	}
+
+	writes := f.Writes()
+	_, err = lb.EnsureLoadBalancer(context.Background(), cluster, dual("pinned", "pinned"), nodes)
+	if err == nil || !strings.Contains(err.Error(), `[LoadBalancerClass "pinned"] member-subnet-id`) || !strings.Contains(err.Error(), v4net) {
+		t.Errorf("a member-subnet-id without an IPv6 subnet: %v, want an error naming the key and network %s", err, v4net)
+	}
+	if w := f.Writes() - writes; w != 0 {
+		t.Errorf("%d writes before the error", w)
 	}
 }

@@ -17,6 +17,16 @@ var (
 	subnetMu sync.Mutex
 )
 
+// noFamilySubnetError: the network has no subnet of the IP family asked for.
+type noFamilySubnetError struct {
+	network string
+	family  v1.IPFamily
+}
+
+func (e *noFamilySubnetError) Error() string {
+	return fmt.Sprintf("network %s has no IPv%d subnet for the %s load balancer", e.network, ipVersion(e.family), e.family)
+}
+
 func ipVersion(f v1.IPFamily) int {
 	if f == v1.IPv6Protocol {
 		return 6
@@ -61,7 +71,7 @@ func familySubnet(ctx context.Context, cl *clients, subnetID, networkID string, 
 		return "", err
 	}
 	if len(all) == 0 {
-		return "", fmt.Errorf("network %s has no IPv%d subnet for the %s load balancer", networkID, want, family)
+		return "", &noFamilySubnetError{networkID, family}
 	}
 	subnetCache.Store(key, all[0].ID)
 	return all[0].ID, nil
