@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
@@ -123,18 +124,27 @@ func notApplied(spec *lbSpec, lb *loadbalancers.LoadBalancer, adopted bool) []ad
 }
 
 // checkVIPPort checks, before a load balancer is created on it, that the port port-id names
-// is on the network the Service's VIP would otherwise be on (the VIP subnet's, which the
-// config names or a Node's port shows), or that the operator allowed it by namespace or ID:
-// as with subnet-id and network-id, a tenant must not put its load balancer on another
-// cluster's network. Octavia checks the rest (the port exists and no device uses it).
-// Reads only.
+// has an address of the load balancer's IP family (port-id names the Service's first
+// family's load balancer; Octavia would take the port's address whatever the family, making
+// that load balancer of the other family), and that it is on the network the Service's VIP
+// would otherwise be on (the VIP subnet's, which the config names or a Node's port shows),
+// or that the operator allowed it by namespace or ID: as with subnet-id and network-id, a
+// tenant must not put its load balancer on another cluster's network. Octavia checks the
+// rest (the port exists and no device uses it). Reads only.
 func (l *loadBalancers) checkVIPPort(ctx context.Context, cl *clients, id ownership.Identity, spec *lbSpec) error {
-	if spec.vipPortID == "" || l.c.cfg.LoadBalancer.allow.Permits(id.Namespace, spec.vipPortID) {
+	if spec.vipPortID == "" {
 		return nil
 	}
 	p, err := ports.Get(ctx, cl.network, spec.vipPortID).Extract()
 	if err != nil {
 		return fmt.Errorf("annotation %s: getting port %s: %w", annPortID, spec.vipPortID, err)
+	}
+	if !hasFamilyAddress(p.FixedIPs, spec.family) {
+		return fmt.Errorf("annotation %s: port %q has no %s address, and it is the VIP port of the Service's first IP family (%s): give the port an address of that family or put %s first in spec.ipFamilies",
+			annPortID, spec.vipPortID, spec.family, spec.family, otherFamily(spec.family))
+	}
+	if l.c.cfg.LoadBalancer.allow.Permits(id.Namespace, spec.vipPortID) {
+		return nil
 	}
 	s, err := subnets.Get(ctx, cl.network, spec.subnetID).Extract()
 	if err != nil {
@@ -145,4 +155,21 @@ func (l *loadBalancers) checkVIPPort(ctx context.Context, cl *clients, id owners
 			annPortID, spec.vipPortID, p.NetworkID, s.NetworkID, ownership.ErrNotOwned)
 	}
 	return nil
+}
+
+// hasFamilyAddress: one of the fixed IPs is of family f. Pure.
+func hasFamilyAddress(ips []ports.IP, f v1.IPFamily) bool {
+	for _, ip := range ips {
+		if a, err := netip.ParseAddr(ip.IPAddress); err == nil && a.Unmap().Is6() == (f == v1.IPv6Protocol) {
+			return true
+		}
+	}
+	return false
+}
+
+func otherFamily(f v1.IPFamily) v1.IPFamily {
+	if f == v1.IPv6Protocol {
+		return v1.IPv4Protocol
+	}
+	return v1.IPv6Protocol
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/ownership"
@@ -303,5 +304,54 @@ func TestPortIDWithLoadBalancerIP(t *testing.T) {
 	off.Spec.LoadBalancerIP = "10.0.55.7" //nolint:staticcheck // the upstream way
 	if _, err := lb.EnsureLoadBalancer(context.Background(), cluster, off, nodes); err == nil || !strings.Contains(err.Error(), "not found on the specified VIP port") || len(f.LoadBalancers()) != 1 {
 		t.Errorf("another address: %v, %d load balancers", err, len(f.LoadBalancers()))
+	}
+}
+
+// port-id is the VIP port of the Service's first family's load balancer: a port without an
+// address of that family is refused before any write (Octavia would take its IPv4 address
+// for the "IPv6" load balancer, and the IPv4 family would get a second load balancer), even
+// when the operator allowed the port; a port of the first family is fine.
+func TestPortIDOfTheFirstFamily(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	v4 := f.AddPort(fake.PrivateSubnetID, "10.0.77.7", "")
+	lb, _ := migrationCloud(t, f, "allowed-resource-ids = "+v4+"\n")
+	nodes := lbNodes("10.0.0.5")
+	nodes[0].Status.Addresses = append(nodes[0].Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "fd00::5"})
+	svc := lbService("v6first", map[string]string{annPortID: v4, annInternal: "true"})
+	svc.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}
+	writes := f.Writes()
+	_, err := lb.EnsureLoadBalancer(context.Background(), cluster, svc, nodes)
+	if err == nil || !strings.Contains(err.Error(), annPortID) || !strings.Contains(err.Error(), "no IPv6 address") {
+		t.Errorf("an IPv4 port for the IPv6 first family: %v", err)
+	}
+	if w := f.Writes() - writes; w != 0 || len(f.LoadBalancers()) != 0 {
+		t.Errorf("%d writes, %d load balancers before the error (%s)", w, len(f.LoadBalancers()), f.CallSummary())
+	}
+	svc.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+	if st := ensureUntilReady(t, lb, svc, nodes); len(st.Ingress) != 2 || st.Ingress[0].IP != "10.0.77.7" || fakeLB(t, f, "v6first").VipPortID != v4 {
+		t.Errorf("IPv4 first: status %v", st.Ingress)
+	}
+}
+
+func TestHasFamilyAddress(t *testing.T) {
+	for _, tc := range []struct {
+		ips  []string
+		f    v1.IPFamily
+		want bool
+	}{
+		{[]string{"10.0.0.1"}, v1.IPv4Protocol, true},
+		{[]string{"10.0.0.1"}, v1.IPv6Protocol, false},
+		{[]string{"10.0.0.1", "fd00::1"}, v1.IPv6Protocol, true},
+		{[]string{"::ffff:10.0.0.1"}, v1.IPv4Protocol, true},
+		{nil, v1.IPv4Protocol, false},
+		{[]string{"not-an-ip"}, v1.IPv4Protocol, false},
+	} {
+		var ips []ports.IP
+		for _, a := range tc.ips {
+			ips = append(ips, ports.IP{IPAddress: a})
+		}
+		if got := hasFamilyAddress(ips, tc.f); got != tc.want {
+			t.Errorf("%v %s: %v, want %v", tc.ips, tc.f, got, tc.want)
+		}
 	}
 }
