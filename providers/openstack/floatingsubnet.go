@@ -61,23 +61,31 @@ type netChoice struct {
 	// default. Members an earlier ccm put on the VIP subnet (its default) satisfy it too.
 	memberDefault bool
 	// memberSubnetFrom names the setting memberSubnetID comes from, for errors.
-	memberSubnetFrom  string
+	memberSubnetFrom string
+	// svcSubnetID is the subnet-id by annotation, then class, then config (upstream's
+	// lbSubnetID): an earlier ccm's VIP and member subnet, which members may stay on.
+	svcSubnetID       string
 	floatingNetworkID string
 	floatingSubnet    fipSubnetSel
 }
 
 // chooseNetworks resolves the class (cls, named className; nil: none), the Service's
 // annotations and [LoadBalancer] by upstream's precedence, which is not the same for all:
-//   - subnet-id, network-id, member-subnet-id: annotation, then class, then config; without a
-//     member-subnet-id anywhere, members go on the config's subnet-id, else on the VIP subnet
-//     (upstream's getSubnetID/getNetworkID/getMemberSubnetID and its lbMemberSubnetID default);
+//   - the VIP's subnet-id and network-id: for a public Service the class's, then the
+//     annotation's, then the config's (upstream's createOctaviaLoadBalancer sends the class's
+//     ahead of its lbSubnetID/lbNetworkID); for an internal one the annotation's, then the
+//     class's, then the config's (upstream's getSubnetID/getNetworkID: its class is looked
+//     up for the VIP only in checkService's public branch);
+//   - member-subnet-id: annotation, then class, then config (getMemberSubnetID); without one
+//     anywhere, members go on the config's subnet-id, else on subnet-id by annotation, then
+//     class (upstream's lbMemberSubnetID default, its lbSubnetID);
 //   - floating-network-id: the class's wins over the annotation, which wins (even empty: then
 //     the floating network is detected, as upstream) over the config;
 //   - the floating subnet is one unit (an ID, or pattern and tags): the class's when it sets
 //     any, else the annotations' when they set any, else the config's.
 //
 // Pure.
-func chooseNetworks(cfg *LBConfig, cls *LBClass, className string, ann map[string]string) netChoice {
+func chooseNetworks(cfg *LBConfig, cls *LBClass, className string, ann map[string]string, internal bool) netChoice {
 	var c netChoice
 	var clsSubnet, clsNetwork, clsMember, clsFloatingNet string
 	var clsFIP fipSubnetSel
@@ -85,8 +93,12 @@ func chooseNetworks(cfg *LBConfig, cls *LBClass, className string, ann map[strin
 		clsSubnet, clsNetwork, clsMember, clsFloatingNet = cls.SubnetID, cls.NetworkID, cls.MemberSubnetID, cls.FloatingNetworkID
 		clsFIP = subnetSel(cls.FloatingSubnetID, cls.FloatingSubnet, cls.FloatingSubnetTags, fmt.Sprintf("[LoadBalancerClass %q]", className))
 	}
-	c.subnetID = or(ann[annSubnetID], or(clsSubnet, cfg.SubnetID))
+	c.svcSubnetID = or(ann[annSubnetID], or(clsSubnet, cfg.SubnetID))
+	c.subnetID = c.svcSubnetID
 	c.networkID = or(ann[annNetworkID], or(clsNetwork, cfg.NetworkID))
+	if !internal {
+		c.subnetID, c.networkID = or(clsSubnet, c.subnetID), or(clsNetwork, c.networkID)
+	}
 	clsKey := func(k string) string { return fmt.Sprintf("[LoadBalancerClass %q] %s", className, k) }
 	c.memberSubnetID, c.memberSubnetFrom = firstSet(
 		ann[annMemberSubnetID], "annotation "+annMemberSubnetID,

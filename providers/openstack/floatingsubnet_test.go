@@ -13,7 +13,8 @@ import (
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
-// Upstream's precedence (pkg/openstack/loadbalancer.go: getSubnetID, getNetworkID,
+// Upstream's precedence (pkg/openstack/loadbalancer.go: createOctaviaLoadBalancer (the class
+// ahead of lbSubnetID for a public Service), getSubnetID, getNetworkID,
 // getMemberSubnetID, and the floating network and floatingSubnetSpec choice in checkService),
 // for every combination of a class, the Service's annotations and [LoadBalancer] setting the
 // value or not.
@@ -33,17 +34,18 @@ func TestChooseNetworksAsUpstream(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		cls, ann, cfg bool
-		// want: which source gives subnet/network, member subnet, floating network, floating subnet
-		sub, mem, fnet, fsub string
+		// want: which source gives the VIP subnet/network of a public and of an internal
+		// Service, member subnet, floating network, floating subnet
+		pub, in, mem, fnet, fsub string
 	}{
-		{true, true, true, "ann", "ann", "cls", "cls"},
-		{true, true, false, "ann", "ann", "cls", "cls"},
-		{true, false, true, "cls", "cls", "cls", "cls"},
-		{true, false, false, "cls", "cls", "cls", "cls"},
-		{false, true, true, "ann", "ann", "ann", "ann"},
-		{false, true, false, "ann", "ann", "ann", "ann"},
-		{false, false, true, "cfg", "cfg", "cfg", "cfg"},
-		{false, false, false, "", "", "", ""},
+		{true, true, true, "cls", "ann", "ann", "cls", "cls"},
+		{true, true, false, "cls", "ann", "ann", "cls", "cls"},
+		{true, false, true, "cls", "cls", "cls", "cls", "cls"},
+		{true, false, false, "cls", "cls", "cls", "cls", "cls"},
+		{false, true, true, "ann", "ann", "ann", "ann", "ann"},
+		{false, true, false, "ann", "ann", "ann", "ann", "ann"},
+		{false, false, true, "cfg", "cfg", "cfg", "cfg", "cfg"},
+		{false, false, false, "", "", "", "", ""},
 	} {
 		var cfg LBConfig
 		var cls *LBClass
@@ -57,7 +59,6 @@ func TestChooseNetworksAsUpstream(t *testing.T) {
 		if tc.ann {
 			ann = annAll
 		}
-		got := chooseNetworks(&cfg, cls, "c", ann)
 		id := func(src, what string) string {
 			if src == "" {
 				return ""
@@ -65,11 +66,19 @@ func TestChooseNetworksAsUpstream(t *testing.T) {
 			return src + "-" + what
 		}
 		from := map[string]string{"cls": clsFrom, "cfg": cfgFrom, "ann": ""}
-		want := netChoice{subnetID: id(tc.sub, "sub"), networkID: id(tc.sub, "net"), memberSubnetID: id(tc.mem, "mem"), memberDefault: tc.mem == "",
-			memberSubnetFrom:  map[string]string{"ann": "annotation " + annMemberSubnetID, "cls": clsFrom + " member-subnet-id", "cfg": cfgFrom + " member-subnet-id"}[tc.mem],
-			floatingNetworkID: id(tc.fnet, "fnet"), floatingSubnet: sel(tc.fsub, from[tc.fsub])}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("class %v, annotations %v, config %v:\n got %+v\nwant %+v", tc.cls, tc.ann, tc.cfg, got, want)
+		for _, internal := range []bool{false, true} {
+			got := chooseNetworks(&cfg, cls, "c", ann, internal)
+			vip := tc.pub
+			if internal {
+				vip = tc.in
+			}
+			want := netChoice{subnetID: id(vip, "sub"), networkID: id(vip, "net"), memberSubnetID: id(tc.mem, "mem"), memberDefault: tc.mem == "",
+				memberSubnetFrom:  map[string]string{"ann": "annotation " + annMemberSubnetID, "cls": clsFrom + " member-subnet-id", "cfg": cfgFrom + " member-subnet-id"}[tc.mem],
+				svcSubnetID:       id(tc.in, "sub"),
+				floatingNetworkID: id(tc.fnet, "fnet"), floatingSubnet: sel(tc.fsub, from[tc.fsub])}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("class %v, annotations %v, config %v, internal %v:\n got %+v\nwant %+v", tc.cls, tc.ann, tc.cfg, internal, got, want)
+			}
 		}
 	}
 
@@ -90,7 +99,7 @@ func TestChooseNetworksAsUpstream(t *testing.T) {
 		{"an empty annotation is unset", LBConfig{FloatingSubnetTags: "g"}, nil, map[string]string{annFloatingSubnet: ""}, fipSubnetSel{Tags: "g", from: cfgFrom}},
 		{"config ID over its own tags", LBConfig{FloatingSubnetID: "g-id", FloatingSubnetTags: "g"}, nil, nil, fipSubnetSel{ID: "g-id", from: cfgFrom}},
 	} {
-		if got := chooseNetworks(&tc.cfg, tc.cls, "c", tc.ann).floatingSubnet; got != tc.want {
+		if got := chooseNetworks(&tc.cfg, tc.cls, "c", tc.ann, false).floatingSubnet; got != tc.want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
@@ -98,10 +107,10 @@ func TestChooseNetworksAsUpstream(t *testing.T) {
 	// Upstream reads the floating-network-id annotation even when empty: the floating network
 	// is then detected, not the config's. A class's still wins.
 	empty := map[string]string{annFloatingNetworkID: ""}
-	if got := chooseNetworks(&LBConfig{FloatingNetworkID: "g"}, nil, "", empty).floatingNetworkID; got != "" {
+	if got := chooseNetworks(&LBConfig{FloatingNetworkID: "g"}, nil, "", empty, false).floatingNetworkID; got != "" {
 		t.Errorf("empty floating-network-id annotation: %q, want detection (\"\")", got)
 	}
-	if got := chooseNetworks(&LBConfig{FloatingNetworkID: "g"}, &LBClass{FloatingNetworkID: "c"}, "c", empty).floatingNetworkID; got != "c" {
+	if got := chooseNetworks(&LBConfig{FloatingNetworkID: "g"}, &LBClass{FloatingNetworkID: "c"}, "c", empty, false).floatingNetworkID; got != "c" {
 		t.Errorf("class with an empty annotation: %q, want c", got)
 	}
 	// Members go on the config's subnet-id, not on the annotation's or class's VIP subnet,
@@ -124,7 +133,7 @@ func TestChooseNetworksAsUpstream(t *testing.T) {
 		{LBConfig{SubnetID: "g", MemberSubnetID: "gm"}, &LBClass{MemberSubnetID: "cm"}, nil, "cm", false, `[LoadBalancerClass "c"] member-subnet-id`},
 		{LBConfig{SubnetID: "g", MemberSubnetID: "gm"}, &LBClass{MemberSubnetID: "cm"}, map[string]string{annMemberSubnetID: "am"}, "am", false, "annotation " + annMemberSubnetID},
 	} {
-		if got := chooseNetworks(&tc.cfg, tc.cls, "c", tc.ann); got.memberSubnetID != tc.want || got.memberDefault != tc.wantDefault || !strings.Contains(got.memberSubnetFrom, tc.wantFrom) {
+		if got := chooseNetworks(&tc.cfg, tc.cls, "c", tc.ann, false); got.memberSubnetID != tc.want || got.memberDefault != tc.wantDefault || !strings.Contains(got.memberSubnetFrom, tc.wantFrom) {
 			t.Errorf("member subnet of config %+v, class %+v, annotations %v: %q (default %v), want %q (default %v)", tc.cfg, tc.cls, tc.ann, got.memberSubnetID, got.memberDefault, tc.want, tc.wantDefault)
 		}
 	}

@@ -54,6 +54,8 @@ type lbSpec struct {
 	memberDefault bool
 	// memberSubnetFrom names the setting memberSubnetID comes from, for errors.
 	memberSubnetFrom string
+	// svcSubnetID: subnet-id by annotation, class, config (an earlier ccm's VIP subnet).
+	svcSubnetID string
 	// memberSubnetAlts (per family): subnets that satisfy the default as well as
 	// memberSubnetID (the VIP subnet, an earlier ccm's default). Members already on one keep
 	// it: an upgrade does not rewrite every pool; new members go on memberSubnetID.
@@ -154,15 +156,6 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	if err = l.checkNamedNetworks(svc); err != nil {
 		return nil, err
 	}
-	nc := chooseNetworks(&cfg, cls, cn, a)
-	s.subnetID, s.networkID, s.memberSubnetID, s.memberDefault = nc.subnetID, nc.networkID, nc.memberSubnetID, nc.memberDefault
-	s.memberSubnetFrom = nc.memberSubnetFrom
-	s.floatingNetworkID, s.floatingSubnet = nc.floatingNetworkID, nc.floatingSubnet
-	if sel := s.floatingSubnet; sel.from == "" && sel.matching() && sel.Pattern != "" {
-		if _, err := subnetNameMatcher(sel.Pattern); err != nil {
-			s.warnings = append(s.warnings, fmt.Sprintf("%s: %v; no floating IP can be allocated by it", sel.key("floating-subnet"), err))
-		}
-	}
 	s.existingID = a[annLoadBalancerID]
 	if s.existingID != "" && !objectIDRE.MatchString(s.existingID) {
 		return nil, fmt.Errorf("annotation %s: %q is not an Octavia load balancer ID", annLoadBalancerID, s.existingID)
@@ -179,6 +172,15 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 		}
 	} else {
 		s.internal = upstreamBool(svc, annInternal, false, &s.warnings)
+	}
+	nc := chooseNetworks(&cfg, cls, cn, a, s.internal) // the VIP's precedence depends on it
+	s.subnetID, s.networkID, s.memberSubnetID, s.memberDefault = nc.subnetID, nc.networkID, nc.memberSubnetID, nc.memberDefault
+	s.memberSubnetFrom, s.svcSubnetID = nc.memberSubnetFrom, nc.svcSubnetID
+	s.floatingNetworkID, s.floatingSubnet = nc.floatingNetworkID, nc.floatingSubnet
+	if sel := s.floatingSubnet; sel.from == "" && sel.matching() && sel.Pattern != "" {
+		if _, err := subnetNameMatcher(sel.Pattern); err != nil {
+			s.warnings = append(s.warnings, fmt.Sprintf("%s: %v; no floating IP can be allocated by it", sel.key("floating-subnet"), err))
+		}
 	}
 	if s.createOnly, s.advice, err = createOnlyOf(svc, cfg, s.provider); err != nil {
 		return nil, err

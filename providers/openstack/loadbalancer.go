@@ -252,12 +252,32 @@ func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterNam
 				s.memberSubnetID = s.subnetID
 			}
 		}
-		if base.memberDefault && s.subnetID != "" && s.subnetID != s.memberSubnetID {
-			s.memberSubnetAlts = []string{s.subnetID}
+		if base.memberDefault {
+			s.memberSubnetAlts = l.earlierMemberSubnets(ctx, cl, &s)
 		}
 		out = append(out, &s)
 	}
 	return out, nil
+}
+
+// earlierMemberSubnets are the subnets of s's family on which an earlier ccm put members by
+// default and that satisfy upstream's default as well: the VIP subnet, and subnet-id by
+// annotation, class, config (the VIP subnet before the class came first for public
+// Services). One that cannot be resolved is left out: its members are then rewritten.
+func (l *loadBalancers) earlierMemberSubnets(ctx context.Context, cl *clients, s *lbSpec) []string {
+	var out []string
+	add := func(id string) {
+		if id != "" && id != s.memberSubnetID && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	add(s.subnetID)
+	if s.svcSubnetID != "" && !s.detectSubnet {
+		if id, err := familySubnet(ctx, cl, s.svcSubnetID, "", s.family); err == nil {
+			add(id)
+		}
+	}
+	return out
 }
 
 // GetLoadBalancer implements cloudprovider.LoadBalancer: it exists if the first family's does.
