@@ -56,12 +56,13 @@ type createOnly struct {
 func createOnlyOf(svc *v1.Service, cfg LBConfig, provider string) (createOnly, []advice, error) {
 	var c createOnly
 	var out []advice
+	// As upstream, the value is sent as it is (no trimming: Octavia answers for it).
 	pick := func(key string, def *string) (string, bool) {
 		if v, ok := svc.Annotations[key]; ok {
-			return strings.TrimSpace(v), true
+			return v, true
 		}
 		if def != nil {
-			return strings.TrimSpace(*def), false
+			return *def, false
 		}
 		return "", false
 	}

@@ -32,8 +32,10 @@ func TestCreateOnlyOf(t *testing.T) {
 	}{
 		{name: "nothing", want: createOnly{}},
 		{name: "config", cfg: cfg, want: createOnly{flavorID: "cfg-flavor", availabilityZone: "cfg-az"}},
-		{name: "annotations win", cfg: cfg, ann: map[string]string{annFlavorID: "f2", annAvailabilityZone: " az2 "},
+		{name: "annotations win", cfg: cfg, ann: map[string]string{annFlavorID: "f2", annAvailabilityZone: "az2"},
 			want: createOnly{flavorID: "f2", availabilityZone: "az2", askedFlavor: true, askedZone: true}},
+		{name: "sent as it is, as upstream (not trimmed)", ann: map[string]string{annAvailabilityZone: " az2 "},
+			want: createOnly{availabilityZone: " az2 ", askedZone: true}},
 		{name: "empty annotation: none, as upstream", cfg: cfg, ann: map[string]string{annFlavorID: ""},
 			want: createOnly{availabilityZone: "cfg-az", askedFlavor: true}},
 		{name: "port", ann: map[string]string{annPortID: "port-1"}, want: createOnly{vipPortID: "port-1"}},
