@@ -252,6 +252,7 @@ func (c *Config) Validate() config.Problems {
 	notices, ups := c.upstreamReport()
 	ps = append(ps, ups...)
 	notices = append(notices, c.boolNotices()...)
+	notices = append(notices, c.ovnCreateOnlyNotices()...)
 	if st := lb.containerStore(); st != "barbican" && st != "external" {
 		// As upstream, which only warns: the reference is then not checked in Barbican.
 		notices = append(notices, fmt.Sprintf("[LoadBalancer] container-store: %q is neither barbican nor external; TLS container references are not checked in Barbican (as with external)", st))

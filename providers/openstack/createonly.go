@@ -11,6 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/ccm-project/ccm/common/config"
 	"github.com/ccm-project/ccm/common/ownership"
 )
 
@@ -69,11 +70,13 @@ func createOnlyOf(svc *v1.Service, cfg LBConfig, provider string) (createOnly, [
 	c.flavorID, c.askedFlavor = pick(annFlavorID, cfg.FlavorID)
 	c.availabilityZone, c.askedZone = pick(annAvailabilityZone, cfg.AvailabilityZone)
 	if provider == providerOVN {
-		if c.flavorID != "" {
-			out = append(out, advice{reasonFlavorIgnored, fmt.Sprintf("flavor-id %q (annotation %s or [LoadBalancer] flavor-id) is not used: lb-provider = ovn has no flavors, as upstream", c.flavorID, annFlavorID)})
+		// Only what the Service's annotation asks for is news about the Service; the config's
+		// key is reported once at start-up and by check-config (ovnCreateOnlyNotices).
+		if c.flavorID != "" && c.askedFlavor {
+			out = append(out, advice{reasonFlavorIgnored, fmt.Sprintf("annotation %s: flavor-id %q is not used: lb-provider = ovn has no flavors, as upstream", annFlavorID, c.flavorID)})
 		}
-		if c.availabilityZone != "" {
-			out = append(out, advice{reasonAZIgnored, fmt.Sprintf("availability-zone %q (annotation %s or [LoadBalancer] availability-zone) is not used: lb-provider = ovn has no availability zones, as upstream", c.availabilityZone, annAvailabilityZone)})
+		if c.availabilityZone != "" && c.askedZone {
+			out = append(out, advice{reasonAZIgnored, fmt.Sprintf("annotation %s: availability-zone %q is not used: lb-provider = ovn has no availability zones, as upstream", annAvailabilityZone, c.availabilityZone)})
 		}
 		c.flavorID, c.availabilityZone, c.askedFlavor, c.askedZone = "", "", false, false
 	}
@@ -82,6 +85,28 @@ func createOnlyOf(svc *v1.Service, cfg LBConfig, provider string) (createOnly, [
 		return createOnly{}, nil, fmt.Errorf("annotation %s: %q is not a Neutron port ID", annPortID, c.vipPortID)
 	}
 	return c, out, nil
+}
+
+// ovnCreateOnlyNotices are the start-up notices for a [LoadBalancer] flavor-id or
+// availability-zone that lb-provider = ovn cannot use (createOnlyOf drops them), with their
+// lines: said once for the config, not once an hour on every Service. Pure.
+func (c *Config) ovnCreateOnlyNotices() []string {
+	lb := c.LoadBalancer
+	if lb.LBProvider != providerOVN {
+		return nil
+	}
+	var out []string
+	for _, k := range []struct {
+		key string
+		v   *string
+		why string
+	}{{"flavor-id", lb.FlavorID, "flavors"}, {"availability-zone", lb.AvailabilityZone, "availability zones"}} {
+		if k.v != nil && *k.v != "" {
+			out = append(out, config.Problem{Line: c.line(secLB, "", k.key), Section: secLB, Key: k.key,
+				Msg: fmt.Sprintf("%q is not used: lb-provider = ovn has no %s, so load balancers are created without it, as upstream", *k.v, k.why)}.String())
+		}
+	}
+	return out
 }
 
 // fill sets what Octavia takes at creation: the VIP port instead of the VIP subnet

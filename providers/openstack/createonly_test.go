@@ -11,12 +11,14 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/ccm-project/ccm/common/cloudtest"
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
 // As upstream's svcConf: the annotation, even empty, wins over the [LoadBalancer] key; with
-// lb-provider = ovn neither flavor nor zone is sent, each with a Warning of its own reason.
+// lb-provider = ovn neither flavor nor zone is sent, each asked for by annotation with a
+// Warning of its own reason (the config's keys are start-up notices: TestZoneIgnoredWithOVN).
 func TestCreateOnlyOf(t *testing.T) {
 	str := func(s string) *string { return &s }
 	cfg := LBConfig{}
@@ -40,7 +42,10 @@ func TestCreateOnlyOf(t *testing.T) {
 			want: createOnly{availabilityZone: "cfg-az", askedFlavor: true}},
 		{name: "port", ann: map[string]string{annPortID: "port-1"}, want: createOnly{vipPortID: "port-1"}},
 		{name: "ovn", cfg: cfg, provider: providerOVN, ann: map[string]string{annPortID: "port-1", annFlavorID: "f2"},
-			want: createOnly{vipPortID: "port-1"}, reasons: []string{reasonFlavorIgnored, reasonAZIgnored}},
+			want: createOnly{vipPortID: "port-1"}, reasons: []string{reasonFlavorIgnored}},
+		{name: "ovn, both asked", cfg: cfg, provider: providerOVN, ann: map[string]string{annFlavorID: "f2", annAvailabilityZone: "az2"},
+			want: createOnly{}, reasons: []string{reasonFlavorIgnored, reasonAZIgnored}},
+		{name: "ovn, the config's only: reported at start-up, not per Service", cfg: cfg, provider: providerOVN, want: createOnly{}},
 		{name: "ovn, nothing asked", provider: providerOVN, want: createOnly{}},
 		{name: "bad port", ann: map[string]string{annPortID: "../x"}, err: annPortID},
 	} {
@@ -156,18 +161,41 @@ func TestFlavorAndZoneAtCreation(t *testing.T) {
 	}
 }
 
-// With lb-provider = ovn neither is sent (Octavia's ovn provider has none), as upstream, and
-// the zone gives upstream's LoadBalancerAvailabilityZonesIgnored Warning.
+// With lb-provider = ovn neither is sent (Octavia's ovn provider has none), as upstream. The
+// config's keys are reported once, with their lines, not on every Service; a Service whose
+// annotation asks for a zone gets upstream's LoadBalancerAvailabilityZonesIgnored Warning.
 func TestZoneIgnoredWithOVN(t *testing.T) {
 	f := newFake(t, fake.Options{})
-	lb, sink := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\nlb-provider = ovn\navailability-zone = az1\nflavor-id = fl\n")
-	svc := lbService("ovn", nil)
-	ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
-	if got := fakeLB(t, f, "ovn"); got.FlavorID != "" || got.AvailabilityZone != "" {
-		t.Errorf("ovn: flavor %q, zone %q sent", got.FlavorID, got.AvailabilityZone)
+	logged := captureNotices(t)
+	c := newTestCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\nlb-provider = ovn\navailability-zone = az1\nflavor-id = fl\n")
+	n := c.cfg.Notices()
+	if len(n) != 2 || !strings.Contains(n[0], "[LoadBalancer] flavor-id: \"fl\" is not used: lb-provider = ovn") ||
+		!strings.Contains(n[1], "[LoadBalancer] availability-zone: \"az1\" is not used") || !strings.HasPrefix(n[0], "line ") {
+		t.Errorf("notices %q, want the two keys with their lines", n)
 	}
-	if ok, evs := sink.Await(svc, 5*time.Second, reasonAZIgnored, "az1"); !ok {
-		t.Errorf("no %s Warning: %q", reasonAZIgnored, evs)
+	if len(*logged) != 2 {
+		t.Errorf("logged at start-up: %q, want the two notices", *logged)
+	}
+	sink := cloudtest.NewEventSink()
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	c.Initialize(sink, stop)
+	lb := lbOf(t, c)
+	plain := lbService("ovn", nil)
+	asks := lbService("ovnaz", map[string]string{annAvailabilityZone: "az2"})
+	for _, svc := range []*v1.Service{plain, asks} {
+		ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+		if got := fakeLB(t, f, svc.Name); got.FlavorID != "" || got.AvailabilityZone != "" {
+			t.Errorf("%s: flavor %q, zone %q sent with ovn", svc.Name, got.FlavorID, got.AvailabilityZone)
+		}
+	}
+	if ok, evs := sink.Await(asks, 5*time.Second, reasonAZIgnored, "az2", annAvailabilityZone); !ok {
+		t.Errorf("no %s Warning naming the annotation: %q", reasonAZIgnored, evs)
+	}
+	for _, e := range sink.On(plain) {
+		if strings.Contains(e, reasonAZIgnored) || strings.Contains(e, reasonFlavorIgnored) {
+			t.Errorf("a Service without the annotations got %q: the config's keys are reported at start-up", e)
+		}
 	}
 }
 
