@@ -212,8 +212,11 @@ func (c *Config) Validate() config.Problems {
 		} else if u.Scheme == "http" && !loopback(u.Hostname()) && !(svc == serviceIMDS && linkLocal(u.Hostname())) {
 			ps.AddSub("ServiceOverride", name, "URL", "%q: http:// would send signed requests and STS credentials in clear text; use https:// (plain http is accepted only for a loopback host such as 127.0.0.1, for simulators, and for the metadata service's link-local address)", o.URL)
 		}
-		if o.SigningMethod != "" && !strings.EqualFold(o.SigningMethod, "v4") {
-			ps.AddSub("ServiceOverride", name, "SigningMethod", "only v4 is supported")
+		if m := strings.TrimSpace(o.SigningMethod); m != "" && !strings.EqualFold(m, "v4") {
+			// Upstream has the field but never reads it (its own example is "signing_method"):
+			// a config it runs with must load here too. The value is not repeated.
+			notes = append(notes, config.Problem{Section: "ServiceOverride", Subsection: name, Key: "SigningMethod",
+				Msg: config.UpstreamNotice + signingMethodNote}.String())
 		}
 	}
 	upstreamNotes, ups := config.UpstreamReport(c, upstreamKeys)

@@ -54,9 +54,12 @@ var upstreamKeys = []config.UpstreamKey{
 	impl(secOverride, "Region", "us-east-1", "a section applies only when its Region is the cloud's region, as upstream (ccm: a section without Region applies to any)"),
 	impl(secOverride, "URL", "https://ec2.internal.example", "https, or http to a loopback host (simulators) or, for ec2imds, the link-local metadata address"),
 	impl(secOverride, "SigningRegion", "eu-west-3", ""),
-	impl(secOverride, "SigningMethod", "v4", "only v4"),
+	impl(secOverride, "SigningMethod", "v4", "any value is accepted, as upstream accepts it without reading it; requests are signed with SigV4 (the SDK's only signer), and a value other than v4 is reported at start-up"),
 	impl(secOverride, "SigningName", "compute", ""),
 }
+
+// signingMethodNote is the start-up report of a [ServiceOverride] SigningMethod other than v4.
+const signingMethodNote = "the upstream CCM never reads SigningMethod either; requests to the endpoint are signed with SigV4 whatever it says; remove the key"
 
 // upstreamGlobal holds the [Global] keys the table marks unused. Pointers tell "not in the
 // file" from a zero value; their types are upstream's, so a value upstream could not parse

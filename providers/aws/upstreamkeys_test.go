@@ -417,3 +417,29 @@ func wantReports(t *testing.T, path string) []string {
 	}
 	return out
 }
+
+// [ServiceOverride] SigningMethod: upstream has the field but never reads it (its config.go
+// documents "SigningMethod = signing_method"), so any value loads; one
+// other than v4 is reported once, without repeating the value.
+func TestSigningMethodAnyValueAsUpstream(t *testing.T) {
+	for value, reported := range map[string]bool{"v4": false, "V4": false, "signing_method": true, "hmac": true, "v2": true} {
+		logged := captureNotices(t)
+		conf, _ := withKey(secOverride, "SigningMethod", value)
+		c, err := New(strings.NewReader(conf))
+		if err != nil {
+			t.Errorf("SigningMethod = %s: %v; want it accepted as upstream accepts it", value, err)
+			continue
+		}
+		n := c.cfg.Notices()
+		if !reported {
+			if len(n) != 0 || len(*logged) != 0 {
+				t.Errorf("SigningMethod = %s reported: %q", value, n)
+			}
+			continue
+		}
+		want := `[ServiceOverride "o"] SigningMethod: read by the upstream CCM, not used by ccm: ` + signingMethodNote
+		if len(n) != 1 || len(*logged) != 1 || !strings.Contains(n[0], want) || strings.Contains(n[0], value) {
+			t.Errorf("SigningMethod = %s: notices %q, logged %q; want one %q without the value", value, n, *logged, want)
+		}
+	}
+}
