@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/sourceranges"
@@ -97,8 +96,8 @@ type lbOptions struct {
 	TLSBackend     bool     // an NLB's TLS listeners forward to TLS target groups (backend-protocol ssl)
 	CrossZone      bool
 	ExtraTags      map[string]string
-	SourceRanges   []string // canonical CIDRs, sorted; IPv4 and IPv6
-	NodeSelector   labels.Selector
+	SourceRanges   []string        // canonical CIDRs, sorted; IPv4 and IPv6
+	NodeLabels     nodeLabelFilter // target-node-labels
 	HC             hcOptions
 	ProxyProtocol  bool // PROXY protocol v1 towards the nodes (classic ELBs only, as upstream)
 	Attrs          elbAttrs
@@ -151,7 +150,7 @@ func externalType(svc *v1.Service) bool {
 func parseOptions(svc *v1.Service) (*lbOptions, error) {
 	// Upstream: exactly "nlb" is an NLB; "external" and "nlb-ip" are another controller's;
 	// every other value, "NLB" and "elb" included, is a classic ELB.
-	o := &lbOptions{Backend: "tcp", NodeSelector: labels.Everything(), NLB: svc.Annotations[annotationPrefix+annType] == "nlb"}
+	o := &lbOptions{Backend: "tcp", NLB: svc.Annotations[annotationPrefix+annType] == "nlb"}
 	hcSet := map[string]int32{}
 	for _, k := range slices.Sorted(maps.Keys(svc.Annotations)) {
 		v := svc.Annotations[k]
@@ -225,10 +224,7 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 		case annExtraTags:
 			o.ExtraTags, err = parseExtraTags(v)
 		case annNodeLabels:
-			o.NodeSelector, err = labels.Parse(v)
-			if err != nil {
-				err = annotationError(suffix, "%v", err)
-			}
+			o.NodeLabels = upstreamKeyValues(v)
 		case annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval:
 			var n int32
 			n, err = parseHC(o.NLB, suffix, v)

@@ -9,7 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/ccm-project/ccm/common/ownership"
 )
@@ -25,7 +24,7 @@ func TestAnnotationsRejectedNameTheAnnotation(t *testing.T) {
 		"healthcheck-protocol": "UDP", "healthcheck-port": "http", "healthcheck-path": "healthz", "ssl-negotiation-policy": "a policy",
 		"connection-draining-enabled": "yes",
 		"healthcheck-interval":        "1", "security-groups": "default",
-		"additional-resource-tags": "kubernetes.io/cluster/x=owned", "target-node-labels": "a in (",
+		"additional-resource-tags": "kubernetes.io/cluster/x=owned",
 	} {
 		_, err := parseOptions(svcWith(map[string]string{annotationPrefix + ann: val}))
 		if err == nil || !strings.Contains(err.Error(), annotationPrefix+ann) {
@@ -63,7 +62,7 @@ func TestAnnotationsParsed(t *testing.T) {
 	if !o.Internal || !o.sslPort(svc.Spec.Ports[0]) || o.sslPort(svc.Spec.Ports[1]) || o.ExtraTags["cost"] != "b" || o.HC.Interval != 20 || !o.ProxyProtocol {
 		t.Errorf("options %+v", o)
 	}
-	if !o.NodeSelector.Matches(labels.Set{"pool": "web"}) || o.NodeSelector.Matches(labels.Set{"pool": "db"}) {
+	if !o.NodeLabels.selects(map[string]string{"pool": "web"}) || o.NodeLabels.selects(map[string]string{"pool": "db"}) {
 		t.Error("target-node-labels selector wrong")
 	}
 }

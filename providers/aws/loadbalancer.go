@@ -17,7 +17,6 @@ import (
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
 	"github.com/aws/smithy-go"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
@@ -519,7 +518,7 @@ func firstNodePort(svc *v1.Service) int32 {
 func (l *loadBalancers) members(ctx context.Context, opts *lbOptions, nodes []*v1.Node) (ids, groups []string, err error) {
 	var byID []string
 	for _, n := range nodes {
-		if !opts.NodeSelector.Matches(labelsOf(n)) {
+		if !opts.NodeLabels.selects(n.Labels) {
 			continue
 		}
 		if n.Spec.ProviderID == "" {
@@ -560,8 +559,6 @@ func (l *loadBalancers) members(ctx context.Context, opts *lbOptions, nodes []*v
 	sort.Strings(groups)
 	return ids, groups, nil
 }
-
-func labelsOf(n *v1.Node) labels.Set { return labels.Set(n.Labels) }
 
 func sameSet(a, b []string) bool {
 	a, b = slices.Clone(a), slices.Clone(b)
