@@ -162,6 +162,9 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 			o.Advice = append(o.Advice, unknownAdvice(suffix, v))
 			continue
 		}
+		if v == "" && emptyIsUnset(suffix, o.NLB) {
+			continue // as upstream: no value, no Warning
+		}
 		if why, ok := notForNLB[suffix]; ok && o.NLB {
 			o.Advice = append(o.Advice, fmt.Sprintf("%s%s is not used for an NLB: %s", annotationPrefix, suffix, why))
 			continue
@@ -195,10 +198,9 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 				}
 			}
 			if suffix == annSecurityGroup {
+				// No ID (blank or only commas): the ELB's own group, as upstream's
+				// getSGListFromAnnotation gives it an empty list (aws.go:1952, 2000-2003).
 				o.SecurityGroups = gs
-				if len(gs) == 0 {
-					err = annotationError(suffix, "names no security group")
-				}
 			} else {
 				o.ExtraGroups = gs
 			}
@@ -208,9 +210,10 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 				err = annotationError(suffix, "must be a certificate ARN")
 			}
 		case annSSLPorts:
-			o.SSLPorts = splitList(v)
+			o.SSLPorts = sslPortItems(v)
 		case annSSLPolicy:
-			o.SSLPolicy = strings.TrimSpace(v)
+			// As written (upstream sends it so; ELB refuses spaces).
+			o.SSLPolicy = v
 			if !sslPolicyRE.MatchString(o.SSLPolicy) {
 				err = annotationError(suffix, "%q is not an ELB security policy name (such as ELBSecurityPolicy-TLS-1-2-2017-01)", v)
 			}
@@ -230,7 +233,7 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 			n, err = parseHC(o.NLB, suffix, v)
 			hcSet[suffix] = n
 		case annHCProtocol:
-			o.HC.Protocol = strings.ToUpper(strings.TrimSpace(v))
+			o.HC.Protocol = strings.ToUpper(v) // not trimmed: upstream refuses " HTTP" (aws.go:2199-2209)
 			allowed := []string{"TCP", "HTTP", "HTTPS", "SSL"}
 			if o.NLB {
 				allowed = allowed[:3]
@@ -239,12 +242,12 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 				err = annotationError(suffix, "must be one of %s, not %q", strings.Join(allowed, ", "), v)
 			}
 		case annHCPort:
-			o.HC.Port = strings.TrimSpace(v)
+			o.HC.Port = v // not trimmed: upstream's ParseInt refuses " 80" (aws.go:2253, aws_loadbalancer.go:1583)
 			if n, perr := strconv.Atoi(o.HC.Port); o.HC.Port != trafficPort && (perr != nil || n < 1 || n > 65535) {
 				err = annotationError(suffix, "must be a port number (1-65535) or %q, not %q", trafficPort, v)
 			}
 		case annHCPath:
-			o.HC.Path = strings.TrimSpace(v)
+			o.HC.Path = v // as written, as upstream puts it in the target
 			if o.HC.Path != "" && (!strings.HasPrefix(o.HC.Path, "/") || len(o.HC.Path) > 1024 || strings.ContainsAny(o.HC.Path, " \t\n")) {
 				err = annotationError(suffix, "must be a path starting with / (at most 1024 characters, no spaces), not %q", v)
 			}
@@ -300,6 +303,10 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 		// Upstream reads ssl-ports only with a certificate: without one every listener is plain.
 		o.Advice = append(o.Advice, fmt.Sprintf("%s%s has no effect without %s%s: no listener terminates TLS", annotationPrefix, annSSLPorts, annotationPrefix, annSSLCert))
 		o.SSLPorts = nil
+	}
+	if odd := oddSSLPortItems(o.SSLPorts); len(odd) > 0 {
+		o.Advice = append(o.Advice, fmt.Sprintf("%s%s: %s read as port names, as upstream reads them, and no port has such a name; write the list without spaces (443,8443), or \"*\" alone for every port",
+			annotationPrefix, annSSLPorts, strings.Join(odd, ", ")))
 	}
 	if o.Attrs.AccessLog && o.Attrs.Bucket == "" {
 		return nil, annotationError(annAccessLog, "true needs %s%s", annotationPrefix, annAccessLogBucket)
@@ -456,8 +463,10 @@ func (l *loadBalancers) adviseUnused(svc *v1.Service, o *lbOptions) {
 // OpenStack provider's word for the same.
 const reasonUnusedAnnotation = "UnsupportedAnnotation"
 
+// parseRange reads a number as upstream's strconv.ParseInt does: not trimmed (" 60" is refused
+// there too), a sign allowed.
 func parseRange(suffix, v string, lo, hi int) (int32, error) {
-	n, err := strconv.Atoi(strings.TrimSpace(v))
+	n, err := strconv.Atoi(v)
 	if err != nil || n < lo || n > hi {
 		return 0, annotationError(suffix, "must be a number from %d to %d, not %q", lo, hi, v)
 	}
@@ -572,8 +581,68 @@ func (o *lbOptions) sslPort(p v1.ServicePort) bool {
 	if o.SSLCert == "" {
 		return false
 	}
-	if len(o.SSLPorts) == 0 {
+	if len(o.SSLPorts) == 0 || (len(o.SSLPorts) == 1 && o.SSLPorts[0] == "*") {
 		return true
 	}
-	return slices.Contains(o.SSLPorts, "*") || slices.Contains(o.SSLPorts, strconv.Itoa(int(p.Port))) || (p.Name != "" && slices.Contains(o.SSLPorts, p.Name))
+	for _, item := range o.SSLPorts {
+		if n, err := strconv.Atoi(item); err == nil {
+			if n == int(p.Port) {
+				return true
+			}
+		} else if item == p.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// sslPortItems reads ssl-ports as upstream's getPortSets (aws.go:1932-1949) does: "" or "*" is
+// every port; otherwise the items split on "," and taken as written, a number when strconv.Atoi
+// reads one, else a port name. So "443, 8443" is port 443 and the name " 8443", which no port
+// has, and "443,*" is port 443 and the name "*".
+func sslPortItems(v string) []string {
+	if v == "*" {
+		return []string{"*"}
+	}
+	return strings.Split(v, ",")
+}
+
+// oddSSLPortItems are the ssl-ports items upstream reads as port names that no Service port can
+// have (port names are lower-case letters, digits and dashes): " 8443", "", "*" in a list.
+func oddSSLPortItems(items []string) []string {
+	if len(items) == 1 && items[0] == "*" {
+		return nil
+	}
+	var odd []string
+	for _, item := range items {
+		if _, err := strconv.Atoi(item); err != nil && !portNameRE.MatchString(item) {
+			odd = append(odd, strconv.Quote(item))
+		}
+	}
+	return odd
+}
+
+// portNameRE is the shape of a Service port name (an IANA service name).
+var portNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+
+// emptyIsUnset reports whether upstream reads the annotation's empty value as no annotation
+// (a chart's {{ .Values.x | quote }} with x unset renders ""). Where upstream refuses ""
+// instead, the annotation's parser refuses it too: subnets (aws.go:1829, "unable to resolve
+// empty subnet slice"), the health check's numbers, protocol and port (aws_loadbalancer.go:1543,
+// aws.go:2163, 2199-2209, 2253), and ssl-negotiation-policy on a classic ELB (aws.go:2730 creates
+// a policy referring to "", which ELB refuses).
+func emptyIsUnset(suffix string, nlb bool) bool {
+	switch suffix {
+	case annSubnets, annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval, annHCProtocol, annHCPort:
+		return false
+	case annSSLPolicy:
+		return nlb // aws_loadbalancer.go:739: an NLB listener gets a policy only when it is not ""
+	}
+	// type, internal, backend-protocol: compared with fixed values (aws_loadbalancer.go:85, aws.go:2455, 2122);
+	// ssl-cert (aws.go:2110, 2424), proxy-protocol (2568), the classic attributes (2585-2662) and
+	// the NLB ones (aws_loadbalancer.go:449, 465), healthcheck-path (1595): read only when != "";
+	// security-groups, extra-security-groups (aws.go:1952), additional-resource-tags,
+	// target-group-attributes, target-node-labels (aws_loadbalancer.go:122): empty lists;
+	// ssl-ports (aws.go:1932): every port.
+	return true
 }

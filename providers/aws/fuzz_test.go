@@ -125,7 +125,8 @@ func FuzzSourceRanges(f *testing.F) {
 }
 
 // The list annotations a tenant writes (security-groups, subnets, ssl-ports): whatever parses
-// is a list of non-empty, trimmed items; a refusal names the annotation.
+// is a list of non-empty, trimmed items (ssl-ports: upstream's items as written, which join
+// back to the value); a refusal names the annotation.
 func FuzzLists(f *testing.F) {
 	for _, s := range []string{"sg-1", "sg-1, sg-2", ",", "sg-", "subnet-1,public-a", " a , b ", "\x00"} {
 		f.Add(s)
@@ -143,7 +144,10 @@ func FuzzLists(f *testing.F) {
 				}
 				continue
 			}
-			for _, item := range append(append(slices.Clone(o.SecurityGroups), o.Subnets...), o.SSLPorts...) {
+			if suffix == annSSLPorts && v != "" && strings.Join(o.SSLPorts, ",") != v {
+				t.Fatalf("%s=%q: items %q are not the value's", suffix, v, o.SSLPorts)
+			}
+			for _, item := range append(slices.Clone(o.SecurityGroups), o.Subnets...) {
 				if item == "" || item != strings.TrimSpace(item) || strings.Contains(item, ",") {
 					t.Fatalf("%s=%q: item %q", suffix, v, item)
 				}
