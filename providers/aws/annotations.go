@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -275,7 +274,7 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 		case annAccessLogPrefix:
 			o.Attrs.Prefix = strings.TrimSpace(v)
 		case annTGAttributes:
-			o.TGAttributes, err = parseKeyValues(suffix, v)
+			o.TGAttributes, err = parseTGAttributes(v)
 		case annEIPAllocations:
 			o.EIPs = splitList(v)
 			for _, a := range o.EIPs {
@@ -473,16 +472,15 @@ func parseRange(suffix, v string, lo, hi int) (int32, error) {
 	return int32(n), nil
 }
 
-// parseKeyValues reads "k=v,k2=v2" (target-group-attributes).
-func parseKeyValues(suffix, v string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, kv := range splitList(v) {
-		k, val, ok := strings.Cut(kv, "=")
-		k, val = strings.TrimSpace(k), strings.TrimSpace(val)
-		if !ok || k == "" {
-			return nil, annotationError(suffix, "%q is not key=value", kv)
+// parseTGAttributes reads target-group-attributes as upstream reads it (upstreamKeyValues,
+// aws_loadbalancer.go:658): "k = v" is the key "k ", which no target group has (a Warning, as
+// upstream skips it). An empty value, which upstream would write and ELB refuse, is refused.
+func parseTGAttributes(v string) (map[string]string, error) {
+	out := upstreamKeyValues(v)
+	for _, k := range slices.Sorted(maps.Keys(out)) {
+		if out[k] == "" {
+			return nil, annotationError(annTGAttributes, "%q has no value (ELB refuses an empty attribute value)", k)
 		}
-		out[k] = val
 	}
 	return out, nil
 }
@@ -513,28 +511,24 @@ func splitList(v string) []string {
 	return out
 }
 
-// parseExtraTags reads additional-resource-tags ("k=v,k2=v2"). Other kubernetes.io/ and k8s.io/
-// keys are accepted, as upstream accepts them; the keys that say who owns an object
-// (reservedTag) are refused: a Service must not be able to forge who owns a load balancer or
-// what its delete removes.
+// parseExtraTags reads additional-resource-tags as upstream reads it (upstreamKeyValues,
+// aws_loadbalancer.go:158): "k=v=x" is k=v, "k" and "k=" an empty value, an item without a key
+// is skipped, nothing inside an item is trimmed, so an upstream load balancer's tags are read
+// back unchanged. Other kubernetes.io/ and k8s.io/ keys are accepted, as upstream accepts them;
+// the keys that say who owns an object (reservedTag) are refused: a Service must not be able to
+// forge who owns a load balancer or what its delete removes.
 func parseExtraTags(v string) (map[string]string, error) {
-	out := map[string]string{}
+	out := upstreamKeyValues(v)
 	var bad []string
-	for _, kv := range splitList(v) {
-		k, val, _ := strings.Cut(kv, "=")
-		k, val = strings.TrimSpace(k), strings.TrimSpace(val)
+	for _, k := range slices.Sorted(maps.Keys(out)) {
 		switch {
-		case k == "":
-			return nil, annotationError(annExtraTags, "tag %q has no key", kv)
-		case len(k) > 128 || len(val) > 256:
-			return nil, annotationError(annExtraTags, "tag %q: AWS takes keys of at most 128 and values of at most 256 characters", kv)
+		case len(k) > 128 || len(out[k]) > 256:
+			return nil, annotationError(annExtraTags, "tag %q: AWS takes keys of at most 128 and values of at most 256 characters", k)
 		case reservedTag(k):
 			bad = append(bad, k)
 		}
-		out[k] = val
 	}
 	if len(bad) > 0 {
-		sort.Strings(bad)
 		return nil, annotationError(annExtraTags, "tag key(s) %s are reserved: %s cannot be set by a Service",
 			strings.Join(bad, ", "), reservedTagsText)
 	}

@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
 // Every annotation upstream reads, with "" (what a chart renders for an unset value) and some
@@ -52,13 +54,20 @@ func TestAnnotationValuesAsUpstream(t *testing.T) {
 		{suffix: annCrossZone, value: "", nlb: true, want: unset},                                                                                                    // aws_loadbalancer.go:448-449
 		{suffix: annCrossZone, value: "True", want: "on", check: func(o *lbOptions) bool { return o.CrossZone }},                                                     // aws.go:2663: strconv.ParseBool
 		{suffix: annCrossZone, value: "1", want: "on", check: func(o *lbOptions) bool { return o.CrossZone }},
-		{suffix: annCrossZone, value: " true", want: refused},                                                                                                              // ParseBool does not trim
-		{suffix: annExtraTags, value: "", want: unset},                                                                                                                     // aws_loadbalancer.go:122-128: empty map
-		{suffix: annNodeLabels, value: "", want: unset},                                                                                                                    // aws_loadbalancer.go:1833-1835: every Node
+		{suffix: annCrossZone, value: " true", want: refused}, // ParseBool does not trim
+		{suffix: annExtraTags, value: "", want: unset},        // aws_loadbalancer.go:122-128: empty map
+		{suffix: annExtraTags, value: "k=v=x, team = a,=v,flag", want: "k=v, \"team \"=\" a\", flag", check: func(o *lbOptions) bool { // aws_loadbalancer.go:122-146
+			return reflect.DeepEqual(o.ExtraTags, map[string]string{"k": "v", "team ": " a", "flag": ""})
+		}},
+		{suffix: annTGAttributes, value: "a=1=2, b = 2", nlb: true, want: "a=1, \"b \"=\" 2\"", check: func(o *lbOptions) bool { // aws_loadbalancer.go:658
+			return reflect.DeepEqual(o.TGAttributes, map[string]string{"a": "1", "b ": " 2"})
+		}},
+		{suffix: annTGAttributes, value: "a", nlb: true, want: refused}, // aws_loadbalancer.go:675: "" is written, ELB refuses it
+		{suffix: annNodeLabels, value: "", want: unset},                 // aws_loadbalancer.go:1833-1835: every Node
 		{suffix: annNodeLabels, value: "role=", want: "role, any value", check: func(o *lbOptions) bool { return o.NodeLabels.selects(map[string]string{"role": "web"}) }}, // 1843
-		{suffix: annHCHealthy, value: "", want: refused},                                                                                                                   // aws_loadbalancer.go:1541-1544: ParseInt("")
-		{suffix: annHCHealthy, value: "", nlb: true, want: refused},                                                                                                        // aws.go:2163-2166
-		{suffix: annHCHealthy, value: " 3", want: refused},                                                                                                                 // ParseInt does not trim
+		{suffix: annHCHealthy, value: "", want: refused},            // aws_loadbalancer.go:1541-1544: ParseInt("")
+		{suffix: annHCHealthy, value: "", nlb: true, want: refused}, // aws.go:2163-2166
+		{suffix: annHCHealthy, value: " 3", want: refused},          // ParseInt does not trim
 		{suffix: annHCHealthy, value: "3", want: "3", check: func(o *lbOptions) bool { return o.HC.Healthy == 3 }},
 		{suffix: annHCUnhealthy, value: "", want: refused},
 		{suffix: annHCTimeout, value: "", want: refused},
@@ -187,5 +196,59 @@ func TestEmptyAnnotationsReconciledAsUnset(t *testing.T) {
 	}
 	if d := h.fake.Writes() - w; d != 0 {
 		t.Errorf("second sync: %d writes, want 0", d)
+	}
+}
+
+// Takeover through the SDK at the fake: an upstream NLB made for a Service whose chart renders
+// "" for unset annotations and whose ssl-ports has a space ("80, 443": upstream makes 80 TLS and
+// reads " 443" as a port name, so 443 stays TCP) is taken over without a change to its
+// listeners, target groups or attributes, and the next sync writes nothing.
+func TestTakeoverWithUpstreamValueShapes(t *testing.T) {
+	h := newHarness(t, migCluster)
+	nodes := migNodes(h)
+	svc := migService(7, true)
+	tlsService(svc, 7)
+	svc.Annotations[annotationPrefix+annBackend] = ""
+	svc.Annotations[annotationPrefix+annSSLPorts] = "80, 443"
+	for _, s := range []string{annCrossZone, annAccessLog, annSecurityGroup, annExtraTags, annNodeLabels, annTGAttributes, annSSLPolicy, annHCPath} {
+		svc.Annotations[annotationPrefix+s] = ""
+	}
+	addr := seedAs(h, migCluster, svc, nodes)
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	protocols := func() map[int]string {
+		_, ls, _, ok := h.fake.NLBByName(fakeaws.UpstreamLBName(string(svc.UID)))
+		if !ok {
+			t.Fatal("no NLB")
+		}
+		out := map[int]string{}
+		for _, l := range ls {
+			out[l.Port] = l.Protocol
+		}
+		return out
+	}
+	if got := protocols(); got[80] != "TLS" || got[443] != "TCP" {
+		t.Fatalf("seeded listeners %v, want upstream's 80 TLS, 443 TCP", got)
+	}
+	// The first sync adopts (ownership tags, rule descriptions) and changes nothing that serves;
+	// the second writes nothing.
+	for pass := range 2 {
+		w, c0 := h.fake.Writes(), h.fake.Calls()
+		if st := ensureOK(t, lb, svc, nodes); st.Ingress[0].Hostname != addr {
+			t.Errorf("pass %d: address %s, want upstream's %s", pass, st.Ingress[0].Hostname, addr)
+		}
+		calls := h.fake.Calls()
+		for _, op := range []string{"elbv2:ModifyListener", "elbv2:CreateListener", "elbv2:DeleteListener", "elbv2:CreateTargetGroup",
+			"elbv2:ModifyTargetGroup", "elbv2:ModifyLoadBalancerAttributes", "elbv2:ModifyTargetGroupAttributes", "elbv2:CreateLoadBalancer"} {
+			if calls[op] != c0[op] {
+				t.Errorf("pass %d: %s x%d, want none (upstream's NLB as the annotations mean it)", pass, op, calls[op]-c0[op])
+			}
+		}
+		if d := h.fake.Writes() - w; pass == 1 && d != 0 {
+			t.Errorf("second sync: %d writes, want 0", d)
+		}
+	}
+	if got := protocols(); got[80] != "TLS" || got[443] != "TCP" {
+		t.Errorf("listeners %v, want upstream's 80 TLS, 443 TCP", got)
 	}
 }

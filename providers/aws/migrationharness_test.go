@@ -29,13 +29,15 @@ func (h *harness) upstreamOf(cluster string, svc *v1.Service, nodes []*v1.Node) 
 		u.Ports = append(u.Ports, fakeaws.UpstreamPort{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort)})
 	}
 	u.SourceRanges = svc.Spec.LoadBalancerSourceRanges
-	// ssl-cert, ssl-ports (numbers or names) and backend-protocol "ssl", as upstream reads them.
+	// ssl-cert, ssl-ports (numbers or names) and backend-protocol "ssl", as upstream reads them
+	// (getPortSets: "" or "*" every port, else the items as written, a number when Atoi reads one).
 	if cert := svc.Annotations[annotationPrefix+annSSLCert]; cert != "" {
 		u.SSLCert, u.BackendSSL = cert, svc.Annotations[annotationPrefix+annBackend] == "ssl"
-		if v := svc.Annotations[annotationPrefix+annSSLPorts]; v != "" {
-			for _, s := range splitList(v) {
+		if v := svc.Annotations[annotationPrefix+annSSLPorts]; v != "" && v != "*" {
+			for _, s := range strings.Split(v, ",") {
+				n, err := strconv.Atoi(s)
 				for _, p := range svc.Spec.Ports {
-					if s == p.Name || s == strconv.Itoa(int(p.Port)) {
+					if (err == nil && n == int(p.Port)) || (err != nil && s == p.Name) {
 						u.SSLPorts = append(u.SSLPorts, int(p.Port))
 					}
 				}
