@@ -217,6 +217,34 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 			x.leaf("NextMarker", next)
 		}
 		return x.b.String(), nil
+	case "SetSecurityGroups":
+		// As ELBv2: the list replaces the NLB's groups; an NLB created without groups never
+		// takes any (InvalidConfigurationRequest), and every group must exist in its VPC.
+		lb, ok := s.nlbs[f.get("LoadBalancerArn")]
+		if !ok {
+			return "", notFound("LoadBalancerNotFound", "One or more load balancers not found")
+		}
+		if len(lb.SecurityGroups) == 0 {
+			return "", &apiError{Status: 400, Code: "InvalidConfigurationRequest", Message: "You cannot set security groups on a Network Load Balancer which was created without any security groups"}
+		}
+		groups := f.list("SecurityGroups.member")
+		if len(groups) == 0 {
+			// Removing every group is not modelled (ccm never asks it).
+			return "", &apiError{Status: 400, Code: "ValidationError", Message: "the fake needs at least one security group"}
+		}
+		for _, g := range groups {
+			if sg, ok := s.groups[g]; !ok || sg.VPC != VPC {
+				return "", &apiError{Status: 400, Code: "InvalidSecurityGroup", Message: "security group " + g + " not found in the load balancer's VPC"}
+			}
+		}
+		lb.SecurityGroups = groups
+		var x w
+		x.open("SecurityGroupIds")
+		for _, g := range groups {
+			x.leaf("member", g)
+		}
+		x.close("SecurityGroupIds")
+		return x.b.String(), nil
 	case "DeleteLoadBalancer":
 		arn := f.get("LoadBalancerArn")
 		delete(s.nlbs, arn)

@@ -13,6 +13,8 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbv2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	"github.com/aws/smithy-go"
 )
 
@@ -224,3 +226,42 @@ func TestOperationsLeaveOutRetries(t *testing.T) {
 }
 
 func noDelay(int, error) (time.Duration, error) { return 0, nil }
+
+// ELBv2 SetSecurityGroups on an NLB, as AWS answers it: the list replaces the groups (read
+// back by DescribeLoadBalancers); an unknown group is InvalidSecurityGroup; an NLB created
+// without groups takes none (InvalidConfigurationRequest).
+func TestNLBSetSecurityGroupsThroughSDK(t *testing.T) {
+	s, _, _ := clients(t)
+	ctx := context.Background()
+	url := s.URL()
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", ""),
+		Retryer: func() aws.Retryer { return aws.NopRetryer{} }}
+	v2 := elbv2.NewFromConfig(cfg, func(o *elbv2.Options) { o.BaseEndpoint = aws.String(url) })
+	a := s.AddSecurityGroup("a", "d", nil)
+	b := s.AddSecurityGroup("b", "d", nil)
+	subnet := s.SubnetIDs()[0]
+	with, err := v2.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{Name: aws.String("with"), Type: elbv2types.LoadBalancerTypeEnumNetwork,
+		Subnets: []string{subnet}, SecurityGroups: []string{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := with.LoadBalancers[0].LoadBalancerArn
+	out, err := v2.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: arn, SecurityGroups: []string{b, a}})
+	if err != nil || len(out.SecurityGroupIds) != 2 {
+		t.Fatalf("SetSecurityGroups: %v %v", out, err)
+	}
+	d, err := v2.DescribeLoadBalancers(ctx, &elbv2.DescribeLoadBalancersInput{LoadBalancerArns: []string{aws.ToString(arn)}})
+	if err != nil || len(d.LoadBalancers) != 1 || len(d.LoadBalancers[0].SecurityGroups) != 2 || d.LoadBalancers[0].SecurityGroups[0] != b {
+		t.Errorf("groups read back: %v %v, want [%s %s]", d, err, b, a)
+	}
+	if _, err := v2.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: arn, SecurityGroups: []string{"sg-nope"}}); code(err) != "InvalidSecurityGroup" {
+		t.Errorf("unknown group: %q, want InvalidSecurityGroup", code(err))
+	}
+	without, err := v2.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{Name: aws.String("without"), Type: elbv2types.LoadBalancerTypeEnumNetwork, Subnets: []string{subnet}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v2.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: without.LoadBalancers[0].LoadBalancerArn, SecurityGroups: []string{a}}); code(err) != "InvalidConfigurationRequest" {
+		t.Errorf("NLB created without groups: %q, want InvalidConfigurationRequest", code(err))
+	}
+}

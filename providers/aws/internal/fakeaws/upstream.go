@@ -71,6 +71,10 @@ type UpstreamService struct {
 	// --cluster-name, default "kubernetes") and the Service (UpstreamNLBGroupName).
 	ManagedSG   bool
 	ClusterName string
+	// BYOGroups: upstream ran in Managed mode (HEAD, after v1.35) with the security-groups
+	// annotation naming these groups: the NLB was created with them, no group of its own was
+	// made, and no rule or tag was written into them.
+	BYOGroups []string
 }
 
 // UpstreamNLBGroupDescription is the description of every group upstream's Managed mode makes.
@@ -184,7 +188,9 @@ func (s *Server) SeedUpstream(u UpstreamService) string {
 	lb := &NLB{ARN: s.arn("loadbalancer/net", name), Name: name, Scheme: "internet-facing", Subnets: subnets, Tags: tags,
 		DNSName: fmt.Sprintf("%s-%08x.elb.us-east-1.amazonaws.com", name, s.seq), readyAt: time.Now()}
 	s.nlbs[lb.ARN] = lb
-	if u.ManagedSG {
+	if len(u.BYOGroups) > 0 {
+		lb.SecurityGroups = slices.Clone(u.BYOGroups)
+	} else if u.ManagedSG {
 		// Its group: the cluster tags only, each listener port (lower-cased listener protocol)
 		// and ICMP 3-4 from each source range; EC2's default egress rule.
 		cn := u.ClusterName
