@@ -66,8 +66,7 @@ var supported = []string{annType, annInternal, annSubnets, annSecurityGroup, ann
 // they are accepted with a Warning saying they do nothing, as upstream ignores them).
 var (
 	notForNLB = map[string]string{
-		annSecurityGroup:   "ccm attaches no named group to an NLB (its clients are admitted by the node groups, and by its own group with NLBSecurityGroupMode = Managed)",
-		annExtraGroups:     "ccm attaches no named group to an NLB (its clients are admitted by the node groups, and by its own group with NLBSecurityGroupMode = Managed)",
+		annExtraGroups:     "upstream supports it only for classic ELBs (it refuses it on an NLB); name all of the NLB's groups in security-groups instead (with NLBSecurityGroupMode = Managed)",
 		annProxyProtocol:   "upstream ignores it on an NLB; set target-group-attributes proxy_protocol_v2.enabled=true instead",
 		annIdleTimeout:     "NLBs have no idle timeout setting",
 		annDraining:        "NLBs have no connection draining setting (target group attribute deregistration_delay.timeout_seconds)",

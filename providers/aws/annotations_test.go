@@ -80,7 +80,19 @@ func TestInternalAsUpstream(t *testing.T) {
 // Annotations upstream reads for the other load balancer type are advice, not errors.
 func TestAnnotationsForTheOtherTypeAdvised(t *testing.T) {
 	nlb := map[string]string{annotationPrefix + "type": "nlb"}
-	for _, ann := range []string{"security-groups", "extra-security-groups", "proxy-protocol", "connection-idle-timeout", "connection-draining-enabled", "connection-draining-timeout", "access-log-emit-interval"} {
+	// security-groups is read for an NLB (used in NLBSecurityGroupMode = Managed, else advised:
+	// planNLBGroups), parsed as for a classic ELB; an empty list is none, as upstream reads it.
+	o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "security-groups": " sg-1 , sg-2 "}))
+	if err != nil || len(o.Advice) != 0 || !slices.Equal(o.SecurityGroups, []string{"sg-1", "sg-2"}) {
+		t.Errorf("nlb with security-groups: %v, %+v; want [sg-1 sg-2], no advice", err, o)
+	}
+	if o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "security-groups": ""})); err != nil || len(o.SecurityGroups) != 0 {
+		t.Errorf("nlb with an empty security-groups: %v, %+v; want none, no error", err, o)
+	}
+	if _, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "security-groups": "default"})); err == nil || !strings.Contains(err.Error(), annotationPrefix+"security-groups") {
+		t.Errorf("nlb with security-groups default: %v; want an error naming the annotation", err)
+	}
+	for _, ann := range []string{"extra-security-groups", "proxy-protocol", "connection-idle-timeout", "connection-draining-enabled", "connection-draining-timeout", "access-log-emit-interval"} {
 		a := maps.Clone(nlb)
 		a[annotationPrefix+ann] = map[string]string{"security-groups": "sg-1", "extra-security-groups": "sg-2", "proxy-protocol": "*", "connection-draining-enabled": "true", "access-log-emit-interval": "5"}[ann]
 		if a[annotationPrefix+ann] == "" {
@@ -93,7 +105,7 @@ func TestAnnotationsForTheOtherTypeAdvised(t *testing.T) {
 	}
 	// backend-protocol ssl on an NLB with a certificate: TLS target groups, no advice; upstream
 	// reads only "ssl" as written, so "SSL" keeps them TCP and says so.
-	o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "backend-protocol": "ssl", annotationPrefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x"}))
+	o, err = parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "backend-protocol": "ssl", annotationPrefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x"}))
 	if err != nil || len(o.Advice) != 0 || !o.TLSBackend {
 		t.Errorf("nlb with backend-protocol ssl: %v, advice %v, TLS backend %v; want TLS, no advice", err, o.Advice, o.TLSBackend)
 	}

@@ -60,8 +60,10 @@ type nlbDesired struct {
 	AccessLog bool   `json:",omitempty"`
 	Bucket    string `json:",omitempty"`
 	Prefix    string `json:",omitempty"`
-	// ManagedGroup: NLBSecurityGroupMode Managed, the NLB has a group of its own (nlbgroup.go).
-	ManagedGroup bool `json:",omitempty"`
+	// ManagedGroup: NLBSecurityGroupMode Managed, the NLB has a group of its own (nlbgroup.go),
+	// or, with NamedGroups (the security-groups annotation), those (nlbgroupplan.go).
+	ManagedGroup bool     `json:",omitempty"`
+	NamedGroups  []string `json:",omitempty"`
 	// Addresses are the Elastic IP allocations or private IPv4 addresses, one per subnet in
 	// order, given to the NLB at its creation (AWS cannot change them later, so they are not
 	// fingerprinted: a change is advice, not a write).
@@ -142,7 +144,9 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 		d.HCNodePort = int32(n) // admitted on the node groups as the health check NodePort is
 	}
 	d.SourceRanges = opts.SourceRanges
-	d.ManagedGroup = l.c.cfg.nlbGroupsManaged()
+	if d.ManagedGroup = l.c.cfg.nlbGroupsManaged(); d.ManagedGroup {
+		d.NamedGroups = opts.SecurityGroups
+	}
 	if len(d.uncoveredHealthPorts()) > 0 {
 		a, err := l.subnetAnswer(ctx, opts)
 		if err != nil {
@@ -309,6 +313,23 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 				return nil, err
 			}
 		}
+	}
+	// The NLB's groups; named ones are checked before anything is written.
+	kept := cur != nil && string(cur.Scheme) == want.Scheme
+	var curGroups []string
+	if kept {
+		curGroups = cur.SecurityGroups
+	}
+	plan := planNLBGroups(want.ManagedGroup, opts.SecurityGroups, kept, curGroups, groupIDOf(group))
+	if plan.Advice != "" {
+		l.c.events.Advise(svc, reasonUnusedAnnotation, plan.Advice)
+	}
+	if len(plan.Named) > 0 {
+		if err := l.checkNamedGroups(ctx, id, annSecurityGroup, plan.Named); err != nil {
+			return nil, err
+		}
+	}
+	if cur != nil {
 		if string(cur.Scheme) != want.Scheme {
 			// An NLB cannot change its scheme: it is deleted and made again below, with new
 			// addresses and DNS name. Its target groups stay and are attached to the new one.
@@ -341,7 +362,8 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		}
 		in := &elbv2.CreateLoadBalancerInput{Name: aws.String(name), Type: v2types.LoadBalancerTypeEnumNetwork,
 			Scheme: v2types.LoadBalancerSchemeEnum(want.Scheme), Subnets: want.Subnets, Tags: v2Tags(ownTags(id, opts.ExtraTags, nil))}
-		if want.ManagedGroup {
+		switch {
+		case plan.Own:
 			// The group (kept from the NLB a scheme change replaced, else ccm's) and its rules
 			// before the NLB: it admits its clients from the start.
 			if group == nil {
@@ -353,6 +375,8 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 				return nil, err
 			}
 			in.SecurityGroups = []string{aws.ToString(group.GroupId)}
+		case len(plan.Named) > 0:
+			in.SecurityGroups = plan.Named
 		}
 		if len(want.Addresses) > 0 {
 			in.Subnets = nil
@@ -378,7 +402,14 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	} else {
 		applied = !fingerprint.Changed(tags[fingerprintTag], fp) && !ownership.NeedsUID(id, tags)
 		prevGroups = groupIDs(tags[nodeGroupsTag])
-		if group != nil {
+		if plan.Own {
+			if group == nil {
+				// Its groups are none of the Service's own (it named them until now): its own
+				// replaces them, as upstream; they are the user's and stay as they are.
+				if group, err = l.newNLBGroup(ctx, svc, name, want); err != nil {
+					return nil, err
+				}
+			}
 			changes, err := l.syncNLBGroup(ctx, svc, group, want)
 			if err != nil {
 				return nil, err
@@ -387,6 +418,15 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		} else if want.ManagedGroup && len(cur.SecurityGroups) == 0 {
 			klog.V(2).InfoS("NLB has no security group and AWS cannot add one; left as it is (as upstream)", "service", klog.KObj(svc), "name", name)
 		}
+		changes, err := l.setNLBGroups(ctx, svc, cur, plan, group)
+		if err != nil {
+			return nil, err
+		}
+		repairs = append(repairs, changes...)
+	}
+	if plan.DropOwn || (len(plan.Named) > 0 && group == nil) {
+		// Detached (or on the NLB a scheme change replaced): the Service's own group goes.
+		l.dropOwnNLBGroup(ctx, svc, name, want, group)
 	}
 	arn := aws.ToString(cur.LoadBalancerArn)
 	defer func() {
@@ -908,7 +948,9 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 			return false, err
 		}
 	}
-	if group != nil || (cur == nil && l.c.cfg.nlbGroupsManaged() && svc.Annotations[annotationPrefix+annType] == "nlb") {
+	// Without its group on the NLB (deleted by an interrupted delete, or detached when the
+	// Service named groups), the Service's own is looked for by its tags.
+	if group != nil || ((cur == nil || len(cur.SecurityGroups) > 0) && l.c.cfg.nlbGroupsManaged() && svc.Annotations[annotationPrefix+annType] == "nlb") {
 		if err := l.deleteNLBGroup(ctx, svc, name, group); err != nil {
 			return false, err
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -103,23 +104,83 @@ func nlbGroupRules(id ownership.Identity, want *nlbDesired) []rule {
 }
 
 // nlbGroupOf finds, among the groups attached to svc's NLB lb, the one managed for it: ccm's
-// (its ownership tags) or upstream's (isUpstreamNLBGroup). nil: none (an NLB without groups, or
-// with groups someone else manages, which are left as they are).
+// (its name for the NLB and the Service's ownership tags) or upstream's (isUpstreamNLBGroup).
+// The groups the security-groups annotation names are the user's, whatever their tags, and
+// not even read here. nil: none (an NLB without groups, or with groups someone else manages).
 func (l *loadBalancers) nlbGroupOf(ctx context.Context, svc *v1.Service, lb *v2types.LoadBalancer) (*types.SecurityGroup, error) {
-	if len(lb.SecurityGroups) == 0 {
+	named := splitList(svc.Annotations[annotationPrefix+annSecurityGroup])
+	ids := slices.DeleteFunc(slices.Clone(lb.SecurityGroups), func(g string) bool { return slices.Contains(named, g) })
+	if len(ids) == 0 {
 		return nil, nil
 	}
-	groups, err := l.groupsByID(ctx, lb.SecurityGroups)
+	groups, err := l.groupsByID(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	id := l.identity(svc)
 	for i := range groups {
-		if g := &groups[i]; ownership.Is(id, groupTags(g)) || l.isUpstreamNLBGroup(id, svc, g) {
+		if g := &groups[i]; l.isOwnNLBGroup(svc, aws.ToString(lb.LoadBalancerName), g) {
 			return g, nil
 		}
 	}
 	return nil, nil
+}
+
+// isOwnNLBGroup says whether g is svc's own group for its NLB lbName: ccm's name for it and
+// the Service's ownership tags, or upstream's (isUpstreamNLBGroup).
+func (l *loadBalancers) isOwnNLBGroup(svc *v1.Service, lbName string, g *types.SecurityGroup) bool {
+	id := l.identity(svc)
+	return (aws.ToString(g.GroupName) == nlbGroupName(lbName) && ownership.Is(id, groupTags(g))) || l.isUpstreamNLBGroup(id, svc, g)
+}
+
+func groupIDOf(g *types.SecurityGroup) string {
+	if g == nil {
+		return ""
+	}
+	return aws.ToString(g.GroupId)
+}
+
+// setNLBGroups gives the existing NLB cur the groups plan wants (its own group g, or the
+// named ones) when it has others, with SetSecurityGroups, as upstream. It returns what
+// differed.
+func (l *loadBalancers) setNLBGroups(ctx context.Context, svc *v1.Service, cur *v2types.LoadBalancer, plan nlbGroupPlan, g *types.SecurityGroup) ([]string, error) {
+	want := plan.Named
+	if plan.Own {
+		want = []string{groupIDOf(g)}
+	}
+	if len(want) == 0 || sameSet(want, cur.SecurityGroups) {
+		return nil, nil
+	}
+	if _, err := l.c.api.elbv2.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: cur.LoadBalancerArn, SecurityGroups: want}); err != nil {
+		if isCode(err, "InvalidSecurityGroup") {
+			return nil, annotationError(annSecurityGroup, "SetSecurityGroups: %v", err)
+		}
+		return nil, fmt.Errorf("aws: SetSecurityGroups %s: %w", aws.ToString(cur.LoadBalancerName), err)
+	}
+	klog.InfoS("Set the NLB's security groups", "service", klog.KObj(svc), "name", aws.ToString(cur.LoadBalancerName), "was", cur.SecurityGroups, "groups", want)
+	return []string{fmt.Sprintf("security groups were %v, not %v", cur.SecurityGroups, want)}, nil
+}
+
+// dropOwnNLBGroup deletes svc's own group once its NLB uses the named groups instead: g, just
+// detached, or else one left detached by an earlier try (found in the cluster's group listing
+// by ccm's or upstream's name). Only a group proven the Service's own goes. A failure (AWS may
+// hold a detached group in use for a while) is logged: the next sync finds it again, and the
+// Service's delete deletes it too.
+func (l *loadBalancers) dropOwnNLBGroup(ctx context.Context, svc *v1.Service, name string, want *nlbDesired, g *types.SecurityGroup) {
+	if g == nil {
+		clusterName, _ := l.clusterName.Load().(string)
+		for _, gname := range []string{nlbGroupName(name), upstreamNLBGroupName(clusterName, svc)} {
+			if c, _ := l.gsnap.get(ctx, "name:"+want.vpc+"/"+gname, l.listGroups); c != nil && l.isOwnNLBGroup(svc, name, c) {
+				g = c
+				break
+			}
+		}
+	}
+	if g == nil || slices.Contains(want.NamedGroups, aws.ToString(g.GroupId)) || !l.isOwnNLBGroup(svc, name, g) {
+		return
+	}
+	if err := l.deleteGroup(ctx, svc, g); err != nil {
+		klog.InfoS("The Service's own NLB security group is not deleted yet", "service", klog.KObj(svc), "group", aws.ToString(g.GroupId), "err", err)
+	}
 }
 
 // newNLBGroup returns the group for the NLB name about to be created: one an interrupted try

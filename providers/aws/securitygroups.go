@@ -263,6 +263,12 @@ func (l *loadBalancers) checkNamedGroups(ctx context.Context, id ownership.Ident
 	ann := annotationPrefix + suffix
 	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: ids})
 	if isCode(err, "InvalidGroup.NotFound", "InvalidGroupId.Malformed") {
+		// EC2 refuses the whole list: which one is missing is read one by one (this path only).
+		for _, g := range ids {
+			if _, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: []string{g}}); isCode(err, "InvalidGroup.NotFound", "InvalidGroupId.Malformed") {
+				return annotationError(suffix, "security group %q does not exist", g)
+			}
+		}
 		return annotationError(suffix, "names a security group that does not exist")
 	}
 	if err != nil {
