@@ -13,7 +13,8 @@ package aws
 // recognized on the Service's own NLB (proven the Service's by its tags) and taken over in place
 // by adding ccm's tags. The group is deleted with the NLB, after it (in AWS, a group stays in
 // use for a while after its NLB is gone: the delete is retried), whatever the mode: upstream
-// deletes it so too.
+// deletes it so too. With the security-groups annotation the NLB has the named groups instead
+// (nlbgroupplan.go): the Service's own group is then detached and deleted.
 
 import (
 	"context"

@@ -45,7 +45,7 @@ var upstreamKeys = []config.UpstreamKey{
 	impl(secGlobal, "ClusterServiceSharedLoadBalancerHealthProbePort", "10257", "0 means 10256"),
 	impl(secGlobal, "ClusterServiceSharedLoadBalancerHealthProbePath", "/livez", ""),
 	impl(secGlobal, "SupportedTopologyInstanceTypePattern", `"^p4d\\..*"`, "as upstream: instance types whose topology.k8s.aws/network-node-layer-* labels are required (a failed DescribeInstanceTopology fails their Node's initialisation); other types get them when EC2 answers; default upstream's pattern"),
-	impl(secGlobal, "NLBSecurityGroupMode", nlbGroupModeManaged, "Managed: each new NLB gets a security group of its own admitting the source ranges on the listener ports (upstream's taken over in place, deleted after the NLB); an NLB made without groups stays without (AWS cannot add them)"),
+	impl(secGlobal, "NLBSecurityGroupMode", nlbGroupModeManaged, "Managed: each new NLB gets a security group of its own admitting the source ranges on the listener ports (upstream's taken over in place, deleted after the NLB), or the groups its `security-groups` annotation names (nothing written into them); an NLB made without groups stays without (AWS cannot add them)"),
 	notUsed(secGlobal, "DisableStrictZoneCheck", "true",
 		"a key of the in-tree AWS provider that generated configs (OpenShift, Rancher) still carry; the upstream CCM ignores it since 2023 and ccm has no zone check to disable",
 		"remove it"),
