@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/ownership"
@@ -306,5 +308,50 @@ func TestUpstreamNLBWithNamedGroupsTakenOver(t *testing.T) {
 	}
 	if got := groupState(t, h, a); got != was {
 		t.Errorf("the user's group after the delete: %s, was %s", got, was)
+	}
+}
+
+// The Service's own group, once detached, may still be in use for a while (here: a rule
+// referring to it, which EC2 answers with DependencyViolation as for lingering interfaces):
+// the switch still succeeds, and a later sync finds the group again by its name and deletes
+// it; after that a sync writes nothing.
+func TestNLBDroppedOwnGroupDeletedLater(t *testing.T) {
+	h := newHarness(t, "byo")
+	ctx := context.Background()
+	a := userGroup(h, "user-a")
+	c := h.cloud(t, byoMode)
+	lb, _ := c.LoadBalancer()
+	nodes := parityNodes(h, "n1")
+	svc := lbService("web", map[string]string{annotationPrefix + "type": "nlb"})
+	svc.UID = "uid-web"
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	name := c.lb.name(svc)
+	own := nlbGroups(t, h, name)[0]
+	holder := h.fake.AddSecurityGroup("holder", "refers to the own group", nil, fakeaws.Rule{Protocol: "-1", SourceSG: own})
+
+	svc.Annotations[annotationPrefix+annSecurityGroup] = a
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatalf("switch with the own group still in use: %v", err)
+	}
+	if got := nlbGroups(t, h, name); !slices.Equal(got, []string{a}) {
+		t.Errorf("NLB groups %v, want [%s]", got, a)
+	}
+	if _, ok := h.fake.Group(own); !ok {
+		t.Fatalf("own group %s deleted while in use", own)
+	}
+	if _, err := c.api.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: aws.String(holder)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.fake.Group(own); ok {
+		t.Errorf("own group %s left once no longer in use", own)
+	}
+	w0 := h.fake.Writes()
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil || h.fake.Writes() != w0 {
+		t.Errorf("next sync: %v, %d writes; want none", err, h.fake.Writes()-w0)
 	}
 }
