@@ -230,6 +230,9 @@ func TestPickFIPSubnetsAndNotApplied(t *testing.T) {
 	if msg := fipSubnetNotApplied(sel, "192.0.2.5", got); msg != "" {
 		t.Errorf("an address of a picked subnet: %q", msg)
 	}
+	if msg := fipSubnetNotApplied(sel, "198.51.100.5", nil); msg != "" {
+		t.Errorf("no subnet seen (not visible to the project) proves nothing, yet: %q", msg)
+	}
 	msg := fipSubnetNotApplied(sel, "198.51.100.5", got)
 	for _, w := range []string{"198.51.100.5", "annotation " + annFloatingSubnet + ` "pub-*"`} {
 		if !strings.Contains(msg, w) {
@@ -440,5 +443,53 @@ func TestFloatingSubnetKeptAsUpstream(t *testing.T) {
 	}
 	if ok, evs := sink3.Await(other, 2*time.Second, reasonFIPSubnetNotApplied, `[LoadBalancer] floating-subnet-id "`+ids["dmz-1"]+`"`); !ok {
 		t.Errorf("no %s Warning naming floating-subnet-id: %v", reasonFIPSubnetNotApplied, evs)
+	}
+}
+
+// After a restart N Services with one selection read its subnets once; a read that fails is
+// not retried at every sync (fipSubnetListFor), and the Services are still reconciled.
+func TestFloatingSubnetCheckShared(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	_ = floatingSubnets(f)
+	lb, _ := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\n")
+	nodes := lbNodes("10.0.0.5")
+	var svcs []*v1.Service
+	for _, n := range []string{"s1", "s2", "s3", "s4"} {
+		svc := lbService(n, map[string]string{annFloatingSubnet: "public-*"})
+		svc.Status.LoadBalancer = *ensureUntilReady(t, lb, svc, nodes)
+		svcs = append(svcs, svc)
+	}
+	lb2, sink := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\n")
+	lists := f.Calls()["neutron.ListSubnets"]
+	for _, svc := range svcs {
+		if _, err := lb2.EnsureLoadBalancer(context.Background(), cluster, svc, nodes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := f.Calls()["neutron.ListSubnets"] - lists; n != 1 {
+		t.Errorf("4 Services with one selection listed the subnets %d times after a restart, want 1", n)
+	}
+
+	// Subnets of the floating network ccm may not list: reconciled all the same, read once.
+	lb3, _ := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\n")
+	f.SetFault("neutron.ListSubnets", fake.Fault{Status: 403})
+	t.Cleanup(func() { f.SetFault("neutron.ListSubnets", fake.Fault{}) })
+	lists = f.Calls()["neutron.ListSubnets"]
+	for range 3 {
+		for _, svc := range svcs {
+			if _, err := lb3.EnsureLoadBalancer(context.Background(), cluster, svc, nodes); err != nil {
+				t.Fatalf("%s with the subnets not readable: %v", svc.Name, err)
+			}
+		}
+	}
+	if n := f.Calls()["neutron.ListSubnets"] - lists; n != 1 {
+		t.Errorf("a failed list was tried %d times in 3 rounds of 4 Services, want 1", n)
+	}
+	for _, svc := range svcs {
+		for _, e := range sink.On(svc) {
+			if strings.Contains(e, reasonFIPSubnetNotApplied) {
+				t.Errorf("%s: %q although its floating IP is in the subnet it picks", svc.Name, e)
+			}
+		}
 	}
 }

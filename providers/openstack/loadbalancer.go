@@ -57,6 +57,8 @@ type loadBalancers struct {
 	vip vipSubnets // the VIP subnet detected from a Node's port (vipsubnet.go)
 
 	fipSubnetChecked sync.Map // Service UID -> the selection and floating IP last checked (fipsubnetkept.go)
+	fipSubnetLists   sync.Map // network and selection -> *fipSubnetList (fipsubnetkept.go)
+	fipSubnetListMu  sync.Mutex
 }
 
 // deletedMemory is how long a deleted Service is remembered: far longer than a node sync
