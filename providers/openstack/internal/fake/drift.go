@@ -216,6 +216,9 @@ func (c *Cloud) LoadBalancerState(name, group string) (string, bool) {
 		if p := c.pools[l.PoolID]; p != nil {
 			pools = append(pools, p.ID)
 			add("  pool %s/%d name=%q %s %s description=%q", l.Protocol, l.Port, p.Name, p.Protocol, p.Method, p.Description)
+			if sp := p.Persistence; sp != nil {
+				add("  session_persistence %s/%d %s %q", l.Protocol, l.Port, sp.Type, sp.CookieName)
+			}
 			if m := c.monitors[p.MonitorID]; m != nil {
 				add("  monitor %s/%d %s delay=%d timeout=%d retries=%d path=%q", l.Protocol, l.Port, m.Type, m.Delay, m.Timeout, m.MaxRetries, m.URLPath)
 			}
@@ -260,4 +263,20 @@ func (c *Cloud) LoadBalancerState(name, group string) (string, bool) {
 	}
 	sort.Strings(out[1:])
 	return strings.Join(out, "\n"), true
+}
+
+// SetPoolPersistence sets (typ "" removes) the session_persistence of port's pool, as a user
+// would by hand; cookie is the cookie_name (APP_COOKIE).
+func (c *Cloud) SetPoolPersistence(name string, port int, typ, cookie string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.poolOn(name, port)
+	if p == nil {
+		return false
+	}
+	p.Persistence = nil
+	if typ != "" {
+		p.Persistence = &Persistence{Type: typ, CookieName: cookie}
+	}
+	return true
 }

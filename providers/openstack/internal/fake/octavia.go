@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -75,6 +76,46 @@ func (l *listenerLimits) set(b listenerLimits) string {
 type pool struct {
 	ID, Name, Description, Protocol, Method, LBID, ListenerID, MonitorID string
 	Members                                                              []*member
+	// Persistence is the pool's session_persistence (nil: none, read back as null).
+	Persistence *Persistence
+}
+
+// Persistence is a pool's session_persistence as Octavia holds it: type SOURCE_IP,
+// HTTP_COOKIE or APP_COOKIE, with cookie_name for APP_COOKIE only.
+type Persistence struct {
+	Type       string `json:"type"`
+	CookieName string `json:"cookie_name,omitempty"`
+}
+
+// persistenceTypes are the session persistence types Octavia knows; on a UDP or SCTP pool only
+// SOURCE_IP (octavia/api/v2/controllers/pool.py, _validate_pool_request_for_udp_sctp).
+var persistenceTypes = map[string]bool{"SOURCE_IP": true, "HTTP_COOKIE": true, "APP_COOKIE": true}
+
+// checkPersistence validates a pool's session_persistence as Octavia does (400 on bad input;
+// octavia/common/validate.py check_session_persistence): a known type, cookie_name required
+// for APP_COOKIE and refused with any other type, no cookie type on a UDP or SCTP pool.
+func checkPersistence(poolProtocol string, sp *Persistence) string {
+	switch {
+	case sp == nil:
+		return ""
+	case !persistenceTypes[sp.Type]:
+		return fmt.Sprintf("Invalid input for field/attribute type. Value: '%s'. Value should be one of: SOURCE_IP, HTTP_COOKIE, APP_COOKIE", sp.Type)
+	case sp.CookieName != "" && sp.Type != "APP_COOKIE":
+		return `Field "cookie_name" can only be specified with session persistence of type "APP_COOKIE".`
+	case sp.CookieName == "" && sp.Type == "APP_COOKIE":
+		return `Field "cookie_name" must be specified when using the "APP_COOKIE" session persistence type.`
+	case (poolProtocol == "UDP" || poolProtocol == "SCTP") && sp.Type != "SOURCE_IP":
+		return fmt.Sprintf("Session persistence of type %s is not supported for %s protocol pools.", sp.Type, poolProtocol)
+	}
+	return ""
+}
+
+// persistenceJSON is sp as Octavia shows it: null when none.
+func persistenceJSON(sp *Persistence) any {
+	if sp == nil {
+		return nil
+	}
+	return map[string]any{"type": sp.Type, "cookie_name": nullable(sp.CookieName), "persistence_timeout": nil, "persistence_granularity": nil}
 }
 
 type member struct {
@@ -100,9 +141,11 @@ type LoadBalancer struct {
 // Listener is a listener with its pool as tests see it.
 type Listener struct {
 	Protocol, PoolProtocol, Method, Monitor string // Monitor is the monitor type, "" if none
-	Port                                    int
-	Members                                 []string // "address:port", sorted
-	MemberSubnets                           []string // each member's subnet_id, sorted, "" when unset
+	// Persistence is the pool's session_persistence type ("" if none).
+	Persistence   string
+	Port          int
+	Members       []string // "address:port", sorted
+	MemberSubnets []string // each member's subnet_id, sorted, "" when unset
 	// Limits: connection_limit, timeout_client_data, timeout_member_connect,
 	// timeout_member_data, timeout_tcp_inspect. MonitorTiming: delay, timeout, max_retries,
 	// max_retries_down of the monitor (zero if none).
@@ -132,6 +175,9 @@ func (c *Cloud) LoadBalancers() []LoadBalancer {
 				Limits: [5]int{*l.Limits.ConnLimit, *l.Limits.ClientData, *l.Limits.MemberConnect, *l.Limits.MemberData, *l.Limits.TCPInspect}}
 			if p := c.pools[l.PoolID]; p != nil {
 				li.PoolProtocol, li.Method = p.Protocol, p.Method
+				if p.Persistence != nil {
+					li.Persistence = p.Persistence.Type
+				}
 				if m := c.monitors[p.MonitorID]; m != nil {
 					li.Monitor = m.Type
 					li.MonitorTiming = [4]int{m.Delay, m.Timeout, m.MaxRetries, m.MaxRetriesDown}
@@ -363,6 +409,7 @@ type poolBody struct {
 	Protocol    string       `json:"protocol"`
 	Members     []memberBody `json:"members"`
 	Monitor     *PoolMonitor `json:"healthmonitor"`
+	Persistence *Persistence `json:"session_persistence"`
 }
 
 // PoolMonitor is the health monitor of a pool created with it.
@@ -467,6 +514,9 @@ func checkListener(l listenerBody, taken map[string]bool, v6 bool, known func(st
 		if !slices.Contains(listenerPools[l.Protocol], p.Protocol) {
 			return fmt.Sprintf("the pool protocol %s is not valid for a %s listener", p.Protocol, l.Protocol)
 		}
+		if msg := checkPersistence(p.Protocol, p.Persistence); msg != "" {
+			return msg
+		}
 		if p.Monitor != nil && (!monitorTypes[p.Monitor.Type] || p.Monitor.Delay < p.Monitor.Timeout) {
 			return "invalid health monitor"
 		}
@@ -525,6 +575,10 @@ func (c *Cloud) addListener(lbID string, l listenerBody) *listener {
 	c.lis[li.ID] = li
 	if p := l.DefaultPool; p != nil {
 		po := &pool{ID: c.nextID("pool"), Name: p.Name, Description: p.Description, Protocol: p.Protocol, Method: p.Method, LBID: lbID, ListenerID: li.ID}
+		if p.Persistence != nil {
+			sp := *p.Persistence
+			po.Persistence = &sp
+		}
 		po.Members = c.members(p.Members)
 		if p.Monitor != nil {
 			m := &monitor{ID: c.nextID("hm"), PoolID: po.ID, Type: p.Monitor.Type, Delay: p.Monitor.Delay, Timeout: p.Monitor.Timeout,
@@ -908,7 +962,8 @@ func (c *Cloud) poolJSON(p *pool) map[string]any {
 		ls = append(ls, map[string]any{"id": p.ListenerID})
 	}
 	return map[string]any{"id": p.ID, "name": p.Name, "description": p.Description, "protocol": p.Protocol, "lb_algorithm": p.Method,
-		"healthmonitor_id": p.MonitorID, "members": ms, "listeners": ls, "loadbalancers": []any{map[string]any{"id": p.LBID}}}
+		"healthmonitor_id": p.MonitorID, "members": ms, "listeners": ls, "loadbalancers": []any{map[string]any{"id": p.LBID}},
+		"session_persistence": persistenceJSON(p.Persistence)}
 }
 
 func (c *Cloud) getPool(w http.ResponseWriter, r *http.Request) {
@@ -1040,11 +1095,25 @@ func (c *Cloud) updatePool(w http.ResponseWriter, r *http.Request) {
 		P struct {
 			Name, Description *string
 			Method            *string `json:"lb_algorithm"`
+			// Persistence: absent leaves it, null removes it, an object replaces it.
+			Persistence json.RawMessage `json:"session_persistence"`
 		} `json:"pool"`
 	}
 	if err := decode(r, &b); err != nil {
 		writeErr(w, http.StatusBadRequest, "malformed request")
 		return
+	}
+	setPersistence, sp := false, (*Persistence)(nil)
+	if len(b.P.Persistence) > 0 {
+		setPersistence = true
+		if err := json.Unmarshal(b.P.Persistence, &sp); err != nil {
+			writeErr(w, http.StatusBadRequest, "malformed session_persistence")
+			return
+		}
+		if msg := checkPersistence(p.Protocol, sp); msg != "" {
+			writeErr(w, http.StatusBadRequest, msg)
+			return
+		}
 	}
 	if b.P.Method != nil {
 		if !methods[*b.P.Method] {
@@ -1052,6 +1121,9 @@ func (c *Cloud) updatePool(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		p.Method = *b.P.Method
+	}
+	if setPersistence {
+		p.Persistence = sp
 	}
 	if b.P.Name != nil {
 		p.Name = *b.P.Name

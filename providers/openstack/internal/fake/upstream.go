@@ -15,7 +15,8 @@ import (
 //     (plus the name of each Service sharing it);
 //   - per port i: listener "listener_<i>_<lb name>" tagged [<lb name>] (no description),
 //     its default pool "pool_<i>_<lb name>" (ROUND_ROBIN, no description) with one member per
-//     node (name = node name, protocol_port = NodePort, subnet = member subnet);
+//     node (name = node name, protocol_port = NodePort, subnet = member subnet), and
+//     session_persistence SOURCE_IP for sessionAffinity ClientIP (none otherwise);
 //   - a floating IP described "Floating IP for Kubernetes external service <ns>/<name> from
 //     cluster <cluster>" on the VIP port, unless internal;
 //   - with manage-security-groups: group "lb-sg-<uid>-<ns>-<name>" described "Security Group
@@ -70,6 +71,9 @@ type UpstreamService struct {
 	// FlavorID and AvailabilityZone: the flavor-id and availability-zone upstream created the
 	// load balancer with (annotation or [LoadBalancer] key).
 	FlavorID, AvailabilityZone string
+	// ClientIP: the Service's sessionAffinity is ClientIP; upstream creates every pool with
+	// session_persistence SOURCE_IP (whatever the pool's protocol), else with none.
+	ClientIP bool
 	// VipPortID (loadbalancer.openstack.org/port-id): a port the user made (AddPort), the
 	// load balancer's VIP port; its address is the VIP.
 	VipPortID string
@@ -196,6 +200,9 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 			proto, lproto = "HTTP", "TERMINATED_HTTPS"
 		}
 		pb := &poolBody{Name: cut255(fmt.Sprintf("pool_%d_%s", i, own)), Method: "ROUND_ROBIN", Protocol: proto, Members: ms}
+		if s.ClientIP {
+			pb.Persistence = &Persistence{Type: "SOURCE_IP"}
+		}
 		if s.Monitor {
 			pb.Monitor = &PoolMonitor{Type: proto, Delay: or(s.MonitorDelay, 5), Timeout: or(s.MonitorTimeout, 3), MaxRetries: or(s.MonitorMaxRetries, 1),
 				MaxRetriesDown: or(s.MonitorMaxRetriesDown, 3)}
