@@ -204,6 +204,8 @@ func (h *harness) DriftCases(t cloudtest.T) []cloudtest.DriftCase {
 			Break: brk("member", func(n string) bool { return h.fake.RemoveMember(n, 80) })},
 		{Name: "pool lb-method changed", MaxWrites: 1, Mentions: "lb-method was SOURCE_IP",
 			Break: brk("pool", func(n string) bool { return h.fake.SetPoolMethod(n, 80, "SOURCE_IP") })},
+		{Name: "pool session persistence set by hand", MaxWrites: 1, Mentions: "session persistence was HTTP_COOKIE",
+			Break: brk("pool", func(n string) bool { return h.fake.SetPoolPersistence(n, 80, "HTTP_COOKIE", "") })},
 		{Name: "listener allowed CIDRs changed", MaxWrites: 1, Mentions: "allowed CIDRs",
 			Break: brk("listener", func(n string) bool { return h.fake.SetAllowedCIDRs(n, 80, "192.0.2.0/24") })},
 		{Name: "floating IP detached", MaxWrites: 1, Mentions: "was detached",

@@ -105,6 +105,10 @@ type listenerSpec struct {
 	TLSRef string `json:"-"`
 	// Limits: connection_limit and timeouts, updated in place (lblimits.go).
 	Limits listenerLimits `json:"-"`
+	// Persistence is the pool's session_persistence type ("" none): SOURCE_IP for
+	// sessionAffinity ClientIP, as upstream (persistence.go). Updated in place, so not in the
+	// fingerprint (which also keeps every listener made before it was compared).
+	Persistence string `json:"-"`
 }
 
 type monitorSpec struct {
@@ -232,7 +236,8 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 		return nil, err
 	}
 	for _, p := range svc.Spec.Ports {
-		ls := listenerSpec{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort), PoolProtocol: string(p.Protocol), Method: method, SourceRanges: ranges, Limits: limits}
+		ls := listenerSpec{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort), PoolProtocol: string(p.Protocol), Method: method, SourceRanges: ranges, Limits: limits,
+			Persistence: persistenceOf(svc)}
 		switch p.Protocol {
 		case v1.ProtocolTCP:
 			ls.Protocol, ls.PoolProtocol, ls.InsertXFF = tcpListener(proxy, xff, s.tlsRef != "")

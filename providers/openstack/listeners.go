@@ -93,6 +93,9 @@ func listenerCreateOpts(spec *lbSpec, ls listenerSpec, ms []member, desc string)
 		Name: "pool_" + ls.name(), Description: desc, LBMethod: pools.LBMethod(ls.Method), Protocol: pools.Protocol(ls.PoolProtocol),
 		Members: ls.memberOpts(spec, ms, nil),
 	}
+	if ls.Persistence != "" {
+		pool.Persistence = persistenceOpts(ls.Persistence)
+	}
 	if m := ls.Monitor; m != nil {
 		pool.Monitor = monitors.CreateOpts{Type: m.Type, Delay: m.Want.Delay, Timeout: m.Want.Timeout, MaxRetries: m.Want.MaxRetries,
 			MaxRetriesDown: m.Want.MaxRetriesDown, URLPath: m.URLPath}
@@ -172,7 +175,7 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 		if err != nil {
 			return err
 		}
-		wantState := poolState{Protocol: ls.Protocol, InsertXFF: ls.InsertXFF, TLSRef: ls.TLSRef, Method: ls.Method, CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms),
+		wantState := poolState{Protocol: ls.Protocol, InsertXFF: ls.InsertXFF, TLSRef: ls.TLSRef, Method: ls.Method, Persistence: ls.Persistence, CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms),
 			MemberSubnetAlts: spec.memberSubnetAlts, Limits: ls.Limits, MonitorByAnnotation: ls.Monitor != nil && ls.Monitor.Overridden}
 		pp := planPool(ls.key(), wantState, obs)
 		if pp.writes() == 0 {

@@ -45,7 +45,8 @@ func upstreamSvc(name string, ports ...v1.ServicePort) *v1.Service {
 }
 
 func toUpstream(svc *v1.Service, nodes []*v1.Node, sgPorts []string) fake.UpstreamService {
-	u := fake.UpstreamService{Cluster: cluster, Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID), Nodes: map[string]string{}, SecurityGroupPorts: sgPorts}
+	u := fake.UpstreamService{Cluster: cluster, Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID), Nodes: map[string]string{}, SecurityGroupPorts: sgPorts,
+		ClientIP: svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP}
 	for _, p := range svc.Spec.Ports {
 		u.Ports = append(u.Ports, fake.UpstreamPort{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort)})
 	}

@@ -51,10 +51,12 @@ type poolState struct {
 	InsertXFF bool   // insert_headers X-Forwarded-For=true
 	TLSRef    string // default_tls_container_ref
 	Method    string
-	CIDRs     []string
-	Monitor   *observedMonitor // nil: none
-	Members   []memberKey
-	Tags      []string // member tags seen (observed only)
+	// Persistence: the pool's session_persistence type ("" none; observed with its cookie).
+	Persistence string
+	CIDRs       []string
+	Monitor     *observedMonitor // nil: none
+	Members     []memberKey
+	Tags        []string // member tags seen (observed only)
 	// Limits: the listener's connection_limit and timeouts (Timeouts false: not compared).
 	Limits listenerLimits
 	// MonitorByAnnotation (wanted only): health-monitor-* annotations set the timings.
@@ -77,6 +79,9 @@ const (
 // poolPlan is the difference between a kept listener's wanted and observed state.
 type poolPlan struct {
 	SetCIDRs, SetMethod, SetMembers bool
+	// SetPersistence: the pool's session_persistence is written (with SetMethod, in one
+	// update). A repair only when the pool held a persistence ccm never writes.
+	SetPersistence bool
 	// SetHeaders, SetTLS: the listener's insert_headers, its default_tls_container_ref are
 	// written (with SetCIDRs, in one update). Neither is a repair unless said so: both follow
 	// annotations or config that the fingerprint does not cover.
@@ -90,7 +95,7 @@ type poolPlan struct {
 
 func (p poolPlan) writes() int {
 	n := 0
-	for _, b := range []bool{p.SetCIDRs || p.SetHeaders || p.SetTLS || p.SetLimits, p.SetMethod, p.SetMembers} {
+	for _, b := range []bool{p.SetCIDRs || p.SetHeaders || p.SetTLS || p.SetLimits, p.SetMethod || p.SetPersistence, p.SetMembers} {
 		if b {
 			n++
 		}
@@ -127,6 +132,12 @@ func planPool(key string, want, have poolState) poolPlan {
 	if want.Method != have.Method {
 		p.SetMethod = true
 		p.Repairs = append(p.Repairs, fmt.Sprintf("pool %s lb-method was %s", key, have.Method))
+	}
+	if want.Persistence != have.Persistence {
+		p.SetPersistence = true
+		if persistenceDrift(have.Persistence) {
+			p.Repairs = append(p.Repairs, fmt.Sprintf("pool %s session persistence was %s", key, have.Persistence))
+		}
 	}
 	w, h := want.Monitor, have.Monitor
 	switch {
@@ -252,7 +263,7 @@ func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listener
 	if p == nil {
 		return st, fmt.Errorf("pool %s of listener %s is not in the load balancer's pool list", h.DefaultPoolID, h.ID)
 	}
-	st.Method = p.LBMethod
+	st.Method, st.Persistence = p.LBMethod, observedPersistence(p.Persistence)
 	pages, err := pools.ListMembers(cl.lb, p.ID, pools.ListMembersOpts{}).AllPages(ctx)
 	if err != nil {
 		return st, fmt.Errorf("listing members of pool %s: %w", p.ID, err)
@@ -316,9 +327,16 @@ func (l *loadBalancers) applyPool(ctx context.Context, cl *clients, lbID string,
 			return err
 		}
 	}
-	if plan.SetMethod {
-		_, err := pools.Update(ctx, cl.lb, h.DefaultPoolID, pools.UpdateOpts{LBMethod: pools.LBMethod(ls.Method)}).Extract()
-		if err := step("setting the lb-method", err); err != nil {
+	if plan.SetMethod || plan.SetPersistence {
+		var opts pools.UpdateOpts
+		if plan.SetMethod {
+			opts.LBMethod = pools.LBMethod(ls.Method)
+		}
+		if plan.SetPersistence {
+			opts.Persistence = persistenceOpts(ls.Persistence)
+		}
+		_, err := pools.Update(ctx, cl.lb, h.DefaultPoolID, opts).Extract()
+		if err := step("updating the pool (lb-method, session persistence)", err); err != nil {
 			return err
 		}
 	}

@@ -33,6 +33,13 @@ func TestPlanPool(t *testing.T) {
 		{"unchanged: no write", same, want, 0, nil},
 		{"members in another order: no write", with(func(s *poolState) { s.Members = []memberKey{a, b} }), want, 0, nil},
 		{"lb-method changed", with(func(s *poolState) { s.Method = "SOURCE_IP" }), want, 1, []string{"lb-method was SOURCE_IP"}},
+		{"persistence wanted (sessionAffinity ClientIP): written, not a repair", same,
+			func() poolState { w := want; w.Persistence = "SOURCE_IP"; return w }(), 1, nil},
+		{"persistence no longer wanted (None): removed, not a repair", with(func(s *poolState) { s.Persistence = "SOURCE_IP" }), want, 1, nil},
+		{"persistence and lb-method: one pool update", with(func(s *poolState) { s.Persistence = "SOURCE_IP"; s.Method = "SOURCE_IP" }), want, 1,
+			[]string{"lb-method was SOURCE_IP"}},
+		{"cookie persistence set by hand: a repair", with(func(s *poolState) { s.Persistence = "APP_COOKIE(sid)" }),
+			func() poolState { w := want; w.Persistence = "SOURCE_IP"; return w }(), 1, []string{"session persistence was APP_COOKIE(sid)"}},
 		{"allowed CIDRs changed", with(func(s *poolState) { s.CIDRs = nil }), want, 1, []string{"allowed CIDRs were []"}},
 		{"monitor deleted", with(func(s *poolState) { s.Monitor = nil }), want, 1, []string{"health monitor of TCP/80 was deleted"}},
 		{"monitor settings changed", with(func(s *poolState) {
