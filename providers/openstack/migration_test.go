@@ -453,11 +453,19 @@ func TestUpstreamMonitorsKept(t *testing.T) {
 	udp := upstreamSvc("mon-udp", v1.ServicePort{Name: "dns", Port: 53, NodePort: 30053, Protocol: v1.ProtocolUDP})
 	local := upstreamSvc("mon-local")
 	local.Spec.ExternalTrafficPolicy, local.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, 32000
+	// x-forwarded-for: HTTP listener and pool, but upstream's monitor is the port's TCP
+	// (buildMonitorCreateOpts); with Local, HTTP /healthz all the same.
+	xff := upstreamSvc("mon-xff")
+	xff.Annotations[annXForwardedFor] = "true"
+	xffLocal := upstreamSvc("mon-xff-local")
+	xffLocal.Annotations[annXForwardedFor] = "true"
+	xffLocal.Spec.ExternalTrafficPolicy, xffLocal.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, 32001
 	var svcs []*v1.Service
 	var addrs []string
-	for _, svc := range []*v1.Service{tcp, udp, local} {
+	for _, svc := range []*v1.Service{tcp, udp, local, xff, xffLocal} {
 		us := toUpstream(svc, u.nodes, nil)
 		us.Monitor, us.HealthCheckNodePort = true, int(svc.Spec.HealthCheckNodePort)
+		us.XForwardedFor = svc.Annotations[annXForwardedFor] == "true"
 		id, addr := f.SeedUpstream(us)
 		adoptedByUpstream(svc, id, addr)
 		svcs, addrs = append(svcs, svc), append(addrs, addr)
@@ -471,6 +479,18 @@ func TestUpstreamMonitorsKept(t *testing.T) {
 	c := f.Calls()
 	if cr, d := servingChanges(c); cr != 0 || d != 0 || c["octavia.CreateHealthMonitor"]+c["octavia.UpdateHealthMonitor"]+c["octavia.BatchUpdateMembers"] != 0 {
 		t.Errorf("takeover with monitors: %s", f.CallSummary())
+	}
+	for name, want := range map[string]string{"mon-xff": "TCP", "mon-xff-local": "HTTP"} {
+		if l := fakeLB(t, f, name).Listeners[0]; l.Protocol != "HTTP" || l.PoolProtocol != "HTTP" || l.Monitor != want {
+			t.Errorf("%s: listener %s, pool %s, monitor %s; want HTTP, HTTP, %s", name, l.Protocol, l.PoolProtocol, l.Monitor, want)
+		}
+	}
+	writes := f.Writes()
+	for _, svc := range svcs {
+		ensureUntilReady(t, lb, svc, u.nodes)
+	}
+	if w := f.Writes() - writes; w != 0 {
+		t.Errorf("the sync after the takeover made %d writes (%s)", w, f.CallSummary())
 	}
 }
 

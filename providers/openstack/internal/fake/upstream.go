@@ -35,7 +35,8 @@ type UpstreamService struct {
 	// the nodes that upstream attached the Service's group to.
 	SecurityGroupPorts []string
 	// Monitor (create-monitor = true): a health monitor per pool with upstream's defaults
-	// (delay 5, timeout 3, max_retries 1): TCP, UDP-CONNECT for UDP, SCTP for SCTP; with
+	// (delay 5, timeout 3, max_retries 1) of the port's protocol: TCP (also on the HTTP pool
+	// of x-forwarded-for or TLS), UDP-CONNECT for UDP, SCTP for SCTP; with
 	// HealthCheckNodePort (externalTrafficPolicy Local) HTTP GET /healthz, and members get it
 	// as their monitor_port.
 	Monitor             bool
@@ -204,12 +205,14 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 			pb.Persistence = &Persistence{Type: "SOURCE_IP"}
 		}
 		if s.Monitor {
-			pb.Monitor = &PoolMonitor{Type: proto, Delay: or(s.MonitorDelay, 5), Timeout: or(s.MonitorTimeout, 3), MaxRetries: or(s.MonitorMaxRetries, 1),
+			// The type is the Service port's protocol, not the pool's: TCP on the HTTP pool
+			// behind x-forwarded-for or TLS (upstream's buildMonitorCreateOpts).
+			pb.Monitor = &PoolMonitor{Type: strings.ToUpper(p.Protocol), Delay: or(s.MonitorDelay, 5), Timeout: or(s.MonitorTimeout, 3), MaxRetries: or(s.MonitorMaxRetries, 1),
 				MaxRetriesDown: or(s.MonitorMaxRetriesDown, 3)}
 			switch {
 			case s.HealthCheckNodePort > 0 && s.Provider != "ovn":
 				pb.Monitor.Type, pb.Monitor.URLPath = "HTTP", "/healthz"
-			case proto == "UDP":
+			case pb.Monitor.Type == "UDP":
 				pb.Monitor.Type = "UDP-CONNECT"
 			}
 		}
