@@ -47,7 +47,8 @@ func listenerKey(h listeners.Listener) string {
 // name is the Service's load balancer name: the upstream CCM tags each listener with the name
 // of the Service that made it, which tells the listeners of Services sharing one load balancer
 // apart (shared.go). An unmarked listener tagged with another Service's name is never ours;
-// one tagged with name is, on a shared load balancer too.
+// one tagged with name (or upstream's literal name for id, where ccm's differs) is, on a
+// shared load balancer too.
 func planListeners(id ownership.Identity, name string, want []listenerSpec, have []listeners.Listener, allPools []pools.Pool, adopted bool) (listenerPlan, error) {
 	p := listenerPlan{Keep: map[string]listeners.Listener{}, Relabel: map[string]listeners.Listener{}}
 	poolByID := map[string]*pools.Pool{}
@@ -64,7 +65,7 @@ func planListeners(id ownership.Identity, name string, want []listenerSpec, have
 		ls, isWanted := wanted[key]
 		owner, role, marked := ownership.ParseDescription(h.Description)
 		mine := marked && ownership.DescribedBy(id, h.Description)
-		tagMine, tagOther := upstreamListenerTags(h.Tags, name)
+		tagMine, tagOther := upstreamListenerTags(id, h.Tags, name)
 		switch {
 		case !marked && tagOther:
 			// The upstream CCM's listener of another Service sharing the load balancer.

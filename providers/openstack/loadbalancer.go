@@ -163,27 +163,35 @@ func (l *loadBalancers) find(ctx context.Context, cl *clients, id ownership.Iden
 	return l.findLegacyNamed(ctx, cl, id, name)
 }
 
-// findLegacyNamed looks for the Service's load balancer under the name early upstream CCMs
-// gave it (k8s.io/cloud-provider's DefaultLoadBalancerName: "a" and the UID without dashes,
-// cut to 32), which upstream still looks up: only for the first family's name, and only one
-// the Service owns (upstream's description). syncOne gives it the current name.
+// findLegacyNamed looks for the Service's load balancer under the names upstream gave it where
+// ccm's differs: its literal kube_service_<cluster>_<namespace>_<name> (upstreamName: a
+// cluster name with "_"), then the name early upstream CCMs gave it (k8s.io/cloud-provider's
+// DefaultLoadBalancerName: "a" and the UID without dashes, cut to 32), which upstream still
+// looks up. Only for the first family's name, and only one the Service owns (its tags, or
+// upstream's description naming this Service and cluster, as lbOwned proves any load balancer
+// found by name). syncOne gives it the current name.
 func (l *loadBalancers) findLegacyNamed(ctx context.Context, cl *clients, id ownership.Identity, name string) (*loadbalancers.LoadBalancer, bool, error) {
 	if id.UID == "" || name != lbname.Octavia.Name(id.Cluster, id.Namespace, id.Name) {
 		return nil, false, nil
 	}
-	legacy := cloudprovider.DefaultLoadBalancerName(&v1.Service{ObjectMeta: metav1.ObjectMeta{UID: types.UID(id.UID)}})
-	pages, err := loadbalancers.List(cl.lb, loadbalancers.ListOpts{Name: legacy}).AllPages(ctx)
-	if err != nil {
-		return nil, false, fmt.Errorf("listing load balancers named %s: %w", legacy, err)
-	}
-	all, err := loadbalancers.ExtractLoadBalancers(pages)
-	if err != nil {
-		return nil, false, err
-	}
-	for i := range all {
-		if all[i].Name == legacy && lbOwned(id, &all[i]) == nil {
-			l.remember(name, all[i].ID)
-			return &all[i], false, nil
+	early := cloudprovider.DefaultLoadBalancerName(&v1.Service{ObjectMeta: metav1.ObjectMeta{UID: types.UID(id.UID)}})
+	for _, legacy := range []string{upstreamName(id), early} {
+		if legacy == "" {
+			continue
+		}
+		pages, err := loadbalancers.List(cl.lb, loadbalancers.ListOpts{Name: legacy}).AllPages(ctx)
+		if err != nil {
+			return nil, false, fmt.Errorf("listing load balancers named %s: %w", legacy, err)
+		}
+		all, err := loadbalancers.ExtractLoadBalancers(pages)
+		if err != nil {
+			return nil, false, err
+		}
+		for i := range all {
+			if all[i].Name == legacy && lbOwned(id, &all[i]) == nil {
+				l.remember(name, all[i].ID)
+				return &all[i], false, nil
+			}
 		}
 	}
 	return nil, false, nil
@@ -554,7 +562,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 		l.c.events.Advise(svc, a.reason, a.msg) // once an hour, not every sync
 	}
 	if adopted && lbOfCluster(id.Cluster, lb) {
-		if err := l.joinShared(ctx, cl, spec, lb); err != nil {
+		if err := l.joinShared(ctx, cl, id, spec, lb); err != nil {
 			return "", err
 		}
 	}

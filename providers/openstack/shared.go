@@ -11,6 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"k8s.io/klog/v2"
 
+	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
 )
 
@@ -33,10 +34,30 @@ const upstreamNamePrefix = "kube_service_"
 // defaultMaxSharedLB is upstream's default for max-shared-lb.
 const defaultMaxSharedLB = 2
 
-// upstreamListenerTags: the listener's tags name the Service whose load balancer name is
-// name (mine), or only other Services (other).
-func upstreamListenerTags(tags []string, name string) (mine, other bool) {
-	if slices.Contains(tags, name) {
+// upstreamName is the upstream CCM's literal name for the Service id's load balancer,
+// kube_service_<cluster>_<namespace>_<name> (its GetLoadBalancerName), where ccm's name differs
+// (lbname hashes a cluster name holding "_", as it cannot be parsed back), else "". The
+// literal name is unambiguous: namespace and Service names hold no "_", so whatever comes
+// before the last two "_" is the cluster. A name upstream had to cut to 255 characters is not
+// used (two Services may share it).
+func upstreamName(id ownership.Identity) string {
+	n := upstreamNamePrefix + id.Cluster + "_" + id.Namespace + "_" + id.Name
+	if len(n) > 255 || n == lbname.Octavia.Name(id.Cluster, id.Namespace, id.Name) {
+		return ""
+	}
+	return n
+}
+
+// ownName: t, a load balancer name or upstream's name tag, is the Service id's (whose load
+// balancer ccm names name): ccm's name, or upstream's literal one (upstreamName).
+func ownName(id ownership.Identity, name, t string) bool {
+	return t == name || (t != "" && t == upstreamName(id))
+}
+
+// upstreamListenerTags: the listener's tags name the Service id (its load balancer name name,
+// or upstream's literal one) (mine), or only other Services (other).
+func upstreamListenerTags(id ownership.Identity, tags []string, name string) (mine, other bool) {
+	if slices.ContainsFunc(tags, func(t string) bool { return ownName(id, name, t) }) {
 		return true, false
 	}
 	return false, slices.ContainsFunc(tags, func(t string) bool { return strings.HasPrefix(t, upstreamNamePrefix) })
@@ -99,12 +120,12 @@ func ownerGone(lb *loadbalancers.LoadBalancer) bool {
 	return tagMap(lb.Tags)[ownership.ServiceTag] == "" && !slices.Contains(lb.Tags, lb.Name)
 }
 
-// checkShare: the Service (load balancer name name) may use lb of its cluster. Pure.
-func checkShare(spec *lbSpec, name string, lb *loadbalancers.LoadBalancer, maxShared int) error {
+// checkShare: the Service id (load balancer name name) may use lb of its cluster. Pure.
+func checkShare(id ownership.Identity, spec *lbSpec, name string, lb *loadbalancers.LoadBalancer, maxShared int) error {
 	if spec.internal {
 		return fmt.Errorf("annotation %s: an internal Service cannot share a load balancer (it would be exposed if the owner turned external)", annLoadBalancerID)
 	}
-	if u := users(lb); !slices.Contains(u, name) && len(u)+1 > maxShared {
+	if u := users(lb); !slices.ContainsFunc(u, func(t string) bool { return ownName(id, name, t) }) && len(u)+1 > maxShared {
 		return fmt.Errorf("annotation %s: load balancer %s is already shared by %d Services ([LoadBalancer] max-shared-lb = %d)", annLoadBalancerID, lb.ID, len(u), maxShared)
 	}
 	return nil
@@ -133,11 +154,11 @@ func (l *loadBalancers) setTags(ctx context.Context, cl *clients, lb *loadbalanc
 }
 
 // joinShared adds the Service's name to the tags of the shared lb (upstream counts them).
-func (l *loadBalancers) joinShared(ctx context.Context, cl *clients, spec *lbSpec, lb *loadbalancers.LoadBalancer) error {
-	if err := checkShare(spec, spec.name, lb, l.maxShared()); err != nil {
+func (l *loadBalancers) joinShared(ctx context.Context, cl *clients, id ownership.Identity, spec *lbSpec, lb *loadbalancers.LoadBalancer) error {
+	if err := checkShare(id, spec, spec.name, lb, l.maxShared()); err != nil {
 		return err
 	}
-	if slices.Contains(lb.Tags, spec.name) {
+	if slices.ContainsFunc(lb.Tags, func(t string) bool { return ownName(id, spec.name, t) }) {
 		return nil
 	}
 	return l.setTags(ctx, cl, lb, append(slices.Clone(lb.Tags), spec.name))
@@ -147,7 +168,7 @@ func (l *loadBalancers) joinShared(ctx context.Context, cl *clients, spec *lbSpe
 // marked or tagged as another Service's.
 func othersOn(id ownership.Identity, name string, lb *loadbalancers.LoadBalancer, have []listeners.Listener) bool {
 	for _, u := range users(lb) {
-		if u != name {
+		if !ownName(id, name, u) {
 			return true
 		}
 	}
@@ -155,7 +176,7 @@ func othersOn(id ownership.Identity, name string, lb *loadbalancers.LoadBalancer
 		if owner, _, ok := ownership.ParseDescription(h.Description); ok && owner.Cluster != "" && !ownership.DescribedBy(id, h.Description) {
 			return true
 		}
-		if _, other := upstreamListenerTags(h.Tags, name); other && h.Description == "" {
+		if _, other := upstreamListenerTags(id, h.Tags, name); other && h.Description == "" {
 			return true
 		}
 	}
@@ -165,7 +186,7 @@ func othersOn(id ownership.Identity, name string, lb *loadbalancers.LoadBalancer
 // usedByOthers: lb, the Service's own, is used by other Services (one listener list).
 func (l *loadBalancers) usedByOthers(ctx context.Context, cl *clients, id ownership.Identity, name string, lb *loadbalancers.LoadBalancer) (bool, error) {
 	for _, u := range users(lb) {
-		if u != name {
+		if !ownName(id, name, u) {
 			return true, nil
 		}
 	}
@@ -190,7 +211,7 @@ func (l *loadBalancers) leaveOwn(ctx context.Context, cl *clients, id ownership.
 	var tags []string
 	for _, t := range lb.Tags {
 		k, _, _ := strings.Cut(t, "=")
-		if t != name && k != ownership.ServiceTag && k != ownership.ServiceUIDTag {
+		if !ownName(id, name, t) && k != ownership.ServiceTag && k != ownership.ServiceUIDTag {
 			tags = append(tags, t)
 		}
 	}
@@ -210,8 +231,8 @@ func (l *loadBalancers) leaveShared(ctx context.Context, cl *clients, id ownersh
 	if !lbOfCluster(id.Cluster, lb) {
 		return nil
 	}
-	if slices.Contains(lb.Tags, name) {
-		if err := l.setTags(ctx, cl, lb, slices.DeleteFunc(slices.Clone(lb.Tags), func(t string) bool { return t == name })); err != nil {
+	if own := func(t string) bool { return ownName(id, name, t) }; slices.ContainsFunc(lb.Tags, own) {
+		if err := l.setTags(ctx, cl, lb, slices.DeleteFunc(slices.Clone(lb.Tags), own)); err != nil {
 			return err
 		}
 	}
