@@ -30,6 +30,18 @@ func Description(id Identity, role string, max int) string {
 	return d
 }
 
+// ClusterDescription returns the description of an object a cluster's Services share (one no
+// single Service owns, e.g. a rule every load balancer of a range needs): the Service is written
+// as "-", so ParseDescription reads the cluster and role and no Service's CheckDescription
+// accepts it.
+func ClusterDescription(cluster, role string) string {
+	d := descPrefix + cluster + " - -"
+	if role != "" {
+		d += " " + role
+	}
+	return d
+}
+
 func uidOrDash(uid string) string {
 	if uid == "" {
 		return "-"

@@ -94,6 +94,7 @@ func TestCheckDescription(t *testing.T) {
 		{Description(Identity{Cluster: "prod", Namespace: "shop", Name: "web", UID: "x"}, "", 0), "UID differs"},
 		{"ccm:prod - 9999", "another Service"},
 		{"ccm:prod - -", "another Service"},
+		{ClusterDescription("prod", "nlb-mtu"), "another Service"},
 		{"ccm:prod shop/web 1111-2222 a b", "no ownership mark"},
 	}
 	for _, c := range cases {
@@ -169,5 +170,14 @@ func TestCheckClusterName(t *testing.T) {
 		if err := CheckClusterName(c.name, c.allow); (err == nil) != c.ok {
 			t.Errorf("CheckClusterName(%q, %v) = %v, want ok=%v", c.name, c.allow, err, c.ok)
 		}
+	}
+}
+
+// A description of the cluster's shared object reads back as the cluster and the role only.
+func TestClusterDescription(t *testing.T) {
+	d := ClusterDescription("prod", "nlb-mtu")
+	id, role, ok := ParseDescription(d)
+	if d != "ccm:prod - - nlb-mtu" || !ok || id != (Identity{Cluster: "prod"}) || role != "nlb-mtu" {
+		t.Errorf("ClusterDescription = %q, parsed %+v %q %v", d, id, role, ok)
 	}
 }
