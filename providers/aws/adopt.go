@@ -250,7 +250,7 @@ func upstreamOnly(name string, svc *v1.Service) string {
 // upstreamNLBRule says whether a node rule is one upstream added for the NLB up, which must be
 // the Service's upstream NLB, proven its own by its tags (else ""): the rule's description names
 // it (client or health rule). Upstream's ICMP rule for MTU discovery names no NLB (it is shared
-// by all of them) and is left alone.
+// by all of them): nlbMTURules keeps it while a client rule admits its range, then revokes it.
 func upstreamNLBRule(up string, r rule) bool {
 	return up != "" && r.cidr != "" && (r.desc == "kubernetes.io/rule/nlb/client="+up || r.desc == "kubernetes.io/rule/nlb/health="+up)
 }

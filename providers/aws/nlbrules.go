@@ -23,7 +23,8 @@ const nodeGroupsTag = "ccm.k8s.io/node-groups"
 // carrying this Service's description (ownership.Description): nodePorts are unique only
 // within a cluster, and two clusters may share a node group.
 // up is the name of the Service's NLB when it is the upstream CCM's, taken over ("" otherwise):
-// the node rules upstream described with that name are then this Service's too.
+// the node rules upstream described with that name are then this Service's too. In each group it
+// also keeps the cluster's shared ICMP rules for path-MTU discovery (nlbmtu.go).
 func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, up string, groups []string, want *nlbDesired) ([]string, error) {
 	groups = slices.Compact(slices.Sorted(slices.Values(groups)))
 	if len(groups) == 0 || (want != nil && l.c.cfg.Global.DisableSecurityGroupIngress) {
@@ -85,7 +86,11 @@ func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, up st
 			return nil, err
 		}
 		changes = append(changes, redescribed...)
-		changed, err := l.syncRules(ctx, aws.ToString(g.GroupId), have, rs, mine)
+		// The shared MTU rules follow the client rules as this sync leaves them (nlbmtu.go),
+		// written in the same calls.
+		mtu, mtuMine := nlbMTURules(id.Cluster, append(afterSync(have, rs, mine), rs...))
+		changed, err := l.syncRules(ctx, aws.ToString(g.GroupId), have, append(slices.Clone(rs), mtu...),
+			func(r rule) bool { return mine(r) || mtuMine(r) })
 		if err != nil {
 			return nil, err
 		}
