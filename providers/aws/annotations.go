@@ -225,7 +225,7 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 		case annExtraTags:
 			o.ExtraTags, err = parseExtraTags(v)
 		case annNodeLabels:
-			o.NodeLabels = upstreamKeyValues(v)
+			o.NodeLabels, err = parseNodeLabels(v)
 		case annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval:
 			var n int32
 			n, err = parseHC(o.NLB, suffix, v)

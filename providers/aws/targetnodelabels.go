@@ -1,6 +1,10 @@
 package aws
 
-import "strings"
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
 
 // target-node-labels is read as upstream reads it (aws_loadbalancer.go, filterTargetNodes over
 // getKeyValuePropertiesFromAnnotation), not as a Kubernetes label selector: a value a selector
@@ -29,6 +33,30 @@ func upstreamKeyValues(v string) map[string]string {
 		out[parts[0]] = val
 	}
 	return out
+}
+
+// parseNodeLabels reads the annotation as upstreamKeyValues does, but refuses an item written
+// for ccm's earlier reading, a Kubernetes label selector ("role!=spot", "role in (web,api)",
+// "!spot", "role = web", "role==web"): read as upstream's list it would match no Node (or more
+// Nodes than meant) and the next sync would deregister the Service's targets. Refused, the
+// sync fails before any write and the current targets stay. Upstream's own forms (k=v, k, k=)
+// never hit this: their keys are label keys.
+func parseNodeLabels(v string) (nodeLabelFilter, error) {
+	for _, item := range strings.Split(strings.TrimSpace(v), ",") {
+		item = strings.TrimSpace(item)
+		key, _, _ := strings.Cut(item, "=")
+		if item == "" || key == "" {
+			continue // skipped, as upstream skips it
+		}
+		selectorLike := strings.HasPrefix(item, "!")
+		for _, op := range []string{"!=", "==", " in ", "notin", "(", ")"} {
+			selectorLike = selectorLike || strings.Contains(item, op)
+		}
+		if selectorLike || len(validation.IsQualifiedName(key)) > 0 {
+			return nil, annotationError(annNodeLabels, "item %q is not a label key or key=value: the value is read as upstream reads it, a list k=v,k2 (every key on the Node; k or k= any value), not as a label selector; write it so (role!=spot or role in (a,b) cannot be written so), or remove the annotation", item)
+		}
+	}
+	return upstreamKeyValues(v), nil
 }
 
 // selects reports whether a Node with these labels is a target: it carries every key, with the

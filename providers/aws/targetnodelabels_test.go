@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"maps"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -61,7 +62,8 @@ func TestNodeLabelFilterSelects(t *testing.T) {
 }
 
 // Through the SDK at the fake: "role=" registers every Node labelled role, whatever its value
-// (a label selector would take only role=""), and a value a selector cannot parse is no error.
+// (a label selector would take only role=""); a value written as a selector is refused and the
+// targets stay.
 func TestTargetNodeLabelsKeyOnlyRegistersAnyValue(t *testing.T) {
 	h := newHarness(t, "tnl")
 	ctx := context.Background()
@@ -90,13 +92,103 @@ func TestTargetNodeLabelsKeyOnlyRegistersAnyValue(t *testing.T) {
 		t.Errorf("instances %v, want the two Nodes labelled role (web and db)", e.Instances)
 	}
 
-	// A value no label selector parses: upstream matches no Node by it, and does not refuse.
-	svc.Annotations[annotationPrefix+"target-node-labels"] = "role in (web"
-	if err := lb.UpdateLoadBalancer(ctx, "x", svc, nodes); err != nil {
-		t.Fatalf("target-node-labels %q refused: %v", svc.Annotations[annotationPrefix+"target-node-labels"], err)
+	// A value written for ccm's earlier reading, a label selector: refused before any write,
+	// so the targets stay (read as upstream's list it would match no Node and deregister them).
+	for _, v := range []string{"role!=spot", "role in (web,api)", "!spot", "role = web", "role==web"} {
+		before := h.fake.Writes()
+		svc.Annotations[annotationPrefix+"target-node-labels"] = v
+		err := lb.UpdateLoadBalancer(ctx, "x", svc, nodes)
+		if err == nil || !strings.Contains(err.Error(), annotationPrefix+"target-node-labels") || !strings.Contains(err.Error(), "not as a label selector") {
+			t.Errorf("%q: err %v, want a refusal naming the annotation and saying it is not a selector", v, err)
+		}
+		if w := h.fake.Writes() - before; w != 0 {
+			t.Errorf("%q: %d writes, want 0 (%v)", v, w, h.fake.Operations())
+		}
 	}
-	e, _ = h.fake.ClassicLB(c.lb.name(svc))
-	if len(e.Instances) != 0 {
-		t.Errorf("instances %v, want none (no Node has the label %q)", e.Instances, "role in (web")
+	if d := h.fake.Operations()["elb:DeregisterInstancesFromLoadBalancer"]; d != 0 {
+		t.Errorf("%d deregistrations, want 0", d)
+	}
+	if e, _ = h.fake.ClassicLB(c.lb.name(svc)); len(e.Instances) != 2 {
+		t.Errorf("instances %v, want the two kept", e.Instances)
+	}
+}
+
+// Through the SDK at the fake, on an NLB: targets registered, then target-node-labels written
+// as a selector (role!=spot): the sync fails naming the annotation, no target is deregistered.
+func TestTargetNodeLabelsSelectorFormKeepsNLBTargets(t *testing.T) {
+	h := newHarness(t, "tnlnlb")
+	ctx := context.Background()
+	c := h.cloud(t, "")
+	lb, _ := c.LoadBalancer()
+	var nodes []*v1.Node
+	for _, n := range []string{"tnn-a", "tnn-b"} {
+		_, md := h.machine(n)
+		nodes = append(nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"role": "web"}}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}})
+	}
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tnlnlb", UID: "u-tnlnlb", Annotations: map[string]string{
+		annotationPrefix + "type": "nlb",
+	}}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	targets := func() int {
+		_, _, tgs, ok := h.fake.NLBByName(c.lb.name(svc))
+		if !ok || len(tgs) != 1 {
+			t.Fatalf("NLB %v target groups %d", ok, len(tgs))
+		}
+		return len(tgs[0].Targets)
+	}
+	if n := targets(); n != 2 {
+		t.Fatalf("%d targets, want 2", n)
+	}
+	before := h.fake.Writes()
+	svc.Annotations[annotationPrefix+"target-node-labels"] = "role!=spot"
+	err := lb.UpdateLoadBalancer(ctx, "x", svc, nodes)
+	if err == nil || !strings.Contains(err.Error(), annotationPrefix+"target-node-labels") || !strings.Contains(err.Error(), `"role!=spot"`) {
+		t.Errorf("err %v, want a refusal naming the annotation and the item", err)
+	}
+	if w := h.fake.Writes() - before; w != 0 {
+		t.Errorf("%d writes, want 0", w)
+	}
+	if d := h.fake.Operations()["elbv2:DeregisterTargets"]; d != 0 {
+		t.Errorf("%d DeregisterTargets, want 0", d)
+	}
+	if n := targets(); n != 2 {
+		t.Errorf("%d targets, want the 2 kept", n)
+	}
+}
+
+// Items written for a label selector are refused (naming the item); upstream's own forms are not.
+func TestParseNodeLabelsRefusesSelectorForms(t *testing.T) {
+	for v, refused := range map[string]bool{
+		"role!=spot":                     true, // key "role!"
+		"role in (web,api)":              true,
+		"role notin (spot)":              true,
+		"!spot":                          true,
+		"role = web":                     true, // key "role " (with a space)
+		"role==web":                      true, // would match any value of role
+		"zone=a,role!=spot":              true,
+		"role=(web)":                     true,
+		"k.io/x y=1":                     true, // not a label key
+		"":                               false,
+		"role":                           false,
+		"role=":                          false,
+		"role=web,zone":                  false,
+		"role=web=x":                     false, // upstream: role=web
+		"=v,k":                           false, // no key: skipped, as upstream
+		" k1=v1 , k2=v2 ":                false,
+		"node-role.kubernetes.io/worker": false,
+	} {
+		f, err := parseNodeLabels(v)
+		if refused != (err != nil) {
+			t.Errorf("%q: err %v, want refused %v", v, err, refused)
+			continue
+		}
+		if err != nil && !strings.Contains(err.Error(), annotationPrefix+annNodeLabels) {
+			t.Errorf("%q: error %v does not name the annotation", v, err)
+		}
+		if err == nil && !maps.Equal(f, nodeLabelFilter(upstreamKeyValues(v))) {
+			t.Errorf("%q: %v, want upstream's reading %v", v, f, upstreamKeyValues(v))
+		}
 	}
 }
