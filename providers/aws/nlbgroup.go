@@ -24,6 +24,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -158,7 +159,24 @@ func (l *loadBalancers) setNLBGroups(ctx context.Context, svc *v1.Service, cur *
 		return nil, fmt.Errorf("aws: SetSecurityGroups %s: %w", aws.ToString(cur.LoadBalancerName), err)
 	}
 	klog.InfoS("Set the NLB's security groups", "service", klog.KObj(svc), "name", aws.ToString(cur.LoadBalancerName), "was", cur.SecurityGroups, "groups", want)
+	// Said on the Service: after an upgrade from a ccm that ignored the annotation on an NLB,
+	// this first sync is where its clients' traffic starts to depend on the named groups' rules.
+	l.c.events.Event(svc, v1.EventTypeNormal, reasonNLBGroupsReplaced, nlbGroupsReplacedMessage(aws.ToString(cur.LoadBalancerName), cur.SecurityGroups, want, len(plan.Named) > 0))
 	return []string{fmt.Sprintf("security groups were %v, not %v", cur.SecurityGroups, want)}, nil
+}
+
+// reasonNLBGroupsReplaced is the Normal Event's reason when an NLB's security groups are replaced.
+const reasonNLBGroupsReplaced = "LoadBalancerSecurityGroupsReplaced"
+
+// nlbGroupsReplacedMessage says which groups the NLB had and has, and why (named: the
+// security-groups annotation names them; else the Service's own group, the annotation unset).
+func nlbGroupsReplacedMessage(lbName string, was, now []string, named bool) string {
+	ann := annotationPrefix + annSecurityGroup
+	why := fmt.Sprintf("%s names them; ccm writes no rule into them: their rules must admit the clients on the listener ports", ann)
+	if !named {
+		why = fmt.Sprintf("%s is not set: the Service's own group, whose rules ccm keeps, replaces them; the groups detached are left as they are", ann)
+	}
+	return fmt.Sprintf("security groups of NLB %s replaced: were %s, now %s (%s)", lbName, strings.Join(was, ","), strings.Join(now, ","), why)
 }
 
 // dropOwnNLBGroup deletes svc's own group once its NLB uses the named groups instead: g, just

@@ -163,6 +163,9 @@ func TestNLBSwitchOwnAndNamedGroups(t *testing.T) {
 	if _, ok := h.fake.Group(own[0]); ok {
 		t.Errorf("the Service's own group %s left after the switch", own[0])
 	}
+	if ok, evs := h.events.Await(svc, 2*time.Second, v1.EventTypeNormal, reasonNLBGroupsReplaced, annotationPrefix+annSecurityGroup, "were "+own[0]+", now "+tagged); !ok {
+		t.Errorf("no Normal Event saying the own group was replaced by the named one: %v", evs)
+	}
 	w0 := h.fake.Writes()
 	restarted, _ := h.cloud(t, byoMode).LoadBalancer()
 	if _, err := restarted.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil || h.fake.Writes() != w0 {
@@ -179,6 +182,9 @@ func TestNLBSwitchOwnAndNamedGroups(t *testing.T) {
 	}
 	if g, _ := h.fake.Group(back[0]); g.Name != nlbGroupName(name) {
 		t.Errorf("switched back: group %s, want ccm's %s", g.Name, nlbGroupName(name))
+	}
+	if ok, evs := h.events.Await(svc, 2*time.Second, v1.EventTypeNormal, reasonNLBGroupsReplaced, annotationPrefix+annSecurityGroup+" is not set", "were "+tagged+", now "+back[0]); !ok {
+		t.Errorf("no Normal Event saying the named group was replaced by the own one: %v", evs)
 	}
 	if got := groupState(t, h, tagged); got != was {
 		t.Errorf("the user's group after the switch back: %s, was %s", got, was)
