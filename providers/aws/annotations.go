@@ -88,10 +88,11 @@ type lbOptions struct {
 	SecurityGroups []string
 	ExtraGroups    []string // extra-security-groups: added to the ELB's own (or the named) groups
 	SSLCert        string
-	SSLPorts       []string // port numbers or names; empty with a cert means all
-	SSLPolicy      string   // ssl-negotiation-policy: a predefined ELB security policy name
-	Backend        string   // tcp (default), http, https, ssl
-	TLSBackend     bool     // an NLB's TLS listeners forward to TLS target groups (backend-protocol ssl)
+	SSLPorts       []string       // port numbers or names; empty with a cert means all
+	KeptTLS        map[int32]bool // ports whose encrypted listener is kept though ssl-ports, as upstream reads it, leaves them plain (sslportskept.go)
+	SSLPolicy      string         // ssl-negotiation-policy: a predefined ELB security policy name
+	Backend        string         // tcp (default), http, https, ssl
+	TLSBackend     bool           // an NLB's TLS listeners forward to TLS target groups (backend-protocol ssl)
 	CrossZone      bool
 	ExtraTags      map[string]string
 	SourceRanges   []string        // canonical CIDRs, sorted; IPv4 and IPv6
@@ -305,6 +306,9 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 	if odd := oddSSLPortItems(o.SSLPorts); len(odd) > 0 {
 		o.Advice = append(o.Advice, fmt.Sprintf("%s%s: %s read as port names, as upstream reads them, and no port has such a name; write the list without spaces (443,8443), or \"*\" alone for every port",
 			annotationPrefix, annSSLPorts, strings.Join(odd, ", ")))
+	}
+	if slices.Contains(o.SSLPorts, "") && len(o.SSLPorts) > 1 {
+		o.Advice = append(o.Advice, emptySSLPortItemAdvice(svc))
 	}
 	if o.Attrs.AccessLog && o.Attrs.Bucket == "" {
 		return nil, annotationError(annAccessLog, "true needs %s%s", annotationPrefix, annAccessLogBucket)
@@ -574,6 +578,9 @@ func (o *lbOptions) sslPort(p v1.ServicePort) bool {
 	if o.SSLCert == "" {
 		return false
 	}
+	if o.KeptTLS[p.Port] {
+		return true
+	}
 	if len(o.SSLPorts) == 0 || (len(o.SSLPorts) == 1 && o.SSLPorts[0] == "*") {
 		return true
 	}
@@ -601,18 +608,30 @@ func sslPortItems(v string) []string {
 }
 
 // oddSSLPortItems are the ssl-ports items upstream reads as port names that no Service port can
-// have (port names are lower-case letters, digits and dashes): " 8443", "", "*" in a list.
+// have (port names are lower-case letters, digits and dashes): " 8443", "*" in a list. The
+// empty item is not one of them: an unnamed port has the name "" (emptySSLPortItemAdvice).
 func oddSSLPortItems(items []string) []string {
 	if len(items) == 1 && items[0] == "*" {
 		return nil
 	}
 	var odd []string
 	for _, item := range items {
-		if _, err := strconv.Atoi(item); err != nil && !portNameRE.MatchString(item) {
+		if _, err := strconv.Atoi(item); err != nil && item != "" && !portNameRE.MatchString(item) {
 			odd = append(odd, strconv.Quote(item))
 		}
 	}
 	return odd
+}
+
+// emptySSLPortItemAdvice is the Warning for an empty item in an ssl-ports list ("8443," or
+// "443,,80"): upstream reads it as the port name "", which is the name of a Service's only port
+// when that is unnamed (a Service of several ports names them all), so that port terminates TLS.
+func emptySSLPortItemAdvice(svc *v1.Service) string {
+	what := "no port of the Service is unnamed, so it selects none"
+	if len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].Name == "" {
+		what = fmt.Sprintf("it is the name of the Service's only port, unnamed, so port %d terminates TLS", svc.Spec.Ports[0].Port)
+	}
+	return fmt.Sprintf("%s%s: an empty item is read as the port name \"\", as upstream reads it: %s; remove the empty item (a trailing or doubled comma)", annotationPrefix, annSSLPorts, what)
 }
 
 // portNameRE is the shape of a Service port name (an IANA service name).

@@ -315,6 +315,17 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 		// security group rules and the group made by desired included).
 		ctx = confirmBeforeWrites(ctx, l.elbOwnerCheck(svc, name))
 	}
+	if cur != nil && len(opts.portsReadPlainOnlyByUpstream(svc)) > 0 {
+		current := map[int32]string{}
+		for _, ld := range cur.ListenerDescriptions {
+			if ld.Listener != nil {
+				current[ld.Listener.LoadBalancerPort] = aws.ToString(ld.Listener.Protocol)
+			}
+		}
+		if msg := opts.keepTLSListeners(svc, current); msg != "" {
+			l.c.events.Advise(svc, reasonListenerKeptTLS, msg)
+		}
+	}
 	want, err := l.desired(ctx, svc, opts, name, nodeGroups)
 	if err != nil {
 		return nil, err

@@ -272,6 +272,26 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	if err != nil {
 		return nil, err
 	}
+	// ccm's NLB, or the one the upstream CCM made for this Service (taken over in place); from
+	// the listing when it holds it active, else read.
+	name, cur, tags, listed, err := l.findNLB(ctx, svc)
+	if err != nil {
+		return nil, err
+	}
+	if cur != nil && len(opts.portsReadPlainOnlyByUpstream(svc)) > 0 {
+		// Rare (ssl-ports with spaces or a "*" in a list): its listeners are read for this.
+		out, err := describeListenersAll(ctx, l.c.api.elbv2, &elbv2.DescribeListenersInput{LoadBalancerArn: cur.LoadBalancerArn})
+		if err != nil {
+			return nil, fmt.Errorf("aws: DescribeListeners: %w", err)
+		}
+		current := map[int32]string{}
+		for _, ls := range out.Listeners {
+			current[aws.ToInt32(ls.Port)] = string(ls.Protocol)
+		}
+		if msg := opts.keepTLSListeners(svc, current); msg != "" {
+			l.c.events.Advise(svc, reasonListenerKeptTLS, msg)
+		}
+	}
 	want, err := l.nlbDesired(ctx, svc, opts)
 	if err != nil {
 		return nil, err
@@ -279,12 +299,6 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	want.NodeGroups = nodeGroups
 	fp := fingerprint.Of(want)
 	id := l.identity(svc)
-	// ccm's NLB, or the one the upstream CCM made for this Service (taken over in place); from
-	// the listing when it holds it active, else read.
-	name, cur, tags, listed, err := l.findNLB(ctx, svc)
-	if err != nil {
-		return nil, err
-	}
 	if cur == nil && mustExist {
 		return nil, errNotCreatedYet
 	}
