@@ -89,6 +89,7 @@ type lbOptions struct {
 	ExtraGroups    []string // extra-security-groups: added to the ELB's own (or the named) groups
 	SSLCert        string
 	SSLPorts       []string       // port numbers or names; empty with a cert means all
+	nlbGroupIDErr  error          // security-groups on an NLB names something else than a group ID: refused in Managed mode only
 	KeptTLS        map[int32]bool // ports whose encrypted listener is kept though ssl-ports, as upstream reads it, leaves them plain (sslportskept.go)
 	SSLPolicy      string         // ssl-negotiation-policy: a predefined ELB security policy name
 	Backend        string         // tcp (default), http, https, ssl
@@ -195,6 +196,11 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 				if !sgIDRE.MatchString(g) {
 					err = annotationError(suffix, "%q is not a security group ID (sg-…)", g)
 				}
+			}
+			if err != nil && o.NLB {
+				// An NLB uses the annotation only in Managed mode (the provider's config, checked
+				// in ensureNLB); elsewhere upstream ignores it, as ccm does with a Warning.
+				o.nlbGroupIDErr, err = err, nil
 			}
 			if suffix == annSecurityGroup {
 				// No ID (blank or only commas): the ELB's own group, as upstream's

@@ -268,6 +268,9 @@ func nlbStatus(lb *v2types.LoadBalancer) *v1.LoadBalancerStatus {
 // node rules), then only the difference is written. The fingerprint tag says what was last
 // applied: a difference while it still matches is drift, reported as an Event.
 func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
+	if opts.nlbGroupIDErr != nil && l.c.cfg.nlbGroupsManaged() {
+		return nil, opts.nlbGroupIDErr
+	}
 	members, nodeGroups, err := l.members(ctx, opts, nodes)
 	if err != nil {
 		return nil, err

@@ -361,3 +361,46 @@ func TestNLBDroppedOwnGroupDeletedLater(t *testing.T) {
 		t.Errorf("next sync: %v, %d writes; want none", err, h.fake.Writes()-w0)
 	}
 }
+
+// security-groups that is not a list of group IDs ("foo") on an NLB: outside Managed mode the
+// annotation is ignored (as upstream HEAD ignores it there) with the Warning, and the Service is
+// served; in Managed mode it is refused naming the annotation, before any write. On a classic
+// ELB it is refused in any mode.
+func TestNLBMalformedNamedGroupsOnlyRefusedInManagedMode(t *testing.T) {
+	for _, c := range []struct {
+		typ     string
+		refused bool
+	}{{"nlb", false}, {"", true}} {
+		o, err := parseOptions(svcWith(map[string]string{annotationPrefix + annType: c.typ, annotationPrefix + annSecurityGroup: "foo"}))
+		if (err != nil) != c.refused || (err != nil && !strings.Contains(err.Error(), annotationPrefix+annSecurityGroup)) {
+			t.Errorf("type %q: %v, want refused %v", c.typ, err, c.refused)
+		}
+		if err == nil && o.nlbGroupIDErr == nil {
+			t.Errorf("type %q: the malformed ID is not kept for Managed mode", c.typ)
+		}
+	}
+
+	h := newHarness(t, "byo")
+	ctx := context.Background()
+	svc := lbService("web", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + annSecurityGroup: "foo"})
+	svc.UID = "uid-web"
+	nodes := parityNodes(h, "n1")
+	managed, _ := h.cloud(t, byoMode).LoadBalancer()
+	w0 := h.fake.Writes()
+	if _, err := managed.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+annSecurityGroup) || !strings.Contains(err.Error(), `"foo"`) || h.fake.Writes() != w0 {
+		t.Errorf("Managed mode: %v, %d writes; want an error naming the annotation and \"foo\", no write", err, h.fake.Writes()-w0)
+	}
+	lb, _ := h.cloud(t, "").LoadBalancer()
+	for range 2 { // provisioning at first
+		_, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes)
+		if err != nil && !strings.Contains(err.Error(), "provisioning") && !strings.Contains(err.Error(), "retry") {
+			t.Fatalf("without the mode: %v; want the Service served", err)
+		}
+	}
+	if _, _, _, ok := h.fake.NLBByName(h.cloud(t, "").lb.name(svc)); !ok {
+		t.Errorf("without the mode: no NLB")
+	}
+	if ok, evs := h.events.Await(svc, 2*time.Second, v1.EventTypeWarning, reasonUnusedAnnotation, "NLBSecurityGroupMode = Managed"); !ok {
+		t.Errorf("no Warning saying the annotation needs the mode: %v", evs)
+	}
+}
