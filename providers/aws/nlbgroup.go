@@ -153,16 +153,22 @@ func (l *loadBalancers) setNLBGroups(ctx context.Context, svc *v1.Service, cur *
 		return nil, nil
 	}
 	if _, err := l.c.api.elbv2.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: cur.LoadBalancerArn, SecurityGroups: want}); err != nil {
-		if isCode(err, "InvalidSecurityGroup") {
-			return nil, annotationError(annSecurityGroup, "SetSecurityGroups: %v", err)
-		}
-		return nil, fmt.Errorf("aws: SetSecurityGroups %s: %w", aws.ToString(cur.LoadBalancerName), err)
+		return nil, setNLBGroupsError(aws.ToString(cur.LoadBalancerName), len(plan.Named) > 0, err)
 	}
 	klog.InfoS("Set the NLB's security groups", "service", klog.KObj(svc), "name", aws.ToString(cur.LoadBalancerName), "was", cur.SecurityGroups, "groups", want)
 	// Said on the Service: after an upgrade from a ccm that ignored the annotation on an NLB,
 	// this first sync is where its clients' traffic starts to depend on the named groups' rules.
 	l.c.events.Event(svc, v1.EventTypeNormal, reasonNLBGroupsReplaced, nlbGroupsReplacedMessage(aws.ToString(cur.LoadBalancerName), cur.SecurityGroups, want, len(plan.Named) > 0))
 	return []string{fmt.Sprintf("security groups were %v, not %v", cur.SecurityGroups, want)}, nil
+}
+
+// setNLBGroupsError names the security-groups annotation when AWS refuses a group it named
+// (InvalidSecurityGroup); refusing the Service's own group is not the annotation's fault.
+func setNLBGroupsError(lbName string, named bool, err error) error {
+	if named && isCode(err, "InvalidSecurityGroup") {
+		return annotationError(annSecurityGroup, "SetSecurityGroups: %v", err)
+	}
+	return fmt.Errorf("aws: SetSecurityGroups %s: %w", lbName, err)
 }
 
 // reasonNLBGroupsReplaced is the Normal Event's reason when an NLB's security groups are replaced.

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/aws/smithy-go"
 )
 
 // The decision of an NLB's groups, as upstream HEAD's ensureNLBSecurityGroup: mode x
@@ -50,5 +52,27 @@ func TestPlanNLBGroups(t *testing.T) {
 				t.Errorf("plan %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// AWS refusing a group (InvalidSecurityGroup) is the annotation's fault only when the
+// annotation named the groups; refusing the Service's own group is reported as AWS's answer.
+func TestSetNLBGroupsError(t *testing.T) {
+	invalid := &smithy.GenericAPIError{Code: "InvalidSecurityGroup", Message: "sg-1 is not in vpc-1"}
+	other := &smithy.GenericAPIError{Code: "InvalidConfigurationRequest"}
+	for _, c := range []struct {
+		named     bool
+		err       error
+		annotated bool
+	}{
+		{true, invalid, true},
+		{false, invalid, false},
+		{true, other, false},
+		{false, other, false},
+	} {
+		err := setNLBGroupsError("k8s-x", c.named, c.err)
+		if got := strings.Contains(err.Error(), annotationPrefix+annSecurityGroup); got != c.annotated || !strings.Contains(err.Error(), c.err.Error()) {
+			t.Errorf("named %v, %v: %v; want naming the annotation %v", c.named, c.err, err, c.annotated)
+		}
 	}
 }
