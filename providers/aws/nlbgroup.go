@@ -78,7 +78,10 @@ func (l *loadBalancers) isUpstreamNLBGroup(id ownership.Identity, svc *v1.Servic
 		return false
 	}
 	tags := groupTags(g)
-	tags[ownership.ServiceTag] = id.Service() // the NLB it is attached to names the Service
+	// Upstream tags the group with the cluster only: the Service is proven by the UID hash in
+	// the name (checked above), not by the NLB the group is attached to, which holds once the
+	// group is detached too.
+	tags[ownership.ServiceTag] = id.Service()
 	return upstreamOwned(id, tags)
 }
 
@@ -277,10 +280,13 @@ func (l *loadBalancers) syncNLBGroup(ctx context.Context, svc *v1.Service, g *ty
 }
 
 // deleteNLBGroup deletes the NLB's own group once the NLB is gone. g was found attached to the
-// Service's NLB (nlbGroupOf); without it (the NLB was deleted by an interrupted delete) ccm's
-// group is found by its name, upstream's (taken over) by the Service's ownership tags.
+// Service's NLB (nlbGroupOf); without it (the NLB was deleted by an interrupted delete, or the
+// Service names its groups) ccm's group is found by its name, upstream's (taken over) by the
+// Service's ownership tags. A group the security-groups annotation names is the user's, even
+// the Service's own one: never deleted, as dropOwnNLBGroup never drops it.
 func (l *loadBalancers) deleteNLBGroup(ctx context.Context, svc *v1.Service, name string, g *types.SecurityGroup) error {
 	id := l.identity(svc)
+	named := splitList(svc.Annotations[annotationPrefix+annSecurityGroup])
 	if g == nil {
 		out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
 			filter("tag:"+ownership.ServiceTag, id.Service()), filter("tag-key", ownership.ClusterTagPrefix+id.Cluster)}})
@@ -289,6 +295,9 @@ func (l *loadBalancers) deleteNLBGroup(ctx context.Context, svc *v1.Service, nam
 		}
 		for i := range out.SecurityGroups {
 			c := &out.SecurityGroups[i]
+			if slices.Contains(named, aws.ToString(c.GroupId)) {
+				continue
+			}
 			if ownership.Is(id, groupTags(c)) && (aws.ToString(c.GroupName) == nlbGroupName(name) || l.isUpstreamNLBGroup(id, svc, c)) {
 				g = c
 				break
@@ -298,8 +307,9 @@ func (l *loadBalancers) deleteNLBGroup(ctx context.Context, svc *v1.Service, nam
 			return nil
 		}
 	}
-	// Owned: ccm's tags, or upstream's group attached to the Service's proven NLB.
-	if !ownership.Is(id, groupTags(g)) && !l.isUpstreamNLBGroup(id, svc, g) {
+	// Owned: ccm's tags, or upstream's group, proven the Service's by the UID hash in its name,
+	// its description and the cluster's "owned" tag (isUpstreamNLBGroup), wherever it is attached.
+	if slices.Contains(named, aws.ToString(g.GroupId)) || (!ownership.Is(id, groupTags(g)) && !l.isUpstreamNLBGroup(id, svc, g)) {
 		return nil
 	}
 	return l.deleteGroup(ctx, svc, g)

@@ -404,3 +404,36 @@ func TestNLBMalformedNamedGroupsOnlyRefusedInManagedMode(t *testing.T) {
 		t.Errorf("no Warning saying the annotation needs the mode: %v", evs)
 	}
 }
+
+// A Service naming its own group in security-groups (the group ccm made for it): the group is
+// the user's from then on, as the docs say, and the Service's delete leaves it.
+func TestNLBNamedOwnGroupNotDeletedWithService(t *testing.T) {
+	h := newHarness(t, "byo")
+	ctx := context.Background()
+	c := h.cloud(t, byoMode)
+	lb, _ := c.LoadBalancer()
+	nodes := parityNodes(h, "n1")
+	svc := lbService("web", map[string]string{annotationPrefix + "type": "nlb"})
+	svc.UID = "uid-web"
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	own := nlbGroups(t, h, c.lb.name(svc))
+	if len(own) != 1 {
+		t.Fatalf("NLB groups %v: want its own", own)
+	}
+	svc.Annotations[annotationPrefix+annSecurityGroup] = own[0]
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	ops0 := h.fake.Operations()
+	if err := lb.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, ok := h.fake.NLBByName(c.lb.name(svc)); ok {
+		t.Errorf("NLB left after the delete")
+	}
+	if _, ok := h.fake.Group(own[0]); !ok || h.fake.Operations()["ec2:DeleteSecurityGroup"] != ops0["ec2:DeleteSecurityGroup"] {
+		t.Errorf("the named group %s deleted with the Service", own[0])
+	}
+}
