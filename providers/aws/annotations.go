@@ -481,9 +481,13 @@ func parseRange(suffix, v string, lo, hi int) (int32, error) {
 	return int32(n), nil
 }
 
-// parseTGAttributes reads target-group-attributes as upstream reads it (upstreamKeyValues,
-// aws_loadbalancer.go:658): "k = v" is the key "k ", which no target group has (a Warning, as
-// upstream skips it). An empty value, which upstream would write and ELB refuse, is refused.
+// parseTGAttributes reads target-group-attributes with upstream's item syntax (upstreamKeyValues,
+// aws_loadbalancer.go:658): "k = v" is the key "k ". An empty value is refused (upstream and
+// ELB refuse it). Upstream's validateServiceAnnotationTargetGroupAttributes (aws_validations.go,
+// HEAD and v1.36.1) refuses the whole Service for any key but preserve_client_ip.enabled and
+// proxy_protocol_v2.enabled, and for the annotation on a classic ELB even when ""; ccm
+// deliberately does not: a key the target groups do not have gets a Warning and the rest of the
+// Service is reconciled (a Service that fails upstream's check is one upstream never served).
 func parseTGAttributes(v string) (map[string]string, error) {
 	out := upstreamKeyValues(v)
 	for _, k := range slices.Sorted(maps.Keys(out)) {

@@ -422,7 +422,8 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		if plan.Own {
 			if group == nil {
 				// Its groups are none of the Service's own (it named them until now): its own
-				// replaces them, as upstream; they are the user's and stay as they are.
+				// replaces them, as upstream. They are the user's and stay as they are, where
+				// upstream deletes a detached one tagged cluster-owned: a deliberate difference.
 				if group, err = l.newNLBGroup(ctx, svc, name, want); err != nil {
 					return nil, err
 				}

@@ -13,7 +13,8 @@ package aws
 //     own group, if the NLB still has it (the Service switched to the annotation), is detached
 //     and then deleted, as upstream deletes it;
 //   - without it, the NLB has the Service's own group only (made if missing, so a Service
-//     switching back from the annotation gets one; the named groups are detached, never deleted).
+//     switching back from the annotation gets one; the named groups are detached, never deleted,
+//     where upstream's removeOwnedSecurityGroups deletes those tagged cluster-owned).
 
 import (
 	"fmt"
