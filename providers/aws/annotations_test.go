@@ -89,8 +89,9 @@ func TestAnnotationsForTheOtherTypeAdvised(t *testing.T) {
 	if o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "security-groups": ""})); err != nil || len(o.SecurityGroups) != 0 {
 		t.Errorf("nlb with an empty security-groups: %v, %+v; want none, no error", err, o)
 	}
-	if _, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "security-groups": "default"})); err == nil || !strings.Contains(err.Error(), annotationPrefix+"security-groups") {
-		t.Errorf("nlb with security-groups default: %v; want an error naming the annotation", err)
+	// Not a group ID: refused only in Managed mode (ensureNLB), else ignored as upstream does.
+	if o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "security-groups": "default"})); err != nil || o.nlbGroupIDErr == nil || !strings.Contains(o.nlbGroupIDErr.Error(), annotationPrefix+"security-groups") {
+		t.Errorf("nlb with security-groups default: %v, %+v; want no error, one kept for Managed mode naming the annotation", err, o)
 	}
 	for _, ann := range []string{"extra-security-groups", "proxy-protocol", "connection-idle-timeout", "connection-draining-enabled", "connection-draining-timeout", "access-log-emit-interval"} {
 		a := maps.Clone(nlb)
