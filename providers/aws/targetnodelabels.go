@@ -49,7 +49,9 @@ func parseNodeLabels(v string) (nodeLabelFilter, error) {
 			continue // skipped, as upstream skips it
 		}
 		selectorLike := strings.HasPrefix(item, "!")
-		for _, op := range []string{"!=", "==", " in ", "notin", "(", ")"} {
+		// A selector's "notin" is caught by the key check (its key holds spaces); as a substring
+		// it would refuse upstream values such as state=notinuse.
+		for _, op := range []string{"!=", "==", " in ", "(", ")"} {
 			selectorLike = selectorLike || strings.Contains(item, op)
 		}
 		if selectorLike || len(validation.IsQualifiedName(key)) > 0 {

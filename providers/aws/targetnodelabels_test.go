@@ -178,6 +178,8 @@ func TestParseNodeLabelsRefusesSelectorForms(t *testing.T) {
 		"=v,k":                           false, // no key: skipped, as upstream
 		" k1=v1 , k2=v2 ":                false,
 		"node-role.kubernetes.io/worker": false,
+		"state=notinuse":                 false, // "notin" inside a value is upstream's plain value
+		"app=cannotinstall,notin":        false,
 	} {
 		f, err := parseNodeLabels(v)
 		if refused != (err != nil) {
