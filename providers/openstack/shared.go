@@ -108,10 +108,27 @@ func users(lb *loadbalancers.LoadBalancer) []string {
 			out = append(out, t)
 		}
 	}
-	if !ownerGone(lb) && !slices.Contains(out, lb.Name) {
+	if !ownerGone(lb) && !slices.Contains(out, lb.Name) && !slices.Contains(out, ownerUpstreamName(lb)) {
 		out = append(out, lb.Name)
 	}
 	return out
+}
+
+// ownerUpstreamName is upstream's literal name (upstreamName) of the Service lb's ownership
+// tags name, "" if none: a load balancer taken over and renamed keeps that name as the
+// owner's tag, which must not count the owner twice.
+func ownerUpstreamName(lb *loadbalancers.LoadBalancer) string {
+	m := tagMap(lb.Tags)
+	ns, name, ok := strings.Cut(m[ownership.ServiceTag], "/")
+	if !ok {
+		return ""
+	}
+	for k, v := range m {
+		if c, isCluster := strings.CutPrefix(k, ownership.ClusterTagPrefix); isCluster && v == ownership.Owned {
+			return upstreamName(ownership.Identity{Cluster: c, Namespace: ns, Name: name})
+		}
+	}
+	return ""
 }
 
 // ownerGone: the Service lb was made for has left it (neither ccm's Service tag nor

@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
@@ -192,5 +194,28 @@ func TestUnderscoreClusterSharedTakeover(t *testing.T) {
 	del(guest)
 	if lbs, fips := f.LoadBalancers(), f.FloatingIPs(); len(lbs) != 0 || len(fips) != 0 {
 		t.Errorf("after the last delete: load balancers %+v, floating IPs %+v", lbs, fips)
+	}
+}
+
+// A shared load balancer taken over from upstream under a cluster name with "_" and renamed
+// keeps the owner's literal name among its tags: the owner counts once for max-shared-lb.
+func TestRenamedSharedLBCountsItsOwnerOnce(t *testing.T) {
+	owner := ownership.Identity{Cluster: "my_cluster", Namespace: "ns", Name: "owner", UID: "u1"}
+	guest := ownership.Identity{Cluster: "my_cluster", Namespace: "ns", Name: "guest", UID: "u2"}
+	third := ownership.Identity{Cluster: "my_cluster", Namespace: "ns", Name: "third", UID: "u3"}
+	tags := []string{upstreamName(owner), upstreamName(guest)}
+	for k, v := range owner.Tags() {
+		tags = append(tags, k+"="+v)
+	}
+	lb := &loadbalancers.LoadBalancer{ID: "lb-1", Name: lbname.Octavia.Name(owner.Cluster, owner.Namespace, owner.Name), Tags: tags}
+	if u := users(lb); len(u) != 2 {
+		t.Errorf("users %q, want the owner and the guest once each", u)
+	}
+	name3 := lbname.Octavia.Name(third.Cluster, third.Namespace, third.Name)
+	if err := checkShare(third, &lbSpec{name: name3}, name3, lb, 3); err != nil {
+		t.Errorf("a third Service with max-shared-lb = 3: %v", err)
+	}
+	if err := checkShare(third, &lbSpec{name: name3}, name3, lb, 2); err == nil {
+		t.Error("a third Service with max-shared-lb = 2 was let in")
 	}
 }
