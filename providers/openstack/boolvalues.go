@@ -2,6 +2,8 @@ package openstack
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -77,4 +79,18 @@ func proxyPool(svc *v1.Service) (pool string, known bool) {
 		return "", true
 	}
 	return "", false
+}
+
+// internalUnclear: the internal annotation holds a value strconv.ParseBool reads as true
+// (True, TRUE, 1, t, T) but upstream's exact reading does not: upstream makes such a load
+// balancer public, earlier ccm versions made it internal. Applying either to an existing load
+// balancer could expose an internal Service or cut a public one off, so an existing one keeps
+// its exposure, and none is created until the value is true or false. Pure.
+func internalUnclear(a map[string]string) bool {
+	v, ok := a[annInternal]
+	if !ok || v == "true" || v == "false" {
+		return false
+	}
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	return err == nil && b
 }

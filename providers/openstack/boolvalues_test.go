@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -133,6 +134,13 @@ func TestBoolAnnotationsAsUpstream(t *testing.T) {
 				t.Errorf("%s=%q: read as %v, upstream reads %s (%v)", a.key, v, got, reading, want)
 			}
 			warns := strings.Join(s.warnings, "\n")
+			if a.key == annInternal && internalUnclear(map[string]string{a.key: v}) {
+				// Upstream's false, an earlier ccm's true: the exposure is kept (TestInternalUnclearKeepsExposure).
+				if !s.internalUnclear || len(s.warnings) != 1 || !strings.Contains(warns, "kept as it is") {
+					t.Errorf("%s=%q: unclear %v, warnings %q, want the load balancer kept as it is", a.key, v, s.internalUnclear, warns)
+				}
+				continue
+			}
 			if reading == D && (len(s.warnings) != 1 || !strings.Contains(warns, a.key) || !strings.Contains(warns, fmt.Sprintf("using the default, %v", a.def))) {
 				t.Errorf("%s=%q: warnings %q, want one naming the annotation and the default %v", a.key, v, warns, a.def)
 			}
@@ -234,5 +242,55 @@ func TestBoolAnnotationTakeoverKeepsUpstreamLB(t *testing.T) {
 				t.Errorf("no Warning naming %s: %q", tc.key, evs)
 			}
 		})
+	}
+}
+
+// An internal annotation that upstream reads as false and earlier ccm versions read as true
+// (True, 1, t) changes no load balancer's exposure: an internal one stays internal, a public
+// one keeps its floating IP, each with 0 writes; a new one is not created.
+func TestInternalUnclearKeepsExposure(t *testing.T) {
+	for v, want := range map[string]bool{"True": true, "1": true, "t": true, "TRUE": true, "true": false, "false": false, "yes": false, "0": false, "": false} {
+		if got := internalUnclear(map[string]string{annInternal: v}); got != want {
+			t.Errorf("internalUnclear(%q) = %v, want %v", v, got, want)
+		}
+	}
+	if internalUnclear(nil) {
+		t.Error("no annotation is unclear")
+	}
+
+	f := newFake(t, fake.Options{})
+	lb, sink := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\n")
+	nodes := lbNodes("10.0.0.5")
+	internal := lbService("was-internal", map[string]string{annInternal: "true"})
+	public := lbService("was-public", nil)
+	stInternal, stPublic := ensureUntilReady(t, lb, internal, nodes), ensureUntilReady(t, lb, public, nodes)
+	if fipOfAddr := f.FloatingIPs(); len(fipOfAddr) != 1 {
+		t.Fatalf("%d floating IPs, want the public Service's", len(fipOfAddr))
+	}
+	internal.Annotations[annInternal] = "True"
+	public.Annotations = map[string]string{annInternal: "1"}
+	w := f.Writes()
+	for _, c := range []struct {
+		svc  *v1.Service
+		want string
+	}{{internal, stInternal.Ingress[0].IP}, {public, stPublic.Ingress[0].IP}} {
+		st, err := lb.EnsureLoadBalancer(context.Background(), cluster, c.svc, nodes)
+		if err != nil || st.Ingress[0].IP != c.want {
+			t.Errorf("%s: %v %v, want its address %s kept", c.svc.Name, st, err, c.want)
+		}
+		if ok, evs := sink.Await(c.svc, 2*time.Second, annInternal, "kept as it is"); !ok {
+			t.Errorf("%s: no Warning naming the annotation: %q", c.svc.Name, evs)
+		}
+	}
+	if n := f.Writes() - w; n != 0 {
+		t.Errorf("an unclear internal value wrote %d times: %s", n, f.CallSummary())
+	}
+	creates := f.Calls()["octavia.CreateLoadBalancer"]
+	fresh := lbService("new-unclear", map[string]string{annInternal: "True"})
+	if _, err := lb.EnsureLoadBalancer(context.Background(), cluster, fresh, nodes); err == nil || !strings.Contains(err.Error(), annInternal) {
+		t.Errorf("a new Service with an unclear value: %v, want an error naming the annotation", err)
+	}
+	if n := f.Calls()["octavia.CreateLoadBalancer"] - creates; n != 0 {
+		t.Errorf("%d load balancers created for an unclear value", n)
 	}
 }

@@ -84,6 +84,9 @@ type lbSpec struct {
 	tlsRef   string
 	warnings []string // each names its annotation
 	advice   []advice // Warnings with their own reason (createonly.go)
+	// internalUnclear: the internal annotation is a value upstream reads as false and earlier
+	// ccm versions read as true (internalUnclear()); the load balancer keeps its exposure.
+	internalUnclear bool
 }
 
 // listenerSpec is one listener with its pool and monitor; its fingerprint is kept in the
@@ -174,6 +177,12 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 		if v, ok := a[annInternal]; ok && v != "true" {
 			s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is ignored: [LoadBalancer] internal-lb = true keeps every load balancer internal", annInternal, v))
 		}
+	} else if internalUnclear(a) {
+		// Upstream reads True, 1, t as false (public); ccm before this version read them as
+		// true (internal). Neither reading is safe to apply: see internalUnclear.
+		s.internalUnclear = true
+		s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is not true or false: the upstream CCM reads it as false (public, with a floating IP), earlier ccm versions as true (internal); "+
+			"an existing load balancer is kept as it is, internal or public, and none is created until the value is true or false", annInternal, a[annInternal]))
 	} else {
 		s.internal = upstreamBool(svc, annInternal, false, &s.warnings)
 	}

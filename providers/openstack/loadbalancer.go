@@ -14,6 +14,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -600,8 +601,29 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 		return l.adoptedAddress(ctx, cl, spec, lb)
 	case spec.internal || spec.family == v1.IPv6Protocol:
 		return lb.VipAddress, nil
+	case spec.internalUnclear:
+		return l.keptExposure(ctx, cl, lb, rep)
 	}
 	return l.ensureFIP(ctx, cl, id, svc, spec, lb, rep)
+}
+
+// keptExposure is the address of lb, whose Service's internal annotation is unclear
+// (internalUnclear): its floating IP if it has one, else its VIP. Nothing is written.
+func (l *loadBalancers) keptExposure(ctx context.Context, cl *clients, lb *loadbalancers.LoadBalancer, rep *syncReport) (string, error) {
+	var cur *floatingips.FloatingIP
+	if rep.seen.has(lb.ID) {
+		cur = rep.seen.fips[lb.VipPortID]
+	}
+	if cur == nil {
+		var err error
+		if cur, err = l.portFIP(ctx, cl, lb.VipPortID); err != nil {
+			return "", err
+		}
+	}
+	if cur != nil {
+		return cur.FloatingIP, nil
+	}
+	return lb.VipAddress, nil
 }
 
 // hadAddress: the Service's status holds an address of family f.
@@ -619,6 +641,9 @@ func hadAddress(svc *v1.Service, f v1.IPFamily) bool {
 func (l *loadBalancers) create(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, spec *lbSpec, members []member) (*loadbalancers.LoadBalancer, error) {
 	if spec.existingID != "" {
 		return nil, fmt.Errorf("annotation %s: load balancer %q %w", annLoadBalancerID, spec.existingID, errNamedMissing)
+	}
+	if spec.internalUnclear {
+		return nil, fmt.Errorf("annotation %s: %q is not true or false (the upstream CCM reads it as false, earlier ccm versions as true): no load balancer is created until it says which", annInternal, svc.Annotations[annInternal])
 	}
 	opts := loadbalancers.CreateOpts{
 		Name: spec.name, Description: legacyLBDescription(id), Provider: spec.provider,
