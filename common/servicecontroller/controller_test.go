@@ -393,7 +393,12 @@ func TestDeletedWithoutFinalizer(t *testing.T) {
 	if err := h.client.CoreV1().Services("ns").Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 200 && h.c.queue.Len() == 0; i++ {
+	// Wait for the informer to deliver the delete (its lister no longer has the Service): on a
+	// loaded machine that takes longer than the queue's first item.
+	for i := 0; i < 1000; i++ {
+		if _, err := h.c.services.Services("ns").Get("web"); err != nil {
+			break
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	if err := h.sync(svc); err != nil {
