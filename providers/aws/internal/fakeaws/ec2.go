@@ -597,8 +597,42 @@ func (s *Server) changeIngress(f form, add bool) (string, *apiError) {
 			next = slices.Delete(next, i, i+1)
 		}
 	}
+	if add && s.ruleLimit > 0 {
+		if v4, v6 := ruleCounts(next); v4 > s.ruleLimit || v6 > s.ruleLimit {
+			return "", &apiError{Status: 400, Code: "RulesPerSecurityGroupLimitExceeded", Message: "The maximum number of rules per security group has been reached."}
+		}
+	}
 	g.Rules = next
 	return "<return>true</return>", nil
+}
+
+// DefaultRulesPerGroup is AWS's default quota of inbound rules per security group.
+const DefaultRulesPerGroup = 60
+
+// SetRulesPerGroupLimit sets the inbound rules a group may hold (AWS's quota, DefaultRulesPerGroup
+// unless raised): an AuthorizeSecurityGroupIngress that would take a group past it fails whole
+// with RulesPerSecurityGroupLimitExceeded. 0 turns the limit off.
+func (s *Server) SetRulesPerGroupLimit(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ruleLimit = n
+}
+
+// ruleCounts counts rules against the quota as AWS does: separately for IPv4 and IPv6 sources,
+// a rule from a security group counting in both.
+func ruleCounts(rules []Rule) (v4, v6 int) {
+	for _, r := range rules {
+		switch {
+		case r.SourceSG != "":
+			v4++
+			v6++
+		case isIPv6(r.CIDR):
+			v6++
+		default:
+			v4++
+		}
+	}
+	return v4, v6
 }
 
 // redescribeIngress is UpdateSecurityGroupRuleDescriptionsIngress: each named rule (matched

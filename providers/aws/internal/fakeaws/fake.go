@@ -36,6 +36,7 @@ type Server struct {
 	// reqRegion is the region of the endpoint serving the current request (under mu).
 	reqRegion string
 	pageLimit int // SetPageLimit
+	ruleLimit int // SetRulesPerGroupLimit
 	// newTargetsInitial: targets registered from now on stay "initial" (SetTargetsInitial).
 	newTargetsInitial bool
 	initial           map[string]bool // target group ARN + "/" + target ID, still "initial"
@@ -90,6 +91,10 @@ type Faults struct {
 	// DenyOps makes these operations answer 403 AccessDenied (UnauthorizedOperation for EC2)
 	// with a message that names the caller's role ARN and account ID, as AWS does.
 	DenyOps map[string]bool
+	// Interpose runs the function before each of these operations is carried out, without the
+	// fake's lock (it may seed the fake), until it returns true: another writer's change landing
+	// between a client's read and its write.
+	Interpose map[string]func() (done bool)
 }
 
 // DeniedMessage is the message of a DenyOps answer; Account is the fake's account ID.
@@ -107,7 +112,7 @@ func New(region, cluster string) *Server {
 		nlbs: map[string]*NLB{}, tgs: map[string]*TargetGroup{}, listeners: map[string]*NLBListener{},
 		calls: map[string]int{}, ops: map[string]int{}, throttled: map[string]int{}, tables: map[string]*RouteTable{},
 		sessions: map[string]session{}, sigs: map[Signature]int{}, keys: map[string]string{},
-		region: region,
+		region: region, ruleLimit: DefaultRulesPerGroup,
 	}
 	for i, z := range []string{"a", "b", "c"} {
 		pub := s.AddSubnet(VPC, region+z, fmt.Sprintf("10.0.%d.0/24", i), map[string]string{
@@ -322,7 +327,13 @@ func (s *Server) serve(rw http.ResponseWriter, r *http.Request, region string) {
 	svc := map[string]string{versionEC2: "ec2", versionELB: "elb", versionELBv2: "elbv2", versionSTS: "sts"}[version]
 	s.mu.Lock()
 	latency := s.faults.Latency
+	interpose := s.faults.Interpose[action]
 	s.mu.Unlock()
+	if interpose != nil && interpose() {
+		s.mu.Lock()
+		delete(s.faults.Interpose, action)
+		s.mu.Unlock()
+	}
 	if latency > 0 {
 		time.Sleep(latency)
 	}

@@ -3,6 +3,7 @@ package fakeaws
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -263,5 +264,51 @@ func TestNLBSetSecurityGroupsThroughSDK(t *testing.T) {
 	}
 	if _, err := v2.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: without.LoadBalancers[0].LoadBalancerArn, SecurityGroups: []string{a}}); code(err) != "InvalidConfigurationRequest" {
 		t.Errorf("NLB created without groups: %q, want InvalidConfigurationRequest", code(err))
+	}
+}
+
+// AWS's quota of inbound rules per group (60 by default), counted apart for IPv4 and IPv6: an
+// Authorize past it fails whole with RulesPerSecurityGroupLimitExceeded.
+func TestRulesPerGroupLimitThroughSDK(t *testing.T) {
+	s, e, _ := clients(t)
+	ctx := context.Background()
+	perm := func(proto string, ranges ...string) []ec2types.IpPermission {
+		p := ec2types.IpPermission{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(80), ToPort: aws.Int32(80)}
+		for _, r := range ranges {
+			if proto == "v6" {
+				p.Ipv6Ranges = append(p.Ipv6Ranges, ec2types.Ipv6Range{CidrIpv6: aws.String(r)})
+			} else {
+				p.IpRanges = append(p.IpRanges, ec2types.IpRange{CidrIp: aws.String(r)})
+			}
+		}
+		return []ec2types.IpPermission{p}
+	}
+	authorize := func(p []ec2types.IpPermission) error {
+		_, err := e.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(NodeGroup), IpPermissions: p})
+		return err
+	}
+	var v4 []string
+	for i := 0; i < DefaultRulesPerGroup-1; i++ {
+		v4 = append(v4, fmt.Sprintf("10.0.%d.0/24", i))
+	}
+	if err := authorize(perm("v4", v4...)); err != nil {
+		t.Fatal(err)
+	}
+	// One more fits; two more in one call do not, and neither is added.
+	if err := authorize(perm("v4", "192.0.2.0/24", "198.51.100.0/24")); code(err) != "RulesPerSecurityGroupLimitExceeded" {
+		t.Errorf("past the limit: %v, want RulesPerSecurityGroupLimitExceeded", err)
+	}
+	if g, _ := s.Group(NodeGroup); len(g.Rules) != DefaultRulesPerGroup-1 {
+		t.Errorf("a refused call added rules: %d, want %d", len(g.Rules), DefaultRulesPerGroup-1)
+	}
+	if err := authorize(perm("v4", "192.0.2.0/24")); err != nil {
+		t.Errorf("the 60th rule: %v", err)
+	}
+	if err := authorize(perm("v6", "2001:db8::/32")); err != nil {
+		t.Errorf("IPv6 rules are counted apart: %v", err)
+	}
+	s.SetRulesPerGroupLimit(61)
+	if err := authorize(perm("v4", "198.51.100.0/24")); err != nil {
+		t.Errorf("a raised limit: %v", err)
 	}
 }
