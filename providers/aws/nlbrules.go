@@ -24,7 +24,8 @@ const nodeGroupsTag = "ccm.k8s.io/node-groups"
 // within a cluster, and two clusters may share a node group.
 // up is the name of the Service's NLB when it is the upstream CCM's, taken over ("" otherwise):
 // the node rules upstream described with that name are then this Service's too. In each group it
-// also keeps the cluster's shared ICMP rules for path-MTU discovery (nlbmtu.go).
+// also keeps the cluster's shared ICMP rules for path-MTU discovery (nlbmtu.go), after the client
+// rules (adds and revokes) of every group, in calls of their own.
 func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, up string, groups []string, want *nlbDesired) ([]string, error) {
 	groups = slices.Compact(slices.Sorted(slices.Values(groups)))
 	if len(groups) == 0 || (want != nil && l.c.cfg.Global.DisableSecurityGroupIngress) {
@@ -69,10 +70,12 @@ func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, up st
 		return nil, err
 	}
 	var changes []string
+	mtu := map[string][]rule{} // groups whose MTU rules are to be looked at: their wanted client rules
 	for i := range gs {
 		g := &gs[i]
+		gid := aws.ToString(g.GroupId)
 		var rs []rule
-		if slices.Contains(want.nodeGroups(), aws.ToString(g.GroupId)) {
+		if slices.Contains(want.nodeGroups(), gid) {
 			rs = need
 		}
 		// An NLB's rules are from CIDRs; the Service's classic ELB rules (from its group) are not
@@ -81,22 +84,27 @@ func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, up st
 		// place, the others are revoked after ccm's own are added (syncRules adds first).
 		upstream := func(r rule) bool { return upstreamNLBRule(up, r) }
 		mine := func(r rule) bool { return r.cidr != "" && (ownership.DescribedBy(id, r.desc) || upstream(r)) }
-		have, redescribed, err := l.redescribe(ctx, aws.ToString(g.GroupId), rulesOf(g), rs, upstream)
+		have, redescribed, err := l.redescribe(ctx, gid, rulesOf(g), rs, upstream)
 		if err != nil {
 			return nil, err
 		}
 		changes = append(changes, redescribed...)
-		// The shared MTU rules follow the client rules as this sync leaves them (nlbmtu.go),
-		// written in the same calls.
-		mtu, mtuMine := nlbMTURules(id.Cluster, append(afterSync(have, rs, mine), rs...))
-		changed, err := l.syncRules(ctx, aws.ToString(g.GroupId), have, append(slices.Clone(rs), mtu...),
-			func(r rule) bool { return mine(r) || mtuMine(r) })
+		changed, err := l.syncRules(ctx, gid, have, rs, mine)
 		if err != nil {
 			return nil, err
 		}
 		changes = append(changes, changed...)
+		// The shared MTU rules follow the client rules; they are settled below, after every
+		// group's client rules, where this sync changed those or the MTU rules look out of step.
+		if len(redescribed)+len(changed) > 0 || mtuOutOfStep(id.Cluster, afterSync(have, rs, mine), rs) {
+			mtu[gid] = rs
+		}
 	}
-	return changes, nil
+	changed, err := l.syncMTURules(ctx, svc, id.Cluster, mtu)
+	if err != nil {
+		return nil, err
+	}
+	return append(changes, changed...), nil
 }
 
 func (d *nlbDesired) nodeGroups() []string {
