@@ -294,6 +294,7 @@ func registered(t *testing.T, h *harness, svc *v1.Service, n int) bool {
 // raised, the next sync adds the rule.
 func TestNLBMTURuleAtTheRuleLimit(t *testing.T) {
 	h := newHarness(t, "lim")
+	h.fake.SetRulesPerGroupLimit(fakeaws.DefaultRulesPerGroup) // a new account's quota
 	ctx := context.Background()
 	nodes := mtuNodes(h, "lim-a", "lim-b")
 	svc := mtuService("a", 30080, "192.0.2.0/24")

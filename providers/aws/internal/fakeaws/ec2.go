@@ -609,9 +609,11 @@ func (s *Server) changeIngress(f form, add bool) (string, *apiError) {
 // DefaultRulesPerGroup is AWS's default quota of inbound rules per security group.
 const DefaultRulesPerGroup = 60
 
-// SetRulesPerGroupLimit sets the inbound rules a group may hold (AWS's quota, DefaultRulesPerGroup
-// unless raised): an AuthorizeSecurityGroupIngress that would take a group past it fails whole
-// with RulesPerSecurityGroupLimitExceeded. 0 turns the limit off.
+// SetRulesPerGroupLimit sets the inbound rules a group may hold (AWS's quota:
+// DefaultRulesPerGroup in a new account): an AuthorizeSecurityGroupIngress that would take a
+// group past it fails whole with RulesPerSecurityGroupLimitExceeded. The fake starts with no
+// limit (0), as an account with a raised quota: the bench and the takeover figures put the
+// rules of hundreds of load balancers into one node group.
 func (s *Server) SetRulesPerGroupLimit(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -271,6 +271,7 @@ func TestNLBSetSecurityGroupsThroughSDK(t *testing.T) {
 // Authorize past it fails whole with RulesPerSecurityGroupLimitExceeded.
 func TestRulesPerGroupLimitThroughSDK(t *testing.T) {
 	s, e, _ := clients(t)
+	s.SetRulesPerGroupLimit(DefaultRulesPerGroup)
 	ctx := context.Background()
 	perm := func(proto string, ranges ...string) []ec2types.IpPermission {
 		p := ec2types.IpPermission{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(80), ToPort: aws.Int32(80)}
