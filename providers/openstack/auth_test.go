@@ -149,21 +149,7 @@ func TestClientCertificateIsPresented(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 
-	get := func(conf string) error {
-		c, err := New(strings.NewReader(conf))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := c.sess.transport()
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(srv.URL)
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err
-	}
+	get := func(conf string) error { return getWithConfig(t, conf, srv.URL) }
 	base := "[Global]\nauth-url = https://k/v3\nusername = u\npassword = p\ntenant-id = t\ntls-insecure = true\n"
 	if err := get(base + "cert-file = " + certFile + "\nkey-file = " + keyFile + "\n"); err != nil || presented != "ccm-client" {
 		t.Fatalf("with cert-file and key-file: %v (server saw %q)", err, presented)
@@ -203,4 +189,23 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// getWithConfig GETs url through the transport the cloud.conf conf sets up (its CA, client
+// certificate and tls-insecure), answering the request's error.
+func getWithConfig(t *testing.T, conf, url string) error {
+	t.Helper()
+	c, err := New(strings.NewReader(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := c.sess.transport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url)
+	if err == nil {
+		resp.Body.Close()
+	}
+	return err
 }

@@ -75,19 +75,7 @@ func TestTLSInsecureTrueOnlyConnects(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	t.Cleanup(srv.Close)
 	get := func(value string) error {
-		c, err := New(strings.NewReader(upstreamBase + "tls-insecure = " + value + "\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := c.sess.transport()
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(srv.URL)
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err
+		return getWithConfig(t, upstreamBase+"tls-insecure = "+value+"\n", srv.URL)
 	}
 	captureNotices(t)
 	if err := get("true"); err != nil {
