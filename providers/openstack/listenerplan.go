@@ -14,12 +14,20 @@ import (
 // balancer holds: which are kept (and compared further by planPool), which get the current
 // ownership mark first, which go, which pools without a listener go, and which are created.
 type listenerPlan struct {
-	Keep    map[string]listeners.Listener // by key
-	Relabel map[string]listeners.Listener // by key: kept once their description is rewritten
+	Keep map[string]listeners.Listener // by key
+	// Relabel are kept and updated in place, with the current mark and fingerprint written
+	// into their description in the same listener update: an earlier ccm's or the upstream
+	// CCM's listener, or the Service's own whose spec changed in fields Octavia updates in
+	// place (allowed CIDRs, members' ports, algorithm, monitor), so the port never closes.
+	Relabel map[string]listeners.Listener // by key
 	Delete  []listenerDelete              // replaced or no longer wanted
-	// DeletePools are the Service's pools that lost their listener.
+	// DeletePools are the Service's pools that lost their listener and serve no wanted one.
 	DeletePools []pools.Pool
 	Create      []listenerSpec
+	// Reuse: by key, the Service's pool that lost its listener (deleted out of band, or a
+	// replacement that failed half-way) and is that listener's: the listener is created again
+	// on it, with its members and monitor, which are then compared as a kept listener's.
+	Reuse map[string]pools.Pool
 	// Repairs name the out-of-band changes among the differences; SpecChanged says a listener
 	// is created or replaced because the spec asks for it.
 	Repairs     []string
@@ -50,7 +58,7 @@ func listenerKey(h listeners.Listener) string {
 // one tagged with name (or upstream's literal name for id, where ccm's differs) is, on a
 // shared load balancer too.
 func planListeners(id ownership.Identity, name string, want []listenerSpec, have []listeners.Listener, allPools []pools.Pool, adopted bool) (listenerPlan, error) {
-	p := listenerPlan{Keep: map[string]listeners.Listener{}, Relabel: map[string]listeners.Listener{}}
+	p := listenerPlan{Keep: map[string]listeners.Listener{}, Relabel: map[string]listeners.Listener{}, Reuse: map[string]pools.Pool{}}
 	poolByID := map[string]*pools.Pool{}
 	for i := range allPools {
 		poolByID[allPools[i].ID] = &allPools[i]
@@ -59,7 +67,8 @@ func planListeners(id ownership.Identity, name string, want []listenerSpec, have
 	for _, ls := range want {
 		wanted[ls.key()] = ls
 	}
-	gone := map[string]bool{} // pools of deleted listeners
+	gone := map[string]bool{}    // pools of deleted listeners
+	errored := map[string]bool{} // keys of the Service's listeners replaced for being in ERROR
 	for _, h := range have {
 		key := listenerKey(h)
 		ls, isWanted := wanted[key]
@@ -85,8 +94,19 @@ func planListeners(id ownership.Identity, name string, want []listenerSpec, have
 				return p, fmt.Errorf("port %s of this Service's load balancer is taken by a listener it does not own", key)
 			}
 			continue
+		case isWanted && mine && inError(h, poolByID[h.DefaultPoolID]):
+			// A failed update leaves a listener or pool in ERROR; Octavia lets it be deleted,
+			// and it is created again.
+			errored[key] = true
+			p.Repairs = append(p.Repairs, fmt.Sprintf("listener %s was in ERROR; replaced", key))
 		case isWanted && mine && role == ls.fingerprint() && h.DefaultPoolID != "":
 			p.Keep[key] = h
+			continue
+		case isWanted && mine && h.DefaultPoolID != "" && samePoolProtocol(poolByID[h.DefaultPoolID], ls):
+			// The spec changed, but only in what Octavia updates in place: a listener
+			// replaced would close the port for the length of a delete and a create.
+			p.Relabel[key] = h
+			p.SpecChanged = true
 			continue
 		case isWanted && !marked && h.DefaultPoolID != "" && relabels(h, ls, poolByID[h.DefaultPoolID]):
 			// On the Service's own load balancer, a listener of an earlier ccm (its old
@@ -95,7 +115,7 @@ func planListeners(id ownership.Identity, name string, want []listenerSpec, have
 			p.Relabel[key] = h
 			continue
 		}
-		if isWanted {
+		if isWanted && !errored[key] {
 			p.SpecChanged = true
 		}
 		d := listenerDelete{Listener: h, WithPool: h.DefaultPoolID != ""}
@@ -107,29 +127,20 @@ func planListeners(id ownership.Identity, name string, want []listenerSpec, have
 		gone[h.DefaultPoolID] = true
 	}
 	// A pool of the Service without a listener: its listener was deleted out of band (or a
-	// replacement failed half-way). It goes; the listener is created again with a new one.
-	orphaned := map[string]bool{} // descriptions of the orphaned pools
+	// replacement failed half-way). A wanted listener missing is created again on it; any
+	// other goes.
 	for _, pool := range allPools {
 		if len(pool.Listeners) > 0 || gone[pool.ID] || !ownership.DescribedBy(id, pool.Description) {
 			continue
 		}
+		ls, ok := wanted[poolListenerKey(pool, want)]
+		if _, taken := p.Reuse[ls.key()]; ok && !taken && samePoolProtocol(&pool, ls) && pool.ProvisioningStatus != "ERROR" {
+			p.Reuse[ls.key()] = pool
+			continue
+		}
 		p.DeletePools = append(p.DeletePools, pool)
-		orphaned[pool.Description] = true
 	}
-	for _, ls := range want {
-		if _, ok := p.Keep[ls.key()]; ok {
-			continue
-		}
-		if _, ok := p.Relabel[ls.key()]; ok {
-			continue
-		}
-		p.Create = append(p.Create, ls)
-		if orphaned[listenerDescription(id, ls)] {
-			p.Repairs = append(p.Repairs, fmt.Sprintf("listener %s was deleted", ls.key()))
-		} else {
-			p.SpecChanged = true
-		}
-	}
+	p.planCreates(want, errored)
 	for _, d := range p.Delete {
 		for _, ls := range p.Create {
 			if ls.Port == d.Listener.ProtocolPort && ls.Protocol != d.Listener.Protocol && sameTransport(ls.Protocol, d.Listener.Protocol) {
@@ -138,6 +149,44 @@ func planListeners(id ownership.Identity, name string, want []listenerSpec, have
 		}
 	}
 	return p, nil
+}
+
+// poolListenerKey is the key of the wanted listener whose pool is named as pool is ("" if
+// none): ccm names a listener's pool after the listener.
+func poolListenerKey(pool pools.Pool, want []listenerSpec) string {
+	for _, ls := range want {
+		if pool.Name == "pool_"+ls.name() {
+			return ls.key()
+		}
+	}
+	return ""
+}
+
+// planCreates adds the wanted listeners neither kept nor relabelled to p.Create: a repair when
+// the listener was deleted out of band (its pool is reused) or replaced for being in ERROR,
+// else the spec's change.
+func (p *listenerPlan) planCreates(want []listenerSpec, errored map[string]bool) {
+	for _, ls := range want {
+		if _, ok := p.Keep[ls.key()]; ok {
+			continue
+		}
+		if _, ok := p.Relabel[ls.key()]; ok {
+			continue
+		}
+		p.Create = append(p.Create, ls)
+		switch {
+		case errored[ls.key()]:
+		case p.Reuse[ls.key()].ID != "":
+			p.Repairs = append(p.Repairs, fmt.Sprintf("listener %s was deleted", ls.key()))
+		default:
+			p.SpecChanged = true
+		}
+	}
+}
+
+// inError: Octavia holds the listener or its pool in ERROR.
+func inError(h listeners.Listener, pool *pools.Pool) bool {
+	return h.ProvisioningStatus == "ERROR" || (pool != nil && pool.ProvisioningStatus == "ERROR")
 }
 
 // sameTransport: two listener protocols that share Octavia's port space (every TCP-based one;
@@ -153,15 +202,18 @@ func sameTransport(a, b string) bool {
 }
 
 // relabels: an unmarked listener on the Service's own load balancer is kept with the current
-// mark when it already is what ls asks: an earlier ccm's with the same fingerprint, or the
-// upstream CCM's whose pool has the wanted protocol and algorithm.
+// mark: an earlier ccm's whose pool has the wanted protocol (its other differences are
+// updated in place), or the upstream CCM's whose pool has the wanted protocol and algorithm.
 func relabels(h listeners.Listener, ls listenerSpec, pool *pools.Pool) bool {
-	switch {
-	case h.Description == legacyListenerPrefix+ls.fingerprint():
-		return true
-	case strings.HasPrefix(h.Description, legacyListenerPrefix):
-		return false // an earlier ccm's listener with another spec: replace it
-	default:
-		return pool != nil && pool.Protocol == ls.PoolProtocol && pool.LBMethod == ls.Method
+	if strings.HasPrefix(h.Description, legacyListenerPrefix) {
+		return h.Description == legacyListenerPrefix+ls.fingerprint() || samePoolProtocol(pool, ls)
 	}
+	return samePoolProtocol(pool, ls) && pool.LBMethod == ls.Method
+}
+
+// samePoolProtocol: the listener's pool has the protocol ls wants. Octavia cannot change a
+// pool's protocol (proxy-protocol switches it between TCP and PROXY): the listener is then
+// replaced.
+func samePoolProtocol(pool *pools.Pool, ls listenerSpec) bool {
+	return pool != nil && pool.Protocol == ls.PoolProtocol
 }

@@ -35,13 +35,17 @@ func TestPlanListeners(t *testing.T) {
 		}
 		return p
 	}
+	named := func(p pools.Pool, ls listenerSpec) pools.Pool { p.Name = "pool_" + ls.name(); return p }
+	inState := func(h listeners.Listener, st string) listeners.Listener { h.ProvisioningStatus = st; return h }
+	l80proxy := l80
+	l80proxy.PoolProtocol = "PROXY"
 	d80, d443 := listenerDescription(id, l80), listenerDescription(id, l443)
 	type want struct {
-		keep, relabel, del, delPools, create []string // listener IDs / pool IDs / keys
-		delWithPool                          []bool
-		repairs                              []string
-		specChanged                          bool
-		err                                  string
+		keep, relabel, del, delPools, create, reuse []string // listener IDs / pool IDs / keys / pool IDs
+		delWithPool                                 []bool
+		repairs                                     []string
+		specChanged                                 bool
+		err                                         string
 	}
 	for _, tc := range []struct {
 		name    string
@@ -58,10 +62,19 @@ func TestPlanListeners(t *testing.T) {
 		{"a port removed: deleted with its pool", []listenerSpec{l80}, []listeners.Listener{lis("L1", l80, d80, "P1"), lis("L2", l443, d443, "P2")},
 			[]pools.Pool{pool("P1", d80, "ROUND_ROBIN", true), pool("P2", d443, "ROUND_ROBIN", true)}, false,
 			want{keep: []string{"L1"}, del: []string{"L2"}, delWithPool: []bool{true}}},
-		{"the spec changed: replaced", []listenerSpec{l80b}, []listeners.Listener{lis("L1", l80, d80, "P1")}, []pools.Pool{pool("P1", d80, "ROUND_ROBIN", true)}, false,
+		{"the spec changed in what Octavia updates: updated in place", []listenerSpec{l80b}, []listeners.Listener{lis("L1", l80, d80, "P1")}, []pools.Pool{pool("P1", d80, "ROUND_ROBIN", true)}, false,
+			want{relabel: []string{"L1"}, specChanged: true}},
+		{"the pool's protocol changed (Octavia cannot): replaced", []listenerSpec{l80proxy}, []listeners.Listener{lis("L1", l80, d80, "P1")}, []pools.Pool{pool("P1", d80, "ROUND_ROBIN", true)}, false,
 			want{del: []string{"L1"}, delWithPool: []bool{true}, create: []string{"TCP/80"}, specChanged: true}},
-		{"listener deleted out of band: its pool goes, the listener comes back, a repair", []listenerSpec{l80}, nil, []pools.Pool{pool("P1", d80, "ROUND_ROBIN", false)}, false,
-			want{delPools: []string{"P1"}, create: []string{"TCP/80"}, repairs: []string{"listener TCP/80 was deleted"}}},
+		{"a listener in ERROR: replaced, a repair", []listenerSpec{l80}, []listeners.Listener{inState(lis("L1", l80, d80, "P1"), "ERROR")}, []pools.Pool{pool("P1", d80, "ROUND_ROBIN", true)}, false,
+			want{del: []string{"L1"}, delWithPool: []bool{true}, create: []string{"TCP/80"}, repairs: []string{"listener TCP/80 was in ERROR; replaced"}}},
+		{"listener deleted out of band: it comes back on its pool, a repair", []listenerSpec{l80}, nil, []pools.Pool{named(pool("P1", d80, "ROUND_ROBIN", false), l80)}, false,
+			want{create: []string{"TCP/80"}, reuse: []string{"P1"}, repairs: []string{"listener TCP/80 was deleted"}}},
+		{"listener deleted out of band, its pool's protocol no longer wanted: the pool goes", []listenerSpec{l80proxy}, nil, []pools.Pool{named(pool("P1", d80, "ROUND_ROBIN", false), l80)}, false,
+			want{delPools: []string{"P1"}, create: []string{"TCP/80"}, specChanged: true}},
+		{"a pool of the Service without a listener and of no wanted one: deleted", []listenerSpec{l80}, []listeners.Listener{lis("L1", l80, d80, "P1")},
+			[]pools.Pool{pool("P1", d80, "ROUND_ROBIN", true), named(pool("P2", d443, "ROUND_ROBIN", false), l443)}, false,
+			want{keep: []string{"L1"}, delPools: []string{"P2"}}},
 		{"another Service's pool without a listener is left alone", []listenerSpec{l80}, []listeners.Listener{lis("L1", l80, d80, "P1")},
 			[]pools.Pool{pool("P1", d80, "ROUND_ROBIN", true), pool("P9", listenerDescription(other, l80), "ROUND_ROBIN", false)}, false,
 			want{keep: []string{"L1"}}},
@@ -77,7 +90,9 @@ func TestPlanListeners(t *testing.T) {
 			[]pools.Pool{pool("P9", "", "ROUND_ROBIN", true)}, true, want{del: []string{"L1"}, delWithPool: []bool{false}}},
 		{"an earlier ccm's listener with the same fingerprint: relabelled", []listenerSpec{l80}, []listeners.Listener{lis("L1", l80, legacyListenerPrefix+l80.fingerprint(), "P1")},
 			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true)}, false, want{relabel: []string{"L1"}}},
-		{"an earlier ccm's listener with another fingerprint: replaced", []listenerSpec{l80b}, []listeners.Listener{lis("L1", l80, legacyListenerPrefix+l80.fingerprint(), "P1")},
+		{"an earlier ccm's listener with another fingerprint: relabelled, updated in place", []listenerSpec{l80b}, []listeners.Listener{lis("L1", l80, legacyListenerPrefix+l80.fingerprint(), "P1")},
+			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true)}, false, want{relabel: []string{"L1"}}},
+		{"an earlier ccm's listener with another pool protocol: replaced", []listenerSpec{l80proxy}, []listeners.Listener{lis("L1", l80, legacyListenerPrefix+l80.fingerprint(), "P1")},
 			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true)}, false, want{del: []string{"L1"}, delWithPool: []bool{true}, create: []string{"TCP/80"}, specChanged: true}},
 		{"the upstream CCM's listener with the wanted pool: relabelled", []listenerSpec{l80}, []listeners.Listener{lis("L1", l80, "", "P1")},
 			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true)}, false, want{relabel: []string{"L1"}}},
@@ -111,7 +126,7 @@ func TestPlanListeners(t *testing.T) {
 				slices.Sort(out)
 				return out
 			}
-			var del, delPools, create []string
+			var del, delPools, create, reuse []string
 			var withPool []bool
 			for _, d := range p.Delete {
 				del, withPool = append(del, d.Listener.ID), append(withPool, d.WithPool)
@@ -121,12 +136,15 @@ func TestPlanListeners(t *testing.T) {
 			}
 			for _, ls := range p.Create {
 				create = append(create, ls.key())
+				if rp, ok := p.Reuse[ls.key()]; ok {
+					reuse = append(reuse, rp.ID)
+				}
 			}
 			for _, c := range []struct {
 				what      string
 				got, want []string
 			}{{"keep", ids(p.Keep), tc.want.keep}, {"relabel", ids(p.Relabel), tc.want.relabel}, {"delete", del, tc.want.del},
-				{"delete pools", delPools, tc.want.delPools}, {"create", create, tc.want.create}, {"repairs", p.Repairs, tc.want.repairs}} {
+				{"delete pools", delPools, tc.want.delPools}, {"create", create, tc.want.create}, {"reuse", reuse, tc.want.reuse}, {"repairs", p.Repairs, tc.want.repairs}} {
 				if !slices.Equal(c.got, c.want) {
 					t.Errorf("%s = %q, want %q", c.what, c.got, c.want)
 				}

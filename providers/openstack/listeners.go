@@ -114,11 +114,14 @@ func listenerCreateOpts(spec *lbSpec, ls listenerSpec, ms []member, desc string)
 
 // syncListeners makes the load balancer's listeners match spec: observe (the listeners and
 // pools of the load balancer, listed once; members and monitor of each kept listener), plan
-// (per listener: keep, replace or create; per kept listener: planPool), apply. A listener
-// whose description (the Service's ownership mark with the fingerprint of its spec) differs
-// is replaced; a missing one is created with its pool, members and monitor in one call; a
-// kept one is compared with Octavia all the same, and only its differences are written.
-// Nothing is written when nothing differs. Out-of-band changes found are added to rep.
+// (per listener: keep, update in place, replace or create; per kept listener: planPool),
+// apply. A listener of the Service whose description (its ownership mark with the fingerprint
+// of its spec) differs is updated in place and given the current description; it is replaced
+// only when its pool's protocol must change, which Octavia cannot do. A missing one is created
+// with its pool, members and monitor. A kept one is compared with Octavia all the same, and
+// only its differences are written. Nothing is written when nothing differs. Out-of-band
+// changes found are added to rep. Children Octavia left stuck (stuck.go) stop the sync before
+// any write to them.
 //
 // On a load balancer the Service does not own (adopted: named by load-balancer-id and allowed
 // by the operator), only listeners whose description proves they are this Service's are
@@ -136,15 +139,11 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 	if err != nil {
 		return err
 	}
+	if err := l.checkStuck(ctx, cl, lbID, stuckChildren(plan, allPools), rep); err != nil {
+		return err
+	}
 	rep.specChanged = rep.specChanged || plan.SpecChanged
 	rep.recreated = append(rep.recreated, plan.Recreated...)
-	for _, ls := range spec.listeners {
-		if h, ok := plan.Relabel[ls.key()]; ok {
-			if err := l.relabel(ctx, cl, lbID, id, h, ls); err != nil {
-				return err
-			}
-		}
-	}
 	for _, d := range plan.Delete {
 		if err := l.deleteListener(ctx, cl, lbID, d.Listener, d.WithPool); err != nil {
 			return err
@@ -163,46 +162,121 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 		poolByID[allPools[i].ID] = &allPools[i]
 	}
 	for _, ls := range spec.listeners {
-		h, kept := plan.Keep[ls.key()]
-		hr, relabelled := plan.Relabel[ls.key()]
-		if relabelled {
-			h = hr
-		}
-		if !kept && !relabelled {
-			continue
-		}
-		obs, err := l.observePool(ctx, cl, h, poolByID[h.DefaultPoolID], rep.seen)
-		if err != nil {
+		if err := l.syncKept(ctx, cl, lbID, id, spec, ls, ms, plan, poolByID, rep); err != nil {
 			return err
-		}
-		wantState := poolState{Protocol: ls.Protocol, InsertXFF: ls.InsertXFF, TLSRef: ls.TLSRef, Method: ls.Method, Persistence: ls.Persistence, CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms),
-			MemberSubnetAlts: spec.memberSubnetAlts, Limits: ls.Limits, MonitorByAnnotation: ls.Monitor != nil && ls.Monitor.Overridden}
-		pp := planPool(ls.key(), wantState, obs)
-		if pp.writes() == 0 {
-			continue
-		}
-		if err := l.applyPool(ctx, cl, lbID, spec, ls, ms, h, obs, pp); err != nil {
-			return err
-		}
-		if kept { // a relabelled listener is being taken over: its differences are not drift
-			rep.repairs = append(rep.repairs, pp.Repairs...)
-		}
-		if pp.SetMembers {
-			klog.InfoS("Updated load balancer members", "loadBalancer", spec.name, "listener", ls.key(), "members", len(ms))
 		}
 	}
 	for _, ls := range plan.Create {
-		opts := listenerCreateOpts(spec, ls, ms, listenerDescription(id, ls))
-		opts.LoadbalancerID = lbID
-		if _, err := listeners.Create(ctx, cl.lb, opts).Extract(); err != nil {
-			return l.conflict(err, "creating listener "+ls.key())
+		var reuse *pools.Pool
+		if p, ok := plan.Reuse[ls.key()]; ok {
+			reuse = &p
 		}
-		if err := l.waitActive(ctx, cl, lbID); err != nil {
+		if err := l.addListener(ctx, cl, lbID, id, spec, ls, ms, reuse, rep); err != nil {
 			return err
 		}
 	}
 	rep.repairs = append(rep.repairs, plan.Repairs...)
 	return nil
+}
+
+// syncKept compares a kept (or relabelled) listener of ls with Octavia and writes only the
+// differences, with the current description on a relabelled one.
+func (l *loadBalancers) syncKept(ctx context.Context, cl *clients, lbID string, id ownership.Identity, spec *lbSpec, ls listenerSpec, ms []member,
+	plan listenerPlan, poolByID map[string]*pools.Pool, rep *syncReport) error {
+	h, kept := plan.Keep[ls.key()]
+	hr, relabelled := plan.Relabel[ls.key()]
+	if relabelled {
+		h = hr
+	}
+	if !kept && !relabelled {
+		return nil
+	}
+	obs, err := l.observePool(ctx, cl, h, poolByID[h.DefaultPoolID], rep.seen)
+	if err != nil {
+		return err
+	}
+	if err := l.checkStuck(ctx, cl, lbID, stuckMembers(ls.key(), obs), rep); err != nil {
+		return err
+	}
+	pp := planPool(ls.key(), wantedPool(spec, ls, ms), obs)
+	if relabelled {
+		desc := listenerDescription(id, ls)
+		pp.Description = &desc
+	}
+	if pp.writes() == 0 {
+		return nil
+	}
+	if err := l.applyPool(ctx, cl, lbID, spec, ls, ms, h, obs, pp); err != nil {
+		return err
+	}
+	if relabelled {
+		klog.InfoS("Updated listener in place", "loadBalancer", spec.name, "listener", h.ID, "port", ls.key())
+	} else { // a relabelled listener is taken over or its spec changed: its differences are not drift
+		rep.repairs = append(rep.repairs, pp.Repairs...)
+	}
+	if pp.SetMembers {
+		klog.InfoS("Updated load balancer members", "loadBalancer", spec.name, "listener", ls.key(), "members", len(ms))
+	}
+	return nil
+}
+
+// wantedPool is the state a listener of ls with members ms should have.
+func wantedPool(spec *lbSpec, ls listenerSpec, ms []member) poolState {
+	return poolState{Protocol: ls.Protocol, InsertXFF: ls.InsertXFF, TLSRef: ls.TLSRef, Method: ls.Method, Persistence: ls.Persistence,
+		CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms),
+		MemberSubnetAlts: spec.memberSubnetAlts, Limits: ls.Limits, MonitorByAnnotation: ls.Monitor != nil && ls.Monitor.Overridden}
+}
+
+// addListener creates the listener of ls on an existing load balancer: the listener, then its
+// pool, then the pool's monitor and members (applyPool). Octavia builds a listener together
+// with its pool only within a load balancer's fully populated create: a listener POST with an
+// inline default_pool is answered 500. With reuse (the Service's pool of this listener, left
+// without it), the listener is created on that pool, whose members and monitor are then
+// compared as a kept listener's.
+func (l *loadBalancers) addListener(ctx context.Context, cl *clients, lbID string, id ownership.Identity, spec *lbSpec, ls listenerSpec, ms []member,
+	reuse *pools.Pool, rep *syncReport) error {
+	opts := listenerCreateOpts(spec, ls, ms, listenerDescription(id, ls))
+	po := opts.DefaultPool
+	opts.DefaultPool, opts.LoadbalancerID = nil, lbID
+	if reuse != nil {
+		opts.DefaultPoolID = reuse.ID
+	}
+	h, err := listeners.Create(ctx, cl.lb, opts).Extract()
+	if err != nil {
+		return l.conflict(err, "creating listener "+ls.key())
+	}
+	if err := l.waitActive(ctx, cl, lbID); err != nil {
+		return err
+	}
+	empty := poolState{CIDRs: ls.SourceRanges, InsertXFF: ls.InsertXFF, TLSRef: ls.TLSRef, Method: ls.Method, Persistence: ls.Persistence, Limits: ls.Limits}
+	have := empty
+	if reuse != nil {
+		obs, err := l.observePool(ctx, cl, *h, reuse, nil)
+		if err != nil {
+			return err
+		}
+		// The listener itself was just written as wanted.
+		have = obs
+		have.CIDRs, have.InsertXFF, have.TLSRef, have.Limits = empty.CIDRs, empty.InsertXFF, empty.TLSRef, empty.Limits
+	} else {
+		pool, err := pools.Create(ctx, cl.lb, pools.CreateOpts{ListenerID: h.ID, Name: po.Name, Description: po.Description,
+			LBMethod: po.LBMethod, Protocol: po.Protocol, Persistence: po.Persistence}).Extract()
+		if err != nil {
+			return l.conflict(err, "creating the pool of listener "+ls.key())
+		}
+		if err := l.waitActive(ctx, cl, lbID); err != nil {
+			return err
+		}
+		h.DefaultPoolID = pool.ID
+	}
+	pp := planPool(ls.key(), wantedPool(spec, ls, ms), have)
+	if pp.writes() == 0 {
+		return nil
+	}
+	if reuse != nil {
+		rep.repairs = append(rep.repairs, pp.Repairs...)
+	}
+	return l.applyPool(ctx, cl, lbID, spec, ls, ms, *h, have, pp)
 }
 
 // listenersAndPools are the load balancer's listeners and pools: from the snapshot if it shows
@@ -264,17 +338,6 @@ func (l *loadBalancers) ourListeners(ctx context.Context, cl *clients, lbID stri
 		}
 	}
 	return n, nil
-}
-
-// relabel gives a listener of an earlier ccm or of the upstream CCM on the Service's own load
-// balancer the current mark (planListeners found it already is what the spec asks).
-func (l *loadBalancers) relabel(ctx context.Context, cl *clients, lbID string, id ownership.Identity, h listeners.Listener, ls listenerSpec) error {
-	desc := listenerDescription(id, ls)
-	if _, err := listeners.Update(ctx, cl.lb, h.ID, listeners.UpdateOpts{Description: &desc}).Extract(); err != nil {
-		return l.conflict(err, "adopting listener "+ls.key())
-	}
-	klog.InfoS("Adopted listener", "listener", h.ID, "port", ls.key())
-	return l.waitActive(ctx, cl, lbID)
 }
 
 type memberKey struct {

@@ -45,6 +45,11 @@ type loadBalancers struct {
 
 	keys keylock.Locks // one operation per Service at a time (see keylock)
 
+	// pendingLooks and stuckAfter pace the looks at load balancers Octavia holds pending
+	// (stuck.go); tests shorten stuckAfter.
+	pendingLooks pendingLooks
+	stuckAfter   time.Duration
+
 	snaps snapshots // bulk reads shared by the syncs of unchanged Services (observe.go)
 
 	// deleted holds the Services (by UID, with the time) whose load balancers this process
@@ -84,7 +89,7 @@ var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 const updateWait = 20 * time.Second
 
 func newLoadBalancers(c *Cloud) *loadBalancers {
-	return &loadBalancers{c: c, ids: map[string]string{}}
+	return &loadBalancers{c: c, ids: map[string]string{}, stuckAfter: defaultStuckAfter}
 }
 
 func svcKey(svc *v1.Service) string { return svc.Namespace + "/" + svc.Name }
@@ -373,6 +378,33 @@ func (l *loadBalancers) retry(msg string) error {
 	return api.NewRetryError(fmt.Sprintf("%s; checking again in %v", msg, d), d)
 }
 
+// retries gathers the RetryErrors of the families of one Service: one RetryError saying all,
+// after the soonest delay any of them asks for.
+type retries struct {
+	msgs  []string
+	after time.Duration
+}
+
+// add takes err if it is a RetryError.
+func (r *retries) add(err error) bool {
+	var re *api.RetryError
+	if !errors.As(err, &re) {
+		return false
+	}
+	r.msgs = append(r.msgs, err.Error())
+	if len(r.msgs) == 1 || re.RetryAfter() < r.after {
+		r.after = re.RetryAfter()
+	}
+	return true
+}
+
+func (r *retries) err() error {
+	if len(r.msgs) == 0 {
+		return nil
+	}
+	return api.NewRetryError(strings.Join(r.msgs, "; "), r.after)
+}
+
 // syncReport is what one sync found besides its result: the out-of-band changes it repaired
 // (reported as one Warning Event), and whether the Service's spec changed (then a difference
 // in the cloud is the spec's, not drift) or an object was created for the first time.
@@ -387,6 +419,8 @@ type syncReport struct {
 	seen *snapshot
 	// lbID is the first family's load balancer, for the Service's load-balancer-id annotation.
 	lbID string
+	// stuck: objects Octavia has held pending for longer than stuckAfter (a Warning each).
+	stuck []string
 }
 
 // sync reconciles one load balancer per IP family. Families provision in parallel: a pending
@@ -401,6 +435,9 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 	// What was repaired is reported even when a later step fails: those writes were made.
 	defer func() {
 		l.c.events.Repaired(svc, rep.repairs)
+		for _, s := range rep.stuck {
+			l.c.event(svc, v1.EventTypeWarning, reasonStuck, s)
+		}
 		for _, r := range rep.recreated {
 			l.c.event(svc, v1.EventTypeNormal, "ListenerRecreated", r+" (Octavia cannot change a listener's protocol; the port was briefly closed)")
 		}
@@ -441,21 +478,19 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 			return nil, err
 		}
 	}
-	var addrs, pending []string
+	var addrs []string
+	var pending retries
 	for i, spec := range specs {
 		if i > 0 && rep.serving.only {
 			specs = specs[:i] // the other families have no load balancer (singlefamily.go)
 			break
 		}
 		addr, err := l.syncOne(ctx, cl, id, svc, nodes, spec, mustExist, rep)
-		var retry *api.RetryError
 		switch {
-		case errors.As(err, &retry):
-			pending = append(pending, err.Error())
-		case err != nil:
-			return nil, err
-		default:
+		case err == nil:
 			addrs = append(addrs, addr)
+		case !pending.add(err):
+			return nil, err
 		}
 	}
 	if err := l.dropFamilies(ctx, cl, id, clusterName, svc); err != nil {
@@ -467,8 +502,8 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 			return nil, err
 		}
 	}
-	if len(pending) > 0 {
-		return nil, l.retry(strings.Join(pending, "; "))
+	if err := pending.err(); err != nil {
+		return nil, err
 	}
 	if len(addrs) > 0 {
 		if err := l.c.annotator.annotate(ctx, svc, rep.lbID, addrs[0]); err != nil {
@@ -557,7 +592,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	case st == "ERROR":
 		return "", fmt.Errorf("the load balancer named by annotation %s is in ERROR", annLoadBalancerID)
 	default:
-		return "", l.retry(fmt.Sprintf("load balancer %s is %s", name, st))
+		return "", l.pending(lb.ID, fmt.Sprintf("load balancer %s (%s) is %s", name, lb.ID, st), rep)
 	}
 	for _, a := range notApplied(spec, lb, adopted) {
 		l.c.events.Advise(svc, a.reason, a.msg) // once an hour, not every sync
@@ -740,25 +775,17 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	if err := l.retireUpstreamSG(ctx, cl, clusterName, svc, nil, nil); err != nil {
 		return err
 	}
-	var pending []string
+	var pending retries
 	for i, name := range names {
 		existing := ""
 		if i == 0 {
 			existing = svc.Annotations[annLoadBalancerID] // it names the first family's
 		}
-		err := l.deleteOne(ctx, cl, id, svc, name, existing, keep)
-		var retry *api.RetryError
-		switch {
-		case errors.As(err, &retry):
-			pending = append(pending, err.Error())
-		case err != nil:
+		if err := l.deleteOne(ctx, cl, id, svc, name, existing, keep); err != nil && !pending.add(err) {
 			return err
 		}
 	}
-	if len(pending) > 0 {
-		return l.retry(strings.Join(pending, "; "))
-	}
-	return nil
+	return pending.err()
 }
 
 // deleteOne deletes the Service's own load balancer of one family, after its floating IP if

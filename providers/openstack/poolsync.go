@@ -57,6 +57,8 @@ type poolState struct {
 	Monitor     *observedMonitor // nil: none
 	Members     []memberKey
 	Tags        []string // member tags seen (observed only)
+	// Pending are the members and monitor Octavia holds PENDING_* (observed only; stuck.go).
+	Pending []stuckChild
 	// Limits: the listener's connection_limit and timeouts (Timeouts false: not compared).
 	Limits listenerLimits
 	// MonitorByAnnotation (wanted only): health-monitor-* annotations set the timings.
@@ -89,13 +91,16 @@ type poolPlan struct {
 	// SetLimits: the listener's connection_limit and timeouts are written (same update).
 	SetLimits bool
 	Monitor   monitorAction
+	// Description, when set, is written into the listener (same update): a relabelled
+	// listener's current mark and fingerprint.
+	Description *string
 	// Repairs name the out-of-band changes among the differences.
 	Repairs []string
 }
 
 func (p poolPlan) writes() int {
 	n := 0
-	for _, b := range []bool{p.SetCIDRs || p.SetHeaders || p.SetTLS || p.SetLimits, p.SetMethod || p.SetPersistence, p.SetMembers} {
+	for _, b := range []bool{p.setsListener(), p.SetMethod || p.SetPersistence, p.SetMembers} {
 		if b {
 			n++
 		}
@@ -107,6 +112,11 @@ func (p poolPlan) writes() int {
 		n += 2
 	}
 	return n
+}
+
+// setsListener: the plan writes the listener itself (one update).
+func (p poolPlan) setsListener() bool {
+	return p.SetCIDRs || p.SetHeaders || p.SetTLS || p.SetLimits || p.Description != nil
 }
 
 // planPool compares the wanted and observed state of the kept listener key. Pure.
@@ -274,6 +284,9 @@ func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listener
 	}
 	for _, m := range have {
 		st.Members = append(st.Members, memberKey{m.Address, m.SubnetID, m.ProtocolPort, m.MonitorPort})
+		if pendingStatus(m.ProvisioningStatus) {
+			st.Pending = append(st.Pending, stuckChild{"member", m.Address, m.ID, m.ProvisioningStatus})
+		}
 		for _, t := range m.Tags {
 			if strings.HasPrefix(t, membersTagPrefix) && !slices.Contains(st.Tags, t) {
 				st.Tags = append(st.Tags, t)
@@ -286,6 +299,9 @@ func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listener
 			if m, err = monitors.Get(ctx, cl.lb, p.MonitorID).Extract(); err != nil {
 				return st, fmt.Errorf("getting health monitor %s: %w", p.MonitorID, err)
 			}
+		}
+		if pendingStatus(m.ProvisioningStatus) {
+			st.Pending = append(st.Pending, stuckChild{"health monitor", m.Name, m.ID, m.ProvisioningStatus})
 		}
 		st.Monitor = &observedMonitor{ID: m.ID, Type: m.Type, URLPath: m.URLPath, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries, MaxRetriesDown: m.MaxRetriesDown}
 	}
@@ -302,8 +318,8 @@ func (l *loadBalancers) applyPool(ctx context.Context, cl *clients, lbID string,
 		}
 		return l.waitActive(ctx, cl, lbID)
 	}
-	if plan.SetCIDRs || plan.SetHeaders || plan.SetTLS || plan.SetLimits {
-		var opts listeners.UpdateOpts
+	if plan.setsListener() {
+		opts := listeners.UpdateOpts{Description: plan.Description}
 		if plan.SetLimits {
 			opts.ConnLimit, opts.TimeoutClientData, opts.TimeoutMemberConnect, opts.TimeoutMemberData, opts.TimeoutTCPInspect = ls.Limits.opts()
 		}

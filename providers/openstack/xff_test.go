@@ -145,8 +145,11 @@ func TestXForwardedForConverges(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "insert_headers") {
 		t.Errorf("insert_headers on a TCP listener: %v, want Octavia's refusal", err)
 	}
-	_, err = listeners.Create(context.Background(), cl.lb, listeners.CreateOpts{LoadbalancerID: lbID, Protocol: "HTTP", ProtocolPort: 8081,
-		DefaultPool: &pools.CreateOpts{Protocol: "TCP", LBMethod: "ROUND_ROBIN"}}).Extract()
+	h, err := listeners.Create(context.Background(), cl.lb, listeners.CreateOpts{LoadbalancerID: lbID, Protocol: "HTTP", ProtocolPort: 8081}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pools.Create(context.Background(), cl.lb, pools.CreateOpts{ListenerID: h.ID, Protocol: "TCP", LBMethod: "ROUND_ROBIN"}).Extract()
 	if err == nil || !strings.Contains(err.Error(), "not valid for a HTTP listener") {
 		t.Errorf("a TCP pool behind an HTTP listener: %v, want Octavia's refusal", err)
 	}

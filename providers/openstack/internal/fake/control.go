@@ -83,7 +83,7 @@ func (c *Cloud) Counters() simcontrol.Calls {
 	out := simcontrol.Calls{PerOp: per}
 	for op, n := range per {
 		out.Total += n
-		if isWrite(op) {
+		if IsWrite(op) {
 			out.Writes += n
 		}
 	}

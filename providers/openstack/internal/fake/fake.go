@@ -28,6 +28,10 @@ type Options struct {
 	// NoFullyPopulated makes load balancer creates with listeners fail with 400, as providers
 	// without single-call creation do.
 	NoFullyPopulated bool
+	// NoJobboard is Octavia 11 without its jobboard (its default): a fully populated create
+	// goes ACTIVE but leaves its listeners, pools, members and monitors PENDING_CREATE for
+	// good, and every write to them is refused 409 "... is immutable".
+	NoJobboard bool
 	// NoBarbican leaves the key-manager (Barbican) out of the catalog and its API.
 	NoBarbican bool
 	// TokenTTL is how long a token is valid (default 1h): an expired one gets a 401.
@@ -261,7 +265,7 @@ func (c *Cloud) Calls() map[string]int {
 func (c *Cloud) Writes() int {
 	n := 0
 	for op, v := range c.Calls() {
-		if isWrite(op) {
+		if IsWrite(op) {
 			n += v
 		}
 	}
@@ -278,7 +282,8 @@ func (c *Cloud) CallSummary() string {
 	return strings.Join(out, " ")
 }
 
-func isWrite(op string) bool {
+// IsWrite: op (the fake's name of a call) changes the cloud.
+func IsWrite(op string) bool {
 	_, verb, _ := strings.Cut(op, ".")
 	for _, p := range []string{"Create", "Update", "Delete", "Batch"} {
 		if strings.HasPrefix(verb, p) && op != "keystone.CreateToken" {

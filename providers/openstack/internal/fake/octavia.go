@@ -30,6 +30,8 @@ type listener struct {
 	TLSRef                                        string // default_tls_container_ref
 	// Limits are connection_limit and the timeout_* fields, Octavia's defaults unless set.
 	Limits listenerLimits
+	// Status is the provisioning_status ("" reads ACTIVE); see Options.NoJobboard.
+	Status string
 }
 
 // listenerLimits are a listener's connection_limit, timeout_client_data,
@@ -74,8 +76,8 @@ func (l *listenerLimits) set(b listenerLimits) string {
 }
 
 type pool struct {
-	ID, Name, Description, Protocol, Method, LBID, ListenerID, MonitorID string
-	Members                                                              []*member
+	ID, Name, Description, Protocol, Method, LBID, ListenerID, MonitorID, Status string
+	Members                                                                      []*member
 	// Persistence is the pool's session_persistence (nil: none, read back as null).
 	Persistence *Persistence
 }
@@ -119,15 +121,15 @@ func persistenceJSON(sp *Persistence) any {
 }
 
 type member struct {
-	ID, Address, SubnetID string
-	Port, MonitorPort     int
-	Tags                  []string
+	ID, Address, SubnetID, Status string
+	Port, MonitorPort             int
+	Tags                          []string
 }
 
 type monitor struct {
-	ID, PoolID, Type, URLPath  string
-	Delay, Timeout, MaxRetries int
-	MaxRetriesDown             int // Octavia's default 3
+	ID, PoolID, Type, URLPath, Status string
+	Delay, Timeout, MaxRetries        int
+	MaxRetriesDown                    int // Octavia's default 3
 }
 
 // LoadBalancer is an Octavia load balancer as tests see it.
@@ -355,6 +357,7 @@ func (c *Cloud) octaviaRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET "+lbBase+"pools/{id}", c.op("octavia.GetPool", c.getPool))
 	m.HandleFunc("DELETE "+lbBase+"listeners/{id}", c.op("octavia.DeleteListener", c.deleteListener))
 	m.HandleFunc("GET "+lbBase+"pools", c.op("octavia.ListPools", c.listPools))
+	m.HandleFunc("POST "+lbBase+"pools", c.op("octavia.CreatePool", c.createPool))
 	m.HandleFunc("DELETE "+lbBase+"pools/{id}", c.op("octavia.DeletePool", c.deletePool))
 	m.HandleFunc("GET "+lbBase+"pools/{id}/members", c.op("octavia.ListMembers", c.listMembers))
 	m.HandleFunc("PUT "+lbBase+"pools/{id}/members", c.op("octavia.BatchUpdateMembers", c.batchMembers))
@@ -430,7 +433,9 @@ type listenerBody struct {
 	Protocol     string    `json:"protocol"`
 	Port         int       `json:"protocol_port"`
 	DefaultPool  *poolBody `json:"default_pool"`
-	Tags         []string  `json:"tags"`
+	// DefaultPoolID names an existing pool of the load balancer without a listener.
+	DefaultPoolID string   `json:"default_pool_id"`
+	Tags          []string `json:"tags"`
 	// InsertHeaders: Octavia accepts them on HTTP and TERMINATED_HTTPS listeners only.
 	InsertHeaders map[string]string `json:"insert_headers"`
 	// TLSRef: required on TERMINATED_HTTPS listeners, refused on others, and must be readable
@@ -574,25 +579,30 @@ func (c *Cloud) addListener(lbID string, l listenerBody) *listener {
 		AllowedCIDRs: l.AllowedCIDRs, Tags: l.Tags, InsertHeaders: maps.Clone(l.InsertHeaders), TLSRef: l.TLSRef, Limits: l.listenerLimits.withDefaults()}
 	c.lis[li.ID] = li
 	if p := l.DefaultPool; p != nil {
-		po := &pool{ID: c.nextID("pool"), Name: p.Name, Description: p.Description, Protocol: p.Protocol, Method: p.Method, LBID: lbID, ListenerID: li.ID}
-		if p.Persistence != nil {
-			sp := *p.Persistence
-			po.Persistence = &sp
-		}
-		po.Members = c.members(p.Members)
-		if p.Monitor != nil {
-			m := &monitor{ID: c.nextID("hm"), PoolID: po.ID, Type: p.Monitor.Type, Delay: p.Monitor.Delay, Timeout: p.Monitor.Timeout,
-				MaxRetries: p.Monitor.MaxRetries, MaxRetriesDown: p.Monitor.MaxRetriesDown, URLPath: p.Monitor.URLPath}
-			if m.MaxRetriesDown == 0 {
-				m.MaxRetriesDown = 3
-			}
-			c.monitors[m.ID] = m
-			po.MonitorID = m.ID
-		}
-		c.pools[po.ID] = po
-		li.PoolID = po.ID
+		li.PoolID = c.addPool(lbID, li.ID, p).ID
 	}
 	return li
+}
+
+// addPool stores p with its members and monitor, on listener listenerID if set.
+func (c *Cloud) addPool(lbID, listenerID string, p *poolBody) *pool {
+	po := &pool{ID: c.nextID("pool"), Name: p.Name, Description: p.Description, Protocol: p.Protocol, Method: p.Method, LBID: lbID, ListenerID: listenerID}
+	if p.Persistence != nil {
+		sp := *p.Persistence
+		po.Persistence = &sp
+	}
+	po.Members = c.members(p.Members)
+	if p.Monitor != nil {
+		m := &monitor{ID: c.nextID("hm"), PoolID: po.ID, Type: p.Monitor.Type, Delay: p.Monitor.Delay, Timeout: p.Monitor.Timeout,
+			MaxRetries: p.Monitor.MaxRetries, MaxRetriesDown: p.Monitor.MaxRetriesDown, URLPath: p.Monitor.URLPath}
+		if m.MaxRetriesDown == 0 {
+			m.MaxRetriesDown = 3
+		}
+		c.monitors[m.ID] = m
+		po.MonitorID = m.ID
+	}
+	c.pools[po.ID] = po
+	return po
 }
 
 func (c *Cloud) members(in []memberBody) []*member {
@@ -719,7 +729,10 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 	}
 	c.lbs[lb.ID] = lb
 	for _, l := range in.Listeners {
-		c.addListener(lb.ID, l)
+		li := c.addListener(lb.ID, l)
+		if c.opts.NoJobboard {
+			c.leavePending(li)
+		}
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"loadbalancer": c.lbJSON(lb)})
 }
@@ -813,27 +826,31 @@ func (c *Cloud) listListeners(w http.ResponseWriter, r *http.Request) {
 		if id != "" && l.LBID != id {
 			continue
 		}
-		cidrs := l.AllowedCIDRs
-		if cidrs == nil {
-			cidrs = []string{}
-		}
-		tags := l.Tags
-		if tags == nil {
-			tags = []string{}
-		}
-		hs := l.InsertHeaders
-		if hs == nil {
-			hs = map[string]string{}
-		}
-		out = append(out, map[string]any{"id": l.ID, "name": l.Name, "description": l.Description, "protocol": l.Protocol,
-			"protocol_port": l.Port, "default_pool_id": l.PoolID, "allowed_cidrs": cidrs, "tags": tags, "insert_headers": hs,
-			"default_tls_container_ref": l.TLSRef,
-			"connection_limit":          *l.Limits.ConnLimit, "timeout_client_data": *l.Limits.ClientData,
-			"timeout_member_connect": *l.Limits.MemberConnect, "timeout_member_data": *l.Limits.MemberData,
-			"timeout_tcp_inspect": *l.Limits.TCPInspect,
-			"loadbalancers":       []any{map[string]any{"id": l.LBID}}})
+		out = append(out, listenerJSON(l))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"listeners": out})
+}
+
+func listenerJSON(l *listener) map[string]any {
+	cidrs := l.AllowedCIDRs
+	if cidrs == nil {
+		cidrs = []string{}
+	}
+	tags := l.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	hs := l.InsertHeaders
+	if hs == nil {
+		hs = map[string]string{}
+	}
+	return map[string]any{"id": l.ID, "name": l.Name, "description": l.Description, "protocol": l.Protocol,
+		"protocol_port": l.Port, "default_pool_id": l.PoolID, "allowed_cidrs": cidrs, "tags": tags, "insert_headers": hs,
+		"default_tls_container_ref": l.TLSRef,
+		"connection_limit":          *l.Limits.ConnLimit, "timeout_client_data": *l.Limits.ClientData,
+		"timeout_member_connect": *l.Limits.MemberConnect, "timeout_member_data": *l.Limits.MemberData,
+		"timeout_tcp_inspect": *l.Limits.TCPInspect, "provisioning_status": statusOf(l.Status),
+		"loadbalancers": []any{map[string]any{"id": l.LBID}}}
 }
 
 func (c *Cloud) createListener(w http.ResponseWriter, r *http.Request) {
@@ -848,24 +865,45 @@ func (c *Cloud) createListener(w http.ResponseWriter, r *http.Request) {
 	if lb == nil {
 		return
 	}
-	taken := map[string]bool{}
+	if b.L.DefaultPool != nil {
+		// Octavia builds a listener with its pool only within a load balancer's fully
+		// populated create; its listener POST stores the pool as a plain dict and fails.
+		writeErr(w, http.StatusInternalServerError, "'dict' object has no attribute '_sa_instance_state'")
+		return
+	}
 	for _, l := range c.lis {
-		if l.LBID == lb.ID {
-			taken[portSpace(l.Protocol, l.Port)] = true
+		if l.LBID == lb.ID && portSpace(l.Protocol, l.Port) == portSpace(b.L.Protocol, b.L.Port) {
+			writeErr(w, http.StatusConflict, fmt.Sprintf("Another Listener on this Load Balancer is already using protocol %s and protocol_port %d", b.L.Protocol, b.L.Port))
+			return
 		}
 	}
-	if msg := checkListener(b.L, taken, strings.Contains(lb.VipAddress, ":"), c.tlsKnown); msg != "" {
-		writeErr(w, http.StatusConflict, msg)
+	if msg := checkListener(b.L, map[string]bool{}, strings.Contains(lb.VipAddress, ":"), c.tlsKnown); msg != "" {
+		writeErr(w, http.StatusBadRequest, "Validation failure: "+msg)
 		return
 	}
 	if msg := providerRefusesListener(lb.Provider, b.L); msg != "" {
 		writeErr(w, http.StatusBadRequest, msg)
 		return
 	}
+	var reuse *pool
+	if id := b.L.DefaultPoolID; id != "" {
+		if reuse = c.pools[id]; reuse == nil || reuse.LBID != lb.ID {
+			writeErr(w, http.StatusNotFound, "Pool "+id+" not found.")
+			return
+		}
+		if reuse.ListenerID != "" {
+			writeErr(w, http.StatusConflict, "Pool "+id+" is already used by listener "+reuse.ListenerID+".")
+			return
+		}
+	}
 	li := c.addListener(lb.ID, b.L)
+	if reuse != nil {
+		li.PoolID, reuse.ListenerID = reuse.ID, li.ID
+	}
 	c.busy(lb)
-	writeJSON(w, http.StatusCreated, map[string]any{"listener": map[string]any{"id": li.ID, "protocol": li.Protocol,
-		"protocol_port": li.Port, "default_pool_id": li.PoolID, "provisioning_status": "PENDING_CREATE"}})
+	out := listenerJSON(li)
+	out["provisioning_status"] = "PENDING_CREATE"
+	writeJSON(w, http.StatusCreated, map[string]any{"listener": out})
 }
 
 func (c *Cloud) deleteListener(w http.ResponseWriter, r *http.Request) {
@@ -876,6 +914,9 @@ func (c *Cloud) deleteListener(w http.ResponseWriter, r *http.Request) {
 	}
 	lb := c.activeLB(w, l.LBID)
 	if lb == nil {
+		return
+	}
+	if c.immutable(w, "Listener", l.ID, l.Status) {
 		return
 	}
 	delete(c.lis, l.ID)
@@ -894,6 +935,9 @@ func (c *Cloud) updateListener(w http.ResponseWriter, r *http.Request) {
 	}
 	lb := c.activeLB(w, l.LBID)
 	if lb == nil {
+		return
+	}
+	if c.immutable(w, "Listener", l.ID, l.Status) {
 		return
 	}
 	var b struct {
@@ -948,8 +992,7 @@ func (c *Cloud) updateListener(w http.ResponseWriter, r *http.Request) {
 		l.Description = *b.L.Description
 	}
 	c.busy(lb)
-	writeJSON(w, http.StatusOK, map[string]any{"listener": map[string]any{"id": l.ID, "description": l.Description,
-		"protocol": l.Protocol, "protocol_port": l.Port, "default_pool_id": l.PoolID}})
+	writeJSON(w, http.StatusOK, map[string]any{"listener": listenerJSON(l)})
 }
 
 func (c *Cloud) poolJSON(p *pool) map[string]any {
@@ -963,7 +1006,7 @@ func (c *Cloud) poolJSON(p *pool) map[string]any {
 	}
 	return map[string]any{"id": p.ID, "name": p.Name, "description": p.Description, "protocol": p.Protocol, "lb_algorithm": p.Method,
 		"healthmonitor_id": p.MonitorID, "members": ms, "listeners": ls, "loadbalancers": []any{map[string]any{"id": p.LBID}},
-		"session_persistence": persistenceJSON(p.Persistence)}
+		"session_persistence": persistenceJSON(p.Persistence), "provisioning_status": statusOf(p.Status)}
 }
 
 func (c *Cloud) getPool(w http.ResponseWriter, r *http.Request) {
@@ -987,6 +1030,62 @@ func (c *Cloud) listPools(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"pools": out})
 }
 
+// createPool creates a pool on a listener (as its default pool) or on a load balancer.
+func (c *Cloud) createPool(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		P struct {
+			poolBody
+			ListenerID string `json:"listener_id"`
+			LBID       string `json:"loadbalancer_id"`
+		} `json:"pool"`
+	}
+	if err := decode(r, &b); err != nil {
+		writeErr(w, http.StatusBadRequest, "malformed request")
+		return
+	}
+	lbID, li := b.P.LBID, c.lis[b.P.ListenerID]
+	if b.P.ListenerID != "" {
+		if li == nil {
+			writeErr(w, http.StatusNotFound, "Listener "+b.P.ListenerID+" not found.")
+			return
+		}
+		lbID = li.LBID
+	}
+	lb := c.activeLB(w, lbID)
+	if lb == nil {
+		return
+	}
+	if li != nil && c.immutable(w, "Listener", li.ID, li.Status) {
+		return
+	}
+	if li != nil && li.PoolID != "" {
+		writeErr(w, http.StatusConflict, "Listener "+li.ID+" is already using a default pool.")
+		return
+	}
+	in := b.P.poolBody
+	if li != nil {
+		if msg := checkListener(listenerBody{Protocol: li.Protocol, Port: li.Port, TLSRef: li.TLSRef, DefaultPool: &in}, map[string]bool{},
+			strings.Contains(lb.VipAddress, ":"), func(string) bool { return true }); msg != "" {
+			writeErr(w, http.StatusBadRequest, "Validation failure: "+msg)
+			return
+		}
+	}
+	if msg := providerRefusesListener(lb.Provider, listenerBody{DefaultPool: &in}); msg != "" {
+		writeErr(w, http.StatusBadRequest, msg)
+		return
+	}
+	lid := ""
+	if li != nil {
+		lid = li.ID
+	}
+	po := c.addPool(lb.ID, lid, &in)
+	if li != nil {
+		li.PoolID = po.ID
+	}
+	c.busy(lb)
+	writeJSON(w, http.StatusCreated, map[string]any{"pool": c.poolJSON(po)})
+}
+
 func (c *Cloud) deletePool(w http.ResponseWriter, r *http.Request) {
 	p := c.pools[r.PathValue("id")]
 	if p == nil {
@@ -995,6 +1094,9 @@ func (c *Cloud) deletePool(w http.ResponseWriter, r *http.Request) {
 	}
 	lb := c.activeLB(w, p.LBID)
 	if lb == nil {
+		return
+	}
+	if c.immutable(w, "Pool", p.ID, p.Status) {
 		return
 	}
 	delete(c.monitors, p.MonitorID)
@@ -1017,7 +1119,7 @@ func (c *Cloud) listMembers(w http.ResponseWriter, r *http.Request) {
 	out := []any{}
 	for _, m := range p.Members {
 		v := map[string]any{"id": m.ID, "address": m.Address, "protocol_port": m.Port, "subnet_id": m.SubnetID,
-			"pool_id": p.ID, "provisioning_status": "ACTIVE", "operating_status": "ONLINE", "weight": 1, "admin_state_up": true}
+			"pool_id": p.ID, "provisioning_status": statusOf(m.Status), "operating_status": "ONLINE", "weight": 1, "admin_state_up": true}
 		if m.MonitorPort != 0 {
 			v["monitor_port"] = m.MonitorPort
 		}
@@ -1040,6 +1142,9 @@ func (c *Cloud) batchMembers(w http.ResponseWriter, r *http.Request) {
 	}
 	lb := c.activeLB(w, p.LBID)
 	if lb == nil {
+		return
+	}
+	if c.immutable(w, "Pool", p.ID, p.Status) {
 		return
 	}
 	var b struct {
@@ -1070,6 +1175,9 @@ func (c *Cloud) deleteMember(w http.ResponseWriter, r *http.Request) {
 	if lb == nil {
 		return
 	}
+	if c.immutable(w, "Pool", p.ID, p.Status) {
+		return
+	}
 	for i, m := range p.Members {
 		if m.ID == r.PathValue("member") {
 			p.Members = append(p.Members[:i:i], p.Members[i+1:]...)
@@ -1089,6 +1197,9 @@ func (c *Cloud) updatePool(w http.ResponseWriter, r *http.Request) {
 	}
 	lb := c.activeLB(w, p.LBID)
 	if lb == nil {
+		return
+	}
+	if c.immutable(w, "Pool", p.ID, p.Status) {
 		return
 	}
 	var b struct {
@@ -1137,7 +1248,7 @@ func (c *Cloud) updatePool(w http.ResponseWriter, r *http.Request) {
 
 func monitorJSON(m *monitor) map[string]any {
 	return map[string]any{"id": m.ID, "type": m.Type, "delay": m.Delay, "timeout": m.Timeout, "max_retries": m.MaxRetries, "max_retries_down": m.MaxRetriesDown,
-		"url_path": m.URLPath, "pools": []any{map[string]any{"id": m.PoolID}}, "admin_state_up": true, "provisioning_status": "ACTIVE"}
+		"url_path": m.URLPath, "pools": []any{map[string]any{"id": m.PoolID}}, "admin_state_up": true, "provisioning_status": statusOf(m.Status)}
 }
 
 func (c *Cloud) listMonitors(w http.ResponseWriter, r *http.Request) {
@@ -1217,6 +1328,9 @@ func (c *Cloud) createMonitor(w http.ResponseWriter, r *http.Request) {
 	if lb == nil {
 		return
 	}
+	if c.immutable(w, "Pool", p.ID, p.Status) {
+		return
+	}
 	if p.MonitorID != "" {
 		writeErr(w, http.StatusConflict, "This pool already has a health monitor")
 		return
@@ -1246,6 +1360,9 @@ func (c *Cloud) updateMonitor(w http.ResponseWriter, r *http.Request) {
 	if lb == nil {
 		return
 	}
+	if c.immutable(w, "HealthMonitor", m.ID, m.Status) {
+		return
+	}
 	var b struct {
 		M monitorBody `json:"healthmonitor"`
 	}
@@ -1273,6 +1390,9 @@ func (c *Cloud) deleteMonitor(w http.ResponseWriter, r *http.Request) {
 	if lb == nil {
 		return
 	}
+	if c.immutable(w, "HealthMonitor", m.ID, m.Status) {
+		return
+	}
 	delete(c.monitors, m.ID)
 	c.pools[m.PoolID].MonitorID = ""
 	c.busy(lb)
@@ -1290,4 +1410,38 @@ func hasAll(have, want []string) bool {
 		}
 	}
 	return true
+}
+
+// statusOf is a child's provisioning_status as Octavia shows it.
+func statusOf(s string) string {
+	if s == "" {
+		return "ACTIVE"
+	}
+	return s
+}
+
+// immutable answers 409 when the object is PENDING_*, as Octavia refuses every write to it.
+func (c *Cloud) immutable(w http.ResponseWriter, kind, id, status string) bool {
+	if !strings.HasPrefix(status, "PENDING_") {
+		return false
+	}
+	writeErr(w, http.StatusConflict, fmt.Sprintf("%s %s is immutable and cannot be updated.", kind, id))
+	return true
+}
+
+// leavePending leaves a listener of a fully populated create, with its pool, members and
+// monitor, PENDING_CREATE for good (Options.NoJobboard).
+func (c *Cloud) leavePending(li *listener) {
+	li.Status = "PENDING_CREATE"
+	p := c.pools[li.PoolID]
+	if p == nil {
+		return
+	}
+	p.Status = "PENDING_CREATE"
+	for _, m := range p.Members {
+		m.Status = "PENDING_CREATE"
+	}
+	if m := c.monitors[p.MonitorID]; m != nil {
+		m.Status = "PENDING_CREATE"
+	}
 }
