@@ -121,14 +121,30 @@ func shortError(e gophercloud.ErrUnexpectedResponseCode) string {
 	return s
 }
 
-// redact takes the config's identities and secrets, Keystone IDs and tokens out of text.
+// redact takes the config's secrets, its identities, Keystone IDs and tokens out of text. A
+// secret (password, application credential secret, token) is taken out wherever it appears.
+// An identity (user, project, application credential or trust name or ID) is taken out only
+// where it stands alone: inside a name (kube_service_kubernetes_default_web, ccm:kubernetes, with the
+// documented tenant-name = kubernetes and a cluster of that name) it is part of the name, and
+// the message must still say which object it is about.
 func (c *Config) redact(text string) string {
 	text = tokenRE.ReplaceAllString(text, "<token>")
 	g := c.Global
-	for _, v := range []string{g.Password, g.ApplicationCredentialSecret, g.ApplicationCredentialID, g.ApplicationCredentialName,
-		g.Username, g.UserID, g.TenantID, g.TenantName, g.Token, g.TrusteePassword, g.TrusteeID, g.TrustID} {
+	for _, v := range []string{g.Password, g.ApplicationCredentialSecret, g.Token, g.TrusteePassword} {
 		if len(strings.TrimSpace(v)) >= 3 { // shorter values would mangle ordinary words
 			text = strings.ReplaceAll(text, v, "<redacted>")
+		}
+	}
+	var ids []string
+	for _, v := range []string{g.ApplicationCredentialID, g.ApplicationCredentialName, g.Username, g.UserID, g.TenantID, g.TenantName, g.TrusteeID, g.TrustID} {
+		if len(strings.TrimSpace(v)) >= 3 {
+			ids = append(ids, regexp.QuoteMeta(v))
+		}
+	}
+	if len(ids) > 0 {
+		alone := regexp.MustCompile(`(^|[^\w.:\-])(` + strings.Join(ids, "|") + `)($|[^\w.:\-])`)
+		for range 2 { // a delimiter shared by two neighbours is matched once per pass
+			text = alone.ReplaceAllString(text, "${1}<redacted>${3}")
 		}
 	}
 	return keystoneIDRE.ReplaceAllString(text, "<id>")

@@ -127,3 +127,23 @@ func TestCloudErrorsAreSanitised(t *testing.T) {
 		t.Errorf("the sanitised error no longer unwraps to the HTTP error")
 	}
 }
+
+// Redaction hides secrets wherever they appear and the cloud identities where they stand
+// alone, not inside the names of the Service's objects: with tenant-name = kubernetes and a
+// cluster of that name, a load balancer's name stays readable in an Event.
+func TestRedactionKeepsNames(t *testing.T) {
+	cfg := Config{}
+	cfg.Global.TenantName, cfg.Global.Username, cfg.Global.Password = "kubernetes", "k8s-ccm", "s3cret-pw"
+	for in, want := range map[string]string{
+		"creating load balancer kube_service_kubernetes_default_web: HTTP 409": "creating load balancer kube_service_kubernetes_default_web: HTTP 409",
+		"listener ccm:kubernetes default/web uid-1 abc":                       "listener ccm:kubernetes default/web uid-1 abc",
+		"project kubernetes (user k8s-ccm) may not":                           "project <redacted> (user <redacted>) may not",
+		"kubernetes kubernetes":                                               "<redacted> <redacted>",
+		"password=s3cret-pw; pws3cret-pwx":                                    "password=<redacted>; pw<redacted>x",
+		"user k8s-ccm-other and kube-k8s-ccm":                                 "user k8s-ccm-other and kube-k8s-ccm",
+	} {
+		if got := cfg.redact(in); got != want {
+			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
