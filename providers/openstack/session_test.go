@@ -136,11 +136,11 @@ func TestRedactionKeepsNames(t *testing.T) {
 	cfg.Global.TenantName, cfg.Global.Username, cfg.Global.Password = "kubernetes", "k8s-ccm", "s3cret-pw"
 	for in, want := range map[string]string{
 		"creating load balancer kube_service_kubernetes_default_web: HTTP 409": "creating load balancer kube_service_kubernetes_default_web: HTTP 409",
-		"listener ccm:kubernetes default/web uid-1 abc":                       "listener ccm:kubernetes default/web uid-1 abc",
-		"project kubernetes (user k8s-ccm) may not":                           "project <redacted> (user <redacted>) may not",
-		"kubernetes kubernetes":                                               "<redacted> <redacted>",
-		"password=s3cret-pw; pws3cret-pwx":                                    "password=<redacted>; pw<redacted>x",
-		"user k8s-ccm-other and kube-k8s-ccm":                                 "user k8s-ccm-other and kube-k8s-ccm",
+		"listener ccm:kubernetes default/web uid-1 abc":                        "listener ccm:kubernetes default/web uid-1 abc",
+		"project kubernetes (user k8s-ccm) may not":                            "project <redacted> (user <redacted>) may not",
+		"kubernetes kubernetes":                                                "<redacted> <redacted>",
+		"password=s3cret-pw; pws3cret-pwx":                                     "password=<redacted>; pw<redacted>x",
+		"user k8s-ccm-other and kube-k8s-ccm":                                  "user k8s-ccm-other and kube-k8s-ccm",
 	} {
 		if got := cfg.redact(in); got != want {
 			t.Errorf("redact(%q) = %q, want %q", in, got, want)
