@@ -471,8 +471,23 @@ func (c *Cloud) createFIP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if addr == "" {
-		c.fipSeq++
-		addr = fmt.Sprintf("172.24.4.%d", 100+c.fipSeq%150)
+		// As Neutron, an address no floating IP holds, and a 409 when none is left (the fake's
+		// pool: 172.24.4.100-249).
+		used := map[string]bool{}
+		for _, f := range c.fips {
+			used[f.FloatingIP] = true
+		}
+		for range 150 {
+			c.fipSeq++
+			if a := fmt.Sprintf("172.24.4.%d", 100+c.fipSeq%150); !used[a] {
+				addr = a
+				break
+			}
+		}
+		if addr == "" {
+			writeErr(w, http.StatusConflict, fmt.Sprintf("No more IP addresses available on network %s.", n.ID))
+			return
+		}
 	}
 	f := &floatingIP{ID: c.nextID("fip"), FloatingIP: addr, NetworkID: n.ID, Status: "DOWN"}
 	if sub != nil {
@@ -487,10 +502,26 @@ func (c *Cloud) createFIP(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusNotFound, msg)
 			return
 		}
+		if msg := c.fixedTaken(f, *b.FloatingIP.PortID, fixed); msg != "" {
+			writeErr(w, http.StatusConflict, msg)
+			return
+		}
 		f.PortID, f.FixedIP, f.Status = *b.FloatingIP.PortID, fixed, "ACTIVE"
 	}
 	c.fips[f.ID] = f
 	writeJSON(w, http.StatusCreated, map[string]any{"floatingip": fipJSON(f)})
+}
+
+// fixedTaken is Neutron's 409 message when another floating IP of f's network is on the fixed
+// IP of the port ("" when free). Callers hold c.mu.
+func (c *Cloud) fixedTaken(f *floatingIP, portID, fixed string) string {
+	for _, o := range c.fips {
+		if o.ID != f.ID && o.PortID == portID && o.FixedIP == fixed && o.NetworkID == f.NetworkID {
+			return fmt.Sprintf("Cannot associate floating IP %s (%s) with port %s using fixed IP %s, as that fixed IP already has a floating IP on external network %s.",
+				f.FloatingIP, f.ID, portID, fixed, f.NetworkID)
+		}
+	}
+	return ""
 }
 
 // freeAddress is the first address of p after its gateway (the first host) that no floating
@@ -541,6 +572,10 @@ func (c *Cloud) updateFIP(w http.ResponseWriter, r *http.Request) {
 		fixed, msg := c.fixedOf(*p)
 		if msg != "" {
 			writeErr(w, http.StatusNotFound, msg)
+			return
+		}
+		if msg := c.fixedTaken(f, *p, fixed); msg != "" {
+			writeErr(w, http.StatusConflict, msg)
 			return
 		}
 		f.PortID, f.FixedIP, f.Status = *p, fixed, "ACTIVE"
