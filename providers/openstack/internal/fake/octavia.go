@@ -337,7 +337,7 @@ func (c *Cloud) activeLB(w http.ResponseWriter, id string) *loadBalancer {
 		return nil
 	}
 	if lb.Status != "ACTIVE" {
-		writeErr(w, http.StatusConflict, fmt.Sprintf("Invalid state %s of loadbalancer resource %s", lb.Status, id))
+		writeErr(w, http.StatusConflict, fmt.Sprintf("Load Balancer %s is immutable and cannot be updated.", id))
 		return nil
 	}
 	return lb
@@ -809,7 +809,7 @@ func (c *Cloud) deleteLB(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("cascade") != "true" {
 		for _, l := range c.lis {
 			if l.LBID == lb.ID {
-				writeErr(w, http.StatusBadRequest, "Cannot delete Load Balancer - it has children")
+				writeErr(w, http.StatusBadRequest, fmt.Sprintf("Validation failure: Cannot delete Load Balancer %s - it has children", lb.ID))
 				return
 			}
 		}
@@ -1063,6 +1063,12 @@ func (c *Cloud) createPool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := b.P.poolBody
+	if len(in.Members) > 0 || in.Monitor != nil {
+		// Octavia 11 builds a pool's members and monitor inline only within a load balancer's
+		// fully populated create, as it does a listener's pool.
+		writeErr(w, http.StatusInternalServerError, "'dict' object has no attribute '_sa_instance_state'")
+		return
+	}
 	if li != nil {
 		if msg := checkListener(listenerBody{Protocol: li.Protocol, Port: li.Port, TLSRef: li.TLSRef, DefaultPool: &in}, map[string]bool{},
 			strings.Contains(lb.VipAddress, ":"), func(string) bool { return true }); msg != "" {

@@ -48,6 +48,11 @@ func TestFakeAnswersAsTheRealServices(t *testing.T) {
 	if _, err := listeners.Create(ctx, lbc, listeners.CreateOpts{LoadbalancerID: lb.ID, Protocol: "TCP", ProtocolPort: 81, AllowedCIDRs: []string{"10.0.0.0/33"}}).Extract(); !gophercloud.ResponseCodeIs(err, http.StatusBadRequest) {
 		t.Errorf("a listener with a bad CIDR: %v, want 400", err)
 	}
+	_, err = pools.Create(ctx, lbc, pools.CreateOpts{ListenerID: l.ID, Name: "p", Protocol: "TCP", LBMethod: "ROUND_ROBIN",
+		Members: []pools.CreateMemberOpts{{Address: "10.0.0.5", ProtocolPort: 30080}}}).Extract()
+	if !gophercloud.ResponseCodeIs(err, http.StatusInternalServerError) {
+		t.Errorf("a pool POST with inline members: %v, want Octavia's 500", err)
+	}
 	p, err := pools.Create(ctx, lbc, pools.CreateOpts{ListenerID: l.ID, Name: "p", Protocol: "TCP", LBMethod: "ROUND_ROBIN"}).Extract()
 	if err != nil || len(p.Listeners) != 1 || p.Listeners[0].ID != l.ID {
 		t.Errorf("a pool on the listener: %+v %v", p, err)
