@@ -143,7 +143,11 @@ func newService(prefix string) *v1.Service {
 // ensure creates svc's load balancer and checks its status has an address.
 func ensure(t T, lb cloudprovider.LoadBalancer, c Config, svc *v1.Service, nodes []*v1.Node) *v1.LoadBalancerStatus {
 	t.Helper()
-	st, err := lb.EnsureLoadBalancer(ctx, c.ClusterName, svc, nodes)
+	var st *v1.LoadBalancerStatus
+	err := again(c, func() (err error) {
+		st, err = lb.EnsureLoadBalancer(ctx, c.ClusterName, svc, nodes)
+		return err
+	})
 	if err != nil {
 		t.Fatalf("EnsureLoadBalancer: %v", err)
 	}
@@ -204,7 +208,7 @@ func updateMembers(t T, c Config) {
 	svc := newService("upd")
 	st := ensure(t, lb, c, svc, nodes[:1])
 	before := c.Harness.Writes()
-	if err := lb.UpdateLoadBalancer(ctx, c.ClusterName, svc, nodes); err != nil {
+	if err := again(c, func() error { return lb.UpdateLoadBalancer(ctx, c.ClusterName, svc, nodes) }); err != nil {
 		t.Fatalf("UpdateLoadBalancer: %v", err)
 	}
 	if c.Harness.Writes() == before {
@@ -218,7 +222,7 @@ func updateMembers(t T, c Config) {
 		t.Errorf("UpdateLoadBalancer changed the address: %v -> %v", st.Ingress, got.Ingress)
 	}
 	before = c.Harness.Writes()
-	if err := lb.UpdateLoadBalancer(ctx, c.ClusterName, svc, nodes); err != nil {
+	if err := again(c, func() error { return lb.UpdateLoadBalancer(ctx, c.ClusterName, svc, nodes) }); err != nil {
 		t.Fatalf("UpdateLoadBalancer: %v", err)
 	}
 	if w := c.Harness.Writes() - before; w != 0 {
@@ -228,7 +232,7 @@ func updateMembers(t T, c Config) {
 
 func deleteMissing(t T, c Config) {
 	lb := loadBalancer(t, c.Harness.NewCloud(t))
-	if err := lb.EnsureLoadBalancerDeleted(ctx, c.ClusterName, newService("never-created")); err != nil {
+	if err := again(c, func() error { return lb.EnsureLoadBalancerDeleted(ctx, c.ClusterName, newService("never-created")) }); err != nil {
 		t.Errorf("EnsureLoadBalancerDeleted of a missing load balancer: %v, want nil", err)
 	}
 }
@@ -240,7 +244,7 @@ func getAfterDelete(t T, c Config) {
 	if _, exists, err := lb.GetLoadBalancer(ctx, c.ClusterName, svc); err != nil || !exists {
 		t.Fatalf("GetLoadBalancer after ensure = (%v, %v), want (true, nil)", exists, err)
 	}
-	if err := lb.EnsureLoadBalancerDeleted(ctx, c.ClusterName, svc); err != nil {
+	if err := again(c, func() error { return lb.EnsureLoadBalancerDeleted(ctx, c.ClusterName, svc) }); err != nil {
 		t.Fatalf("EnsureLoadBalancerDeleted: %v", err)
 	}
 	if _, exists, err := lb.GetLoadBalancer(ctx, c.ClusterName, svc); err != nil || exists {
@@ -259,7 +263,7 @@ func updateAfterDelete(t T, c Config) {
 	svc := newService("updel")
 	nodes := twoNodes(t, c, "cloudtest-updel")
 	svc.Status.LoadBalancer = *ensure(t, lb, c, svc, nodes)
-	if err := lb.EnsureLoadBalancerDeleted(ctx, c.ClusterName, svc); err != nil {
+	if err := again(c, func() error { return lb.EnsureLoadBalancerDeleted(ctx, c.ClusterName, svc) }); err != nil {
 		t.Fatalf("EnsureLoadBalancerDeleted: %v", err)
 	}
 	err := lb.UpdateLoadBalancer(ctx, c.ClusterName, svc, nodes[:1])

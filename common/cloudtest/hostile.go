@@ -77,12 +77,12 @@ func sameNamedService(namespace, name, uid string) *v1.Service {
 
 // victimSetUp creates the victim cluster's load balancer and returns its cloud, Service,
 // Nodes and status.
-func victimSetUp(t T, h HostileHarness, name string) (cloudprovider.LoadBalancer, *v1.Service, []*v1.Node, *v1.LoadBalancerStatus) {
+func victimSetUp(t T, c Config, h HostileHarness, name string) (cloudprovider.LoadBalancer, *v1.Service, []*v1.Node, *v1.LoadBalancerStatus) {
 	t.Helper()
 	lb := loadBalancer(t, h.NewCloudFor(t, victimCluster))
-	nodes := twoNodes(t, Config{Harness: h}, "cloudtest-victim-"+name)
+	nodes := twoNodes(t, Config{Harness: h, Pending: c.Pending}, "cloudtest-victim-"+name)
 	svc := sameNamedService(victimNamespace, name, "uid-victim-"+name)
-	st := ensure(t, lb, Config{Harness: h, ClusterName: victimCluster}, svc, nodes)
+	st := ensure(t, lb, Config{Harness: h, ClusterName: victimCluster, Pending: c.Pending}, svc, nodes)
 	svc.Status.LoadBalancer = *st
 	return lb, svc, nodes, st
 }
@@ -122,7 +122,7 @@ func leaks(err error, svc *v1.Service) string {
 
 func hostileRefused(t T, c Config) {
 	h := hostile(t, c)
-	vlb, vsvc, vnodes, vst := victimSetUp(t, h, "shop")
+	vlb, vsvc, vnodes, vst := victimSetUp(t, c, h, "shop")
 	cases := h.HostileCases(t, victimCluster, vsvc, attackerCluster)
 	if len(cases) == 0 {
 		t.Fatalf("HostileCases returned no attack")
@@ -130,7 +130,7 @@ func hostileRefused(t T, c Config) {
 	before := h.Snapshot(t)
 	alb := loadBalancer(t, h.NewCloudFor(t, attackerCluster))
 	anodes := twoNodes(t, c, "cloudtest-attacker")
-	ac := Config{Harness: h, ClusterName: attackerCluster}
+	ac := Config{Harness: h, ClusterName: attackerCluster, Pending: c.Pending}
 	for i, hc := range cases {
 		svc := AttackService(i)
 		svc.Annotations = hc.Annotations
@@ -152,7 +152,7 @@ func hostileRefused(t T, c Config) {
 			t.Logf("%s: UpdateLoadBalancer returned nil", hc.Name)
 		}
 		// Deleting the tenant's Service must remove only what ccm made for it: nothing here.
-		if err := alb.EnsureLoadBalancerDeleted(ctx, ac.ClusterName, svc); err != nil {
+		if err := again(c, func() error { return alb.EnsureLoadBalancerDeleted(ctx, ac.ClusterName, svc) }); err != nil {
 			t.Logf("%s: EnsureLoadBalancerDeleted: %v", hc.Name, err)
 		}
 	}
@@ -164,11 +164,11 @@ func hostileRefused(t T, c Config) {
 
 func twoClusters(t T, c Config) {
 	h := hostile(t, c)
-	vlb, vsvc, vnodes, vst := victimSetUp(t, h, "web")
+	vlb, vsvc, vnodes, vst := victimSetUp(t, c, h, "web")
 	before := h.Snapshot(t)
 	alb := loadBalancer(t, h.NewCloudFor(t, attackerCluster))
 	anodes := twoNodes(t, c, "cloudtest-twin")
-	ac := Config{Harness: h, ClusterName: attackerCluster}
+	ac := Config{Harness: h, ClusterName: attackerCluster, Pending: c.Pending}
 	twin := sameNamedService(victimNamespace, "web", "uid-twin-web")
 	st := ensure(t, alb, ac, twin, anodes)
 	if equality.Semantic.DeepEqual(st.Ingress, vst.Ingress) {
@@ -180,10 +180,10 @@ func twoClusters(t T, c Config) {
 		checkOwner(t, victimCluster, vsvc, tags)
 	}
 	twin.Status.LoadBalancer = *st
-	if err := alb.UpdateLoadBalancer(ctx, ac.ClusterName, twin, anodes[:1]); err != nil {
+	if err := again(c, func() error { return alb.UpdateLoadBalancer(ctx, ac.ClusterName, twin, anodes[:1]) }); err != nil {
 		t.Errorf("UpdateLoadBalancer of the second cluster: %v", err)
 	}
-	if err := alb.EnsureLoadBalancerDeleted(ctx, ac.ClusterName, twin); err != nil {
+	if err := again(c, func() error { return alb.EnsureLoadBalancerDeleted(ctx, ac.ClusterName, twin) }); err != nil {
 		t.Fatalf("EnsureLoadBalancerDeleted of the second cluster: %v", err)
 	}
 	if after := h.Snapshot(t); after != before {
@@ -191,7 +191,7 @@ func twoClusters(t T, c Config) {
 	}
 	victimUntouched(t, h, vlb, vsvc, vnodes, vst)
 	// The victim deletes its own: the second cluster's leftovers, if any, are not its to take.
-	if err := vlb.EnsureLoadBalancerDeleted(ctx, victimCluster, vsvc); err != nil {
+	if err := again(c, func() error { return vlb.EnsureLoadBalancerDeleted(ctx, victimCluster, vsvc) }); err != nil {
 		t.Errorf("the victim's own delete: %v", err)
 	}
 	if _, ok := h.LoadBalancerTags(t, victimCluster, vsvc); ok {

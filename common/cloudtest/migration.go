@@ -139,7 +139,7 @@ func address(st *v1.LoadBalancerStatus) string {
 // an error (a load balancer still being deleted), for a few seconds.
 func deleteUntilGone(t T, lb cloudprovider.LoadBalancer, c Config, svc *v1.Service) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(max(10*time.Second, c.Pending))
 	for {
 		err := lb.EnsureLoadBalancerDeleted(ctx, c.ClusterName, svc)
 		if err == nil {

@@ -53,10 +53,10 @@ func orphansListedAndChecked(t T, c Config) {
 	a, b := h.NewCloudFor(t, orphanCluster), h.NewCloudFor(t, otherOrphanCluster)
 	nodes := twoNodes(t, c, "cloudtest-orphans")
 	web, api := sameNamedService(orphanNamespace, "web", "uid-web"), sameNamedService(orphanNamespace, "api", "uid-api")
-	ensure(t, loadBalancer(t, a), Config{Harness: h, ClusterName: orphanCluster}, web, nodes)
-	ensure(t, loadBalancer(t, a), Config{Harness: h, ClusterName: orphanCluster}, api, nodes)
+	ensure(t, loadBalancer(t, a), Config{Harness: h, ClusterName: orphanCluster, Pending: c.Pending}, web, nodes)
+	ensure(t, loadBalancer(t, a), Config{Harness: h, ClusterName: orphanCluster, Pending: c.Pending}, api, nodes)
 	// The other cluster has a Service of the same namespace/name.
-	ensure(t, loadBalancer(t, b), Config{Harness: h, ClusterName: otherOrphanCluster}, sameNamedService(orphanNamespace, "web", "uid-b-web"), nodes)
+	ensure(t, loadBalancer(t, b), Config{Harness: h, ClusterName: otherOrphanCluster, Pending: c.Pending}, sameNamedService(orphanNamespace, "web", "uid-b-web"), nodes)
 
 	la := ownedLister(t, a)
 	writes := h.Writes()

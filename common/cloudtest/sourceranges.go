@@ -46,7 +46,7 @@ func LegacySourceRangesAreAdvised(t T, lb cloudprovider.LoadBalancer, clusterNam
 		}
 	}
 	for _, svc := range []*v1.Service{legacy, spec} {
-		if err := lb.EnsureLoadBalancerDeleted(ctx, clusterName, svc); err != nil {
+		if err := again(c, func() error { return lb.EnsureLoadBalancerDeleted(ctx, clusterName, svc) }); err != nil {
 			t.Errorf("EnsureLoadBalancerDeleted %s: %v", svc.Name, err)
 		}
 	}

@@ -6,10 +6,13 @@
 package cloudtest
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
 )
 
 // T is the part of testing.T the checks use, so the suite's own tests can run a check against a
@@ -46,6 +49,10 @@ type Config struct {
 	ClusterName string // default "conformance"
 	// SkipLoadBalancer is for providers without load balancers (those checks are not run).
 	SkipLoadBalancer bool
+	// Pending is how long a load balancer call answered with an api.RetryError is made again,
+	// as the service controller would: a real cloud takes seconds to provision. 0 (a
+	// simulator that provisions at once): a RetryError is a failure.
+	Pending time.Duration
 }
 
 // Check is one point of the contract.
@@ -68,5 +75,19 @@ func Run(t *testing.T, c Config) {
 			continue
 		}
 		t.Run(check.Name, func(t *testing.T) { check.Run(t, c) })
+	}
+}
+
+// again calls f until it returns anything but an api.RetryError, or c.Pending has passed,
+// waiting as each RetryError asks (at most a second); it returns f's last error.
+func again(c Config, f func() error) error {
+	deadline := time.Now().Add(c.Pending)
+	for {
+		err := f()
+		var retry *api.RetryError
+		if err == nil || !errors.As(err, &retry) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(min(retry.RetryAfter(), time.Second))
 	}
 }
