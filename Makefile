@@ -17,7 +17,7 @@ GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)"
 PROVIDER ?= dummy
 FUZZTIME ?= 10s
 
-.PHONY: helm-test faults faults-short flags-doc image images image-test bench bench-dummy all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help
+.PHONY: helm-test faults faults-short flags-doc image images image-test bench bench-dummy all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help realstack realstack-stop realstack-status realstack-test
 
 all: build
 
@@ -29,6 +29,9 @@ help:
 	@echo "make verify      gofmt, vet and build of every tag combination, tidy modules, tag rules"
 	@echo "make faults      fault scenarios for every provider (make test runs them with --short)"
 	@echo "make bench       figures for every provider on the local control plane and its simulator"
+	@echo "make realstack   real OpenStack (Debian packages) on 127.0.0.1 for the openstack provider: bin/realstack/{cloud.conf,ids.env}"
+	@echo "make realstack-stop / realstack-status   stop it / PIDs and memory of its services (build/realstack/README.md)"
+	@echo "make realstack-test  the openstack provider's conformance suite and update tests against those services"
 
 build:
 	$(GOBUILD) -tags "$(ALL_TAGS)" -o bin/ccm ./cmd/ccm
@@ -45,7 +48,7 @@ PROVIDER_DIRS := $(sort $(patsubst %/go.mod,%,$(wildcard providers/*/go.mod)))
 INTEGRATION_PKGS := ./test/integration/... $(addprefix ./,$(sort $(wildcard providers/*/integration)))
 
 unit:
-	go test -count=1 $$(go list ./cmd/... ./common/... $(addprefix ./,$(addsuffix /...,$(PROVIDER_DIRS))) 2>/dev/null | grep -v '/integration$$')
+	go test -count=1 $$(go list ./cmd/... ./common/... $(addprefix ./,$(addsuffix /...,$(PROVIDER_DIRS))) 2>/dev/null | grep -v -e '/integration$$' -e '/realstack$$')
 
 fuzz:
 	@bash build/fuzz.sh $(FUZZTIME)
@@ -115,3 +118,21 @@ images:
 
 image-test: build $(addprefix build-,$(PROVIDERS))
 	cd build/image && CCM_BIN_DIR=$(CURDIR)/bin CCM_PROVIDERS="$(PROVIDERS)" GOWORK=off go test -count=1 -v ./... 2>&1 | grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok)|_test.go:'; exit $${PIPESTATUS[0]}
+
+# Real OpenStack services (Keystone, Nova with a fake hypervisor, Neutron, Octavia, ...) from
+# Debian 12 packages on 127.0.0.1, for testing the openstack provider against the real APIs.
+# Not part of `make test`; see build/realstack/README.md. State in bin/realstack (REALSTACK_DIR).
+realstack:
+	@bash build/realstack/realstack.sh up
+
+realstack-stop:
+	@bash build/realstack/realstack.sh stop
+
+realstack-status:
+	@bash build/realstack/realstack.sh status
+
+# providers/openstack/realstack against the services `make realstack` runs (it fails, not
+# skips, when they are not there). CI runs it after `make test`.
+realstack-test:
+	CCM_REALSTACK_DIR=$(CURDIR)/bin/realstack go test -count=1 -v -timeout 40m ./providers/openstack/realstack/ 2>&1 | tee bin/realstack-test.log | grep --line-buffered -E '^(=== RUN|\s*--- |PASS|FAIL|ok|panic)|_test.go:'; \
+		exit $${PIPESTATUS[0]}
