@@ -103,7 +103,8 @@ func orphansListedAndChecked(t T, c Config) {
 	}
 
 	// Its own: deleted, from a new process (as the collector after a restart) too.
-	if err := ownedLister(t, h.NewCloudFor(t, orphanCluster)).DeleteOwnedLoadBalancer(ctx, orphanCluster, apiLB); err != nil {
+	lister := ownedLister(t, h.NewCloudFor(t, orphanCluster))
+	if err := again(c, func() error { return lister.DeleteOwnedLoadBalancer(ctx, orphanCluster, apiLB) }); err != nil {
 		t.Fatalf("DeleteOwnedLoadBalancer(%s): %v", apiLB.ID, err)
 	}
 	if _, ok := h.LoadBalancerTags(t, orphanCluster, api); ok {
@@ -116,7 +117,7 @@ func orphansListedAndChecked(t T, c Config) {
 		t.Errorf("the other cluster's load balancer is gone")
 	}
 	// Deleting it again (a second round, another replica) is not an error.
-	if err := la.DeleteOwnedLoadBalancer(ctx, orphanCluster, apiLB); err != nil {
+	if err := again(c, func() error { return la.DeleteOwnedLoadBalancer(ctx, orphanCluster, apiLB) }); err != nil {
 		t.Errorf("deleting the orphan again: %v", err)
 	}
 	if _, ok := h.LoadBalancerTags(t, orphanCluster, web); !ok {
