@@ -244,6 +244,15 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.provider == providerOVN {
+		// ovn-octavia-provider refuses allowed_cidrs (400, "OVN provider does not support
+		// allowed_cidrs option"), as upstream knows (it sends none to ovn): the ranges are
+		// left to kube-proxy, which reads the spec field only.
+		ranges = nil
+		if msg, ok := sourceranges.Unenforced(svc); ok {
+			s.advice = append(s.advice, advice{sourceranges.ReasonNotEnforced, msg})
+		}
+	}
 	for _, p := range svc.Spec.Ports {
 		ls := listenerSpec{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort), PoolProtocol: string(p.Protocol), Method: method, SourceRanges: ranges, Limits: limits,
 			Persistence: persistenceOf(svc)}

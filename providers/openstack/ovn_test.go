@@ -3,9 +3,11 @@ package openstack
 import (
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/ccm-project/ccm/common/sourceranges"
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
@@ -88,5 +90,34 @@ func TestOVNMonitors(t *testing.T) {
 		if c[op] != before[op] {
 			t.Errorf("takeover of upstream's OVN load balancer: %s %d times (%s)", op, c[op]-before[op], f.CallSummary())
 		}
+	}
+}
+
+// ovn-octavia-provider refuses allowed_cidrs (400), so no listener of an ovn load balancer
+// carries them: a Service with source ranges is served (before, every sync failed), and one
+// restricted by the legacy annotation alone, which kube-proxy does not read, gets a Warning.
+func TestOVNSendsNoAllowedCIDRs(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	c := newTestCloud(t, f, "lb-provider = ovn\n")
+	sink, stop := newSink(t)
+	c.Initialize(sink, stop)
+	lb := lbOf(t, c)
+	nodes := lbNodes("10.0.0.5")
+	spec := lbService("spec", nil)
+	spec.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"}
+	legacy := lbService("legacy", map[string]string{"service.beta.kubernetes.io/load-balancer-source-ranges": "198.51.100.0/24"})
+	for _, svc := range []*v1.Service{spec, legacy} {
+		ensureUntilReady(t, lb, svc, nodes)
+		for _, l := range fakeLB(t, f, svc.Name).Listeners {
+			if len(l.AllowedCIDRs) != 0 {
+				t.Errorf("%s: listener %d has allowed_cidrs %v on an ovn load balancer", svc.Name, l.Port, l.AllowedCIDRs)
+			}
+		}
+	}
+	if found, evs := sink.Await(legacy, 2*time.Second, v1.EventTypeWarning, sourceranges.ReasonNotEnforced); !found {
+		t.Errorf("the legacy annotation on an ovn load balancer: no Warning %s; Events %q", sourceranges.ReasonNotEnforced, evs)
+	}
+	if evs := sink.On(spec); len(evs) != 0 {
+		t.Errorf("spec.loadBalancerSourceRanges (kube-proxy's) got Events %q", evs)
 	}
 }

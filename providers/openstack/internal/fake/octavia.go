@@ -475,8 +475,12 @@ func providerRefusesMonitor(provider, typ string) string {
 	return ""
 }
 
-// providerRefusesListener applies providerRefusesMonitor to a listener's default pool's monitor.
+// providerRefusesListener is the 400 message the provider answers a listener with: the OVN
+// provider has no allowed_cidrs, and providerRefusesMonitor for its default pool's monitor.
 func providerRefusesListener(provider string, l listenerBody) string {
+	if provider == "ovn" && len(l.AllowedCIDRs) > 0 {
+		return "Provider 'ovn' does not support a requested option: OVN provider does not support allowed_cidrs option"
+	}
 	if l.DefaultPool == nil || l.DefaultPool.Monitor == nil {
 		return ""
 	}
@@ -966,6 +970,10 @@ func (c *Cloud) updateListener(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if b.L.AllowedCIDRs != nil {
+		if msg := providerRefusesListener(lb.Provider, listenerBody{AllowedCIDRs: *b.L.AllowedCIDRs}); msg != "" {
+			writeErr(w, http.StatusBadRequest, msg)
+			return
+		}
 		if msg := checkListener(listenerBody{Protocol: l.Protocol, Port: l.Port, AllowedCIDRs: *b.L.AllowedCIDRs, TLSRef: l.TLSRef}, map[string]bool{},
 			strings.Contains(lb.VipAddress, ":"), func(string) bool { return true }); msg != "" {
 			writeErr(w, http.StatusBadRequest, msg)
