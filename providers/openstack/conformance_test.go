@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,8 +30,14 @@ type harness struct {
 }
 
 // newHarness is a harness over a new fake whose clouds record Events into one sink.
-func newHarness(t *testing.T, extra string) *harness {
-	h := &harness{fake: newFake(t, fake.Options{}), extra: extra, events: cloudtest.NewEventSink(), stop: make(chan struct{})}
+func newHarness(t *testing.T, extra string) *harness { return newHarnessWith(t, extra, fake.Options{}) }
+
+// pendingOptions: Octavia takes seconds for each change (build/realstack/FINDINGS.md); the
+// fake's short delays keep the provider's PENDING_* paths in the conformance suite.
+var pendingOptions = fake.Options{ProvisionDelay: 60 * time.Millisecond, UpdateDelay: 15 * time.Millisecond}
+
+func newHarnessWith(t *testing.T, extra string, o fake.Options) *harness {
+	h := &harness{fake: newFake(t, o), extra: extra, events: cloudtest.NewEventSink(), stop: make(chan struct{})}
 	t.Cleanup(func() { close(h.stop) })
 	return h
 }
@@ -223,10 +230,10 @@ func (h *harness) DriftCases(t cloudtest.T) []cloudtest.DriftCase {
 var _ cloudtest.DriftHarness = (*harness)(nil)
 
 func TestConformance(t *testing.T) {
-	cloudtest.Run(t, cloudtest.Config{Harness: newHarness(t, "")})
+	cloudtest.Run(t, cloudtest.Config{Harness: newHarnessWith(t, "", pendingOptions), Pending: 10 * time.Second})
 }
 
 // The same suite with per-Service security groups: two clusters' groups and port lists.
 func TestConformanceWithSecurityGroups(t *testing.T) {
-	cloudtest.Run(t, cloudtest.Config{Harness: newHarness(t, manageSG)})
+	cloudtest.Run(t, cloudtest.Config{Harness: newHarnessWith(t, manageSG, pendingOptions), Pending: 10 * time.Second})
 }
