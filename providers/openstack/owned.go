@@ -8,6 +8,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/cloud-provider/api"
 
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
@@ -62,6 +63,11 @@ func (c *Cloud) DeleteOwnedLoadBalancer(ctx context.Context, cluster string, lb 
 		return nil
 	case err != nil:
 		return c.cfg.sanitize(err)
+	}
+	if cur.ProvisioningStatus == "PENDING_DELETE" {
+		// Octavia's cascade delete drops the tags before the load balancer is gone, so the
+		// marks cannot be checked again; nothing is written to it, only looked at later.
+		return api.NewRetryError(fmt.Sprintf("load balancer %s is being deleted", lb.ID), c.cfg.LoadBalancer.PendingRetry.Duration)
 	}
 	svc := lb.Service()
 	if err := ownership.Check(ownership.Of(cluster, svc), kindLB, lb.ID, tagMap(cur.Tags)); err != nil {

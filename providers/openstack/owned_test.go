@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
 func callsDelta(before, after map[string]int) (total int, by map[string]int) {
@@ -93,5 +95,38 @@ func TestOwnedLoadBalancers(t *testing.T) {
 	}
 	if lbs, _ := b.OwnedLoadBalancers(ctx, "beta"); len(lbs) != 1 {
 		t.Errorf("beta lists %+v, want its one load balancer", lbs)
+	}
+}
+
+// An orphan's delete looked at again while Octavia deletes it: its cascade delete drops the
+// tags before the load balancer is gone (seen on Octavia 11), so the marks cannot prove
+// anything then. That look is a RetryError and writes nothing, never a refusal; once it is
+// gone, nil.
+func TestOwnedDeleteWhilePendingDelete(t *testing.T) {
+	ctx := context.Background()
+	h := newHarnessWith(t, "", fake.Options{UpdateDelay: 400 * time.Millisecond})
+	a := h.NewCloudFor(t, cluster).(*Cloud)
+	n1, _ := h.AddInstance(t, "owned-n1")
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
+	lb, _ := a.LoadBalancer()
+	ensureUntilReady(t, lb, svc, []*v1.Node{n1})
+	owned, err := a.OwnedLoadBalancers(ctx, cluster)
+	if err != nil || len(owned) != 1 {
+		t.Fatalf("owned: %+v %v", owned, err)
+	}
+	if err := a.DeleteOwnedLoadBalancer(ctx, cluster, owned[0]); !isRetry(err) {
+		t.Fatalf("first delete = %v, want a RetryError (being deleted)", err)
+	}
+	writes := h.fake.Writes()
+	if err := a.DeleteOwnedLoadBalancer(ctx, cluster, owned[0]); !isRetry(err) {
+		t.Errorf("a look while PENDING_DELETE (tags gone) = %v, want a RetryError", err)
+	}
+	if w := h.fake.Writes() - writes; w != 0 {
+		t.Errorf("the look made %d writes", w)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := a.DeleteOwnedLoadBalancer(ctx, cluster, owned[0]); err != nil {
+		t.Errorf("once gone: %v, want nil", err)
 	}
 }

@@ -819,6 +819,7 @@ func (c *Cloud) deleteLB(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	lb.Status, lb.until = "PENDING_DELETE", time.Now().Add(c.opts.UpdateDelay)
+	lb.Tags = nil // Octavia's cascade delete drops the tags while the load balancer is still listed
 	c.tick()
 	w.WriteHeader(http.StatusNoContent)
 }
