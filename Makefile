@@ -134,5 +134,5 @@ realstack-status:
 # providers/openstack/realstack against the services `make realstack` runs (it fails, not
 # skips, when they are not there). CI runs it after `make test`.
 realstack-test:
-	CCM_REALSTACK_DIR=$(CURDIR)/bin/realstack go test -count=1 -v -timeout 40m ./providers/openstack/realstack/ 2>&1 | tee bin/realstack-test.log | grep --line-buffered -E '^(=== RUN|\s*--- |PASS|FAIL|ok|panic)|_test.go:'; \
+	CCM_REALSTACK_DIR=$(CURDIR)/bin/realstack go test -count=1 -v -timeout 40m ./providers/openstack/realstack/ 2>&1 | tee bin/realstack-test.log | grep --line-buffered -E '^(=== RUN|\s*--- |PASS|FAIL|ok|panic)|^\s+\S+\.go:[0-9]+: '; \
 		exit $${PIPESTATUS[0]}
