@@ -592,7 +592,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	case st == "ERROR":
 		return "", fmt.Errorf("the load balancer named by annotation %s is in ERROR", annLoadBalancerID)
 	default:
-		return "", l.pending(lb.ID, fmt.Sprintf("load balancer %s (%s) is %s", name, lb.ID, st), rep)
+		return "", l.pending(lb.ID, fmt.Sprintf("load balancer %s is %s", name, st), rep)
 	}
 	for _, a := range notApplied(spec, lb, adopted) {
 		l.c.events.Advise(svc, a.reason, a.msg) // once an hour, not every sync

@@ -14,6 +14,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 
+	"github.com/ccm-project/ccm/common/testenv"
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
@@ -87,6 +88,10 @@ func TestPendingDoesNotBlock(t *testing.T) {
 	_, err := lb.EnsureLoadBalancer(context.Background(), cluster, svc, nodes)
 	if !isRetry(err) {
 		t.Fatalf("first Ensure = %v, want a RetryError", err)
+	}
+	// The fault harnesses tell a planned re-check from a failure by its wording.
+	if msg := "Error syncing load balancer: failed to ensure load balancer: " + err.Error(); !testenv.IsRecheck("openstack", msg) {
+		t.Errorf("%q is not read as a planned re-check", msg)
 	}
 	if d := time.Since(start); d > 300*time.Millisecond {
 		t.Errorf("Ensure of a PENDING_CREATE load balancer took %v", d)
