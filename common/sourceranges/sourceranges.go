@@ -12,7 +12,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	netutils "k8s.io/utils/net"
+
+	"github.com/ccm-project/ccm/common/reach"
 )
 
 // Annotation is the legacy annotation, read only when the spec field is empty.
@@ -32,10 +33,12 @@ type Ranges struct {
 
 // Of reads svc's source ranges. A value that is not a CIDR is an error naming the field or
 // the annotation, the item and the value. Parsing is upstream's (leading zeros in IPv4 are
-// accepted, as k8s.io/utils/net.ParseCIDRSloppy does).
+// accepted, as k8s.io/utils/net.ParseCIDRSloppy does); the ranges are normalised by
+// reach.Prefix (an IPv4-mapped range is the IPv4 range it is, a zone is refused) and at most
+// reach.MaxRanges.
 func Of(svc *v1.Service) (Ranges, error) {
 	if len(svc.Spec.LoadBalancerSourceRanges) > 0 {
-		out, err := parse(svc.Spec.LoadBalancerSourceRanges, func(i int, v string) error {
+		out, err := parse(Field, svc.Spec.LoadBalancerSourceRanges, func(i int, v string) error {
 			return fmt.Errorf("%s[%d]: %q is not a CIDR (e.g. 203.0.113.0/24 or 2001:db8::/32)", Field, i, v)
 		})
 		return Ranges{CIDRs: out, From: Field}, err
@@ -44,20 +47,23 @@ func Of(svc *v1.Service) (Ranges, error) {
 	if v == "" {
 		return Ranges{}, nil
 	}
-	out, err := parse(strings.Split(v, ","), func(i int, item string) error {
+	out, err := parse("annotation "+Annotation, strings.Split(v, ","), func(i int, item string) error {
 		return fmt.Errorf("annotation %s: item %d, %q, is not a CIDR; want a comma-separated list such as 10.0.0.0/24,192.168.2.0/24", Annotation, i+1, item)
 	})
 	return Ranges{CIDRs: out, From: Annotation}, err
 }
 
-func parse(items []string, bad func(i int, v string) error) ([]string, error) {
+func parse(what string, items []string, bad func(i int, v string) error) ([]string, error) {
+	if len(items) > reach.MaxRanges {
+		return nil, fmt.Errorf("%s: %d ranges, more than the %d a Service may list", what, len(items), reach.MaxRanges)
+	}
 	out := make([]string, 0, len(items))
 	for i, item := range items {
-		_, n, err := netutils.ParseCIDRSloppy(strings.TrimSpace(item))
-		if err != nil {
+		p, ok := reach.Prefix(item)
+		if !ok {
 			return nil, bad(i, item)
 		}
-		out = append(out, n.String())
+		out = append(out, p.String())
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil

@@ -88,3 +88,22 @@ func TestUnenforced(t *testing.T) {
 		}
 	}
 }
+
+// A mapped range is read as the IPv4 range it is, a zone is refused, and the list is bounded,
+// in the spec field and the annotation alike.
+func TestRangesNormalisedAndBounded(t *testing.T) {
+	svc := &v1.Service{Spec: v1.ServiceSpec{LoadBalancerSourceRanges: []string{"::ffff:0.0.0.0/96", "::ffff:10.0.0.0/104"}}}
+	r, err := Of(svc)
+	if err != nil || strings.Join(r.CIDRs, ",") != "0.0.0.0/0,10.0.0.0/8" {
+		t.Errorf("mapped ranges: %v, %v", r.CIDRs, err)
+	}
+	svc = &v1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{Annotation: "fe80::/64%eth0"}}}
+	if _, err := Of(svc); err == nil || !strings.Contains(err.Error(), Annotation) {
+		t.Errorf("a zone: %v", err)
+	}
+	many := strings.Repeat("10.0.0.0/8,", 300)
+	svc = &v1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{Annotation: many + "10.0.0.0/8"}}}
+	if _, err := Of(svc); err == nil || !strings.Contains(err.Error(), "more than the 250") {
+		t.Errorf("301 ranges: %v", err)
+	}
+}

@@ -1,0 +1,59 @@
+package reach
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Markdown is the table's section of docs/security.md: every annotation with its reach and
+// the check it gets. Providers test that the docs hold it verbatim.
+func (t Table) Markdown() string {
+	var b strings.Builder
+	b.WriteString("| annotation | reach | check |\n|---|---|---|\n")
+	for _, k := range Kinds {
+		for _, a := range t {
+			if a.Reach != k {
+				continue
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", a.Name, a.reachText(), a.checkText())
+		}
+	}
+	return b.String()
+}
+
+func (a Annotation) reachText() string {
+	if a.Reach != Object {
+		return string(a.Reach)
+	}
+	s := "names " + a.Object
+	if a.List {
+		s += " (a list)"
+	}
+	return s
+}
+
+func (a Annotation) checkText() string {
+	var s string
+	switch a.Reach {
+	case Object:
+		s = "used when its tags prove it is this Service's"
+		if a.Cluster {
+			s = "used when tagged for this cluster or proven this Service's"
+		}
+		s += ", or allowed by the operator (by namespace or ID)"
+	case NodePort:
+		s = "only the Service's own nodePorts and health-check nodePort"
+	case Ranges:
+		s = fmt.Sprintf("normalised (IPv4-mapped, zones refused), at most %d", MaxRanges)
+	case Pattern:
+		s = fmt.Sprintf("at most %d bytes and %d compiled instructions, compiled once", MaxPattern, MaxInst)
+	case Text:
+		s = fmt.Sprintf("at most %d bytes", a.Limit())
+	case Setting:
+		s = "parsed against its fixed values"
+	}
+	if a.Check != "" {
+		s += "; " + a.Check
+	}
+	return s
+}
