@@ -32,6 +32,7 @@ var Checks = []Check{
 	{Name: "NamesFitTheCloud", LoadBalancer: true, Run: namesFit},
 	{Name: "LoadBalancersCarryOwnershipTags", LoadBalancer: true, Run: ownershipTags},
 	{Name: "HostileAnnotationsAreRefused", LoadBalancer: true, Hostile: true, Run: hostileRefused},
+	{Name: "GeneratedHostileAnnotationsAreRefused", LoadBalancer: true, Hostile: true, Run: generatedHostile},
 	{Name: "TwoClustersWithTheSameServicesDoNotCollide", LoadBalancer: true, Hostile: true, Run: twoClusters},
 	{Name: "OutOfBandChangesAreRepaired", LoadBalancer: true, Drift: true, Run: driftRepaired},
 	{Name: "UpstreamStateIsTakenOverInPlace", LoadBalancer: true, Run: migrationTakesOver},

@@ -16,6 +16,8 @@ import (
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/reach"
+	"github.com/ccm-project/ccm/common/sourceranges"
 	"github.com/ccm-project/ccm/common/servicecontroller"
 	"github.com/ccm-project/ccm/common/svcevents"
 )
@@ -48,6 +50,7 @@ const (
 	orphansUpstream    breakage = "leaves upstream's unused objects behind"
 	listsForeign       breakage = "the owned listing reports any tagged load balancer"
 	deletesUnchecked   breakage = "an orphan is deleted without checking its marks again"
+	skipsReach         breakage = "annotation values are not checked by their reach"
 )
 
 // Upstream's marks on the load balancers it made, in the fake's world.
@@ -61,6 +64,17 @@ const idleTimeout = 60
 
 // annAdopt names an existing load balancer for the Service to use, as load-balancer-id does.
 const annAdopt = "fake/adopt"
+
+// fakeAnnotations is the fake's annotation table: one of each reach it can act on.
+var fakeAnnotations = reach.Table{
+	{Name: annAdopt, Reach: reach.Object, Object: "load balancer"},
+	{Name: "fake/probe-port", Reach: reach.NodePort},
+	{Name: "fake/tag", Reach: reach.Text, Max: 256},
+	{Name: "fake/idle", Reach: reach.Setting},
+	{Name: sourceranges.Annotation, Reach: reach.Ranges},
+}
+
+var fakeChecker = &reach.Checker{Table: fakeAnnotations, Prefixes: []string{"fake/"}}
 
 // sim is a tiny cloud: machines and load balancers.
 type sim struct {
@@ -237,6 +251,11 @@ func nodeNames(nodes []*v1.Node) []string {
 // one and writes each difference (one write per field). A difference while the desired state
 // is the one last applied (same fingerprint) is drift, and is reported.
 func (c *fakeCloud) write(cluster string, svc *v1.Service, nodes []*v1.Node, newIP bool) (*v1.LoadBalancerStatus, error) {
+	if c.h.brk != skipsReach {
+		if err := fakeChecker.Values(svc); err != nil {
+			return nil, err
+		}
+	}
 	s := c.h.sim
 	s.mu.Lock()
 	name := c.h.name(cluster, svc)
@@ -249,7 +268,11 @@ func (c *fakeCloud) write(cluster string, svc *v1.Service, nodes []*v1.Node, new
 		lb, exists, upstream = simLB{}, false, false
 	}
 	if exists && !upstream && c.h.brk != adoptsForeign && c.h.brk != ignoresCluster {
-		if err := ownership.Check(id, "load balancer", name, lb.tags); err != nil {
+		err := ownership.Check(id, "load balancer", name, lb.tags)
+		if a, _ := fakeAnnotations.Lookup(annAdopt); svc.Annotations[annAdopt] != "" && c.h.brk != skipsReach {
+			err = reach.Named(id, ownership.Allow{}, a, name, reach.Evidence{Tags: lb.tags})
+		}
+		if err != nil {
 			s.mu.Unlock()
 			if c.h.brk == leaksOwner {
 				return nil, fmt.Errorf("%w (owner tags %v)", err, lb.tags)
@@ -405,9 +428,21 @@ func (h *fakeHarness) HostileCases(_ T, victim string, victimSvc *v1.Service, _ 
 	h.sim.lbs["made-by-hand"] = simLB{ip: "198.51.100.7", tags: map[string]string{"team": "payments"}}
 	h.sim.mu.Unlock()
 	return []HostileCase{
-		{Name: "adopt an unowned load balancer", Annotations: map[string]string{annAdopt: "made-by-hand"}, Reason: "no ownership mark"},
-		{Name: "adopt the other cluster's load balancer", Annotations: map[string]string{annAdopt: h.name(victim, victimSvc)}, Reason: "no ownership mark"},
+		{Name: "adopt an unowned load balancer", Annotations: map[string]string{annAdopt: "made-by-hand"}, Reason: "does not own"},
+		{Name: "adopt the other cluster's load balancer", Annotations: map[string]string{annAdopt: h.name(victim, victimSvc)}, Reason: "does not own"},
 	}
+}
+
+func (h *fakeHarness) Annotations() reach.Table { return fakeAnnotations }
+
+func (h *fakeHarness) Foreign(_ T, kind, victim string, victimSvc *v1.Service, _ string) []Foreign {
+	if kind != "load balancer" {
+		return nil
+	}
+	h.sim.mu.Lock()
+	h.sim.lbs["hand-made-2"] = simLB{ip: "198.51.100.8", tags: map[string]string{"team": "search"}}
+	h.sim.mu.Unlock()
+	return []Foreign{{Flavour: Unowned, Value: "hand-made-2"}, {Flavour: OtherCluster, Value: h.name(victim, victimSvc)}}
 }
 
 // The drift part of the harness.

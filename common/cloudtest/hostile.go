@@ -127,9 +127,16 @@ func hostileRefused(t T, c Config) {
 	if len(cases) == 0 {
 		t.Fatalf("HostileCases returned no attack")
 	}
+	attack(t, c, h, "cloudtest-attacker", cases)
+	victimUntouched(t, h, vlb, vsvc, vnodes, vst)
+}
+
+// attack runs each case as a Service of the attacking cluster: every ensure must be refused
+// with its Reason, and nothing the attacker does not own may change at the simulator.
+func attack(t T, c Config, h HostileHarness, nodePrefix string, cases []HostileCase) {
 	before := h.Snapshot(t)
 	alb := loadBalancer(t, h.NewCloudFor(t, attackerCluster))
-	anodes := twoNodes(t, c, "cloudtest-attacker")
+	anodes := twoNodes(t, c, nodePrefix)
 	ac := Config{Harness: h, ClusterName: attackerCluster, Pending: c.Pending}
 	for i, hc := range cases {
 		svc := AttackService(i)
@@ -140,13 +147,13 @@ func hostileRefused(t T, c Config) {
 		_, err := alb.EnsureLoadBalancer(ctx, ac.ClusterName, svc, anodes)
 		switch {
 		case err == nil:
-			t.Errorf("%s: EnsureLoadBalancer accepted the attack (annotations %v)", hc.Name, hc.Annotations)
+			t.Errorf("%s: EnsureLoadBalancer accepted the attack (annotations %.300v)", hc.Name, hc.Annotations)
 		case !strings.Contains(err.Error(), hc.Reason):
-			t.Errorf("%s: refused, but the error does not say why (want %q): %v", hc.Name, hc.Reason, err)
+			t.Errorf("%s: refused, but the error does not say why (want %q): %.500v", hc.Name, hc.Reason, err)
 		case leaks(err, svc) != "":
 			t.Errorf("%s: the refusal names the victim's %q to the attacking tenant: %v", hc.Name, leaks(err, svc), err)
 		default:
-			t.Logf("%s: refused: %v", hc.Name, err)
+			t.Logf("%s: refused: %.300v", hc.Name, err)
 		}
 		if err := alb.UpdateLoadBalancer(ctx, ac.ClusterName, svc, anodes[:1]); err == nil {
 			t.Logf("%s: UpdateLoadBalancer returned nil", hc.Name)
@@ -159,7 +166,6 @@ func hostileRefused(t T, c Config) {
 	if after := h.Snapshot(t); after != before {
 		t.Errorf("the attacks changed objects ccm does not own:\n%s", diffLines(before, after))
 	}
-	victimUntouched(t, h, vlb, vsvc, vnodes, vst)
 }
 
 func twoClusters(t T, c Config) {
