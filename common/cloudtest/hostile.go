@@ -32,8 +32,13 @@ type HostileHarness interface {
 
 // AttackService is the attacking tenant's Service for case i of HostileCases (before the case's
 // annotations and Mutate): harnesses seed objects under the names ccm computes for it.
-func AttackService(i int) *v1.Service {
-	return sameNamedService("tenant", fmt.Sprintf("attack-%d", i), fmt.Sprintf("uid-attack-%d", i))
+func AttackService(i int) *v1.Service { return attackService("attack", i) }
+
+// attackService is the attacking tenant's Service of case i of a group whose Services are
+// named prefix-i (the generated group's differ from HostileCases', whose harnesses seed
+// objects under the names ccm computes for them).
+func attackService(prefix string, i int) *v1.Service {
+	return sameNamedService("tenant", fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("uid-%s-%d", prefix, i))
 }
 
 // HostileCase is one attack: a Service of the attacking cluster with these annotations (and
@@ -127,19 +132,19 @@ func hostileRefused(t T, c Config) {
 	if len(cases) == 0 {
 		t.Fatalf("HostileCases returned no attack")
 	}
-	attack(t, c, h, "cloudtest-attacker", cases)
+	attack(t, c, h, "cloudtest-attacker", "attack", cases)
 	victimUntouched(t, h, vlb, vsvc, vnodes, vst)
 }
 
 // attack runs each case as a Service of the attacking cluster: every ensure must be refused
 // with its Reason, and nothing the attacker does not own may change at the simulator.
-func attack(t T, c Config, h HostileHarness, nodePrefix string, cases []HostileCase) {
+func attack(t T, c Config, h HostileHarness, nodePrefix, svcPrefix string, cases []HostileCase) {
 	before := h.Snapshot(t)
 	alb := loadBalancer(t, h.NewCloudFor(t, attackerCluster))
 	anodes := twoNodes(t, c, nodePrefix)
 	ac := Config{Harness: h, ClusterName: attackerCluster, Pending: c.Pending}
 	for i, hc := range cases {
-		svc := AttackService(i)
+		svc := attackService(svcPrefix, i)
 		svc.Annotations = hc.Annotations
 		if hc.Mutate != nil {
 			hc.Mutate(svc)

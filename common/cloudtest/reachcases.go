@@ -105,7 +105,7 @@ func generatedHostile(t T, c Config) {
 		}
 		return fs
 	})
-	attack(t, c, h, "cloudtest-reach", cases)
+	attack(t, c, h, "cloudtest-reach", "reach", cases)
 	victimUntouched(t, h, vlb, vsvc, vnodes, vst)
 	counts := tab.Count()
 	t.Logf("generated %d hostile cases from %d annotations (objects %d, node ports %d, ranges %d, patterns %d, text %d, settings %d)",

@@ -92,6 +92,9 @@ func (c *Checker) value(svc *v1.Service, a Annotation, v string) error {
 	case NodePort:
 		return c.nodePort(svc, a, v)
 	case Ranges:
+		if strings.TrimSpace(v) == "" {
+			return nil // no ranges: the annotation is unset
+		}
 		_, err := PrefixList(a.Name, strings.Split(v, ","))
 		return err
 	case Pattern:

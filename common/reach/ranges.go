@@ -48,9 +48,6 @@ func PrefixList(annotation string, items []string) ([]string, error) {
 	}
 	out := make([]string, 0, len(items))
 	for i, item := range items {
-		if strings.TrimSpace(item) == "" && len(items) > 1 {
-			continue
-		}
 		p, ok := Prefix(item)
 		if !ok {
 			return nil, Refuse(annotation, "item %d, %q, is not a CIDR (e.g. 203.0.113.0/24 or 2001:db8::/32; no zone)", i+1, item)

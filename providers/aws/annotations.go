@@ -52,16 +52,6 @@ const (
 	annPrivateAddresses = "private-ipv4-addresses"
 )
 
-// supported are the annotations ccm implements; upstream reads exactly these too (a test
-// checks the list against upstream's). Any other name with the prefix is ignored, as upstream
-// ignores it, with a Warning naming it: a typo must not pass silently, and a Service that also
-// carries the AWS Load Balancer Controller's annotations (nlb-target-type, scheme, name, ...)
-// must still be reconciled.
-var supported = []string{annType, annInternal, annSubnets, annSecurityGroup, annExtraGroups, annSSLCert, annSSLPorts, annSSLPolicy,
-	annBackend, annCrossZone, annExtraTags, annNodeLabels, annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval,
-	annHCProtocol, annHCPort, annHCPath, annProxyProtocol, annIdleTimeout, annDraining, annDrainingTimeout,
-	annAccessLog, annAccessLogEmit, annAccessLogBucket, annAccessLogPrefix, annTGAttributes, annEIPAllocations, annPrivateAddresses}
-
 // notForNLB and notForClassic are annotations upstream reads for one type only (on the other
 // they are accepted with a Warning saying they do nothing, as upstream ignores them).
 var (

@@ -65,8 +65,12 @@ func newHarnessIn(t *testing.T, region, cluster string) *harness {
 }
 
 // configFor is the cloud-config of cluster on this fake.
+// testAllowed are the certificate and bucket the tests name: only an operator can allow those
+// (ccm cannot read their tags), as the cloud config of every test cloud does.
+const testAllowed = "arn:aws:acm:us-east-1:1:certificate/x,arn:aws:acm:us-east-1:123456789012:certificate/mig,logs"
+
 func (h *harness) configFor(cluster string) string {
-	return fmt.Sprintf("[Global]\nRegion = us-east-1\nKubernetesClusterID = %s\nCredentialsFile = %s\n\n"+
+	return fmt.Sprintf("[Global]\nRegion = us-east-1\nKubernetesClusterID = %s\nCredentialsFile = %s\nAllowedResourceIDs = "+testAllowed+"\n\n"+
 		"[ServiceOverride \"1\"]\nService = ec2\nRegion = us-east-1\nURL = %s\nSigningRegion = us-east-1\n\n"+
 		"[ServiceOverride \"2\"]\nService = elasticloadbalancing\nRegion = us-east-1\nURL = %s\nSigningRegion = us-east-1\n", cluster, h.creds, h.url, h.url)
 }
@@ -75,7 +79,13 @@ func (h *harness) cloud(t cloudtest.T, extra string) *Cloud {
 	if h.managedSG {
 		extra = managedMode + extra
 	}
-	c, err := New(strings.NewReader(h.cfg + extra))
+	base := h.cfg
+	if strings.Contains(extra, "AllowedResourceIDs = ") {
+		// the test's own list, with the certificate and bucket every test cloud allows
+		base = strings.Replace(base, "AllowedResourceIDs = "+testAllowed+"\n", "", 1)
+		extra = strings.Replace(extra, "AllowedResourceIDs = ", "AllowedResourceIDs = "+testAllowed+",", 1)
+	}
+	c, err := New(strings.NewReader(base + extra))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

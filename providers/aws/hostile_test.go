@@ -10,6 +10,7 @@ import (
 	"github.com/ccm-project/ccm/common/cloudtest"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/reach"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -95,3 +96,51 @@ func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Servi
 // Snapshot is the fake's own dump of every load-balancing object with its settings, tags,
 // targets and every security group rule with its description.
 func (h *harness) Snapshot(cloudtest.T) string { return h.fake.Dump() }
+
+var _ cloudtest.ReachHarness = (*harness)(nil)
+
+func (h *harness) Annotations() reach.Table { return annotations }
+
+// Foreign seeds objects of kind that no attacking Service owns: the victim cluster's, another
+// namespace's of the attacker's own cluster, an operator's untagged one, one an upstream CCM
+// (no UID) would tag, and one in use.
+func (h *harness) Foreign(t cloudtest.T, kind, victim string, victimSvc *v1.Service, attacker string) []cloudtest.Foreign {
+	victimTags := ownership.Of(victim, victimSvc).Tags()
+	neighbour := cloudtest.AttackService(0)
+	neighbour.Namespace, neighbour.UID = "neighbour", "uid-neighbour"
+	nsTags := ownership.Of(attacker, neighbour).Tags()
+	upstreamTags := map[string]string{ownership.ClusterTagPrefix + attacker: ownership.Owned, ownership.ServiceTag: "tenant/reach-0"}
+	f := func(flavour, value string) cloudtest.Foreign { return cloudtest.Foreign{Flavour: flavour, Value: value} }
+	switch kind {
+	case "subnet":
+		return []cloudtest.Foreign{
+			f(cloudtest.OtherCluster, h.fake.AddSubnet(fakeaws.VPC, "us-east-1a", "10.0.210.0/24", map[string]string{ownership.ClusterTagPrefix + victim: ownership.Owned})),
+			f(cloudtest.Unowned, h.fake.AddSubnet(fakeaws.VPC, "us-east-1b", "10.0.211.0/24", map[string]string{"team": "db"})),
+		}
+	case "security group":
+		return []cloudtest.Foreign{
+			f(cloudtest.OtherCluster, h.fake.AddSecurityGroup("reach-victims", "the victim cluster's", victimTags)),
+			f(cloudtest.OtherNamespace, h.fake.AddSecurityGroup("reach-neighbours", "another namespace's", nsTags)),
+			f(cloudtest.Unowned, h.fake.AddSecurityGroup("reach-hand-made", "an operator's", map[string]string{"team": "net"})),
+			f(cloudtest.UpstreamMade, h.fake.AddSecurityGroup("reach-upstream", "tagged without a UID", upstreamTags)),
+			f(cloudtest.InUse, fakeaws.NodeGroup),
+		}
+	case "certificate":
+		return []cloudtest.Foreign{f(cloudtest.Unowned, "arn:aws:acm:us-east-1:1:certificate/payments-team")}
+	case "S3 bucket":
+		return []cloudtest.Foreign{f(cloudtest.Unowned, "payments-audit-logs")}
+	case "Elastic IP":
+		used := h.fake.AddAddress(nil)
+		h.fake.AssociateAddress(used, "eni-0abc")
+		list := func(a string) string { return a + "," + a + "," + a } // one per subnet
+		return []cloudtest.Foreign{
+			f(cloudtest.OtherCluster, list(h.fake.AddAddress(victimTags))),
+			f(cloudtest.OtherNamespace, list(h.fake.AddAddress(nsTags))),
+			f(cloudtest.Unowned, list(h.fake.AddAddress(map[string]string{"team": "edge"}))),
+			f(cloudtest.UpstreamMade, list(h.fake.AddAddress(upstreamTags))),
+			f(cloudtest.InUse, list(used)),
+		}
+	}
+	t.Errorf("the AWS harness makes no foreign %s", kind)
+	return nil
+}

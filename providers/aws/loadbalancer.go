@@ -273,8 +273,17 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 // ensure reconciles svc's load balancer; with mustExist it returns errNotCreatedYet rather
 // than create one.
 func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
+	if err := l.c.cfg.checker().Values(svc); err != nil {
+		return nil, err
+	}
+	if err := unsupportedSpec(svc); err != nil {
+		return nil, err
+	}
 	opts, err := parseOptions(svc)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkUnreadable(svc, opts, l.c.cfg.allow(), l.c.cfg.ClusterID()); err != nil {
 		return nil, err
 	}
 	l.adviseUnused(svc, opts)

@@ -247,9 +247,16 @@ func TestUpstreamNLBHealthRuleRetired(t *testing.T) {
 		t.Errorf("address %s, want %s", st.Ingress[0].Hostname, addr)
 	}
 	g, _ = h.fake.Group(fakeaws.NodeGroup)
-	health := fakeaws.Rule{Protocol: "tcp", From: 32100, To: 32100, CIDR: "0.0.0.0/0", Description: ruleDescription(ownership.Of(migCluster, svc), "health")}
-	if !slices.Contains(g.Rules, health) {
-		t.Errorf("node group rules %v lack ccm's health rule %v", g.Rules, health)
+	// ccm admits the health check nodePort from the NLB's subnets too, never from the clients'
+	// ranges: upstream's rules are re-described in place.
+	for _, cidr := range []string{"10.0.0.0/24", "10.0.1.0/24", "10.0.2.0/24"} {
+		health := fakeaws.Rule{Protocol: "tcp", From: 32100, To: 32100, CIDR: cidr, Description: ruleDescription(ownership.Of(migCluster, svc), "health")}
+		if !slices.Contains(g.Rules, health) {
+			t.Errorf("node group rules %v lack ccm's health rule %v", g.Rules, health)
+		}
+	}
+	if slices.ContainsFunc(g.Rules, func(r fakeaws.Rule) bool { return r.From == 32100 && r.CIDR == "0.0.0.0/0" }) {
+		t.Errorf("the health check nodePort is open to every client: %v", g.Rules)
 	}
 	if left := h.Leftovers(t, migCluster, svc); len(left) != 0 {
 		t.Errorf("left: %q", left)

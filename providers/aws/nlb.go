@@ -208,14 +208,16 @@ func (d *nlbDesired) healthPorts() []int32 {
 	return out
 }
 
-// uncoveredHealthPorts are the health ports no rule admits from everywhere over TCP: the client
-// rules do for a TCP (or TLS) traffic port, the health rule does for the health check nodePort,
-// when the source ranges hold 0.0.0.0/0.
+// uncoveredHealthPorts are the health ports no client rule admits from everywhere over TCP:
+// the client rules do for a TCP (or TLS) traffic port when the source ranges hold 0.0.0.0/0.
+// The health check nodePort is never a client port: it is admitted from the NLB's subnets
+// only, as upstream admits it, so a Service's client ranges never open it (nor, through the
+// healthcheck-port annotation, any other port) to its clients.
 func (d *nlbDesired) uncoveredHealthPorts() []int32 {
 	open := slices.Contains(d.SourceRanges, "0.0.0.0/0")
 	var out []int32
 	for _, port := range d.healthPorts() {
-		covered := open && (port == d.HCNodePort || slices.ContainsFunc(d.Ports, func(p nlbPort) bool { return p.NodePort == port && p.Protocol != "UDP" }))
+		covered := open && slices.ContainsFunc(d.Ports, func(p nlbPort) bool { return p.NodePort == port && p.Protocol != "UDP" })
 		if !covered && !slices.Contains(out, port) {
 			out = append(out, port)
 		}
@@ -329,6 +331,12 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 			if group, err = l.nlbGroupOf(ctx, svc, cur); err != nil {
 				return nil, err
 			}
+		}
+	}
+	// The Elastic IPs of an NLB about to be made, before anything is written.
+	if len(opts.EIPs) > 0 && (cur == nil || string(cur.Scheme) != want.Scheme) {
+		if err := l.checkEIPs(ctx, id, opts.EIPs); err != nil {
+			return nil, err
 		}
 	}
 	// The NLB's groups; named ones are checked before anything is written.

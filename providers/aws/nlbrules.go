@@ -43,11 +43,6 @@ func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, up st
 				need = append(need, rule{proto: proto, from: p.NodePort, to: p.NodePort, cidr: cidr, desc: ruleDescription(id, "client")})
 			}
 		}
-		if want.HCNodePort != 0 {
-			for _, cidr := range want.SourceRanges {
-				need = append(need, rule{proto: "tcp", from: want.HCNodePort, to: want.HCNodePort, cidr: cidr, desc: ruleDescription(id, "health")})
-			}
-		}
 		// The health checks come from the NLB's subnets: admitted where the rules above do not
 		// admit everyone.
 		if len(want.HealthCIDRs) > 0 {

@@ -23,6 +23,7 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -139,9 +140,9 @@ func TestHealthCheckAsUpstream(t *testing.T) {
 		{name: "defaults", classic: "TCP:30443 10/5/2/6", nlb: "TCP:traffic-port: 3/3/30/10"},
 		{name: "defaults, Local", local: true, classic: "HTTP:32100/healthz 10/5/2/6", nlb: "HTTP:32100:/healthz 2/2/10/10"},
 		{name: "protocol http", ann: map[string]string{"healthcheck-protocol": "http"}, classic: "HTTP:30443/ 10/5/2/6", nlb: "HTTP:traffic-port:/ 3/3/30/10"},
-		{name: "all set", ann: map[string]string{"healthcheck-protocol": "HTTPS", "healthcheck-port": "31000", "healthcheck-path": "/ready",
+		{name: "all set", ann: map[string]string{"healthcheck-protocol": "HTTPS", "healthcheck-port": "30080", "healthcheck-path": "/ready",
 			"healthcheck-interval": "20", "healthcheck-timeout": "6", "healthcheck-healthy-threshold": "4", "healthcheck-unhealthy-threshold": "5"},
-			classic: "HTTPS:31000/ready 20/6/4/5", nlb: "HTTPS:31000:/ready 4/5/20/6"},
+			classic: "HTTPS:30080/ready 20/6/4/5", nlb: "HTTPS:30080:/ready 4/5/20/6"},
 		{name: "traffic-port, Local", local: true, ann: map[string]string{"healthcheck-port": "traffic-port"}, classic: "HTTP:30443/healthz 10/5/2/6", nlb: "HTTP:traffic-port:/healthz 2/2/10/10"},
 		{name: "tcp, Local", local: true, ann: map[string]string{"healthcheck-protocol": "TCP", "healthcheck-path": "/ignored"}, classic: "TCP:32100 10/5/2/6", nlb: "TCP:32100: 2/2/10/10"},
 	} {
@@ -330,7 +331,11 @@ func TestNLBAttributesAndAddresses(t *testing.T) {
 	if _, _, _, ok := h.fake.NLBByName(c.lb.name(svc)); ok {
 		t.Fatal("an NLB was created despite the refusal")
 	}
-	allocs := []string{"eipalloc-1", "eipalloc-2", "eipalloc-3"} // one per zone, as the public subnets
+	// One per zone, as the public subnets; the operator tagged them for the Service.
+	var allocs []string
+	for range 3 {
+		allocs = append(allocs, h.fake.AddAddress(ownership.Of("nlbattrs", svc).Tags()))
+	}
 
 	svc.Annotations[annotationPrefix+"eip-allocations"] = strings.Join(allocs, ",")
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {

@@ -160,6 +160,8 @@ func (s *Server) ec2(action string, f form) (string, *apiError) {
 		return s.redescribeIngress(f)
 	case "CreateTags":
 		return s.createTags(f)
+	case "DescribeAddresses":
+		return s.describeAddresses(f)
 	}
 	return "", &apiError{Status: 400, Code: "InvalidAction", Message: "the fake does not implement " + action}
 }

@@ -176,6 +176,9 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 		}
 		lb := &NLB{ARN: s.arn("loadbalancer/net", name), Name: name, Scheme: scheme, Subnets: subnets, SecurityGroups: groups,
 			Tags: f.tags("Tags.member"), readyAt: time.Now().Add(s.nlbDelay), Attributes: maps.Clone(nlbAttrDefaults), Addresses: addresses}
+		if aerr := s.associateNLBAddresses(lb.ARN, addresses); aerr != nil {
+			return "", aerr
+		}
 		lb.DNSName = fmt.Sprintf("%s-%d.elb.us-east-1.amazonaws.com", name, s.seq)
 		s.nlbs[lb.ARN] = lb
 		var x w
@@ -248,6 +251,7 @@ func (s *Server) elbv2(action string, f form) (string, *apiError) {
 	case "DeleteLoadBalancer":
 		arn := f.get("LoadBalancerArn")
 		delete(s.nlbs, arn)
+		s.releaseNLBAddresses(arn)
 		for a, l := range s.listeners {
 			if l.LB == arn {
 				delete(s.listeners, a)

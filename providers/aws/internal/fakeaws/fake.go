@@ -51,6 +51,7 @@ type Server struct {
 	nlbDelay  time.Duration
 	tables    map[string]*RouteTable
 	tags      map[string]map[string]string // EC2 resource ID -> tags
+	addresses map[string]*Address          // Elastic IPs by allocation ID (addresses.go)
 
 	calls      map[string]int // "ec2:DescribeInstances" -> count, every attempt
 	ops        map[string]int // the same, first attempts only (see Operations)

@@ -126,6 +126,9 @@ func (s *Server) Dump() string {
 		add("tg %s arn=%s protocol=%s port=%d vpc=%s health=%s:%s:%s thresholds=%s proxy_protocol_v2=%v targets=%v tags=%s", tg.Name, tg.ARN, tg.Protocol, tg.Port, tg.VPC,
 			tg.HealthProtocol, tg.HealthPort, tg.HealthPath, tg.HealthThresholds, tg.ProxyProtocolV2, sortedCopy(tg.Targets), tagText(tg.Tags))
 	}
+	for id, a := range s.addresses {
+		add("eip %s ip=%s association=%s tags=%s", id, a.PublicIP, a.Association, tagText(s.tags[id]))
+	}
 	for id, g := range s.groups {
 		add("sg %s name=%s description=%q vpc=%s tags=%s", id, g.Name, g.Description, g.VPC, tagText(s.tags[id]))
 		for _, r := range g.Rules {
