@@ -17,8 +17,8 @@ import (
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
-	"github.com/ccm-project/ccm/common/sourceranges"
 	"github.com/ccm-project/ccm/common/servicecontroller"
+	"github.com/ccm-project/ccm/common/sourceranges"
 	"github.com/ccm-project/ccm/common/svcevents"
 )
 

@@ -110,7 +110,9 @@ func (h *harness) Foreign(t cloudtest.T, kind, victim string, victimSvc *v1.Serv
 	neighbour.Namespace, neighbour.UID = "neighbour", "uid-neighbour"
 	nsTags := ownership.Of(attacker, neighbour).Tags()
 	upstreamTags := map[string]string{ownership.ClusterTagPrefix + attacker: ownership.Owned, ownership.ServiceTag: "tenant/reach-0"}
-	f := func(flavour, value string) cloudtest.Foreign { return cloudtest.Foreign{Flavour: flavour, Value: value} }
+	f := func(flavour, value string) cloudtest.Foreign {
+		return cloudtest.Foreign{Flavour: flavour, Value: value}
+	}
 	switch kind {
 	case "subnet":
 		return []cloudtest.Foreign{
