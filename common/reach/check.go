@@ -98,7 +98,8 @@ func (c *Checker) value(svc *v1.Service, a Annotation, v string) error {
 		_, err := PrefixList(a.Name, strings.Split(v, ","))
 		return err
 	case Pattern:
-		if expr, ok := strings.CutPrefix(strings.TrimSpace(v), PatternMark); ok {
+		// A leading "!" negates (the OpenStack provider's floating-subnet); the expression follows.
+		if expr, ok := strings.CutPrefix(strings.TrimPrefix(strings.TrimSpace(v), "!"), PatternMark); ok {
 			if c.Patterns == nil {
 				c.Patterns = NewPatterns()
 			}

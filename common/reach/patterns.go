@@ -36,14 +36,25 @@ func (p *Patterns) Compile(annotation, expr string) (*regexp.Regexp, error) {
 	if len(expr) > MaxPattern {
 		return nil, Refuse(annotation, "the pattern is %d bytes, more than the %d accepted", len(expr), MaxPattern)
 	}
+	re, err := p.Regexp(expr)
+	if err != nil {
+		return nil, Refuse(annotation, "%v", err)
+	}
+	return re, nil
+}
+
+// Regexp is Compile for an expression that is not an annotation's value as written (a config
+// value's, or one a provider derives from a glob, up to four times longer): the error says
+// why, the caller names the field.
+func (p *Patterns) Regexp(expr string) (*regexp.Regexp, error) {
+	if len(expr) > 4*MaxPattern {
+		return nil, fmt.Errorf("the pattern is %d bytes, more than the %d accepted", len(expr), 4*MaxPattern)
+	}
 	p.mu.Lock()
 	c, ok := p.m[expr]
 	p.mu.Unlock()
 	if ok {
-		if c.err != nil {
-			return nil, Refuse(annotation, "%v", c.err)
-		}
-		return c.re, nil
+		return c.re, c.err
 	}
 	c.re, c.err = compileBounded(expr)
 	p.mu.Lock()
@@ -52,10 +63,7 @@ func (p *Patterns) Compile(annotation, expr string) (*regexp.Regexp, error) {
 	}
 	p.m[expr] = c
 	p.mu.Unlock()
-	if c.err != nil {
-		return nil, Refuse(annotation, "%v", c.err)
-	}
-	return c.re, nil
+	return c.re, c.err
 }
 
 // compileBounded measures the program before building the matcher.

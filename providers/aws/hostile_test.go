@@ -109,7 +109,7 @@ func (h *harness) Foreign(t cloudtest.T, kind, victim string, victimSvc *v1.Serv
 	neighbour := cloudtest.AttackService(0)
 	neighbour.Namespace, neighbour.UID = "neighbour", "uid-neighbour"
 	nsTags := ownership.Of(attacker, neighbour).Tags()
-	upstreamTags := map[string]string{ownership.ClusterTagPrefix + attacker: ownership.Owned, ownership.ServiceTag: "tenant/reach-0"}
+	upstreamTags := map[string]string{ownership.ClusterTagPrefix + attacker: ownership.Owned, ownership.ServiceTag: "neighbour/old-web"}
 	f := func(flavour, value string) cloudtest.Foreign {
 		return cloudtest.Foreign{Flavour: flavour, Value: value}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ccm-project/ccm/common/cloudtest"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/reach"
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
@@ -236,4 +237,55 @@ func TestConformance(t *testing.T) {
 // The same suite with per-Service security groups: two clusters' groups and port lists.
 func TestConformanceWithSecurityGroups(t *testing.T) {
 	cloudtest.Run(t, cloudtest.Config{Harness: newHarnessWith(t, manageSG, pendingOptions), Pending: 10 * time.Second})
+}
+
+var _ cloudtest.ReachHarness = (*harness)(nil)
+
+func (h *harness) Annotations() reach.Table { return annotations }
+
+// Foreign seeds objects of kind no attacking Service owns: the victim cluster's, another
+// namespace's of the attacker's own cluster, an operator's untagged one, one tagged as the
+// upstream CCM tags (no UID), and one in use.
+func (h *harness) Foreign(t cloudtest.T, kind, victim string, victimSvc *v1.Service, attacker string) []cloudtest.Foreign {
+	neighbour := cloudtest.AttackService(0)
+	neighbour.Namespace, neighbour.UID = "neighbour", "uid-neighbour"
+	nsTags := ownerTags(ownership.Of(attacker, neighbour))
+	upstreamTags := []string{ownership.ClusterTagPrefix + attacker + "=" + ownership.Owned, ownership.ServiceTag + "=neighbour/old-web"}
+	f := func(flavour, value string) cloudtest.Foreign {
+		return cloudtest.Foreign{Flavour: flavour, Value: value}
+	}
+	switch kind {
+	case "load balancer":
+		victimLB := ""
+		for _, lb := range h.fake.LoadBalancers() {
+			if lb.Name == lbname.Octavia.Name(victim, victimSvc.Namespace, victimSvc.Name) {
+				victimLB = lb.ID
+			}
+		}
+		return []cloudtest.Foreign{
+			f(cloudtest.OtherCluster, victimLB),
+			f(cloudtest.OtherNamespace, h.fake.AddLoadBalancerTagged("reach-neighbour", "", nsTags...)),
+			f(cloudtest.Unowned, h.fake.AddLoadBalancerTagged("reach-hand-made", "made by hand")),
+			f(cloudtest.UpstreamMade, h.fake.AddLoadBalancerTagged("reach-upstream", "", upstreamTags...)),
+		}
+	case "port":
+		victimTags := ownerTags(ownership.Of(victim, victimSvc))
+		return []cloudtest.Foreign{
+			f(cloudtest.OtherCluster, h.fake.AddPort(fake.PrivateSubnetID, "10.0.91.1", "", victimTags...)),
+			f(cloudtest.OtherNamespace, h.fake.AddPort(fake.PrivateSubnetID, "10.0.91.2", "", nsTags...)),
+			f(cloudtest.Unowned, h.fake.AddPort(fake.PrivateSubnetID, "10.0.91.3", "")),
+			f(cloudtest.UpstreamMade, h.fake.AddPort(fake.PrivateSubnetID, "10.0.91.4", "", upstreamTags...)),
+			f(cloudtest.InUse, h.fake.AddPort(fake.PrivateSubnetID, "10.0.91.5", "keepalived-1")),
+		}
+	case "subnet":
+		_, sub := h.fake.AddNetwork("reach-other-net", "10.92.0.0/16", false)
+		_, ext := h.fake.AddNetwork("reach-other-ext", "198.51.92.0/24", true)
+		return []cloudtest.Foreign{f(cloudtest.Unowned, sub), f(cloudtest.Unowned, ext)}
+	case "network":
+		n, _ := h.fake.AddNetwork("reach-net", "10.93.0.0/16", false)
+		e, _ := h.fake.AddNetwork("reach-ext", "198.51.93.0/24", true)
+		return []cloudtest.Foreign{f(cloudtest.Unowned, n), f(cloudtest.Unowned, e)}
+	}
+	t.Errorf("the OpenStack harness makes no foreign %s", kind)
+	return nil
 }

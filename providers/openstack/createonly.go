@@ -8,11 +8,11 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/config"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/reach"
 )
 
 // Settings Octavia takes only when it creates a load balancer (its PUT has none of them):
@@ -150,13 +150,12 @@ func notApplied(spec *lbSpec, lb *loadbalancers.LoadBalancer, adopted bool) []ad
 }
 
 // checkVIPPort checks, before a load balancer is created on it, that the port port-id names
-// has an address of the load balancer's IP family (port-id names the Service's first
-// family's load balancer; Octavia would take the port's address whatever the family, making
-// that load balancer of the other family), and that it is on the network the Service's VIP
-// would otherwise be on (the VIP subnet's, which the config names or a Node's port shows),
-// or that the operator allowed it by namespace or ID: as with subnet-id and network-id, a
-// tenant must not put its load balancer on another cluster's network. Octavia checks the
-// rest (the port exists and no device uses it). Reads only.
+// is this Service's to use: free (no device uses it) and tagged with the Service's ownership
+// tags, or allowed by the operator by namespace or ID; a tenant must not put its load
+// balancer (and its floating IP) on a port another Service, a keepalived pair or another
+// cluster uses or was given. Then that it has an address of the load balancer's IP family
+// (port-id names the Service's first family's load balancer; Octavia would take the port's
+// address whatever the family). Reads only.
 func (l *loadBalancers) checkVIPPort(ctx context.Context, cl *clients, id ownership.Identity, spec *lbSpec) error {
 	if spec.vipPortID == "" {
 		return nil
@@ -165,20 +164,17 @@ func (l *loadBalancers) checkVIPPort(ctx context.Context, cl *clients, id owners
 	if err != nil {
 		return fmt.Errorf("annotation %s: getting port %s: %w", annPortID, spec.vipPortID, err)
 	}
+	a, _ := annotations.Lookup(annPortID)
+	ev := reach.Evidence{Tags: tagMap(p.Tags)}
+	if p.DeviceID != "" || p.DeviceOwner != "" {
+		ev.InUse = "a device"
+	}
+	if err := reach.Named(id, l.c.cfg.LoadBalancer.allow, a, spec.vipPortID, ev); err != nil {
+		return err
+	}
 	if !hasFamilyAddress(p.FixedIPs, spec.family) {
 		return fmt.Errorf("annotation %s: port %q has no %s address, and it is the VIP port of the Service's first IP family (%s): give the port an address of that family or put %s first in spec.ipFamilies",
 			annPortID, spec.vipPortID, spec.family, spec.family, otherFamily(spec.family))
-	}
-	if l.c.cfg.LoadBalancer.allow.Permits(id.Namespace, spec.vipPortID) {
-		return nil
-	}
-	s, err := subnets.Get(ctx, cl.network, spec.subnetID).Extract()
-	if err != nil {
-		return fmt.Errorf("getting subnet %s: %w", spec.subnetID, err)
-	}
-	if p.NetworkID != s.NetworkID {
-		return fmt.Errorf("annotation %s names port %q on network %s, not the load balancers' network %s; an operator can allow it in the cloud config by namespace or by ID: %w",
-			annPortID, spec.vipPortID, p.NetworkID, s.NetworkID, ownership.ErrNotOwned)
 	}
 	return nil
 }

@@ -207,7 +207,7 @@ func TestPortIDIsTheVIP(t *testing.T) {
 	f := newFake(t, fake.Options{})
 	lb, sink := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\n")
 	nodes := lbNodes("10.0.0.5")
-	pub, in := f.AddPort(fake.PrivateSubnetID, "10.0.77.7", ""), f.AddPort(fake.PrivateSubnetID, "10.0.77.8", "")
+	pub, in := f.AddPort(fake.PrivateSubnetID, "10.0.77.7", "", portTags("pub")...), f.AddPort(fake.PrivateSubnetID, "10.0.77.8", "", portTags("in")...)
 	before := map[string]fake.Port{}
 	for _, id := range []string{pub, in} {
 		before[id], _ = f.GetPort(id)
@@ -249,7 +249,7 @@ func TestPortIDIsTheVIP(t *testing.T) {
 	}
 
 	used := lbService("used", map[string]string{annPortID: f.AddPort(fake.PrivateSubnetID, "10.0.77.9", "server-1")})
-	if _, err := lb.EnsureLoadBalancer(context.Background(), cluster, used, nodes); err == nil || !strings.Contains(err.Error(), "already used by device") || len(f.LoadBalancers()) != 0 {
+	if _, err := lb.EnsureLoadBalancer(context.Background(), cluster, used, nodes); !errors.Is(err, ownership.ErrNotOwned) || !strings.Contains(err.Error(), "a device already uses") || len(f.LoadBalancers()) != 0 {
 		t.Errorf("a port in use: %v, %d load balancers", err, len(f.LoadBalancers()))
 	}
 	_, other := f.AddNetwork("other", "192.168.5.0/24", false)
@@ -325,12 +325,12 @@ func TestPortIDWithLoadBalancerIP(t *testing.T) {
 	f := newFake(t, fake.Options{})
 	lb, _ := migrationCloud(t, f, "")
 	nodes := lbNodes("10.0.0.5")
-	on := lbService("on", map[string]string{annPortID: f.AddPort(fake.PrivateSubnetID, "10.0.55.5", ""), annInternal: "true"})
+	on := lbService("on", map[string]string{annPortID: f.AddPort(fake.PrivateSubnetID, "10.0.55.5", "", portTags("on")...), annInternal: "true"})
 	on.Spec.LoadBalancerIP = "10.0.55.5" //nolint:staticcheck // the upstream way
 	if st := ensureUntilReady(t, lb, on, nodes); st.Ingress[0].IP != "10.0.55.5" {
 		t.Errorf("the port's address asked for: status %v", st.Ingress)
 	}
-	off := lbService("off", map[string]string{annPortID: f.AddPort(fake.PrivateSubnetID, "10.0.55.6", ""), annInternal: "true"})
+	off := lbService("off", map[string]string{annPortID: f.AddPort(fake.PrivateSubnetID, "10.0.55.6", "", portTags("off")...), annInternal: "true"})
 	off.Spec.LoadBalancerIP = "10.0.55.7" //nolint:staticcheck // the upstream way
 	if _, err := lb.EnsureLoadBalancer(context.Background(), cluster, off, nodes); err == nil || !strings.Contains(err.Error(), "not found on the specified VIP port") || len(f.LoadBalancers()) != 1 {
 		t.Errorf("another address: %v, %d load balancers", err, len(f.LoadBalancers()))
@@ -343,7 +343,7 @@ func TestPortIDWithLoadBalancerIP(t *testing.T) {
 // when the operator allowed the port; a port of the first family is fine.
 func TestPortIDOfTheFirstFamily(t *testing.T) {
 	f := newFake(t, fake.Options{})
-	v4 := f.AddPort(fake.PrivateSubnetID, "10.0.77.7", "")
+	v4 := f.AddPort(fake.PrivateSubnetID, "10.0.77.7", "", portTags("v6first")...)
 	lb, _ := migrationCloud(t, f, "allowed-resource-ids = "+v4+"\n")
 	nodes := lbNodes("10.0.0.5")
 	nodes[0].Status.Addresses = append(nodes[0].Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "fd00::5"})
@@ -382,6 +382,46 @@ func TestHasFamilyAddress(t *testing.T) {
 		}
 		if got := hasFamilyAddress(ips, tc.f); got != tc.want {
 			t.Errorf("%v %s: %v, want %v", tc.ips, tc.f, got, tc.want)
+		}
+	}
+}
+
+// portTags are the ownership tags an operator gives a port for the test Service name (made by
+// lbService), so that its port-id may name it.
+func portTags(name string) []string { return ownerTags(ownership.Of(cluster, lbService(name, nil))) }
+
+// port-id names only a free port tagged for the Service, or one the operator allowed: another
+// Service's port, an untagged one, or one a device uses is refused naming the annotation,
+// before any write.
+func TestPortIDOnlyTheServicesPort(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	lb, _ := migrationCloud(t, f, "")
+	allowed := f.AddPort(fake.PrivateSubnetID, "10.0.78.4", "")
+	lbA, _ := migrationCloud(t, f, "allowed-resource-ids = "+allowed+"\n")
+	nodes := lbNodes("10.0.0.5")
+	for _, tc := range []struct {
+		name, port string
+		ok         bool
+	}{
+		{"another Service's", f.AddPort(fake.PrivateSubnetID, "10.0.78.1", "", portTags("someone-else")...), false},
+		{"untagged", f.AddPort(fake.PrivateSubnetID, "10.0.78.2", ""), false},
+		{"the Service's but in use", f.AddPort(fake.PrivateSubnetID, "10.0.78.3", "server-9", portTags("p")...), false},
+		{"allowed by the operator", allowed, true},
+	} {
+		svc := lbService("p", map[string]string{annPortID: tc.port, annInternal: "true"})
+		w := f.Writes()
+		c := lb
+		if tc.ok {
+			c = lbA
+		}
+		_, err := c.EnsureLoadBalancer(context.Background(), cluster, svc, nodes)
+		if tc.ok {
+			ensureUntilReady(t, c, svc, nodes)
+			deleteUntilDone(t, c, svc)
+			continue
+		}
+		if !errors.Is(err, ownership.ErrNotOwned) || !strings.HasPrefix(err.Error(), "annotation "+annPortID) || f.Writes() != w {
+			t.Errorf("%s: %v, %d writes; want a refusal naming the annotation and none", tc.name, err, f.Writes()-w)
 		}
 	}
 }

@@ -331,7 +331,7 @@ func matchingFIPSubnets(ctx context.Context, cl *clients, netID string, sel fipS
 // checkFIPSubnetMatches: before a public load balancer is created, a floating IP subnet
 // picked by pattern or tags must exist, so that a selection matching nothing leaves nothing
 // behind (upstream creates the load balancer and then fails at its floating IP).
-func (l *loadBalancers) checkFIPSubnetMatches(ctx context.Context, cl *clients, spec *lbSpec) error {
+func (l *loadBalancers) checkFIPSubnetMatches(ctx context.Context, cl *clients, id ownership.Identity, spec *lbSpec) error {
 	if spec.internal || spec.family == v1.IPv6Protocol || spec.fixedFIP != "" || spec.existingID != "" || !spec.floatingSubnet.matching() {
 		return nil
 	}
@@ -342,8 +342,11 @@ func (l *loadBalancers) checkFIPSubnetMatches(ctx context.Context, cl *clients, 
 			return err
 		}
 	}
-	_, err := matchingFIPSubnets(ctx, cl, netID, spec.floatingSubnet)
-	return err
+	picked, err := matchingFIPSubnets(ctx, cl, netID, spec.floatingSubnet)
+	if err != nil {
+		return err
+	}
+	return l.checkPickedFIPSubnets(id, spec.floatingSubnet, picked)
 }
 
 func listSubnets(ctx context.Context, cl *clients, o subnets.ListOpts) ([]subnets.Subnet, error) {

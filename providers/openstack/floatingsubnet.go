@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+
+	"github.com/ccm-project/ccm/common/reach"
 )
 
 // The floating IP subnet of a public load balancer, in upstream's vocabulary: an ID, or a name
@@ -162,9 +164,14 @@ func subnetNameMatcher(pattern string) (func(name string) bool, error) {
 	} else {
 		expr = globExpr(p)
 	}
-	re, err := regexp.Compile(expr)
+	if len(p) > reach.MaxPattern {
+		return nil, fmt.Errorf("the pattern is %d bytes, more than the %d accepted", len(p), reach.MaxPattern)
+	}
+	// Bounded and compiled once per value (common/reach): a resync of every Service with the
+	// same pattern compiles it once, and no pattern costs more than reach.MaxInst.
+	re, err := patterns.Regexp(expr)
 	if err != nil {
-		return nil, fmt.Errorf("%q is not a valid pattern: %v", pattern, err)
+		return nil, fmt.Errorf("%.80q is not a valid pattern: %v", pattern, err)
 	}
 	return func(name string) bool { return (re.FindString(name) == name) != not }, nil
 }

@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/ccm-project/ccm/common/reach"
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
 )
 
@@ -307,7 +309,7 @@ func TestFloatingSubnetChosenAsUpstream(t *testing.T) {
 			map[string]string{annClass: "dmz", annFloatingSubnet: "public-*"}, "dmz-1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lb, _ := migrationCloud(t, f, net+tc.conf)
+			lb, _ := migrationCloud(t, f, trustDefault+net+tc.conf)
 			ann := map[string]string{}
 			for k, v := range tc.ann {
 				ann[k] = v
@@ -318,7 +320,7 @@ func TestFloatingSubnetChosenAsUpstream(t *testing.T) {
 				t.Errorf("floating IP %s from subnet %s, want %s (%s)", got.Address, got.SubnetID, tc.want, ids[tc.want])
 			}
 			svc.Status.LoadBalancer = *st
-			lb2, _ := migrationCloud(t, f, net+tc.conf)
+			lb2, _ := migrationCloud(t, f, trustDefault+net+tc.conf)
 			w := f.Writes()
 			if st2, err := lb2.EnsureLoadBalancer(context.Background(), cluster, svc, lbNodes("10.0.0.5")); err != nil || st2.Ingress[0].IP != st.Ingress[0].IP {
 				t.Errorf("restart: %v %v", st2, err)
@@ -335,14 +337,14 @@ func TestFloatingSubnetChosenAsUpstream(t *testing.T) {
 func TestFloatingSubnetNoMatch(t *testing.T) {
 	f := newFake(t, fake.Options{})
 	floatingSubnets(f)
-	lb, sink := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\nfloating-subnet-tags = ext\n")
+	lb, sink := migrationCloud(t, f, trustDefault+"floating-network-id = "+fake.PublicNetworkID+"\nfloating-subnet-tags = ext\n")
 	for _, tc := range []struct {
 		ann  map[string]string
 		want []string
 	}{
 		{map[string]string{annFloatingSubnet: "nothing-*"}, []string{"no subnet of floating network", "annotation " + annFloatingSubnet + ` "nothing-*"`}},
 		{map[string]string{annFloatingSubnetTags: "&ext,dmz"}, []string{"annotation " + annFloatingSubnetTags + ` "&ext,dmz"`}},
-		{map[string]string{annFloatingSubnet: "~("}, []string{"annotation " + annFloatingSubnet, `"~(" is not a valid pattern`}},
+		{map[string]string{annFloatingSubnet: "~("}, []string{"annotation " + annFloatingSubnet + ": ", "missing closing )"}},
 	} {
 		svc := lbService("nomatch", tc.ann)
 		w, fips := f.Writes(), len(f.FloatingIPs())
@@ -356,7 +358,7 @@ func TestFloatingSubnetNoMatch(t *testing.T) {
 			t.Errorf("%v: %d writes, %d load balancers: %s", tc.ann, n, len(f.LoadBalancers()), f.CallSummary())
 		}
 	}
-	if ok, evs := sink.Await(lbService("nomatch", nil), 2*time.Second, "Warning UnsupportedAnnotation", annFloatingSubnet, "~("); !ok {
+	if ok, evs := sink.Await(lbService("nomatch", nil), 2*time.Second, "Warning", annFloatingSubnet, "missing closing )"); !ok {
 		t.Errorf("no Warning naming the annotation with the bad pattern: %v", evs)
 	}
 }
@@ -367,7 +369,7 @@ func TestFloatingSubnetNoMatch(t *testing.T) {
 func TestFloatingSubnetKeptAsUpstream(t *testing.T) {
 	f := newFake(t, fake.Options{})
 	ids := floatingSubnets(f)
-	lb, sink := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\n")
+	lb, sink := migrationCloud(t, f, trustDefault+"floating-network-id = "+fake.PublicNetworkID+"\n")
 	nodes := lbNodes("10.0.0.5")
 	svc := lbService("moved", map[string]string{annFloatingSubnet: "public-*"})
 	st := ensureUntilReady(t, lb, svc, nodes)
@@ -414,7 +416,7 @@ func TestFloatingSubnetKeptAsUpstream(t *testing.T) {
 		addrs = append(addrs, addr)
 	}
 	before := f.Calls()
-	lb2, sink2 := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\nfloating-subnet = \"public-*\"\n")
+	lb2, sink2 := migrationCloud(t, f, trustDefault+"floating-network-id = "+fake.PublicNetworkID+"\nfloating-subnet = \"public-*\"\n")
 	for i, s := range []*v1.Service{other, same} {
 		if st := ensureUntilReady(t, lb2, s, u.nodes); st.Ingress[0].IP != addrs[i] {
 			t.Errorf("%s: address %s, want %s", s.Name, st.Ingress[0].IP, addrs[i])
@@ -434,7 +436,7 @@ func TestFloatingSubnetKeptAsUpstream(t *testing.T) {
 	}
 	// By ID too: a config floating-subnet-id naming another subnet keeps the address and says so.
 	w = f.Writes()
-	lb3, sink3 := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\nfloating-subnet-id = "+ids["dmz-1"]+"\n")
+	lb3, sink3 := migrationCloud(t, f, trustDefault+"floating-network-id = "+fake.PublicNetworkID+"\nfloating-subnet-id = "+ids["dmz-1"]+"\n")
 	if st, err := lb3.EnsureLoadBalancer(context.Background(), cluster, other, u.nodes); err != nil || st.Ingress[0].IP != addrs[0] {
 		t.Errorf("floating-subnet-id: %v %v", st, err)
 	}
@@ -451,7 +453,7 @@ func TestFloatingSubnetKeptAsUpstream(t *testing.T) {
 func TestFloatingSubnetCheckShared(t *testing.T) {
 	f := newFake(t, fake.Options{})
 	_ = floatingSubnets(f)
-	lb, _ := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\n")
+	lb, _ := migrationCloud(t, f, trustDefault+"floating-network-id = "+fake.PublicNetworkID+"\n")
 	nodes := lbNodes("10.0.0.5")
 	var svcs []*v1.Service
 	for _, n := range []string{"s1", "s2", "s3", "s4"} {
@@ -459,7 +461,7 @@ func TestFloatingSubnetCheckShared(t *testing.T) {
 		svc.Status.LoadBalancer = *ensureUntilReady(t, lb, svc, nodes)
 		svcs = append(svcs, svc)
 	}
-	lb2, sink := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\n")
+	lb2, sink := migrationCloud(t, f, trustDefault+"floating-network-id = "+fake.PublicNetworkID+"\n")
 	lists := f.Calls()["neutron.ListSubnets"]
 	for _, svc := range svcs {
 		if _, err := lb2.EnsureLoadBalancer(context.Background(), cluster, svc, nodes); err != nil {
@@ -471,7 +473,7 @@ func TestFloatingSubnetCheckShared(t *testing.T) {
 	}
 
 	// Subnets of the floating network ccm may not list: reconciled all the same, read once.
-	lb3, _ := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\n")
+	lb3, _ := migrationCloud(t, f, trustDefault+"floating-network-id = "+fake.PublicNetworkID+"\n")
 	f.SetFault("neutron.ListSubnets", fake.Fault{Status: 403})
 	t.Cleanup(func() { f.SetFault("neutron.ListSubnets", fake.Fault{}) })
 	lists = f.Calls()["neutron.ListSubnets"]
@@ -490,6 +492,53 @@ func TestFloatingSubnetCheckShared(t *testing.T) {
 			if strings.Contains(e, reasonFIPSubnetNotApplied) {
 				t.Errorf("%s: %q although its floating IP is in the subnet it picks", svc.Name, e)
 			}
+		}
+	}
+}
+
+// trustDefault: the floating subnets these tests pick by pattern or tags are the operator's to
+// give to the default namespace's Services (a pattern reaches only what an ID could).
+const trustDefault = "allowed-resource-namespaces = default\n"
+
+// floating-subnet and floating-subnet-tags pick only subnets floating-subnet-id would take:
+// one the cloud config names or the operator allowed. Refused naming the annotation, before
+// any write.
+func TestFloatingSubnetPicksOnlyWhatAnIDWould(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	ids := floatingSubnets(f)
+	var public []string
+	for name, id := range ids {
+		if strings.HasPrefix(name, "public-") {
+			public = append(public, id)
+		}
+	}
+	for _, tc := range []struct {
+		conf string
+		ann  map[string]string
+		ok   bool
+	}{
+		{"", map[string]string{annFloatingSubnet: "public-*"}, false},
+		{"", map[string]string{annFloatingSubnetTags: "ext"}, false},
+		{"", map[string]string{annFloatingSubnet: "~^public-a$"}, false},
+		{"allowed-resource-ids = " + strings.Join(public, ",") + "\n", map[string]string{annFloatingSubnet: "public-*"}, true},
+		{"floating-subnet-id = " + ids["public-a"] + "\n", map[string]string{annFloatingSubnet: "~^public-a$"}, true},
+	} {
+		lb, _ := migrationCloud(t, f, "floating-network-id = "+fake.PublicNetworkID+"\n"+tc.conf)
+		svc := lbService("picks", tc.ann)
+		w := f.Writes()
+		_, err := lb.EnsureLoadBalancer(context.Background(), cluster, svc, lbNodes("10.0.0.5"))
+		if tc.ok {
+			if err != nil && !errors.Is(err, errNotCreatedYet) && !strings.Contains(err.Error(), "is PENDING") {
+				t.Errorf("%v with %q: %v", tc.ann, tc.conf, err)
+			}
+			deleteUntilDone(t, lb, svc)
+			continue
+		}
+		if err == nil || !errors.Is(err, reach.ErrRefused) || !strings.Contains(err.Error(), "would not take") {
+			t.Errorf("%v: %v, want a refusal naming the annotation", tc.ann, err)
+		}
+		if n := f.Writes() - w; n != 0 {
+			t.Errorf("%v: %d writes before the refusal", tc.ann, n)
 		}
 	}
 }

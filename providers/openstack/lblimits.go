@@ -28,12 +28,6 @@ var limitAnnotations = []string{annConnLimit, annTimeoutClientData, annTimeoutMe
 
 var monitorAnnotations = []string{annMonitorDelay, annMonitorTimeout, annMonitorMaxRetries, annMonitorRetriesDown}
 
-func init() {
-	for _, a := range append(append([]string(nil), limitAnnotations...), monitorAnnotations...) {
-		supportedAnnotations[a] = true
-	}
-}
-
 // listenerLimits are a listener's connection_limit and timeouts (milliseconds). Timeouts is
 // false with the OVN provider, which has none (upstream sets them only where Octavia supports
 // them): they are then neither written nor compared.

@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/reach"
 	"github.com/ccm-project/ccm/common/sourceranges"
 )
 
@@ -35,15 +38,6 @@ const (
 	annLoadBalancerAddress = annPrefix + "load-balancer-address"
 	annInternal            = "service.beta.kubernetes.io/openstack-internal-load-balancer"
 )
-
-var supportedAnnotations = map[string]bool{
-	annFloatingNetworkID: true, annFloatingSubnetID: true, annSubnetID: true, annNetworkID: true,
-	annMemberSubnetID: true, annClass: true, annKeepFloatingIP: true, annProxyProtocol: true,
-	annLBMethod: true, annHealthMonitor: true, annLoadBalancerID: true, annLoadBalancerAddress: true,
-	annXForwardedFor: true, annTLSContainerRef: true, annHostname: true,
-	annFlavorID: true, annAvailabilityZone: true, annPortID: true,
-	annFloatingSubnet: true, annFloatingSubnetTags: true,
-}
 
 // lbSpec is what the Service asks of its load balancer, after class, annotations and config.
 type lbSpec struct {
@@ -144,6 +138,9 @@ func classBySpec(svc *v1.Service, classes map[string]*LBClass) string {
 // spec builds the desired load balancer. An unknown class is an error (the user named a
 // network setup that does not exist); every other bad value is a warning with a safe default.
 func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
+	if err := checkValues(svc); err != nil {
+		return nil, err
+	}
 	cfg := l.c.cfg.LoadBalancer
 	a := svc.Annotations
 	var err error
@@ -365,22 +362,48 @@ var networkAnnotations = []struct{ key, kind string }{
 // (allowed-resource-namespaces / -ids): a tenant must not put its load balancer, its
 // members or its floating IP on another cluster's or a hand-made network.
 func (l *loadBalancers) checkNamedNetworks(svc *v1.Service) error {
-	cfg := l.c.cfg.LoadBalancer
-	known := map[string]bool{cfg.SubnetID: true, cfg.NetworkID: true, cfg.MemberSubnetID: true, cfg.FloatingNetworkID: true, cfg.FloatingSubnetID: true}
-	for _, c := range l.c.cfg.LoadBalancerClass {
-		for _, v := range []string{c.SubnetID, c.NetworkID, c.MemberSubnetID, c.FloatingNetworkID, c.FloatingSubnetID} {
-			known[v] = true
-		}
-	}
 	id := ownership.Identity{Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID)}
 	for _, a := range networkAnnotations {
 		v, ok := svc.Annotations[a.key]
-		if !ok || v == "" || known[v] {
+		if !ok || v == "" || l.configNames(v) {
 			continue
 		}
-		if err := cfg.allow.Named(id, a.key, a.kind, v, nil); err != nil {
+		ann, _ := annotations.Lookup(a.key)
+		if err := reach.Named(id, l.c.cfg.LoadBalancer.allow, ann, v, reach.Evidence{}); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// configNames reports whether the cloud config names the network or subnet v ([LoadBalancer]
+// or a [LoadBalancerClass]): such a one is the operator's choice for every Service.
+func (l *loadBalancers) configNames(v string) bool {
+	cfg := l.c.cfg.LoadBalancer
+	known := []string{cfg.SubnetID, cfg.NetworkID, cfg.MemberSubnetID, cfg.FloatingNetworkID, cfg.FloatingSubnetID}
+	for _, c := range l.c.cfg.LoadBalancerClass {
+		known = append(known, c.SubnetID, c.NetworkID, c.MemberSubnetID, c.FloatingNetworkID, c.FloatingSubnetID)
+	}
+	return v != "" && slices.Contains(known, v)
+}
+
+// checkPickedFIPSubnets: the subnets a Service's floating-subnet or floating-subnet-tags
+// annotation picks are each one floating-subnet-id would take (named in the cloud config, or
+// allowed by the operator); a pattern must not reach a subnet an ID could not.
+func (l *loadBalancers) checkPickedFIPSubnets(id ownership.Identity, sel fipSubnetSel, picked []subnets.Subnet) error {
+	if sel.from != "" {
+		return nil // the operator's selection, in the cloud config
+	}
+	key := annFloatingSubnet
+	if sel.Pattern == "" {
+		key = annFloatingSubnetTags
+	}
+	a, _ := annotations.Lookup(annFloatingSubnetID)
+	for _, s := range picked {
+		if l.configNames(s.ID) || l.c.cfg.LoadBalancer.allow.Permits(id.Namespace, s.ID) {
+			continue
+		}
+		return reach.Refuse(key, "picks subnet %q, which %s would not take: no cloud config names it and the operator did not allow it (by namespace or by ID)", s.ID, a.Name)
 	}
 	return nil
 }

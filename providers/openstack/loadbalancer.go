@@ -565,7 +565,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 		if err != nil {
 			return "", err
 		}
-		if err := l.checkFIPSubnetMatches(ctx, cl, spec); err != nil {
+		if err := l.checkFIPSubnetMatches(ctx, cl, id, spec); err != nil {
 			return "", err
 		}
 		if lb, err = l.create(ctx, cl, id, svc, spec, members); err != nil {

@@ -10,8 +10,6 @@ import (
 // annNodeSelector narrows the members to the Nodes carrying these labels, as upstream.
 const annNodeSelector = annPrefix + "node-selector"
 
-func init() { supportedAnnotations[annNodeSelector] = true }
-
 // parseNodeSelector reads upstream's selector form: comma-separated "key=value" (that value),
 // "key" or "key=" (the label present, any value). Pure.
 func parseNodeSelector(s string) map[string]string {

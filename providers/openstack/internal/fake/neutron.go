@@ -42,6 +42,8 @@ type port struct {
 	// TrunkID and SubPorts: the trunk this port is the parent of, and its subports' IDs.
 	TrunkID  string
 	SubPorts []string
+	// Tags are the port's Neutron tags (an operator's, or ownership tags given by hand).
+	Tags []string
 }
 
 // sortedPorts are the ports by ID (creation order), as Neutron lists by primary key.
@@ -208,7 +210,7 @@ func portJSON(p *port) map[string]any {
 	}
 	out := map[string]any{"id": p.ID, "network_id": p.NetworkID, "device_id": p.DeviceID,
 		"device_owner": p.DeviceOwner, "fixed_ips": ips, "security_groups": sgs, "status": status, "admin_state_up": true,
-		"revision_number": p.Revision, "mac_address": macOf(p.ID)}
+		"revision_number": p.Revision, "mac_address": macOf(p.ID), "tags": append([]string{}, p.Tags...)}
 	if p.TrunkID != "" {
 		subs := []any{}
 		for i, id := range p.SubPorts {

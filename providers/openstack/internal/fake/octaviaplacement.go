@@ -30,14 +30,14 @@ func (c *Cloud) AddAvailabilityZone(name string, enabled bool) {
 // AddPort makes a Neutron port on a subnet with the given address and no device, as a user
 // makes one to give it to a load balancer as its VIP (loadbalancer.openstack.org/port-id).
 // deviceID, when set, says the port is in use (a server's, say).
-func (c *Cloud) AddPort(subnetID, address, deviceID string) string {
+func (c *Cloud) AddPort(subnetID, address, deviceID string, tags ...string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sub := c.subnets[subnetID]
 	if sub == nil {
 		return ""
 	}
-	p := &port{ID: c.nextID("port"), NetworkID: sub.NetworkID, DeviceID: deviceID, FixedIPs: []fixedIP{{SubnetID: subnetID, IPAddress: address}}}
+	p := &port{ID: c.nextID("port"), NetworkID: sub.NetworkID, DeviceID: deviceID, FixedIPs: []fixedIP{{SubnetID: subnetID, IPAddress: address}}, Tags: tags}
 	c.ports[p.ID] = p
 	return p.ID
 }
