@@ -201,7 +201,7 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, id ownership.Identity, k s
 		var got netip.Addr
 		if a, asked := requested[v6]; asked {
 			if !ok(a, v6) {
-				return nil, l.whyNot(a, svc, id, k, shareKey, pools)
+				return nil, fmt.Errorf("%s: %w", requestedBy(svc, a), l.whyNot(a, svc, id, k, shareKey, pools))
 			}
 			got = a
 		}
@@ -246,6 +246,22 @@ func canonicalStatusAddrs(svc *v1.Service) []netip.Addr {
 		out[i] = canonical(a)
 	}
 	return out
+}
+
+// requestedBy names the field or annotation of svc that asked for address a, so the refusal
+// names what the tenant wrote. Pure.
+func requestedBy(svc *v1.Service, a netip.Addr) string {
+	for _, f := range []struct{ name, value string }{
+		{"annotation " + AnnotationLoadBalancerIPs, svc.Annotations[AnnotationLoadBalancerIPs]},
+		{"annotation " + AnnotationKubeVIPLoadBalancerIPs, svc.Annotations[AnnotationKubeVIPLoadBalancerIPs]},
+	} {
+		for _, s := range strings.Split(f.value, ",") {
+			if b, err := parseRequestedAddr(f.name, strings.TrimSpace(s)); err == nil && canonical(b) == a {
+				return f.name
+			}
+		}
+	}
+	return "spec.loadBalancerIP"
 }
 
 // whyNot explains why a requested address cannot be used. The text becomes a Warning Event of

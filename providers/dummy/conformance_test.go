@@ -19,6 +19,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/cloudtest"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/reach"
 )
 
 // harness is the dummy cloud as the conformance suite sees it: the inventory file is the
@@ -343,4 +344,24 @@ func TestLegacySourceRangesAdvised(t *testing.T) {
 	h.writeInventory(t)
 	lb, _ := h.NewCloudFor(t, "advice").LoadBalancer()
 	cloudtest.LegacySourceRangesAreAdvised(t, lb, "advice", h.events, nil)
+}
+
+var _ cloudtest.ReachHarness = (*harness)(nil)
+
+func (h *harness) Annotations() reach.Table { return annotations }
+
+// Foreign: addresses no attacking Service holds: the victim cluster's, and one an operator
+// reserved by hand in the store.
+func (h *harness) Foreign(t cloudtest.T, kind, victim string, victimSvc *v1.Service, attacker string) []cloudtest.Foreign {
+	if kind != "address" {
+		t.Errorf("the dummy harness makes no foreign %s", kind)
+		return nil
+	}
+	if err := h.store.Put(context.Background(), "reach-reservation", Record{Name: "reach-reservation", IPs: []string{"192.0.2.249"}, Ports: []string{"TCP/9999"}}); err != nil {
+		t.Fatalf("seeding a reservation: %v", err)
+	}
+	return []cloudtest.Foreign{
+		{Flavour: cloudtest.OtherCluster, Value: victimSvc.Status.LoadBalancer.Ingress[0].IP},
+		{Flavour: cloudtest.Unowned, Value: "192.0.2.249"},
+	}
 }

@@ -132,6 +132,9 @@ func (l *loadBalancers) mine(id ownership.Identity, k string) (Record, bool, err
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (_ *v1.LoadBalancerStatus, err error) {
 	defer observe("ensure", time.Now(), &err)
 	id, k := ownership.Of(clusterName, svc), recordKey(clusterName, svc)
+	if err := checker.Values(svc); err != nil {
+		return nil, err
+	}
 	if msg, ok := sourceranges.Unenforced(svc); ok { // no firewall here: say so, once an hour
 		l.c.rec.Advise(svc, sourceranges.ReasonNotEnforced, msg)
 	}

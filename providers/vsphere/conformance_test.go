@@ -15,6 +15,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccm-project/ccm/common/cloudtest"
+	"github.com/ccm-project/ccm/common/reach"
 	"github.com/ccm-project/ccm/providers/vsphere/internal/sim"
 )
 
@@ -261,4 +262,15 @@ func TestLegacySourceRangesAdvised(t *testing.T) {
 	h := &harness{s: startSim(t), events: cloudtest.NewEventSink()}
 	lb, _ := h.NewCloudFor(t, "advice").LoadBalancer()
 	cloudtest.LegacySourceRangesAreAdvised(t, lb, "advice", h.events, nil)
+}
+
+var _ cloudtest.ReachHarness = (*harness)(nil)
+
+func (h *harness) Annotations() reach.Table { return annotations }
+
+// Foreign: the provider's annotations name no cloud object (addresses come from
+// spec.loadBalancerIP, attacked by HostileCases).
+func (h *harness) Foreign(t cloudtest.T, kind, _ string, _ *v1.Service, _ string) []cloudtest.Foreign {
+	t.Errorf("the vSphere harness makes no foreign %s", kind)
+	return nil
 }

@@ -178,6 +178,9 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 // any), so a record changed or deleted in vCenter is put back by the next sync.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (_ *v1.LoadBalancerStatus, err error) {
 	defer observe("ensure", time.Now(), &err)
+	if err := checker.Values(svc); err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if msg, ok := sourceranges.Unenforced(svc); ok { // no firewall here: say so, once an hour
