@@ -37,10 +37,14 @@ func (a Annotation) checkText() string {
 	switch a.Reach {
 	case Object:
 		s = "used when its tags prove it is this Service's"
-		if a.Cluster {
-			s = "used when tagged for this cluster or proven this Service's"
+		switch {
+		case a.Untagged:
+			s = "used only when the operator allowed it (by namespace or ID)"
+		case a.Cluster:
+			s = "used when tagged for this cluster or proven this Service's, or allowed by the operator (by namespace or ID)"
+		default:
+			s += ", or allowed by the operator (by namespace or ID)"
 		}
-		s += ", or allowed by the operator (by namespace or ID)"
 	case NodePort:
 		s = "only the Service's own nodePorts and health-check nodePort"
 	case Ranges:
@@ -56,4 +60,21 @@ func (a Annotation) checkText() string {
 		s += "; " + a.Check
 	}
 	return s
+}
+
+// Embed puts section between the markers of provider's table in doc ("<!-- reach:aws:begin"
+// up to its line end, and "<!-- reach:aws:end -->"): it returns the new doc, and whether the
+// doc held that section already. A doc without the markers is an error.
+func Embed(doc, provider, section string) (string, bool, error) {
+	begin, end := "<!-- reach:"+provider+":begin", "<!-- reach:"+provider+":end -->"
+	i := strings.Index(doc, begin)
+	if i < 0 {
+		return "", false, fmt.Errorf("no %q marker", begin)
+	}
+	i += strings.Index(doc[i:], "\n") + 1
+	j := strings.Index(doc, end)
+	if j < i {
+		return "", false, fmt.Errorf("no %q marker after %q", end, begin)
+	}
+	return doc[:i] + section + doc[j:], doc[i:j] == section, nil
 }

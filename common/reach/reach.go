@@ -56,6 +56,9 @@ type Annotation struct {
 	// Cluster: an object of this kind tagged for the cluster (not for one Service) is the
 	// cluster's to use, as subnets tagged kubernetes.io/cluster/<id> are.
 	Cluster bool
+	// Untagged: ccm does not read this kind's ownership (a certificate, a bucket, a network):
+	// only the operator's allow-list (or the cloud config) admits one.
+	Untagged bool
 	// With are the annotations this one needs to take effect (access logs need
 	// access-log-enabled); the hostile suite sets them beside it.
 	With map[string]string
@@ -124,7 +127,7 @@ func (t Table) Validate() error {
 			bad = append(bad, fmt.Sprintf("%s: reach %q is not one of %v", a.Name, a.Reach, Kinds))
 		case a.Reach == Object && a.Object == "":
 			bad = append(bad, a.Name+": names an object but not its kind")
-		case a.Reach != Object && (a.Object != "" || a.Cluster || a.List):
+		case a.Reach != Object && (a.Object != "" || a.Cluster || a.List || a.Untagged):
 			bad = append(bad, a.Name+": object fields on a "+string(a.Reach)+" annotation")
 		}
 		seen[a.Name] = true

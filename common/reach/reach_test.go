@@ -220,3 +220,17 @@ func FuzzPatternCost(f *testing.F) {
 		}
 	})
 }
+
+func TestEmbed(t *testing.T) {
+	doc := "a\n<!-- reach:x:begin (generated) -->\nold\n<!-- reach:x:end -->\nb\n"
+	got, same, err := Embed(doc, "x", "new\n")
+	if err != nil || same || got != "a\n<!-- reach:x:begin (generated) -->\nnew\n<!-- reach:x:end -->\nb\n" {
+		t.Errorf("Embed = %q, %v, %v", got, same, err)
+	}
+	if _, same, _ := Embed(got, "x", "new\n"); !same {
+		t.Errorf("the same section is reported changed")
+	}
+	if _, _, err := Embed(doc, "y", ""); err == nil {
+		t.Errorf("a doc without the markers is accepted")
+	}
+}
