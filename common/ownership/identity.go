@@ -114,6 +114,15 @@ func Check(id Identity, kind, objID string, tags map[string]string) error {
 	return match(id, owner, kind, objID)
 }
 
+// IsExactly reports whether tags prove the object belongs to id with id's UID recorded: what an
+// object found by its tags alone (not by a name derived from the Service) must show. Tags
+// without a UID can be copied by anyone who can tag (an upstream cluster copies a tenant's
+// additional tags verbatim), so only a name ccm derives for the Service, or upstream's, backs
+// them.
+func IsExactly(id Identity, tags map[string]string) bool {
+	return Is(id, tags) && (id.UID == "" || tags[ServiceUIDTag] == id.UID)
+}
+
 // Is reports whether tags prove the object belongs to id.
 func Is(id Identity, tags map[string]string) bool { return Check(id, "", "", tags) == nil }
 

@@ -21,7 +21,8 @@ import (
 )
 
 // ownedELBGroups returns the ELB security groups (named k8s-elb-*) whose tags say they are
-// id's, in any VPC.
+// id's, UID included, in any VPC. One tagged without the UID is found by its name only
+// (deleteClassic): tags alone, without the UID, can be another cluster's copy of a tenant's.
 func (l *loadBalancers) ownedELBGroups(ctx context.Context, id ownership.Identity) ([]types.SecurityGroup, error) {
 	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
 		filter("tag:"+ownership.ServiceTag, id.Service()), filter("tag-key", ownership.ClusterTagPrefix+id.Cluster)}})
@@ -30,7 +31,7 @@ func (l *loadBalancers) ownedELBGroups(ctx context.Context, id ownership.Identit
 	}
 	var gs []types.SecurityGroup
 	for _, g := range out.SecurityGroups {
-		if strings.HasPrefix(aws.ToString(g.GroupName), groupName("")) && ownership.Is(id, groupTags(&g)) {
+		if strings.HasPrefix(aws.ToString(g.GroupName), groupName("")) && ownership.IsExactly(id, groupTags(&g)) {
 			gs = append(gs, g)
 		}
 	}

@@ -321,3 +321,33 @@ func TestHalves(t *testing.T) {
 		t.Error("a single address split")
 	}
 }
+
+// A k8s-elb group that another cluster (still on upstream, which copies a tenant's
+// additional-resource-tags onto its groups verbatim) tagged with this cluster's tag and this
+// Service's name, but without its UID, is not this Service's: deleting the Service leaves the
+// group and every rule that refers to it.
+func TestCopiedTagsWithoutUIDAreNotOwnership(t *testing.T) {
+	h := newHarness(t, "copied")
+	ctx := context.Background()
+	lb, _ := h.cloud(t, "").LoadBalancer()
+	nodes := []*v1.Node{node(h, "copied-a")}
+	svc := lbService("web", nil)
+	svc.Spec.Ports, svc.UID = svc.Spec.Ports[:1], "6f1c0001-0000-4000-8000-000000000001"
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	copied := h.fake.AddSecurityGroup("k8s-elb-a0123456789abcdef0123456789abcd", "Security group for Kubernetes ELB a0123 (other/app)",
+		map[string]string{ownership.ClusterTagPrefix + "copied": ownership.Owned, ownership.ServiceTag: svc.Namespace + "/" + svc.Name},
+		fakeaws.Rule{Protocol: "tcp", From: 80, To: 80, CIDR: "0.0.0.0/0"})
+	theirs := fakeaws.Rule{Protocol: "tcp", From: 31999, To: 31999, SourceSG: copied, Description: "the other cluster's"}
+	h.fake.AddGroupRule(fakeaws.NodeGroup, theirs)
+	if err := lb.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := h.fake.Group(copied); !ok || len(g.Rules) != 1 {
+		t.Errorf("the other cluster's group was deleted or changed: %v %+v", ok, g)
+	}
+	if g, _ := h.fake.Group(fakeaws.NodeGroup); !slices.Contains(g.Rules, theirs) {
+		t.Errorf("the other cluster's node rule was revoked: %v", g.Rules)
+	}
+}
