@@ -571,7 +571,14 @@ func (l *loadBalancers) members(ctx context.Context, opts *lbOptions, nodes []*v
 		if l.c.cfg.Global.DisableSecurityGroupIngress {
 			continue
 		}
-		if g := nodeGroup(in, l.c.cfg.ClusterID()); g != "" && !slices.Contains(groups, g) {
+		g, err := nodeGroupOf(id, instanceGroups(in), func(g string) bool {
+			sg, _ := l.gsnap.get(ctx, g, l.listGroups) // the cluster's tagged groups, listed once
+			return sg != nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		if g != "" && !slices.Contains(groups, g) {
 			groups = append(groups, g)
 		}
 	}

@@ -21,13 +21,41 @@ import (
 // groupName is the name of the security group made for one ELB.
 func groupName(lbName string) string { return "k8s-elb-" + lbName }
 
-// nodeGroup is the security group of a node that ELB rules are added to: its first one, as
-// the upstream provider does when an instance has a single group.
-func nodeGroup(in *types.Instance, _ string) string {
-	if len(in.SecurityGroups) == 0 {
-		return ""
+// nodeGroupOf picks, as upstream does, the instance's security group that ELB rules go to: the
+// one tagged for the cluster (kubernetes.io/cluster/<id>); with none tagged, its only group.
+// Several tagged, or several untagged and none tagged, is an error naming them: a rule must
+// not land in a group another team or cluster relies on because it happens to be first.
+// Pure; tagged is asked only when the instance has several groups.
+func nodeGroupOf(instanceID string, groups []string, tagged func(string) bool) (string, error) {
+	if len(groups) <= 1 {
+		return strings.Join(groups, ""), nil
 	}
-	return aws.ToString(in.SecurityGroups[0].GroupId)
+	var yes []string
+	for _, g := range groups {
+		if tagged(g) {
+			yes = append(yes, g)
+		}
+	}
+	switch len(yes) {
+	case 1:
+		return yes[0], nil
+	case 0:
+		return "", fmt.Errorf("instance %s has several security groups (%s) and none is tagged %s%s: tag the one load balancer rules go to",
+			instanceID, strings.Join(groups, ", "), ownership.ClusterTagPrefix, "<cluster id>")
+	}
+	return "", fmt.Errorf("instance %s has several security groups tagged for the cluster (%s): tag only the one load balancer rules go to",
+		instanceID, strings.Join(yes, ", "))
+}
+
+// instanceGroups are the IDs of in's security groups, in EC2's order.
+func instanceGroups(in *types.Instance) []string {
+	var out []string
+	for _, g := range in.SecurityGroups {
+		if id := aws.ToString(g.GroupId); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func groupTags(g *types.SecurityGroup) map[string]string {
