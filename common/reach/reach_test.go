@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ccm-project/ccm/common/ownership"
 )
@@ -232,5 +233,28 @@ func TestEmbed(t *testing.T) {
 	}
 	if _, _, err := Embed(doc, "y", ""); err == nil {
 		t.Errorf("a doc without the markers is accepted")
+	}
+}
+
+func TestNamespaceShare(t *testing.T) {
+	id := ownership.Of("c1", svcWith(nil))
+	desc := func(cluster, ns, name string) string {
+		s := svcWith(nil)
+		s.Namespace, s.Name, s.UID = ns, name, types.UID("u-"+name)
+		return ownership.Description(ownership.Of(cluster, s), "client", 255)
+	}
+	pool := []string{desc("c1", "ns", "a"), desc("c1", "ns", "b"), desc("c1", "other", "x"), desc("c2", "ns", "y"),
+		desc("c1", "ns", "s"), "the operator's rule", ""}
+	for _, tc := range []struct {
+		want, limit int
+		ok          bool
+	}{{1, 3, true}, {2, 3, false}, {1, 2, false}, {50, 0, true}, {0, 1, true}} {
+		err := NamespaceShare(id, pool, tc.want, tc.limit, "rules", "[Global] K")
+		if (err == nil) != tc.ok {
+			t.Errorf("want %d limit %d: %v", tc.want, tc.limit, err)
+		}
+		if err != nil && (!errors.Is(err, ErrQuota) || !strings.Contains(err.Error(), "[Global] K") || strings.Contains(err.Error(), "/a")) {
+			t.Errorf("refusal %v", err)
+		}
 	}
 }

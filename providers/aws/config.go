@@ -61,6 +61,10 @@ type Config struct {
 		// subnet in their annotations; any Service may name the IDs in AllowedResourceIDs.
 		AllowedResourceNamespaces string
 		AllowedResourceIDs        string
+		// Not upstream. NodeSecurityGroupRulesPerNamespace bounds the rules the NLBs of one
+		// namespace may hold in a shared node security group (AWS's default quota is 60 per
+		// group, for every Service of every tenant): 0 is the default, 40; -1 is no limit.
+		NodeSecurityGroupRulesPerNamespace int
 	}
 	// ServiceOverride points one AWS service at another endpoint, as upstream:
 	// [ServiceOverride "1"] Service = ec2, Region = ..., URL = ...
@@ -150,6 +154,9 @@ func (c *Config) Validate() config.Problems {
 	}
 	if _, err := ownership.ParseAllow(g.AllowedResourceNamespaces, g.AllowedResourceIDs); err != nil {
 		ps.Add("Global", "AllowedResourceNamespaces", "%v", err)
+	}
+	if g.NodeSecurityGroupRulesPerNamespace < -1 {
+		ps.Add("Global", "NodeSecurityGroupRulesPerNamespace", "must be -1 (no limit), 0 (the default, %d) or more, not %d", defaultRulesPerNamespace, g.NodeSecurityGroupRulesPerNamespace)
 	}
 	for _, f := range g.NodeIPFamilies {
 		if f != "ipv4" && f != "ipv6" {

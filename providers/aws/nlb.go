@@ -304,6 +304,9 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	want.NodeGroups = nodeGroups
 	fp := fingerprint.Of(want)
 	id := l.identity(svc)
+	if err := l.checkNamespaceRulesBefore(ctx, id, want); err != nil {
+		return nil, err
+	}
 	if cur == nil && mustExist {
 		return nil, errNotCreatedYet
 	}

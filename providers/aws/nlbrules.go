@@ -7,9 +7,11 @@ import (
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/reach"
 )
 
 // nodeGroupsTag lists (space-separated) the node security groups an NLB's rules were added to,
@@ -32,30 +34,7 @@ func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, up st
 		return nil, nil
 	}
 	id := l.identity(svc)
-	var need []rule
-	if want != nil {
-		for _, p := range want.Ports {
-			proto := "tcp"
-			if p.Protocol == "UDP" {
-				proto = "udp"
-			}
-			for _, cidr := range want.SourceRanges {
-				need = append(need, rule{proto: proto, from: p.NodePort, to: p.NodePort, cidr: cidr, desc: ruleDescription(id, "client")})
-			}
-		}
-		// The health checks come from the NLB's subnets: admitted where the rules above do not
-		// admit everyone.
-		if len(want.HealthCIDRs) > 0 {
-			for _, port := range want.uncoveredHealthPorts() {
-				for _, cidr := range want.HealthCIDRs {
-					r := rule{proto: "tcp", from: port, to: port, cidr: cidr, desc: ruleDescription(id, "health")}
-					if !slices.ContainsFunc(need, func(n rule) bool { return n.key() == r.key() }) {
-						need = append(need, r)
-					}
-				}
-			}
-		}
-	}
+	need := nlbNodeRules(id, want)
 	read := l.groupsByID // a reconcile may use the listing
 	if want == nil {
 		read = l.describeGroups // a delete reads them as they are
@@ -107,4 +86,97 @@ func (d *nlbDesired) nodeGroups() []string {
 		return nil
 	}
 	return d.NodeGroups
+}
+
+// defaultRulesPerNamespace is NodeSecurityGroupRulesPerNamespace's default: two thirds of AWS's
+// default quota of 60 rules per group, so one namespace cannot take every rule of a node group.
+const defaultRulesPerNamespace = 40
+
+// rulesPerNamespace is the bound on one namespace's NLB rules in a node group (0: none).
+func (c *Config) rulesPerNamespace() int {
+	switch n := c.Global.NodeSecurityGroupRulesPerNamespace; n {
+	case 0:
+		return defaultRulesPerNamespace
+	case -1:
+		return 0
+	default:
+		return n
+	}
+}
+
+// checkNamespaceRules refuses, before the first rule is written, a Service that would add rules
+// taking its namespace's rules in a node group past NodeSecurityGroupRulesPerNamespace: each
+// Service's rules carry its description, so the namespace's share is counted from the group. A
+// Service whose rules are all there already is not refused (a namespace over the limit after an
+// upgrade keeps being served; it only cannot grow).
+func (l *loadBalancers) checkNamespaceRules(id ownership.Identity, gs []types.SecurityGroup, groups []string, need []rule) error {
+	limit := l.c.cfg.rulesPerNamespace()
+	for i := range gs {
+		if !slices.Contains(groups, aws.ToString(gs[i].GroupId)) {
+			continue
+		}
+		have := rulesOf(&gs[i])
+		adds := 0
+		for _, r := range need {
+			if !slices.ContainsFunc(have, func(h rule) bool { return h.key() == r.key() && ownership.DescribedBy(id, h.desc) }) {
+				adds++
+			}
+		}
+		if adds == 0 {
+			continue
+		}
+		var descs []string
+		for _, r := range have {
+			descs = append(descs, r.desc)
+		}
+		if err := reach.NamespaceShare(id, descs, len(need), limit, "rules in node security group "+aws.ToString(gs[i].GroupId),
+			"[Global] NodeSecurityGroupRulesPerNamespace"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nlbNodeRules are the node group rules want asks for: its source ranges on each nodePort, and
+// the health check ports from the NLB's subnets where those do not admit everyone. Pure.
+func nlbNodeRules(id ownership.Identity, want *nlbDesired) []rule {
+	if want == nil {
+		return nil
+	}
+	var need []rule
+	for _, p := range want.Ports {
+		proto := "tcp"
+		if p.Protocol == "UDP" {
+			proto = "udp"
+		}
+		for _, cidr := range want.SourceRanges {
+			need = append(need, rule{proto: proto, from: p.NodePort, to: p.NodePort, cidr: cidr, desc: ruleDescription(id, "client")})
+		}
+	}
+	// The health checks come from the NLB's subnets: admitted where the rules above do not
+	// admit everyone.
+	if len(want.HealthCIDRs) > 0 {
+		for _, port := range want.uncoveredHealthPorts() {
+			for _, cidr := range want.HealthCIDRs {
+				r := rule{proto: "tcp", from: port, to: port, cidr: cidr, desc: ruleDescription(id, "health")}
+				if !slices.ContainsFunc(need, func(n rule) bool { return n.key() == r.key() }) {
+					need = append(need, r)
+				}
+			}
+		}
+	}
+	return need
+}
+
+// checkNamespaceRulesBefore reads the node groups (from the cluster's listing) and checks the
+// namespace's share before the NLB's first write.
+func (l *loadBalancers) checkNamespaceRulesBefore(ctx context.Context, id ownership.Identity, want *nlbDesired) error {
+	if len(want.NodeGroups) == 0 || l.c.cfg.Global.DisableSecurityGroupIngress || l.c.cfg.rulesPerNamespace() == 0 {
+		return nil
+	}
+	gs, err := l.groupsByID(ctx, want.NodeGroups)
+	if err != nil {
+		return err
+	}
+	return l.checkNamespaceRules(id, gs, want.NodeGroups, nlbNodeRules(id, want))
 }

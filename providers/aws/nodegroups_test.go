@@ -2,13 +2,17 @@ package aws
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/reach"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -67,4 +71,44 @@ func TestNodeRulesGoToTheClusterTaggedGroup(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "several security groups tagged") || h.fake.Writes() != w {
 		t.Errorf("two tagged groups: %v, %d writes", err, h.fake.Writes()-w)
 	}
+}
+
+// One namespace's NLBs may hold at most NodeSecurityGroupRulesPerNamespace rules (default 40)
+// in a shared node group: the Service that would pass it is refused before any write, naming
+// the limit, and another namespace's Service is still served. -1 lifts the limit.
+func TestNamespaceShareOfNodeGroupRules(t *testing.T) {
+	h := newHarness(t, "share")
+	h.fake.SetRulesPerGroupLimit(0) // a raised account quota: only ccm's share is tested here
+	ctx := context.Background()
+	nodes := []*v1.Node{node(h, "share-a")}
+	ranges := make([]string, 15)
+	for i := range ranges {
+		ranges[i] = fmt.Sprintf("198.51.%d.0/24", i)
+	}
+	nlb := func(ns, name string) *v1.Service {
+		svc := lbService(name, map[string]string{annotationPrefix + annType: "nlb"})
+		svc.Namespace, svc.UID = ns, types.UID("uid-"+ns+"-"+name)
+		svc.Spec.Ports = svc.Spec.Ports[:1]
+		svc.Spec.LoadBalancerSourceRanges = ranges
+		return svc
+	}
+	lb, _ := h.cloud(t, "").LoadBalancer()
+	for _, name := range []string{"a", "b"} {
+		ensureOK(t, lb, nlb("team", name), nodes)
+	}
+	w := h.fake.Writes()
+	_, err := lb.EnsureLoadBalancer(ctx, "x", nlb("team", "c"), nodes)
+	if err == nil || !strings.Contains(err.Error(), "NodeSecurityGroupRulesPerNamespace") || !errors.Is(err, reach.ErrQuota) {
+		t.Errorf("the third Service of the namespace: %v, want a refusal naming the limit", err)
+	}
+	if d := h.fake.Writes() - w; d != 0 {
+		t.Errorf("%d writes before the refusal", d)
+	}
+	ensureOK(t, lb, nlb("other", "c"), nodes)
+	// A lower limit later (the namespace is over it): a Service whose rules are there is still
+	// reconciled; it only cannot add.
+	low, _ := h.cloud(t, "[Global]\nNodeSecurityGroupRulesPerNamespace = 10\n").LoadBalancer()
+	ensureOK(t, low, nlb("team", "a"), nodes)
+	open, _ := h.cloud(t, "[Global]\nNodeSecurityGroupRulesPerNamespace = -1\n").LoadBalancer()
+	ensureOK(t, open, nlb("team", "c"), nodes)
 }

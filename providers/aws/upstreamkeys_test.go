@@ -118,7 +118,7 @@ func TestUpstreamKeyTable(t *testing.T) {
 	// Every field of ccm's config that upstream does not have is ccm's own, on purpose: the
 	// table and this list together name every key ccm accepts.
 	own := map[string]bool{"NodeNameTag": true, "CredentialsFile": true, "InstanceCacheTTL": true,
-		"AllowedResourceNamespaces": true, "AllowedResourceIDs": true}
+		"AllowedResourceNamespaces": true, "AllowedResourceIDs": true, "NodeSecurityGroupRulesPerNamespace": true}
 	for _, f := range reflect.VisibleFields(reflect.TypeOf(base.cfg.Global)) {
 		if f.Anonymous || !f.IsExported() || own[f.Name] {
 			continue

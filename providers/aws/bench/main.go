@@ -73,6 +73,7 @@ func run(o options) error {
 	defer cl.Stop()
 	env := cl.Env
 	fake := fakeaws.New("us-east-1", cluster)
+	fake.SetRulesPerGroupLimit(0)
 	fake.AddCredentials("AKIDBENCH", "bench-secret")
 	if o.lbType == "nlb" {
 		fake.SetNLBProvisioning(o.provisioning)
@@ -274,7 +275,9 @@ func writeConfig(dir, url string) (string, error) {
 		return "", err
 	}
 	conf := filepath.Join(dir, "aws.conf")
-	return conf, os.WriteFile(conf, []byte(fmt.Sprintf("[Global]\nRegion = us-east-1\nKubernetesClusterID = %s\nCredentialsFile = %s\n\n"+
+	// Every bench Service is in one namespace, with more NLBs than a namespace's default share
+	// of a node group's rules, in an account whose rule quota is raised (SetRulesPerGroupLimit 0).
+	return conf, os.WriteFile(conf, []byte(fmt.Sprintf("[Global]\nRegion = us-east-1\nKubernetesClusterID = %s\nCredentialsFile = %s\nNodeSecurityGroupRulesPerNamespace = -1\n\n"+
 		"[ServiceOverride \"ec2\"]\nService = ec2\nURL = %s\n\n[ServiceOverride \"elb\"]\nService = elasticloadbalancing\nURL = %s\n", cluster, creds, url, url)), 0o600)
 }
 

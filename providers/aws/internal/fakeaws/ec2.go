@@ -612,10 +612,10 @@ func (s *Server) changeIngress(f form, add bool) (string, *apiError) {
 const DefaultRulesPerGroup = 60
 
 // SetRulesPerGroupLimit sets the inbound rules a group may hold (AWS's quota:
-// DefaultRulesPerGroup in a new account): an AuthorizeSecurityGroupIngress that would take a
-// group past it fails whole with RulesPerSecurityGroupLimitExceeded. The fake starts with no
-// limit (0), as an account with a raised quota: the bench and the takeover figures put the
-// rules of hundreds of load balancers into one node group.
+// DefaultRulesPerGroup in a new account, which the fake starts with): an
+// AuthorizeSecurityGroupIngress that would take a group past it fails whole with
+// RulesPerSecurityGroupLimitExceeded. 0 is no limit, as an account with a raised quota: the
+// bench and the takeover figures put the rules of hundreds of load balancers into one group.
 func (s *Server) SetRulesPerGroupLimit(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -113,7 +113,7 @@ func New(region, cluster string) *Server {
 		nlbs: map[string]*NLB{}, tgs: map[string]*TargetGroup{}, listeners: map[string]*NLBListener{},
 		calls: map[string]int{}, ops: map[string]int{}, throttled: map[string]int{}, tables: map[string]*RouteTable{},
 		sessions: map[string]session{}, sigs: map[Signature]int{}, keys: map[string]string{},
-		region: region, // ruleLimit 0: off unless a test sets it (SetRulesPerGroupLimit)
+		region: region, ruleLimit: DefaultRulesPerGroup, // AWS's quota, as a new account has it (SetRulesPerGroupLimit)
 	}
 	for i, z := range []string{"a", "b", "c"} {
 		pub := s.AddSubnet(VPC, region+z, fmt.Sprintf("10.0.%d.0/24", i), map[string]string{
