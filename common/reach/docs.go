@@ -2,6 +2,7 @@ package reach
 
 import (
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -77,4 +78,26 @@ func Embed(doc, provider, section string) (string, bool, error) {
 		return "", false, fmt.Errorf("no %q marker after %q", end, begin)
 	}
 	return doc[:i] + section + doc[j:], doc[i:j] == section, nil
+}
+
+// Documented checks that the doc at path holds the table's section for provider (Embed), and
+// with update rewrites it when it does not. The error says how to regenerate it.
+func (t Table) Documented(path, provider string, update bool) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	doc, same, err := Embed(string(data), provider, t.Markdown())
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", path, err)
+	case same:
+		return nil
+	case update:
+		return os.WriteFile(path, []byte(doc), 0o644)
+	}
+	return fmt.Errorf("the annotation table of %s is out of date; run UPDATE_DOCS=1 go test -run TestAnnotationTableDocumented .", path)
 }

@@ -1,34 +1,40 @@
 package aws
 
 import (
+	"context"
 	"os"
+	"strings"
 	"testing"
 
-	"github.com/ccm-project/ccm/common/reach"
+	v1 "k8s.io/api/core/v1"
 )
 
 // Every annotation the provider reads has a reach (an annotation added without one fails
 // here), and docs/security.md holds the table as generated from it.
 func TestAnnotationTableDocumented(t *testing.T) {
-	if err := annotations.Validate(); err != nil {
+	if err := annotations.Documented("../../docs/security.md", "aws", os.Getenv("UPDATE_DOCS") != ""); err != nil {
 		t.Fatal(err)
 	}
-	const path = "../../docs/security.md"
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, same, err := reach.Embed(string(data), "aws", annotations.Markdown())
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if !same {
-		if os.Getenv("UPDATE_DOCS") != "" {
-			if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
-				t.Fatal(err)
+}
+
+// spec.loadBalancerIP and sessionAffinity ClientIP are refused before any write, naming the
+// field, for both load balancer types.
+func TestUnsupportedSpecRefused(t *testing.T) {
+	h := newHarness(t, "spec")
+	lb, _ := h.cloud(t, "").LoadBalancer()
+	nodes := []*v1.Node{node(h, "spec-a")}
+	for _, typ := range []string{"", "nlb"} {
+		for field, mutate := range map[string]func(*v1.Service){
+			"spec.loadBalancerIP":  func(s *v1.Service) { s.Spec.LoadBalancerIP = "203.0.113.9" }, //nolint:staticcheck // the field refused
+			"spec.sessionAffinity": func(s *v1.Service) { s.Spec.SessionAffinity = v1.ServiceAffinityClientIP },
+		} {
+			svc := lbService("s", map[string]string{annotationPrefix + annType: typ})
+			mutate(svc)
+			w := h.fake.Writes()
+			_, err := lb.EnsureLoadBalancer(context.Background(), "x", svc, nodes)
+			if err == nil || !strings.Contains(err.Error(), field) || h.fake.Writes() != w {
+				t.Errorf("type %q, %s: %v, %d writes; want a refusal naming the field and none", typ, field, err, h.fake.Writes()-w)
 			}
-			return
 		}
-		t.Errorf("the annotation table of %s is out of date; run UPDATE_DOCS=1 go test -run TestAnnotationTableDocumented .", path)
 	}
 }
