@@ -253,6 +253,7 @@ func (c *Config) Validate() config.Problems {
 	ps = append(ps, ups...)
 	notices = append(notices, c.boolNotices()...)
 	notices = append(notices, c.ovnCreateOnlyNotices()...)
+	notices = append(notices, c.ovnMethodNotices()...)
 	if st := lb.containerStore(); st != "barbican" && st != "external" {
 		// As upstream, which only warns: the reference is then not checked in Barbican.
 		notices = append(notices, fmt.Sprintf("[LoadBalancer] container-store: %q is neither barbican nor external; TLS container references are not checked in Barbican (as with external)", st))

@@ -214,14 +214,7 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	}
 	s.family = families(svc)[0]
 
-	method := strings.ToUpper(cfg.LBMethod)
-	if v, ok := a[annLBMethod]; ok {
-		if lbMethods[strings.ToUpper(v)] {
-			method = strings.ToUpper(v)
-		} else {
-			s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is not ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP or SOURCE_IP_PORT; using %s", annLBMethod, v, method))
-		}
-	}
+	method := methodOf(svc, cfg, s.provider, &s.warnings) // lbmethod.go
 	proxy, known := proxyPool(svc)
 	if !known {
 		s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is not true, v1, v2 or false (the upstream CCM reads only these, in lower case); proxy protocol is off", annProxyProtocol, a[annProxyProtocol]))

@@ -35,6 +35,10 @@ type listenerPlan struct {
 	// Recreated name the listeners replaced on the same port because their protocol changed
 	// (Octavia cannot change a listener's protocol): a short interruption on that port.
 	Recreated []string
+	// Left are the listeners on the Service's own load balancer that neither ccm nor the
+	// upstream CCM made (by hand, or by another tool): never changed or deleted, a Warning
+	// each.
+	Left []listeners.Listener
 }
 
 type listenerDelete struct {
@@ -56,7 +60,8 @@ func listenerKey(h listeners.Listener) string {
 // of the Service that made it, which tells the listeners of Services sharing one load balancer
 // apart (shared.go). An unmarked listener tagged with another Service's name is never ours;
 // one tagged with name (or upstream's literal name for id, where ccm's differs) is, on a
-// shared load balancer too.
+// shared load balancer too. On the Service's own load balancer, an unmarked listener no CCM
+// made (madeByACCM) is left alone (Left), and a wanted port it holds is an error.
 func planListeners(id ownership.Identity, name string, want []listenerSpec, have []listeners.Listener, allPools []pools.Pool, adopted bool) (listenerPlan, error) {
 	p := listenerPlan{Keep: map[string]listeners.Listener{}, Relabel: map[string]listeners.Listener{}, Reuse: map[string]pools.Pool{}}
 	poolByID := map[string]*pools.Pool{}
@@ -93,6 +98,14 @@ func planListeners(id ownership.Identity, name string, want []listenerSpec, have
 			if isWanted {
 				return p, fmt.Errorf("port %s of this Service's load balancer is taken by a listener it does not own", key)
 			}
+			continue
+		case !marked && !tagMine && !madeByACCM(id, name, h):
+			// Added by hand (or by another tool): no CCM made it, so none deletes it (listenerorigin.go).
+			if isWanted {
+				return p, fmt.Errorf("port %s of this Service's load balancer is taken by listener %s, which neither ccm nor the upstream CCM made: ccm does not delete it; "+
+					"delete it by hand or give the Service another port", key, listenerLabel(h))
+			}
+			p.Left = append(p.Left, h)
 			continue
 		case isWanted && mine && inError(h, poolByID[h.DefaultPoolID]):
 			// A failed update leaves a listener or pool in ERROR; Octavia lets it be deleted,

@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -36,12 +37,19 @@ func TestPlanListeners(t *testing.T) {
 		return p
 	}
 	named := func(p pools.Pool, ls listenerSpec) pools.Pool { p.Name = "pool_" + ls.name(); return p }
+	// up names a listener as the upstream CCM does; hand as a user would.
+	up := func(h listeners.Listener, i int) listeners.Listener {
+		h.Name = fmt.Sprintf("listener_%d_%s", i, testLBName)
+		return h
+	}
+	hand := func(h listeners.Listener, name string) listeners.Listener { h.Name = name; return h }
 	inState := func(h listeners.Listener, st string) listeners.Listener { h.ProvisioningStatus = st; return h }
 	l80proxy := l80
 	l80proxy.PoolProtocol = "PROXY"
 	d80, d443 := listenerDescription(id, l80), listenerDescription(id, l443)
 	type want struct {
 		keep, relabel, del, delPools, create, reuse []string // listener IDs / pool IDs / keys / pool IDs
+		left                                        []string // listener IDs
 		delWithPool                                 []bool
 		repairs                                     []string
 		specChanged                                 bool
@@ -94,9 +102,25 @@ func TestPlanListeners(t *testing.T) {
 			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true)}, false, want{relabel: []string{"L1"}}},
 		{"an earlier ccm's listener with another pool protocol: replaced", []listenerSpec{l80proxy}, []listeners.Listener{lis("L1", l80, legacyListenerPrefix+l80.fingerprint(), "P1")},
 			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true)}, false, want{del: []string{"L1"}, delWithPool: []bool{true}, create: []string{"TCP/80"}, specChanged: true}},
-		{"the upstream CCM's listener with the wanted pool: relabelled", []listenerSpec{l80}, []listeners.Listener{lis("L1", l80, "", "P1")},
+		{"the upstream CCM's listener with the wanted pool: relabelled", []listenerSpec{l80}, []listeners.Listener{up(lis("L1", l80, "", "P1"), 0)},
 			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true)}, false, want{relabel: []string{"L1"}}},
-		{"shared: the upstream CCM's listener of another Service (its tag) is left alone", []listenerSpec{l80}, []listeners.Listener{lis("L1", l80, "", "P1"), tagged(lis("L9", l443, "", "P9"), otherLBName)},
+		{"the upstream CCM's listener by its tag: relabelled", []listenerSpec{l80}, []listeners.Listener{tagged(lis("L1", l80, "", "P1"), testLBName)},
+			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true)}, false, want{relabel: []string{"L1"}}},
+		{"the upstream CCM's listener by its early name: relabelled", []listenerSpec{l80}, []listeners.Listener{hand(lis("L1", l80, "", "P1"), "listener_"+testLBName+"_0")},
+			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true)}, false, want{relabel: []string{"L1"}}},
+		{"an earlier ccm's listener by its name, the description lost: relabelled", []listenerSpec{l80}, []listeners.Listener{hand(lis("L1", l80, "", "P1"), l80.name())},
+			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true)}, false, want{relabel: []string{"L1"}}},
+		{"the upstream CCM's listener no longer wanted: deleted", nil, []listeners.Listener{up(lis("L1", l80, "", "P1"), 0)},
+			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true)}, false, want{del: []string{"L1"}, delWithPool: []bool{true}}},
+		{"a hand-made listener elsewhere: left alone, reported", []listenerSpec{l80}, []listeners.Listener{lis("L1", l80, d80, "P1"), hand(lis("L9", l443, "", "P9"), "users-443")},
+			[]pools.Pool{pool("P1", d80, "ROUND_ROBIN", true), pool("P9", "", "ROUND_ROBIN", true)}, false, want{keep: []string{"L1"}, left: []string{"L9"}}},
+		{"a hand-made listener without a name: left alone, reported", nil, []listeners.Listener{lis("L9", l443, "", "P9")},
+			[]pools.Pool{pool("P9", "", "ROUND_ROBIN", true)}, false, want{left: []string{"L9"}}},
+		{"a hand-made listener named like another load balancer's upstream listener: left alone", nil, []listeners.Listener{hand(lis("L9", l443, "", "P9"), "listener_0_"+otherLBName)},
+			[]pools.Pool{pool("P9", "", "ROUND_ROBIN", true)}, false, want{left: []string{"L9"}}},
+		{"a hand-made listener on a wanted port: refused, named", []listenerSpec{l443}, []listeners.Listener{hand(lis("L9", l443, "", "P9"), "users-443")},
+			[]pools.Pool{pool("P9", "", "ROUND_ROBIN", true)}, false, want{err: `port TCP/443 of this Service's load balancer is taken by listener "users-443"`}},
+		{"shared: the upstream CCM's listener of another Service (its tag) is left alone", []listenerSpec{l80}, []listeners.Listener{up(lis("L1", l80, "", "P1"), 0), tagged(lis("L9", l443, "", "P9"), otherLBName)},
 			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true), pool("P9", "", "ROUND_ROBIN", true)}, false, want{relabel: []string{"L1"}}},
 		{"shared: another Service's upstream listener on a wanted port is refused", []listenerSpec{l443}, []listeners.Listener{tagged(lis("L9", l443, "", "P9"), otherLBName)},
 			[]pools.Pool{pool("P9", "", "ROUND_ROBIN", true)}, false, want{err: "another Service sharing it"}},
@@ -104,7 +128,7 @@ func TestPlanListeners(t *testing.T) {
 			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true), pool("P2", "", "ROUND_ROBIN", true)}, true, want{relabel: []string{"L2"}}},
 		{"shared: our upstream listener no longer wanted goes with its pool", nil, []listeners.Listener{tagged(lis("L1", l80, "", "P1"), otherLBName), tagged(lis("L2", l443, "", "P2"), testLBName)},
 			[]pools.Pool{pool("P1", "", "ROUND_ROBIN", true), pool("P2", "", "ROUND_ROBIN", true)}, true, want{del: []string{"L2"}, delWithPool: []bool{true}}},
-		{"the upstream CCM's listener with another algorithm: replaced", []listenerSpec{l80}, []listeners.Listener{lis("L1", l80, "", "P1")},
+		{"the upstream CCM's listener with another algorithm: replaced", []listenerSpec{l80}, []listeners.Listener{up(lis("L1", l80, "", "P1"), 0)},
 			[]pools.Pool{pool("P1", "", "SOURCE_IP", true)}, false, want{del: []string{"L1"}, delWithPool: []bool{true}, create: []string{"TCP/80"}, specChanged: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,7 +150,10 @@ func TestPlanListeners(t *testing.T) {
 				slices.Sort(out)
 				return out
 			}
-			var del, delPools, create, reuse []string
+			var del, delPools, create, reuse, left []string
+			for _, h := range p.Left {
+				left = append(left, h.ID)
+			}
 			var withPool []bool
 			for _, d := range p.Delete {
 				del, withPool = append(del, d.Listener.ID), append(withPool, d.WithPool)
@@ -144,7 +171,7 @@ func TestPlanListeners(t *testing.T) {
 				what      string
 				got, want []string
 			}{{"keep", ids(p.Keep), tc.want.keep}, {"relabel", ids(p.Relabel), tc.want.relabel}, {"delete", del, tc.want.del},
-				{"delete pools", delPools, tc.want.delPools}, {"create", create, tc.want.create}, {"reuse", reuse, tc.want.reuse}, {"repairs", p.Repairs, tc.want.repairs}} {
+				{"delete pools", delPools, tc.want.delPools}, {"create", create, tc.want.create}, {"reuse", reuse, tc.want.reuse}, {"repairs", p.Repairs, tc.want.repairs}, {"left", left, tc.want.left}} {
 				if !slices.Equal(c.got, c.want) {
 					t.Errorf("%s = %q, want %q", c.what, c.got, c.want)
 				}

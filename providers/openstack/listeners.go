@@ -126,7 +126,8 @@ func listenerCreateOpts(spec *lbSpec, ls listenerSpec, ms []member, desc string)
 // On a load balancer the Service does not own (adopted: named by load-balancer-id and allowed
 // by the operator), only listeners whose description proves they are this Service's are
 // changed or deleted; every other listener, pool and monitor is left as it is. On the
-// Service's own load balancer, listeners marked as another Service's are left alone too.
+// Service's own load balancer, listeners marked as another Service's are left alone too, and
+// so are those no CCM made (listenerorigin.go), with a Warning.
 func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID string, id ownership.Identity, spec *lbSpec, ms []member, adopted bool, rep *syncReport) error {
 	if rep == nil {
 		rep = &syncReport{}
@@ -144,6 +145,9 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 	}
 	rep.specChanged = rep.specChanged || plan.SpecChanged
 	rep.recreated = append(rep.recreated, plan.Recreated...)
+	for _, h := range plan.Left {
+		rep.left = append(rep.left, leftMessage(spec.name, h))
+	}
 	for _, d := range plan.Delete {
 		if err := l.deleteListener(ctx, cl, lbID, d.Listener, d.WithPool); err != nil {
 			return err

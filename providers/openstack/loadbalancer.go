@@ -421,6 +421,9 @@ type syncReport struct {
 	lbID string
 	// stuck: objects Octavia has held pending for longer than stuckAfter (a Warning each).
 	stuck []string
+	// left: listeners no CCM made on the Service's load balancer, left alone (a Warning each,
+	// given as advice: they are there at every sync).
+	left []string
 }
 
 // sync reconciles one load balancer per IP family. Families provision in parallel: a pending
@@ -440,6 +443,9 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 		}
 		for _, r := range rep.recreated {
 			l.c.event(svc, v1.EventTypeNormal, "ListenerRecreated", r+" (Octavia cannot change a listener's protocol; the port was briefly closed)")
+		}
+		for _, m := range rep.left {
+			l.c.events.Advise(svc, reasonListenerLeft, m)
 		}
 	}()
 	base, err := l.spec(l.GetLoadBalancerName(ctx, clusterName, svc), svc)
@@ -582,13 +588,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	switch st := lb.ProvisioningStatus; {
 	case st == "ACTIVE":
 	case st == "ERROR" && !adopted:
-		// A failed provisioning does not heal: replace it. The retry creates a new one.
-		l.c.event(svc, v1.EventTypeWarning, "LoadBalancerError", fmt.Sprintf("load balancer %s (%s) is in ERROR; deleting it to create it again", name, lb.ID))
-		if err := loadbalancers.Delete(ctx, cl.lb, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return "", fmt.Errorf("deleting load balancer %s in ERROR: %w", lb.ID, err)
-		}
-		l.forget(name)
-		return "", l.retry(fmt.Sprintf("load balancer %s was in ERROR and is being recreated", name))
+		return "", l.syncErrored(ctx, cl, svc, name, lb, rep) // kept if it serves (lberror.go)
 	case st == "ERROR":
 		return "", fmt.Errorf("the load balancer named by annotation %s is in ERROR", annLoadBalancerID)
 	default:

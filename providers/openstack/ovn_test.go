@@ -121,3 +121,69 @@ func TestOVNSendsNoAllowedCIDRs(t *testing.T) {
 		t.Errorf("spec.loadBalancerSourceRanges (kube-proxy's) got Events %q", evs)
 	}
 }
+
+// ovn-octavia-provider balances by SOURCE_IP_PORT only and refuses every other lb_algorithm
+// (as the fake does), so with lb-provider = ovn every pool gets SOURCE_IP_PORT, as upstream
+// sends: an lb-method annotation asking for another gets a Warning naming it, an
+// [LoadBalancer] lb-method written with another a start-up notice naming the key.
+func TestOVNMethod(t *testing.T) {
+	for _, tc := range []struct {
+		name, conf, ann, want, warn string
+	}{
+		{"ovn, nothing asked", "lb-provider = ovn\n", "", "SOURCE_IP_PORT", ""},
+		{"ovn, the annotation asks for another", "lb-provider = ovn\n", "ROUND_ROBIN", "SOURCE_IP_PORT", annLBMethod + `: "ROUND_ROBIN" is not used`},
+		{"ovn, the annotation asks for an unknown one", "lb-provider = ovn\n", "fastest", "SOURCE_IP_PORT", annLBMethod + `: "fastest" is not used`},
+		{"ovn, the annotation asks for it", "lb-provider = ovn\n", "source_ip_port", "SOURCE_IP_PORT", ""},
+		{"ovn, the config asks for another", "lb-provider = ovn\nlb-method = LEAST_CONNECTIONS\n", "", "SOURCE_IP_PORT", ""},
+		{"amphora, the annotation", "", "LEAST_CONNECTIONS", "LEAST_CONNECTIONS", ""},
+		{"amphora, the config", "lb-method = SOURCE_IP\n", "", "SOURCE_IP", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, fake.Options{})
+			c := newTestCloud(t, f, tc.conf)
+			var ann map[string]string
+			if tc.ann != "" {
+				ann = map[string]string{annLBMethod: tc.ann}
+			}
+			spec, err := c.lb.spec("n", lbService("w", ann))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := spec.listeners[0].Method; m != tc.want {
+				t.Errorf("method %s, want %s", m, tc.want)
+			}
+			got := strings.Join(spec.warnings, "\n")
+			if (tc.warn == "") != (got == "") || !strings.Contains(got, tc.warn) {
+				t.Errorf("warnings %q, want one saying %q", spec.warnings, tc.warn)
+			}
+		})
+	}
+
+	logged := captureNotices(t)
+	f := newFake(t, fake.Options{})
+	c := newTestCloud(t, f, "lb-provider = ovn\nlb-method = ROUND_ROBIN\nfloating-network-id = "+fake.PublicNetworkID+"\n")
+	if n := c.cfg.Notices(); len(n) != 1 || !strings.Contains(n[0], "[LoadBalancer] lb-method: \"ROUND_ROBIN\" is not used") || !strings.HasPrefix(n[0], "line ") {
+		t.Errorf("notices %q, want one naming lb-method with its line", n)
+	}
+	if len(*logged) != 1 {
+		t.Errorf("logged at start-up: %q", *logged)
+	}
+	if n := newTestCloud(t, f, "lb-provider = ovn\n").cfg.Notices(); len(n) != 0 {
+		t.Errorf("lb-method left at its default: notices %q", n)
+	}
+
+	// Through the fake, which refuses other algorithms on an ovn load balancer.
+	sink, stop := newSink(t)
+	c.Initialize(sink, stop)
+	lb := lbOf(t, c)
+	svc := lbService("rr", map[string]string{annLBMethod: "ROUND_ROBIN"}, monitorPorts[:2]...)
+	ensureUntilReady(t, lb, svc, lbNodes("10.0.0.5"))
+	for _, l := range fakeLB(t, f, "rr").Listeners {
+		if l.Method != "SOURCE_IP_PORT" {
+			t.Errorf("listener %d: pool %s, want SOURCE_IP_PORT", l.Port, l.Method)
+		}
+	}
+	if ok, evs := sink.Await(svc, 2*time.Second, v1.EventTypeWarning, annLBMethod); !ok {
+		t.Errorf("no Warning naming %s: %q", annLBMethod, evs)
+	}
+}

@@ -28,7 +28,8 @@ import (
 // rules open the Service's NodePorts (and the health-check NodePort for
 // externalTrafficPolicy=Local) to the Service's loadBalancerSourceRanges, 0.0.0.0/0 and ::/0
 // when none are set, plus the member subnets (where Octavia amphorae connect from) when they
-// are set; it is attached to the member nodes' Neutron ports, next to the groups they have.
+// are set; it is attached to the member nodes' Neutron ports, next to the groups they have
+// (except a port with port security disabled, which Neutron lets take no group: skipped).
 // A node's port is found by its server (the port's device_id is the Nova server ID of the
 // Node's providerID) and its address, never by the address alone: another cluster's machine
 // on an overlapping network may hold the same one. A port's group list is changed with
@@ -283,7 +284,7 @@ func (l *loadBalancers) memberPorts(ctx context.Context, cl *clients, nodes []*v
 	for _, n := range nodes {
 		byName[n.Name] = n
 	}
-	serverPorts := map[string][]ports.Port{} // server ID -> its ports, listed once
+	serverPorts := map[string][]securedPort{} // server ID -> its ports, listed once
 	out := map[string]ports.Port{}
 	for _, spec := range specs {
 		ms, err := l.members(ctx, nodes, spec)
@@ -308,16 +309,24 @@ func (l *loadBalancers) memberPorts(ctx context.Context, cl *clients, nodes []*v
 			}
 			ps, ok := serverPorts[sid]
 			if !ok {
-				if ps, err = listPorts(ctx, cl, ports.ListOpts{DeviceID: sid}); err != nil {
+				if ps, err = listServerPorts(ctx, cl, sid); err != nil {
 					return nil, err
 				}
 				serverPorts[sid] = ps
 			}
 			found := false
 			for _, p := range ps {
-				if p.DeviceID == sid && slices.ContainsFunc(p.FixedIPs, func(ip ports.IP) bool { return ip.IPAddress == m.Address }) {
-					out[p.ID], found = p, true
+				if !holds(p.Port) {
+					continue
 				}
+				found = true
+				if !p.takesGroups() {
+					// Neutron refuses any security group on such a port (400): it is skipped, as
+					// upstream does, and the other members still get the group.
+					klog.InfoS("The node's port has port security disabled; security group not attached", "node", m.Node, "port", p.ID)
+					continue
+				}
+				out[p.ID] = p.Port
 			}
 			if !found {
 				klog.InfoS("No port of the node's server holds its address; security group not attached", "node", m.Node, "address", m.Address)
@@ -404,6 +413,34 @@ func listRules(ctx context.Context, cl *clients, sgID string) ([]rules.SecGroupR
 		return nil, fmt.Errorf("listing rules of security group %s: %w", sgID, err)
 	}
 	return rules.ExtractRules(pages)
+}
+
+// PortSecurity is a port's port_security_enabled (Neutron's portsecurity extension); nil on a
+// cloud without that extension, where every port takes security groups.
+type PortSecurity struct {
+	Enabled *bool `json:"port_security_enabled"`
+}
+
+// securedPort is a port read with its port security.
+type securedPort struct {
+	ports.Port
+	PortSecurity
+}
+
+// takesGroups: Neutron accepts security groups on the port (port security is not disabled).
+func (p securedPort) takesGroups() bool { return p.Enabled == nil || *p.Enabled }
+
+// listServerPorts are the ports of Nova server sid, with their port security.
+func listServerPorts(ctx context.Context, cl *clients, sid string) ([]securedPort, error) {
+	pages, err := ports.List(cl.network, ports.ListOpts{DeviceID: sid}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing ports of server %s: %w", sid, err)
+	}
+	var out []securedPort
+	if err := ports.ExtractPortsInto(pages, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func listPorts(ctx context.Context, cl *clients, opts ports.ListOpts) ([]ports.Port, error) {

@@ -224,3 +224,37 @@ func TestSecurityGroupNotOursUntouched(t *testing.T) {
 		}
 	}
 }
+
+// A member node's port without port security (port_security_enabled false: a router VM, a
+// VRRP pair) cannot take a security group (Neutron answers 400): as upstream, it is skipped.
+// The other members' ports get the group, the sync succeeds, and that port is never written.
+func TestSecurityGroupSkipsPortWithoutPortSecurity(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	var portOf []string
+	for i, ip := range []string{"10.0.0.5", "10.0.0.6", "10.0.0.7"} {
+		portOf = append(portOf, f.ServerPortID(f.AddServer(fake.ServerSpec{Name: "node-" + string(rune('a'+i)), IPs: []string{ip}})))
+	}
+	if !f.SetPortSecurity(portOf[1], false) {
+		t.Fatal("port security not turned off")
+	}
+	c := newTestCloud(t, f, manageSG)
+	svc := lbService("web", nil)
+	nodes := lbNodes("10.0.0.5", "10.0.0.6", "10.0.0.7")
+	ensureUntilReady(t, c.lb, svc, nodes)
+	g := sgOf(t, f, "lb-sg-kube_service_"+cluster+"_default_web")
+	for i, want := range [][]string{{g.ID}, nil, {g.ID}} {
+		if got := f.PortSecurityGroups(portOf[i]); !slices.Equal(got, want) {
+			t.Errorf("node-%c port groups = %v, want %v", 'a'+i, got, want)
+		}
+	}
+	if n := f.Calls()["neutron.UpdatePort"]; n != 2 {
+		t.Errorf("port updates = %d, want 2 (none to the port without port security): %s", n, f.CallSummary())
+	}
+	writes := f.Writes()
+	if err := c.lb.UpdateLoadBalancer(context.Background(), cluster, svc, nodes); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.Writes() - writes; w != 0 {
+		t.Errorf("an unchanged sync made %d writes: %s", w, f.CallSummary())
+	}
+}

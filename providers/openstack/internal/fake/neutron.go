@@ -44,6 +44,9 @@ type port struct {
 	SubPorts []string
 	// Tags are the port's Neutron tags (an operator's, or ownership tags given by hand).
 	Tags []string
+	// NoPortSecurity is port_security_enabled false (Neutron's default is true): such a port
+	// takes no security groups (SetPortSecurity, updatePort).
+	NoPortSecurity bool
 }
 
 // sortedPorts are the ports by ID (creation order), as Neutron lists by primary key.
@@ -210,7 +213,8 @@ func portJSON(p *port) map[string]any {
 	}
 	out := map[string]any{"id": p.ID, "network_id": p.NetworkID, "device_id": p.DeviceID,
 		"device_owner": p.DeviceOwner, "fixed_ips": ips, "security_groups": sgs, "status": status, "admin_state_up": true,
-		"revision_number": p.Revision, "mac_address": macOf(p.ID), "tags": append([]string{}, p.Tags...)}
+		"revision_number": p.Revision, "mac_address": macOf(p.ID), "tags": append([]string{}, p.Tags...),
+		"port_security_enabled": !p.NoPortSecurity}
 	if p.TrunkID != "" {
 		subs := []any{}
 		for i, id := range p.SubPorts {
@@ -278,6 +282,12 @@ func (c *Cloud) updatePort(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if b.Port.SecurityGroups != nil {
+		if p.NoPortSecurity && len(*b.Port.SecurityGroups) > 0 {
+			// Neutron's portsecurity extension (an InvalidInput, so 400).
+			writeNeutronErr(w, http.StatusBadRequest, "PortSecurityAndIPRequiredForSecurityGroups",
+				"Port security must be enabled and port must have an IP address in order to use security groups.")
+			return
+		}
 		for _, g := range *b.Port.SecurityGroups {
 			if c.sgs[g] == nil {
 				writeErr(w, http.StatusNotFound, fmt.Sprintf("Security group %s does not exist", g))
@@ -596,4 +606,9 @@ func (c *Cloud) deleteFIP(w http.ResponseWriter, r *http.Request) {
 	}
 	delete(c.fips, id)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// writeNeutronErr answers as Neutron does: {"NeutronError": {"type", "message", "detail"}}.
+func writeNeutronErr(w http.ResponseWriter, status int, typ, msg string) {
+	writeJSON(w, status, map[string]any{"NeutronError": map[string]any{"type": typ, "message": msg, "detail": ""}})
 }

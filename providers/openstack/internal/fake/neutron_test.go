@@ -4,11 +4,13 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gophercloud/gophercloud/v2"
 	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 
 	"github.com/ccm-project/ccm/providers/openstack/internal/fake"
@@ -78,5 +80,43 @@ func TestSubnetTagFilters(t *testing.T) {
 	}
 	if n := len(f.FloatingIPs()); n != before {
 		t.Errorf("refused creates allocated: %d floating IPs, was %d", n, before)
+	}
+}
+
+// A port with port_security_enabled false takes no security group, as Neutron's portsecurity
+// extension answers (400 PortSecurityAndIPRequiredForSecurityGroups); an empty list it takes.
+// Port security cannot be turned off while the port has groups.
+func TestPortSecurityRefusesGroups(t *testing.T) {
+	f := start(t, fake.Options{})
+	pc, err := login(t, password(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := gopenstack.NewNetworkV2(pc, gophercloud.EndpointOpts{Region: f.Region()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := f.ServerPortID(f.AddServer(fake.ServerSpec{Name: "router", IPs: []string{"10.0.0.9"}}))
+	g := f.AddSecurityGroup("g")
+	f.SetPortSecurityGroups(pid, g)
+	if f.SetPortSecurity(pid, false) {
+		t.Fatal("port security turned off on a port with a group")
+	}
+	f.SetPortSecurityGroups(pid)
+	if !f.SetPortSecurity(pid, false) {
+		t.Fatal("port security not turned off")
+	}
+	set := func(groups ...string) error {
+		_, err := ports.Update(context.Background(), nc, pid, ports.UpdateOpts{SecurityGroups: &groups}).Extract()
+		return err
+	}
+	if err := set(g); !gophercloud.ResponseCodeIs(err, http.StatusBadRequest) || !strings.Contains(err.Error(), "Port security must be enabled") {
+		t.Errorf("a group on a port without port security: %v, want Neutron's 400", err)
+	}
+	if err := set(); err != nil {
+		t.Errorf("no group on a port without port security: %v", err)
+	}
+	if got := f.PortSecurityGroups(pid); len(got) != 0 {
+		t.Errorf("groups %v written", got)
 	}
 }

@@ -475,6 +475,20 @@ func providerRefusesMonitor(provider, typ string) string {
 	return ""
 }
 
+// ovnAlgorithms are the only lb_algorithm values ovn-octavia-provider accepts: OVN balances by
+// a hash of the source IP and port.
+var ovnAlgorithms = map[string]bool{"SOURCE_IP_PORT": true}
+
+// providerRefusesAlgorithm is the message the load balancer's provider answers a pool's
+// lb_algorithm with ("" when accepted). Octavia answers the provider's UnsupportedOptionError
+// with 501 (ProviderUnsupportedOptionError).
+func providerRefusesAlgorithm(provider, method string) string {
+	if provider == "ovn" && method != "" && !ovnAlgorithms[method] {
+		return fmt.Sprintf("Provider 'ovn' does not support a requested option: OVN provider does not support %s algorithm", method)
+	}
+	return ""
+}
+
 // providerRefusesListener is the 400 message the provider answers a listener with: the OVN
 // provider has no allowed_cidrs, and providerRefusesMonitor for its default pool's monitor.
 func providerRefusesListener(provider string, l listenerBody) string {
@@ -686,6 +700,12 @@ func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
 		if msg := providerRefusesListener(in.Provider, l); msg != "" {
 			writeErr(w, http.StatusBadRequest, msg)
 			return
+		}
+		if l.DefaultPool != nil {
+			if msg := providerRefusesAlgorithm(in.Provider, l.DefaultPool.Method); msg != "" {
+				writeErr(w, http.StatusNotImplemented, msg)
+				return
+			}
 		}
 	}
 	if in.VipAddress != "" && userPort == nil {
@@ -1089,6 +1109,10 @@ func (c *Cloud) createPool(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, msg)
 		return
 	}
+	if msg := providerRefusesAlgorithm(lb.Provider, in.Method); msg != "" {
+		writeErr(w, http.StatusNotImplemented, msg)
+		return
+	}
 	lid := ""
 	if li != nil {
 		lid = li.ID
@@ -1244,6 +1268,10 @@ func (c *Cloud) updatePool(w http.ResponseWriter, r *http.Request) {
 	if b.P.Method != nil {
 		if !methods[*b.P.Method] {
 			writeErr(w, http.StatusBadRequest, "invalid lb_algorithm")
+			return
+		}
+		if msg := providerRefusesAlgorithm(lb.Provider, *b.P.Method); msg != "" {
+			writeErr(w, http.StatusNotImplemented, msg)
 			return
 		}
 		p.Method = *b.P.Method

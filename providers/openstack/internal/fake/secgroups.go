@@ -106,6 +106,21 @@ func (c *Cloud) PortSecurityGroups(portID string) []string {
 	return nil
 }
 
+// SetPortSecurity sets a port's port_security_enabled, as an operator would (a port of a
+// router VM or a VRRP pair). As Neutron, port security is turned off only on a port without
+// security groups: false when the port has some (or does not exist).
+func (c *Cloud) SetPortSecurity(portID string, enabled bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.ports[portID]
+	if p == nil || (!enabled && len(p.SecurityGroups) > 0) {
+		return false
+	}
+	p.NoPortSecurity = !enabled
+	p.Revision++
+	return true
+}
+
 // SetPortSecurityGroups sets a port's groups, as a user would.
 func (c *Cloud) SetPortSecurityGroups(portID string, groups ...string) {
 	c.mu.Lock()

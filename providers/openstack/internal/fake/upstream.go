@@ -14,8 +14,9 @@ import (
 //     "Kubernetes external service <ns>/<name> from cluster <cluster>", tags [its own name]
 //     (plus the name of each Service sharing it);
 //   - per port i: listener "listener_<i>_<lb name>" tagged [<lb name>] (no description),
-//     its default pool "pool_<i>_<lb name>" (ROUND_ROBIN, no description) with one member per
-//     node (name = node name, protocol_port = NodePort, subnet = member subnet), and
+//     its default pool "pool_<i>_<lb name>" (ROUND_ROBIN, SOURCE_IP_PORT with ovn; no
+//     description) with one member per node (name = node name, protocol_port = NodePort,
+//     subnet = member subnet), and
 //     session_persistence SOURCE_IP for sessionAffinity ClientIP (none otherwise);
 //   - a floating IP described "Floating IP for Kubernetes external service <ns>/<name> from
 //     cluster <cluster>" on the VIP port, unless internal;
@@ -61,7 +62,8 @@ type UpstreamService struct {
 	IPv6 bool
 	// Provider is the load balancer's Octavia provider (lb-provider), default amphora. With
 	// "ovn" upstream makes no HTTP monitors (ovn-octavia-provider has none): its pools keep
-	// the port's type even for externalTrafficPolicy Local, members get no monitor_port.
+	// the port's type even for externalTrafficPolicy Local, members get no monitor_port, and
+	// pools balance by SOURCE_IP_PORT, the only algorithm the provider has.
 	Provider string
 	// MonitorDelay, MonitorTimeout, MonitorMaxRetries, MonitorMaxRetriesDown: the
 	// health-monitor-* annotations upstream applied (0: its defaults 5, 3, 1, 3).
@@ -176,6 +178,15 @@ func (c *Cloud) ShareUpstream(lbID string, s UpstreamService) {
 	c.seedGroup(s)
 }
 
+// upstreamMethod is the lb_algorithm upstream gives its pools: SOURCE_IP_PORT with the ovn
+// provider (the only one it accepts), else its default lb-method.
+func upstreamMethod(provider string) string {
+	if provider == "ovn" {
+		return "SOURCE_IP_PORT"
+	}
+	return "ROUND_ROBIN"
+}
+
 // seedListeners adds s's listeners to lb. Callers hold c.mu.
 func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 	own := UpstreamLBName(s.Cluster, s.Namespace, s.Name)
@@ -200,7 +211,7 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 		if s.TLSContainerRef != "" {
 			proto, lproto = "HTTP", "TERMINATED_HTTPS"
 		}
-		pb := &poolBody{Name: cut255(fmt.Sprintf("pool_%d_%s", i, own)), Method: "ROUND_ROBIN", Protocol: proto, Members: ms}
+		pb := &poolBody{Name: cut255(fmt.Sprintf("pool_%d_%s", i, own)), Method: upstreamMethod(s.Provider), Protocol: proto, Members: ms}
 		if s.ClientIP {
 			pb.Persistence = &Persistence{Type: "SOURCE_IP"}
 		}
