@@ -62,3 +62,7 @@ var checker = &reach.Checker{Table: annotations, Prefixes: []string{annPrefix}, 
 
 // checkValues applies the table's checks that need no cloud call, before any.
 func checkValues(svc *v1.Service) error { return checker.Values(svc) }
+
+// AnnotationTable is the provider's annotation table, for the suites that run outside the
+// package (the real services' conformance run).
+func AnnotationTable() reach.Table { return annotations }

@@ -44,6 +44,8 @@ type harness struct {
 	servers []servers.Server // the project's servers, handed out in turn by AddInstance
 	next    int
 	ips     map[string]string // node name -> its server's address (AddInstance)
+
+	foreignNet, foreignSubnet string // made once for the generated hostile group (reach_test.go)
 }
 
 func (h *harness) ipOf(node string) string {
