@@ -88,12 +88,12 @@ var patterns = reach.NewPatterns()
 // bucket): only the operator can allow them. Before any cloud call.
 func checkUnreadable(svc *v1.Service, opts *lbOptions, allow ownership.Allow, cluster string) error {
 	id := ownership.Of(cluster, svc)
-	for suffix, v := range map[string]string{annSSLCert: opts.SSLCert, annAccessLogBucket: opts.Attrs.Bucket} {
-		if v == "" || (suffix == annAccessLogBucket && !opts.Attrs.AccessLog) {
+	for _, named := range []struct{ suffix, value string }{{annSSLCert, opts.SSLCert}, {annAccessLogBucket, opts.Attrs.Bucket}} {
+		if named.value == "" || (named.suffix == annAccessLogBucket && !opts.Attrs.AccessLog) {
 			continue
 		}
-		a, _ := annotations.Lookup(annotationPrefix + suffix)
-		if err := reach.Named(id, allow, a, v, reach.Evidence{}); err != nil {
+		a, _ := annotations.Lookup(annotationPrefix + named.suffix)
+		if err := reach.Named(id, allow, a, named.value, reach.Evidence{}); err != nil {
 			return err
 		}
 	}
