@@ -122,6 +122,9 @@ func (l *loadBalancers) find(ctx context.Context, cl *clients, id ownership.Iden
 		if lbOwned(id, lb) == nil {
 			return lb, false, nil
 		}
+		if earlierService(id, lb) {
+			return nil, false, errEarlierNamed(existingID) // neither shared nor allowed (earlierservice.go)
+		}
 		if sharable(id, lb) {
 			return lb, true, nil // another Service's of this cluster and namespace: shared (shared.go)
 		}
@@ -157,14 +160,17 @@ func (l *loadBalancers) find(ctx context.Context, cl *clients, id ownership.Iden
 			continue
 		}
 		if err := lbOwned(id, &all[i]); err != nil {
-			refusal = err
+			refusal = fmt.Errorf("a load balancer named %s exists; not touching it: %w", name, err)
+			if earlierService(id, &all[i]) {
+				refusal = errEarlierByName(name, err)
+			}
 			continue
 		}
 		l.remember(name, all[i].ID)
 		return &all[i], false, nil
 	}
 	if refusal != nil {
-		return nil, false, fmt.Errorf("a load balancer named %s exists; not touching it: %w", name, refusal)
+		return nil, false, refusal
 	}
 	return l.findLegacyNamed(ctx, cl, id, name)
 }
@@ -299,7 +305,8 @@ func (l *loadBalancers) earlierMemberSubnets(ctx context.Context, cl *clients, s
 // GetLoadBalancer implements cloudprovider.LoadBalancer: it exists if the first family's does.
 // A load balancer the Service names but does not own (or that does not exist) is not its: it
 // "exists" only while it holds listeners of the Service, so that deleting the Service takes
-// them back and never blocks on it.
+// them back and never blocks on it; else the Service's own load balancer, by its name, is
+// looked for, so that one made before the annotation was set is deleted with the Service.
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (_ *v1.LoadBalancerStatus, _ bool, err error) {
 	defer func() { err = l.c.cfg.sanitize(err) }()
 	cl, err := l.c.sess.get(ctx)
@@ -313,13 +320,18 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string,
 		if i > 0 {
 			existing = "" // it names the first family's load balancer
 		}
-		lb, _, err := l.find(ctx, cl, id, l.familyName(clusterName, svc, f), existing)
+		name := l.familyName(clusterName, svc, f)
+		lb, _, err := l.find(ctx, cl, id, name, existing)
+		if isNotOwned(err) && lb != nil {
+			if n, err := l.ourListeners(ctx, cl, lb.ID, id); err != nil || n > 0 {
+				return nil, n > 0, err
+			}
+		}
+		if existing != "" && (errors.Is(err, errNamedMissing) || isNotOwned(err)) {
+			// The one named is not the Service's, or gone: its own, by name, may be there.
+			lb, _, err = l.find(ctx, cl, id, name, "")
+		}
 		switch {
-		case errors.Is(err, errNamedMissing):
-			return nil, false, nil
-		case isNotOwned(err) && lb != nil:
-			n, err := l.ourListeners(ctx, cl, lb.ID, id)
-			return nil, n > 0, err
 		case isNotOwned(err):
 			lb = nil
 		case err != nil:
@@ -540,22 +552,9 @@ func (l *loadBalancers) dropFamilies(ctx context.Context, cl *clients, id owners
 // syncOne reconciles the load balancer of one family and returns its address.
 func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, nodes []*v1.Node, spec *lbSpec, mustExist bool, rep *syncReport) (string, error) {
 	name := spec.name
-	var lb *loadbalancers.LoadBalancer
-	adopted, err := false, error(nil)
-	// load-balancer-id naming the Service's own load balancer (the upstream CCM writes it onto
-	// every Service it manages) is found in the snapshot like one found by name.
-	if s := rep.seen; s != nil && s.lbs[name] != nil && (spec.existingID == "" || s.lbs[name].ID == spec.existingID) && lbOwned(id, s.lbs[name]) == nil {
-		lb = s.lbs[name]
-		l.remember(name, lb.ID)
-	} else if lb, adopted, err = l.find(ctx, cl, id, name, or(spec.existingID, spec.recordedID)); err != nil {
-		if spec.recordedID == "" || !errors.Is(err, errNamedMissing) {
-			return "", err
-		}
-		// The load balancer the Service's annotations record is gone (deleted out of band, or
-		// in ERROR and deleted): its own is found by name, or made again below as a repair.
-		if lb, adopted, err = l.find(ctx, cl, id, name, ""); err != nil {
-			return "", err
-		}
+	lb, adopted, err := l.locate(ctx, cl, id, svc, spec, rep)
+	if err != nil {
+		return "", err
 	}
 	if spec.family == families(svc)[0] {
 		rep.serving = servingOf(id, svc, lb, adopted)
@@ -631,6 +630,19 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	if err := l.syncListeners(ctx, cl, lb.ID, id, spec, members, adopted, rep); err != nil {
 		return "", err
 	}
+	addr, err := l.address(ctx, cl, id, svc, spec, lb, adopted, rep)
+	if err != nil {
+		return "", err
+	}
+	// A Service that moved off a load balancer it used by load-balancer-id (repoint.go).
+	if err := l.leaveFormer(ctx, cl, id, svc, spec, lb.ID, addr); err != nil {
+		return "", err
+	}
+	return addr, nil
+}
+
+// address is the address lb serves the Service at, given the floating IP it needs.
+func (l *loadBalancers) address(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, spec *lbSpec, lb *loadbalancers.LoadBalancer, adopted bool, rep *syncReport) (string, error) {
 	switch {
 	case adopted:
 		return l.adoptedAddress(ctx, cl, spec, lb)
@@ -640,6 +652,31 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 		return l.keptExposure(ctx, cl, lb, rep)
 	}
 	return l.ensureFIP(ctx, cl, id, svc, spec, lb, rep)
+}
+
+// locate finds the load balancer of spec's family for the Service, nil if it has none yet:
+// the one its load-balancer-id names or records, else its own by name. adopted: it is not the
+// Service's own (find).
+func (l *loadBalancers) locate(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, spec *lbSpec, rep *syncReport) (*loadbalancers.LoadBalancer, bool, error) {
+	name := spec.name
+	// load-balancer-id naming the Service's own load balancer (the upstream CCM writes it onto
+	// every Service it manages) is found in the snapshot like one found by name.
+	if s := rep.seen; s != nil && s.lbs[name] != nil && (spec.existingID == "" || s.lbs[name].ID == spec.existingID) && lbOwned(id, s.lbs[name]) == nil {
+		l.remember(name, s.lbs[name].ID)
+		return s.lbs[name], false, nil
+	}
+	lb, adopted, err := l.find(ctx, cl, id, name, or(spec.existingID, spec.recordedID))
+	switch {
+	case err != nil && (spec.recordedID == "" || !errors.Is(err, errNamedMissing)):
+		return nil, false, err
+	case err != nil:
+		// The load balancer the Service's annotations record is gone (deleted out of band, or
+		// in ERROR and deleted): its own is found by name, or made again as a repair.
+		return l.find(ctx, cl, id, name, "")
+	case adopted:
+		return l.keepOwn(ctx, cl, id, svc, spec, lb, rep) // its own, if it has one, stays it (repoint.go)
+	}
+	return lb, false, nil
 }
 
 // keptExposure is the address of lb, whose Service's internal annotation is unclear
@@ -792,11 +829,15 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 // we allocated it and keep is false. From a load balancer the Service named by
 // load-balancer-id and does not own, it removes only the listeners (with their pools) whose
 // description proves they are the Service's; its VIP, floating IP and other listeners stay.
+//
+// A Service whose load-balancer-id names a load balancer that is not its own (or that is
+// gone) may still have its own under its name (made before the annotation was set: see
+// repoint.go): that one is deleted too, so that re-pointing never leaves one behind.
 func (l *loadBalancers) deleteOne(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, name, existing string, keep bool) error {
 	lb, adopted, err := l.find(ctx, cl, id, name, existing)
 	switch {
-	case errors.Is(err, errNamedMissing):
-		return nil
+	case existing != "" && (errors.Is(err, errNamedMissing) || isNotOwned(err) && lb == nil):
+		return l.deleteOne(ctx, cl, id, svc, name, "", keep)
 	case isNotOwned(err) && lb != nil:
 		adopted = true // refused (no longer allowed?): still take back what is provably ours
 	case isNotOwned(err):
@@ -807,13 +848,10 @@ func (l *loadBalancers) deleteOne(ctx context.Context, cl *clients, id ownership
 	}
 	if adopted {
 		klog.InfoS("A load balancer the Service shares or was allowed to use: removing its listeners", "service", klog.KObj(svc), "id", lb.ID)
-		if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
-			if n, err := l.ourListeners(ctx, cl, lb.ID, id); err != nil || n == 0 {
-				return err
-			}
-			return l.retry(fmt.Sprintf("the load balancer named by annotation %s is %s", annLoadBalancerID, lb.ProvisioningStatus))
+		if err := l.leaveNamed(ctx, cl, id, name, lb); err != nil {
+			return err
 		}
-		return l.leaveShared(ctx, cl, id, name, lb)
+		return l.deleteOne(ctx, cl, id, svc, name, "", keep) // by name: never adopted
 	}
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
 		return l.retry(fmt.Sprintf("load balancer %s is %s", lb.Name, lb.ProvisioningStatus))
@@ -823,7 +861,7 @@ func (l *loadBalancers) deleteOne(ctx context.Context, cl *clients, id ownership
 			return err
 		}
 		klog.InfoS("Other Services use the load balancer; removing only this Service's listeners", "service", klog.KObj(svc), "id", lb.ID)
-		return l.leaveOwn(ctx, cl, id, name, lb)
+		return l.leaveOwn(ctx, cl, id, name, lb, keep)
 	}
 	if err := l.releaseFIP(ctx, cl, id, svc, lb.VipPortID, keep); err != nil {
 		return err
@@ -842,6 +880,18 @@ func (l *loadBalancers) deleteOne(ctx context.Context, cl *clients, id ownership
 		return err
 	}
 	return l.retry(fmt.Sprintf("load balancer %s is being deleted", lb.Name))
+}
+
+// leaveNamed takes the Service's listeners (and its name) back from lb, a load balancer it
+// does not own and used by load-balancer-id.
+func (l *loadBalancers) leaveNamed(ctx context.Context, cl *clients, id ownership.Identity, name string, lb *loadbalancers.LoadBalancer) error {
+	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
+		if n, err := l.ourListeners(ctx, cl, lb.ID, id); err != nil || n == 0 {
+			return err
+		}
+		return l.retry(fmt.Sprintf("the load balancer named by annotation %s is %s", annLoadBalancerID, lb.ProvisioningStatus))
+	}
+	return l.leaveShared(ctx, cl, id, name, lb)
 }
 
 func observe(op string, start time.Time, err *error) {

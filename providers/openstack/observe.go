@@ -30,6 +30,7 @@ type snapshot struct {
 	at        time.Time
 	lbs       map[string]*loadbalancers.LoadBalancer // ACTIVE, cluster-tagged, by name
 	lbIDs     map[string]bool
+	named     map[string]bool                    // the names of the cluster's load balancers in any state (repoint.go)
 	listeners map[string][]listeners.Listener    // by load balancer ID
 	pools     map[string][]pools.Pool            // by load balancer ID
 	monitors  map[string]*monitors.Monitor       // by ID
@@ -81,7 +82,7 @@ func (s *snapshots) get(ctx context.Context, cl *clients, cluster, svc string, w
 
 func readSnapshot(ctx context.Context, cl *clients, cluster string, withSG bool) (*snapshot, error) {
 	s := &snapshot{at: time.Now(), lbs: map[string]*loadbalancers.LoadBalancer{}, listeners: map[string][]listeners.Listener{},
-		lbIDs: map[string]bool{}, pools: map[string][]pools.Pool{}, monitors: map[string]*monitors.Monitor{}, fips: map[string]*floatingips.FloatingIP{}}
+		lbIDs: map[string]bool{}, named: map[string]bool{}, pools: map[string][]pools.Pool{}, monitors: map[string]*monitors.Monitor{}, fips: map[string]*floatingips.FloatingIP{}}
 	// Every load balancer of the project, kept if it is the cluster's: ccm's cluster tag, or
 	// the upstream CCM's name and description for this cluster (a takeover then reads in bulk
 	// too; upstream's tags cannot be filtered on).
@@ -94,7 +95,11 @@ func readSnapshot(ctx context.Context, cl *clients, cluster string, withSG bool)
 		return nil, err
 	}
 	for i := range lbs {
-		if lbs[i].ProvisioningStatus == "ACTIVE" && lbOfCluster(cluster, &lbs[i]) {
+		if !lbOfCluster(cluster, &lbs[i]) {
+			continue
+		}
+		s.named[lbs[i].Name] = true
+		if lbs[i].ProvisioningStatus == "ACTIVE" {
 			s.lbs[lbs[i].Name] = &lbs[i]
 			s.lbIDs[lbs[i].ID] = true
 		}

@@ -27,7 +27,14 @@ import (
 // The load balancer goes when the last Service using it goes: the owner leaving while others
 // use it removes only its listeners and its name and Service tags (the cluster tag stays);
 // the last user leaving a load balancer whose owner is gone deletes it, with the floating IP
-// a Service of this cluster had allocated for it.
+// a Service of this cluster had allocated for it, unless the owner asked to keep it
+// (keep-floatingip): its wish outlives it as the tag tagKeepFIP on the load balancer, written
+// when it leaves, and the floating IP is then only disassociated. The tag is ccm's
+// bookkeeping (ccm.k8s.io/, which no annotation can write) on the cloud object: no later
+// user's annotation decides for the owner, and a restart forgets nothing.
+
+// tagKeepFIP on a load balancer whose owner has left: the owner's keep-floatingip was true.
+const tagKeepFIP = "ccm.k8s.io/keep-floatingip=true"
 
 const upstreamNamePrefix = "kube_service_"
 
@@ -220,22 +227,33 @@ func (l *loadBalancers) usedByOthers(ctx context.Context, cl *clients, id owners
 
 // leaveOwn is the delete of the owner's load balancer while other Services use it: its
 // listeners go, and its name and Service tags (the cluster tag stays, so the last user can
-// delete it); the load balancer, its VIP and floating IP stay.
-func (l *loadBalancers) leaveOwn(ctx context.Context, cl *clients, id ownership.Identity, name string, lb *loadbalancers.LoadBalancer) error {
+// delete it); the load balancer, its VIP and floating IP stay. keep (the owner's
+// keep-floatingip) is recorded as tagKeepFIP for the last user's delete.
+func (l *loadBalancers) leaveOwn(ctx context.Context, cl *clients, id ownership.Identity, name string, lb *loadbalancers.LoadBalancer, keep bool) error {
 	if err := l.syncListeners(ctx, cl, lb.ID, id, &lbSpec{name: name}, nil, false, nil); err != nil {
 		return err
 	}
-	var tags []string
-	for _, t := range lb.Tags {
+	return l.setTags(ctx, cl, lb, ownerLeft(id, name, lb.Tags, keep))
+}
+
+// ownerLeft are the tags of a load balancer its owner id (load balancer name name) leaves,
+// from tags: without its name and Service tags, with the cluster tag, and with tagKeepFIP
+// exactly when keep. Pure.
+func ownerLeft(id ownership.Identity, name string, tags []string, keep bool) []string {
+	var out []string
+	for _, t := range tags {
 		k, _, _ := strings.Cut(t, "=")
-		if !ownName(id, name, t) && k != ownership.ServiceTag && k != ownership.ServiceUIDTag {
-			tags = append(tags, t)
+		if !ownName(id, name, t) && k != ownership.ServiceTag && k != ownership.ServiceUIDTag && t != tagKeepFIP {
+			out = append(out, t)
 		}
 	}
-	if tagMap(tags)[ownership.ClusterTagPrefix+id.Cluster] == "" {
-		tags = append(tags, ownership.ClusterTagPrefix+id.Cluster+"="+ownership.Owned)
+	if tagMap(out)[ownership.ClusterTagPrefix+id.Cluster] == "" {
+		out = append(out, ownership.ClusterTagPrefix+id.Cluster+"="+ownership.Owned)
 	}
-	return l.setTags(ctx, cl, lb, tags)
+	if keep {
+		out = append(out, tagKeepFIP)
+	}
+	return out
 }
 
 // leaveShared is the delete of a Service using another's load balancer of its cluster: its
@@ -264,17 +282,37 @@ func (l *loadBalancers) leaveShared(ctx context.Context, cl *clients, id ownersh
 	if !ownerGone(lb) || len(have) > 0 || othersOn(id, name, lb, have) {
 		return nil
 	}
-	if f, err := l.portFIP(ctx, cl, lb.VipPortID); err != nil {
+	if err := l.releaseSharedFIP(ctx, cl, id.Cluster, lb); err != nil {
 		return err
-	} else if f != nil && fipOfCluster(id.Cluster, f) {
-		if err := floatingips.Delete(ctx, cl.network, f.ID).ExtractErr(); err != nil {
-			return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, err)
-		}
 	}
 	if err := loadbalancers.Delete(ctx, cl.lb, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil {
 		return l.conflict(err, "deleting the shared load balancer "+lb.Name+" its last user left")
 	}
 	klog.InfoS("Deleted a shared load balancer its last user left", "service", id.Service(), "name", lb.Name, "id", lb.ID)
+	return nil
+}
+
+// releaseSharedFIP gives back the floating IP of the shared lb (of cluster) its last user is
+// deleting: one a Service of the cluster allocated is deleted, or only disassociated when the
+// owner asked to keep it (tagKeepFIP); any other is left as it is.
+func (l *loadBalancers) releaseSharedFIP(ctx context.Context, cl *clients, cluster string, lb *loadbalancers.LoadBalancer) error {
+	f, err := l.portFIP(ctx, cl, lb.VipPortID)
+	switch {
+	case err != nil || f == nil:
+		return err
+	case !fipOfCluster(cluster, f):
+		return nil
+	case slices.Contains(lb.Tags, tagKeepFIP):
+		empty := "" // gophercloud sends "port_id": null
+		if _, err := floatingips.Update(ctx, cl.network, f.ID, floatingips.UpdateOpts{PortID: &empty}).Extract(); err != nil {
+			return fmt.Errorf("disassociating floating IP %s: %w", f.FloatingIP, err)
+		}
+		klog.InfoS("Kept the floating IP of a shared load balancer (its owner's keep-floatingip)", "ip", f.FloatingIP, "id", lb.ID)
+		return nil
+	}
+	if err := floatingips.Delete(ctx, cl.network, f.ID).ExtractErr(); err != nil {
+		return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, err)
+	}
 	return nil
 }
 

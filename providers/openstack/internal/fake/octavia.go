@@ -772,6 +772,12 @@ func (c *Cloud) listLBs(w http.ResponseWriter, r *http.Request) {
 		if n := q.Get("name"); n != "" && n != lb.Name {
 			continue
 		}
+		if v := q.Get("vip_port_id"); v != "" && v != lb.VipPortID {
+			continue
+		}
+		if v := q.Get("vip_address"); v != "" && v != lb.VipAddress {
+			continue
+		}
 		if !hasAll(lb.Tags, tags) {
 			continue
 		}
