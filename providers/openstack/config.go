@@ -113,6 +113,9 @@ type LBConfig struct {
 	// upstream keys.
 	AllowedResourceNamespaces string `gcfg:"allowed-resource-namespaces"`
 	AllowedResourceIDs        string `gcfg:"allowed-resource-ids"`
+	// FloatingIPsPerNamespace bounds the floating IPs ccm allocates for the Services of one
+	// namespace (0: no bound): the project's quota is shared by every tenant. Not upstream.
+	FloatingIPsPerNamespace int `gcfg:"floating-ips-per-namespace"`
 
 	upstreamLB
 
@@ -247,6 +250,9 @@ func (c *Config) Validate() config.Problems {
 	allow, err := ownership.ParseAllow(lb.AllowedResourceNamespaces, lb.AllowedResourceIDs)
 	if err != nil {
 		ps.Add("LoadBalancer", "allowed-resource-namespaces", "%v", err)
+	}
+	if lb.FloatingIPsPerNamespace < 0 {
+		ps.Add("LoadBalancer", "floating-ips-per-namespace", "must be 0 (no bound) or more, not %d", lb.FloatingIPsPerNamespace)
 	}
 	c.LoadBalancer.allow = allow
 	notices, ups := c.upstreamReport()

@@ -573,6 +573,9 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 		if err := l.checkFIPSubnetMatches(ctx, cl, id, spec); err != nil {
 			return "", err
 		}
+		if err := l.checkFIPShare(ctx, cl, id, spec); err != nil {
+			return "", err
+		}
 		if lb, err = l.create(ctx, cl, id, svc, spec, members); err != nil {
 			return "", err
 		}
