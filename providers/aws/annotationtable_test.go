@@ -2,11 +2,16 @@ package aws
 
 import (
 	"context"
+	"go/ast"
+	"go/token"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccm-project/ccm/common/reach"
 )
 
 // Every annotation the provider reads has a reach (an annotation added without one fails
@@ -36,5 +41,27 @@ func TestUnsupportedSpecRefused(t *testing.T) {
 				t.Errorf("type %q, %s: %v, %d writes; want a refusal naming the field and none", typ, field, err, h.fake.Writes()-w)
 			}
 		}
+	}
+}
+
+// Every annotation suffix the package declares (the ann* constants) is in the table: a parser
+// cannot read an annotation the table (and so the hostile suite and the docs) does not know.
+func TestEveryDeclaredAnnotationHasAReach(t *testing.T) {
+	declared, err := reach.Declared(".", "aws", func(name string, v ast.Expr) (string, bool) {
+		lit, ok := v.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING || !strings.HasPrefix(name, "ann") || name == "annotationPrefix" {
+			return "", false
+		}
+		suffix, err := strconv.Unquote(lit.Value)
+		return annotationPrefix + suffix, err == nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing := annotations.Missing(declared); len(missing) > 0 {
+		t.Errorf("declared but not in the annotation table: %v", missing)
+	}
+	if len(declared) != len(supported) {
+		t.Errorf("found %d annotation suffixes in the source, the table has %d under the prefix", len(declared), len(supported))
 	}
 }
