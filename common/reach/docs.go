@@ -3,6 +3,7 @@ package reach
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -100,4 +101,81 @@ func (t Table) Documented(path, provider string, update bool) error {
 		return os.WriteFile(path, []byte(doc), 0o644)
 	}
 	return fmt.Errorf("the annotation table of %s is out of date; run UPDATE_DOCS=1 go test -run TestAnnotationTableDocumented .", path)
+}
+
+// ParityNames reads the annotation names of a provider doc's parity table: the rows after the
+// header line starting with header, until the first line that is not a row; each row's first
+// cell lists names in backticks, where "`-x`" after "`a-b-c`" is shorthand for the longest
+// prefix of a-b-c (on "-") that makes a name the table has ("connection-draining-enabled",
+// "-timeout"). prefix is put before every name (AWS writes suffixes). Pure.
+func (t Table) ParityNames(doc, header, prefix string) ([]string, error) {
+	i := strings.Index(doc, "\n"+header)
+	if i < 0 {
+		return nil, fmt.Errorf("no parity table headed %q", header)
+	}
+	var out []string
+	lines := strings.Split(doc[i+1:], "\n")
+	for _, line := range lines[2:] {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cell := strings.SplitN(strings.TrimPrefix(line, "|"), "|", 2)[0]
+		first := ""
+		for j, part := range strings.Split(cell, "`") {
+			if j%2 == 0 || part == "" {
+				continue
+			}
+			if strings.HasPrefix(part, "spec.") || strings.ContainsAny(part, "* :=") {
+				continue // a field, a wildcard or a value, not an annotation
+			}
+			name := part
+			switch {
+			case strings.HasPrefix(part, "-") && first != "":
+				name = t.expand(prefix, first, part)
+			case !strings.Contains(part, "/") && strings.Contains(first, "/"):
+				name = first[:strings.LastIndex(first, "/")+1] + part // "`a.org/x`, `y`"
+			case first == "":
+				first = part
+			}
+			out = append(out, prefix+strings.TrimPrefix(name, prefix))
+		}
+	}
+	return out, nil
+}
+
+// expand is the shorthand "-x" after the name first: the longest prefix of first that names an
+// annotation of the table with x.
+func (t Table) expand(prefix, first, short string) string {
+	segs := strings.Split(first, "-")
+	for n := len(segs) - 1; n > 0; n-- {
+		if name := strings.Join(segs[:n], "-") + short; t.has(prefix + name) {
+			return name
+		}
+	}
+	return short
+}
+
+func (t Table) has(name string) bool { _, ok := t.Lookup(name); return ok }
+
+// ParityMatches checks that the parity table lists exactly the table's annotations (besides
+// those in skip: rows a doc keeps for annotations of other controllers, or the table's that
+// its provider doc describes elsewhere).
+func (t Table) ParityMatches(names []string, skip ...string) error {
+	listed := map[string]bool{}
+	var extra, missing []string
+	for _, n := range names {
+		listed[n] = true
+		if !t.has(n) && !slices.Contains(skip, n) {
+			extra = append(extra, n)
+		}
+	}
+	for _, a := range t {
+		if !listed[a.Name] && !slices.Contains(skip, a.Name) {
+			missing = append(missing, a.Name)
+		}
+	}
+	if len(extra)+len(missing) > 0 {
+		return fmt.Errorf("the parity table lists %v, which the annotation table lacks, and lacks %v", extra, missing)
+	}
+	return nil
 }

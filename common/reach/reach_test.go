@@ -258,3 +258,23 @@ func TestNamespaceShare(t *testing.T) {
 		}
 	}
 }
+
+func TestParityNames(t *testing.T) {
+	tab := Table{{Name: "p/conn-drain-enabled", Reach: Setting}, {Name: "p/conn-drain-timeout", Reach: Setting},
+		{Name: "a.org/x", Reach: Setting}, {Name: "a.org/y", Reach: Setting}}
+	doc := "intro\n| Annotation | Meaning |\n|---|---|\n| `conn-drain-enabled`, `-timeout` | m |\n| `spec.x` | field |\n\nafter\n| `not-read` | x |\n"
+	names, err := tab.ParityNames(doc, "| Annotation |", "p/")
+	if err != nil || strings.Join(names, ",") != "p/conn-drain-enabled,p/conn-drain-timeout" {
+		t.Errorf("ParityNames = %v, %v", names, err)
+	}
+	if err := tab[:2].ParityMatches(names); err != nil {
+		t.Errorf("ParityMatches: %v", err)
+	}
+	if err := tab.ParityMatches(names); err == nil || !strings.Contains(err.Error(), "a.org/x") {
+		t.Errorf("a missing row: %v", err)
+	}
+	doc2 := "| Annotation | M |\n|---|---|\n| `a.org/x`, `y` | m |\n"
+	if names, _ := tab.ParityNames(doc2, "| Annotation |", ""); strings.Join(names, ",") != "a.org/x,a.org/y" {
+		t.Errorf("the short form after a full name: %v", names)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/reach"
+	"github.com/ccm-project/ccm/common/sourceranges"
 )
 
 // Every annotation the provider reads has a reach (an annotation added without one fails
@@ -63,5 +64,21 @@ func TestEveryDeclaredAnnotationHasAReach(t *testing.T) {
 	}
 	if len(declared) != len(supported) {
 		t.Errorf("found %d annotation suffixes in the source, the table has %d under the prefix", len(declared), len(supported))
+	}
+}
+
+// The parity table of docs/providers/aws.md lists exactly the table's annotations.
+func TestParityTableMatchesTheAnnotationTable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/providers/aws.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := annotations.ParityNames(string(doc), "| Annotation | Classic ELB | NLB |", annotationPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The source ranges are the core annotation, documented with the spec field.
+	if err := annotations.ParityMatches(names, sourceranges.Annotation); err != nil {
+		t.Error(err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ccm-project/ccm/common/reach"
+	"github.com/ccm-project/ccm/common/sourceranges"
 )
 
 // Every annotation the provider reads has a reach (an annotation added without one fails
@@ -55,4 +56,19 @@ func annotationKey(e ast.Expr) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// The annotation table of docs/providers/openstack.md lists exactly the table's annotations.
+func TestParityTableMatchesTheAnnotationTable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/providers/openstack.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := annotations.ParityNames(string(doc), "| Annotation | Supported | Meaning |", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := annotations.ParityMatches(names, sourceranges.Annotation); err != nil {
+		t.Error(err)
+	}
 }
