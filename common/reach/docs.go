@@ -109,6 +109,7 @@ func (t Table) Documented(path, provider string, update bool) error {
 // prefix of a-b-c (on "-") that makes a name the table has ("connection-draining-enabled",
 // "-timeout"). prefix is put before every name (AWS writes suffixes). Pure.
 func (t Table) ParityNames(doc, header, prefix string) ([]string, error) {
+	doc = "\n" + doc
 	i := strings.Index(doc, "\n"+header)
 	if i < 0 {
 		return nil, fmt.Errorf("no parity table headed %q", header)
