@@ -351,3 +351,26 @@ func TestCopiedTagsWithoutUIDAreNotOwnership(t *testing.T) {
 		t.Errorf("the other cluster's node rule was revoked: %v", g.Rules)
 	}
 }
+
+// The same for a target group: one an upstream cluster tagged with this cluster's tag and the
+// Service's name from a tenant's additional-resource-tags, not attached to the Service's NLB,
+// is left by the Service's delete.
+func TestCopiedTagsWithoutUIDLeaveTargetGroups(t *testing.T) {
+	h := newHarness(t, "copiedtg")
+	ctx := context.Background()
+	lb, _ := h.cloud(t, "").LoadBalancer()
+	nodes := []*v1.Node{node(h, "copiedtg-a")}
+	svc := lbService("web", map[string]string{annotationPrefix + annType: "nlb"})
+	svc.Spec.Ports, svc.UID = svc.Spec.Ports[:1], "6f1c0002-0000-4000-8000-000000000002"
+	ensureOK(t, lb, svc, nodes)
+	copiedTags := map[string]string{ownership.ClusterTagPrefix + "copiedtg": ownership.Owned, ownership.ServiceTag: svc.Namespace + "/" + svc.Name}
+	for _, name := range []string{"k8s-other-app-0123456789", "k8s-tg-app-abcdef0123"} {
+		h.fake.AddTargetGroup(name, "TCP", 31999, copiedTags)
+	}
+	if err := lb.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.fake.Dump(); !strings.Contains(d, "tg k8s-other-app-0123456789 ") || !strings.Contains(d, "tg k8s-tg-app-abcdef0123 ") {
+		t.Errorf("a target group with copied tags was deleted:\n%s", d)
+	}
+}
