@@ -43,14 +43,3 @@ func splitList(s string) []string {
 func (a Allow) Permits(namespace, objID string) bool {
 	return slices.Contains(a.Namespaces, namespace) || slices.Contains(a.IDs, objID)
 }
-
-// Named decides whether a Service (id) may use the object kind/objID it named by annotation:
-// nil when the tags prove it is the Service's own, or when the operator allowed it. The error
-// names the annotation and says how an operator allows it.
-func (a Allow) Named(id Identity, annotation, kind, objID string, tags map[string]string) error {
-	if Check(id, kind, objID, tags) == nil || a.Permits(id.Namespace, objID) {
-		return nil
-	}
-	return fmt.Errorf("annotation %s names %s %q, which this Service does not own; an operator can allow it in the cloud config by namespace or by ID: %w",
-		annotation, kind, objID, ErrNotOwned)
-}

@@ -41,7 +41,7 @@ func Refuse(annotation, format string, args ...any) error {
 
 // Checker applies a table's checks that need no cloud call: sizes, node ports, ranges and
 // patterns. Providers call Values before they parse the annotations, so no parser sees an
-// unchecked value; objects are checked with Object once the provider has read them.
+// unchecked value; objects are checked with Named once the provider has read them.
 type Checker struct {
 	Table Table
 	// Prefixes are the annotation prefixes the provider owns: a value under one of them that
@@ -52,7 +52,7 @@ type Checker struct {
 	ExtraPorts []int32
 	// Words are values of NodePort annotations that name no port ("traffic-port").
 	Words []string
-	// Patterns compiles Pattern values once each; nil: a checker of its own.
+	// Patterns compiles Pattern values once each; nil: the package's shared cache.
 	Patterns *Patterns
 }
 
@@ -100,15 +100,22 @@ func (c *Checker) value(svc *v1.Service, a Annotation, v string) error {
 	case Pattern:
 		// A leading "!" negates (the OpenStack provider's floating-subnet); the expression follows.
 		if expr, ok := strings.CutPrefix(strings.TrimPrefix(strings.TrimSpace(v), "!"), PatternMark); ok {
-			if c.Patterns == nil {
-				c.Patterns = NewPatterns()
-			}
-			_, err := c.Patterns.Compile(a.Name, expr)
+			_, err := c.patterns().Compile(a.Name, expr)
 			return err
 		}
 	}
 	return nil
 }
+
+func (c *Checker) patterns() *Patterns {
+	if c.Patterns != nil {
+		return c.Patterns
+	}
+	return shared
+}
+
+// shared is the cache of the checkers that bring none.
+var shared = NewPatterns()
 
 // PatternMark starts a Pattern annotation's value that is a regular expression (the
 // OpenStack provider's "~<regexp>"); other values are names.
@@ -181,12 +188,15 @@ func Named(id ownership.Identity, allow ownership.Allow, a Annotation, objID str
 	if allow.Permits(id.Namespace, objID) {
 		return nil
 	}
-	if ev.InUse == "" && (ownership.Check(id, a.Object, objID, ev.Tags) == nil && ev.Tags != nil || a.Cluster && ev.ClusterTagged) {
+	if ev.InUse == "" && (ownership.Check(id, a.Object, objID, ev.Tags) == nil || a.Cluster && ev.ClusterTagged) {
 		return nil
 	}
 	why := "which this Service does not own"
-	if ev.InUse != "" {
+	switch {
+	case ev.InUse != "":
 		why = "which " + ev.InUse + " already uses, so this Service does not own it"
+	case a.Cluster:
+		why = "which is not tagged " + ownership.ClusterTagPrefix + id.Cluster + " (owned or shared), so it is not this cluster's to use"
 	}
 	return &Refused{Annotation: a.Name, notOwned: true, Why: fmt.Sprintf(
 		"names %s %q, %s; an operator can allow it in the cloud config by namespace or by ID", a.Object, objID, why)}

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"slices"
 	"strings"
 )
 
@@ -34,7 +35,7 @@ func Declared(dir, pkg string, key func(name string, value ast.Expr) (string, bo
 	return out, nil
 }
 
-// Missing are the declared keys (Declared) the table lacks, as "name (key)".
+// Missing are the declared keys (Declared) the table lacks, as "name (key)", sorted.
 func (t Table) Missing(declared map[string]string) []string {
 	var out []string
 	for name, k := range declared {
@@ -42,5 +43,6 @@ func (t Table) Missing(declared map[string]string) []string {
 			out = append(out, name+" ("+k+")")
 		}
 	}
+	slices.Sort(out)
 	return out
 }

@@ -158,6 +158,23 @@ func (t Table) expand(prefix, first, short string) string {
 
 func (t Table) has(name string) bool { _, ok := t.Lookup(name); return ok }
 
+// Parity checks that the parity table headed header in the doc at path lists exactly the
+// table's annotations (ParityNames, ParityMatches).
+func (t Table) Parity(path, header, prefix string, skip ...string) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	names, err := t.ParityNames(string(doc), header, prefix)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := t.ParityMatches(names, skip...); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
 // ParityMatches checks that the parity table lists exactly the table's annotations (besides
 // those in skip: rows a doc keeps for annotations of other controllers, or the table's that
 // its provider doc describes elsewhere).

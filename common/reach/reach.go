@@ -29,10 +29,10 @@ const (
 	// when the operator allowed it in the cloud config (Named check).
 	Object Kind = "object"
 	// NodePort: a port ccm opens or probes on the Nodes; only the Service's own nodePorts and
-	// health-check nodePort (NodePortOf check).
+	// health-check nodePort (OwnNodePorts, checked by Checker.Values).
 	NodePort Kind = "node port"
 	// Ranges: client address ranges the load balancer admits; normalised before any decision
-	// and bounded in number (Prefixes check).
+	// and bounded in number (PrefixList).
 	Ranges Kind = "ranges"
 	// Pattern: a regular expression ccm compiles; bounded in size, compiled once per value
 	// (Patterns check).
@@ -99,16 +99,6 @@ func (t Table) Lookup(name string) (Annotation, bool) {
 		}
 	}
 	return Annotation{}, false
-}
-
-// Names are the table's annotation keys, sorted.
-func (t Table) Names() []string {
-	out := make([]string, 0, len(t))
-	for _, a := range t {
-		out = append(out, a.Name)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Validate reports an annotation without a known reach, an Object annotation without an

@@ -75,19 +75,16 @@ var supported = func() []string {
 // checker is the table's checks that need no cloud call; the shared kube-proxy probe port is
 // the operator's, so a health check may name it.
 func (c *Config) checker() *reach.Checker {
-	ch := &reach.Checker{Table: annotations, Prefixes: []string{annotationPrefix}, Words: []string{trafficPort}, Patterns: patterns}
+	ch := &reach.Checker{Table: annotations, Prefixes: []string{annotationPrefix}, Words: []string{trafficPort}}
 	if p, _, ok := c.sharedProbe(); ok {
 		ch.ExtraPorts = []int32{p}
 	}
 	return ch
 }
 
-var patterns = reach.NewPatterns()
-
 // checkUnreadable decides the named objects whose ownership ccm cannot read (a certificate, a
 // bucket): only the operator can allow them. Before any cloud call.
-func checkUnreadable(svc *v1.Service, opts *lbOptions, allow ownership.Allow, cluster string) error {
-	id := ownership.Of(cluster, svc)
+func checkUnreadable(id ownership.Identity, opts *lbOptions, allow ownership.Allow) error {
 	for _, named := range []struct{ suffix, value string }{{annSSLCert, opts.SSLCert}, {annAccessLogBucket, opts.Attrs.Bucket}} {
 		if named.value == "" || (named.suffix == annAccessLogBucket && !opts.Attrs.AccessLog) {
 			continue

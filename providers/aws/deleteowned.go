@@ -39,7 +39,11 @@ func (l *loadBalancers) ownedELBGroups(ctx context.Context, id ownership.Identit
 }
 
 // ownedTargetGroups lists the cluster's target groups (by name prefix, paged) and returns
-// those whose tags say they are id's (ownsListedTG).
+// those whose tags say they are id's, UID included: tags without a UID are what an upstream
+// cluster copies from a tenant's additional-resource-tags verbatim (onto groups whose names can
+// even carry ccm's prefix, for a namespace named "tg"), so such a group is the Service's only
+// when found attached to its load balancer (ownsTG). ccm has written the UID on every target
+// group it reconciled since UIDs were recorded.
 func (l *loadBalancers) ownedTargetGroups(ctx context.Context, id ownership.Identity) ([]v2types.TargetGroup, error) {
 	byARN := map[string]v2types.TargetGroup{}
 	var arns []string
@@ -68,7 +72,7 @@ func (l *loadBalancers) ownedTargetGroups(ctx context.Context, id ownership.Iden
 		}
 		for _, td := range out.TagDescriptions {
 			tg := byARN[aws.ToString(td.ResourceArn)]
-			if ownsListedTG(id, tg, tagMap(td.Tags, func(t v2types.Tag) (*string, *string) { return t.Key, t.Value })) {
+			if ownership.IsExactly(id, tagMap(td.Tags, func(t v2types.Tag) (*string, *string) { return t.Key, t.Value })) {
 				owned = append(owned, tg)
 			}
 		}
@@ -110,14 +114,4 @@ func (l *loadBalancers) dropUnusedOwnGroup(ctx context.Context, svc *v1.Service,
 		return err
 	}
 	return l.deleteGroup(ctx, svc, &own)
-}
-
-// ownsListedTG decides a target group found by its tags alone, not attached to the Service's
-// load balancer: it is the Service's only with the Service's UID among its tags. Tags without a
-// UID are what an upstream cluster copies from a tenant's additional-resource-tags verbatim
-// (onto groups whose names can even carry ccm's prefix, for a namespace named "tg"), so such a
-// group is the Service's only when found attached to its load balancer (ownsTG). ccm has
-// written the UID on every target group it reconciled since UIDs were recorded.
-func ownsListedTG(id ownership.Identity, _ v2types.TargetGroup, tags map[string]string) bool {
-	return ownership.IsExactly(id, tags)
 }

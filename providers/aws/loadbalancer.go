@@ -283,7 +283,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err != nil {
 		return nil, err
 	}
-	if err := checkUnreadable(svc, opts, l.c.cfg.allow(), l.c.cfg.ClusterID()); err != nil {
+	if err := checkUnreadable(l.identity(svc), opts, l.c.cfg.allow()); err != nil {
 		return nil, err
 	}
 	l.adviseUnused(svc, opts)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/reach"
 )
 
 // groupName is the name of the security group made for one ELB.
@@ -40,8 +41,8 @@ func nodeGroupOf(instanceID string, groups []string, tagged func(string) bool) (
 	case 1:
 		return yes[0], nil
 	case 0:
-		return "", fmt.Errorf("instance %s has several security groups (%s) and none is tagged %s%s: tag the one load balancer rules go to",
-			instanceID, strings.Join(groups, ", "), ownership.ClusterTagPrefix, "<cluster id>")
+		return "", fmt.Errorf("instance %s has several security groups (%s) and none is tagged %s<cluster id>: tag the one load balancer rules go to",
+			instanceID, strings.Join(groups, ", "), ownership.ClusterTagPrefix)
 	}
 	return "", fmt.Errorf("instance %s has several security groups tagged for the cluster (%s): tag only the one load balancer rules go to",
 		instanceID, strings.Join(yes, ", "))
@@ -308,7 +309,8 @@ func (l *loadBalancers) checkNamedGroups(ctx context.Context, id ownership.Ident
 		if i < 0 {
 			return annotationError(suffix, "security group %q does not exist", want)
 		}
-		if err := allow.Named(id, ann, "security group", want, groupTags(&out.SecurityGroups[i])); err != nil {
+		a, _ := annotations.Lookup(ann)
+		if err := reach.Named(id, allow, a, want, reach.Evidence{Tags: groupTags(&out.SecurityGroups[i])}); err != nil {
 			return err
 		}
 	}

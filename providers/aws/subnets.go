@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/reach"
 )
 
 // subnetTTL: subnets change rarely; caching them keeps a resync from costing a read per Service.
@@ -44,12 +45,10 @@ func (l *loadBalancers) subnets(ctx context.Context, svc *v1.Service, opts *lbOp
 	if err != nil {
 		return nil, "", err
 	}
-	allow := l.c.cfg.allow()
-	for _, id := range a.untagged {
-		if !allow.Permits(svc.Namespace, id) {
-			return nil, "", fmt.Errorf("annotation %s%s: subnet %q is not tagged %s%s (owned or shared), so it is not this cluster's to use; "+
-				"an operator can allow it in the cloud config ([Global] AllowedResourceNamespaces or AllowedResourceIDs): %w",
-				annotationPrefix, annSubnets, id, ownership.ClusterTagPrefix, l.c.cfg.ClusterID(), ownership.ErrNotOwned)
+	ann, _ := annotations.Lookup(annotationPrefix + annSubnets)
+	for _, sn := range a.untagged {
+		if err := reach.Named(l.identity(svc), l.c.cfg.allow(), ann, sn, reach.Evidence{}); err != nil {
+			return nil, "", err
 		}
 	}
 	return a.ids, a.vpc, nil

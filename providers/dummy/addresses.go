@@ -122,9 +122,10 @@ func parseRequestedAddr(field, s string) (netip.Addr, error) {
 	return a, nil
 }
 
-// requestedIPs reads the addresses a Service asks for, by family (true = IPv6).
-func requestedIPs(svc *v1.Service) (map[bool]netip.Addr, error) {
-	out := map[bool]netip.Addr{}
+// requested reads the addresses a Service asks for, by family (true = IPv6), with the field or
+// annotation that asked for each, so a refusal names what the tenant wrote.
+func requested(svc *v1.Service) (map[bool]netip.Addr, map[netip.Addr]string, error) {
+	out, from := map[bool]netip.Addr{}, map[netip.Addr]string{}
 	add := func(field, value string) error {
 		for _, s := range strings.Split(value, ",") {
 			if s = strings.TrimSpace(s); s == "" {
@@ -138,18 +139,21 @@ func requestedIPs(svc *v1.Service) (map[bool]netip.Addr, error) {
 				return fmt.Errorf("%s: asks for two addresses of one family (%s and %s)", field, prev, a)
 			}
 			out[a.Is6()] = a
+			if _, ok := from[a]; !ok {
+				from[a] = field
+			}
 		}
 		return nil
 	}
 	if err := add("spec.loadBalancerIP", svc.Spec.LoadBalancerIP); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, ann := range []string{AnnotationLoadBalancerIPs, AnnotationKubeVIPLoadBalancerIPs} {
 		if err := add("annotation "+ann, svc.Annotations[ann]); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	return out, from, nil
 }
 
 // maxSharingKeyLen bounds the sharing key: it is stored in every sharing Service's record.
@@ -179,7 +183,7 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, id ownership.Identity, k s
 	if len(families) == 0 {
 		families = []v1.IPFamily{v1.IPv4Protocol}
 	}
-	requested, err := requestedIPs(svc)
+	asked, from, err := requested(svc)
 	if err != nil {
 		return nil, err
 	}
@@ -199,9 +203,9 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, id ownership.Identity, k s
 	for i, fam := range families {
 		v6 := fam == v1.IPv6Protocol
 		var got netip.Addr
-		if a, asked := requested[v6]; asked {
+		if a, isAsked := asked[v6]; isAsked {
 			if !ok(a, v6) {
-				return nil, fmt.Errorf("%s: %w", requestedBy(svc, a), l.whyNot(a, svc, id, k, shareKey, pools))
+				return nil, fmt.Errorf("%s: %w", from[a], l.whyNot(a, svc, id, k, shareKey, pools))
 			}
 			got = a
 		}
@@ -246,22 +250,6 @@ func canonicalStatusAddrs(svc *v1.Service) []netip.Addr {
 		out[i] = canonical(a)
 	}
 	return out
-}
-
-// requestedBy names the field or annotation of svc that asked for address a, so the refusal
-// names what the tenant wrote. Pure.
-func requestedBy(svc *v1.Service, a netip.Addr) string {
-	for _, f := range []struct{ name, value string }{
-		{"annotation " + AnnotationLoadBalancerIPs, svc.Annotations[AnnotationLoadBalancerIPs]},
-		{"annotation " + AnnotationKubeVIPLoadBalancerIPs, svc.Annotations[AnnotationKubeVIPLoadBalancerIPs]},
-	} {
-		for _, s := range strings.Split(f.value, ",") {
-			if b, err := parseRequestedAddr(f.name, strings.TrimSpace(s)); err == nil && canonical(b) == a {
-				return f.name
-			}
-		}
-	}
-	return "spec.loadBalancerIP"
 }
 
 // whyNot explains why a requested address cannot be used. The text becomes a Warning Event of

@@ -398,7 +398,7 @@ func FuzzRequestedIPs(f *testing.F) {
 	f.Fuzz(func(t *testing.T, lbIP, ann, kv string) {
 		s := &v1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationLoadBalancerIPs: ann, AnnotationKubeVIPLoadBalancerIPs: kv}},
 			Spec: v1.ServiceSpec{LoadBalancerIP: lbIP}}
-		got, err := requestedIPs(s)
+		got, _, err := requested(s)
 		if err != nil {
 			msg := err.Error()
 			if !strings.HasPrefix(msg, "spec.loadBalancerIP: ") && !strings.HasPrefix(msg, "annotation "+AnnotationLoadBalancerIPs+": ") &&

@@ -11,6 +11,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // reasonLBError is the Warning about a Service's own load balancer in provisioning status
@@ -24,7 +26,7 @@ const reasonLBError = "LoadBalancerError"
 // a Service's address must not change because Octavia failed an update. Octavia's failover
 // repairs it in place; ccm says so in a Warning, writes nothing, and returns an error so that
 // the service controller tries again with its back-off.
-func (l *loadBalancers) syncErrored(ctx context.Context, cl *clients, svc *v1.Service, name string, lb *loadbalancers.LoadBalancer, rep *syncReport) error {
+func (l *loadBalancers) syncErrored(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, name string, lb *loadbalancers.LoadBalancer, rep *syncReport) error {
 	serving, err := l.serves(ctx, cl, svc, lb, rep.seen)
 	if err != nil {
 		return err
@@ -34,6 +36,9 @@ func (l *loadBalancers) syncErrored(ctx context.Context, cl *clients, svc *v1.Se
 			"an operator should fail it over (openstack loadbalancer failover %s) or delete it to have it made again", name, lb.ID, lb.ID)
 		l.c.event(svc, v1.EventTypeWarning, reasonLBError, msg)
 		return errors.New(msg)
+	}
+	if err := lbOwned(id, lb); err != nil {
+		return err // found as the Service's own; its tags, read in this sync, say so before the delete
 	}
 	l.c.event(svc, v1.EventTypeWarning, reasonLBError, fmt.Sprintf("load balancer %s (%s) is in ERROR and has not served the Service yet; deleting it to create it again", name, lb.ID))
 	if err := loadbalancers.Delete(ctx, cl.lb, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {

@@ -344,11 +344,9 @@ func familyRanges(ranges []string, family v1.IPFamily) []string {
 	return out
 }
 
-// networkAnnotations name networks and subnets; each is checked by checkNamedNetworks.
-var networkAnnotations = []struct{ key, kind string }{
-	{annSubnetID, "subnet"}, {annNetworkID, "network"}, {annMemberSubnetID, "subnet"},
-	{annFloatingNetworkID, "network"}, {annFloatingSubnetID, "subnet"},
-}
+// networkAnnotations name networks and subnets (their kinds are in the annotation table); each
+// is checked by checkNamedNetworks.
+var networkAnnotations = []string{annSubnetID, annNetworkID, annMemberSubnetID, annFloatingNetworkID, annFloatingSubnetID}
 
 // checkNamedNetworks refuses a network or subnet a Service names by annotation unless the
 // cloud config names it ([LoadBalancer] or a [LoadBalancerClass]) or the operator allowed it
@@ -356,17 +354,24 @@ var networkAnnotations = []struct{ key, kind string }{
 // members or its floating IP on another cluster's or a hand-made network.
 func (l *loadBalancers) checkNamedNetworks(svc *v1.Service) error {
 	id := ownership.Identity{Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID)}
-	for _, a := range networkAnnotations {
-		v, ok := svc.Annotations[a.key]
-		if !ok || v == "" || l.configNames(v) {
-			continue
-		}
-		ann, _ := annotations.Lookup(a.key)
-		if err := reach.Named(id, l.c.cfg.LoadBalancer.allow, ann, v, reach.Evidence{}); err != nil {
-			return err
+	for _, key := range networkAnnotations {
+		if v := svc.Annotations[key]; v != "" {
+			if err := l.namedNetwork(id, key, v); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// namedNetwork decides the network or subnet v that annotation key names: named in the cloud
+// config, or allowed by the operator (ccm does not read the ownership of networks).
+func (l *loadBalancers) namedNetwork(id ownership.Identity, key, v string) error {
+	if l.configNames(v) {
+		return nil
+	}
+	a, _ := annotations.Lookup(key)
+	return reach.Named(id, l.c.cfg.LoadBalancer.allow, a, v, reach.Evidence{})
 }
 
 // configNames reports whether the cloud config names the network or subnet v ([LoadBalancer]
@@ -381,8 +386,8 @@ func (l *loadBalancers) configNames(v string) bool {
 }
 
 // checkPickedFIPSubnets: the subnets a Service's floating-subnet or floating-subnet-tags
-// annotation picks are each one floating-subnet-id would take (named in the cloud config, or
-// allowed by the operator); a pattern must not reach a subnet an ID could not.
+// annotation picks are each one floating-subnet-id would take (namedNetwork); a pattern must
+// not reach a subnet an ID could not.
 func (l *loadBalancers) checkPickedFIPSubnets(id ownership.Identity, sel fipSubnetSel, picked []subnets.Subnet) error {
 	if sel.from != "" {
 		return nil // the operator's selection, in the cloud config
@@ -391,12 +396,10 @@ func (l *loadBalancers) checkPickedFIPSubnets(id ownership.Identity, sel fipSubn
 	if sel.Pattern == "" {
 		key = annFloatingSubnetTags
 	}
-	a, _ := annotations.Lookup(annFloatingSubnetID)
 	for _, s := range picked {
-		if l.configNames(s.ID) || l.c.cfg.LoadBalancer.allow.Permits(id.Namespace, s.ID) {
-			continue
+		if err := l.namedNetwork(id, annFloatingSubnetID, s.ID); err != nil {
+			return reach.Refuse(key, "picks subnet %q, which %s would not take: no cloud config names it and the operator did not allow it (by namespace or by ID)", s.ID, annFloatingSubnetID)
 		}
-		return reach.Refuse(key, "picks subnet %q, which %s would not take: no cloud config names it and the operator did not allow it (by namespace or by ID)", s.ID, a.Name)
 	}
 	return nil
 }

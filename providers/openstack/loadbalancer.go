@@ -26,6 +26,7 @@ import (
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/reach"
 )
 
 // loadBalancers implements cloudprovider.LoadBalancer over Octavia and Neutron floating IPs.
@@ -128,7 +129,8 @@ func (l *loadBalancers) find(ctx context.Context, cl *clients, id ownership.Iden
 		if sharable(id, lb) {
 			return lb, true, nil // another Service's of this cluster and namespace: shared (shared.go)
 		}
-		if err := l.c.cfg.LoadBalancer.allow.Named(id, annLoadBalancerID, kindLB, lb.ID, tagMap(lb.Tags)); err != nil {
+		a, _ := annotations.Lookup(annLoadBalancerID)
+		if err := reach.Named(id, l.c.cfg.LoadBalancer.allow, a, lb.ID, reach.Evidence{Tags: tagMap(lb.Tags)}); err != nil {
 			return lb, false, err
 		}
 		return lb, true, nil
@@ -590,7 +592,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	switch st := lb.ProvisioningStatus; {
 	case st == "ACTIVE":
 	case st == "ERROR" && !adopted:
-		return "", l.syncErrored(ctx, cl, svc, name, lb, rep) // kept if it serves (lberror.go)
+		return "", l.syncErrored(ctx, cl, id, svc, name, lb, rep) // kept if it serves (lberror.go)
 	case st == "ERROR":
 		return "", fmt.Errorf("the load balancer named by annotation %s is in ERROR", annLoadBalancerID)
 	default:

@@ -416,7 +416,9 @@ func listRules(ctx context.Context, cl *clients, sgID string) ([]rules.SecGroupR
 }
 
 // PortSecurity is a port's port_security_enabled (Neutron's portsecurity extension); nil on a
-// cloud without that extension, where every port takes security groups.
+// cloud without that extension, where every port takes security groups. gophercloud's
+// portsecurity.PortSecurityExt reads a missing field as false, which would skip every port
+// there.
 type PortSecurity struct {
 	Enabled *bool `json:"port_security_enabled"`
 }
