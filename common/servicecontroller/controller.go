@@ -10,7 +10,11 @@
 //     restart or a failover) writes nothing and records no Event unless the provider's answer
 //     changes the status. The provider still compares with the cloud and repairs drift.
 //
-// Pure decisions live in classes.go, nodes.go and changes.go; this file and sync.go are the edge.
+// Around it: a drift resync that never delays a change (resync.go, fairqueue.go) and Node
+// changes coalesced into one member pass (coalesce.go).
+//
+// Pure decisions live in classes.go, nodes.go, changes.go and coalesce.go's passDue; this file
+// and sync.go are the edge.
 package servicecontroller
 
 import (
@@ -56,29 +60,38 @@ const (
 type Options struct {
 	ClusterName string
 	Classes     Classes
+	// NodeSyncDelay coalesces Node changes: the member pass starts once no Node change has come
+	// for this long (at the latest maxWaitFactor times it after the first), so a burst of Nodes
+	// costs one update per load balancer. 0 starts a pass at each change, as the library does.
+	NodeSyncDelay time.Duration
 	// Recorder, when set, records Events instead of a broadcaster to the API (unit tests).
 	Recorder record.EventRecorder
 }
 
 // Controller keeps load balancers in step with Services and Nodes.
 type Controller struct {
-	balancer   cloudprovider.LoadBalancer
-	provider   string
-	client     kubernetes.Interface
-	opts       Options
-	services   corelisters.ServiceLister
-	nodes      corelisters.NodeLister
-	synced     []cache.InformerSynced
-	queue      workqueue.TypedRateLimitingInterface[string]
-	nodeQueue  workqueue.TypedRateLimitingInterface[string]
-	recorder   record.EventRecorder
-	broadcast  record.EventBroadcaster
-	mu         sync.Mutex
-	state      map[string]syncedWith  // Service key -> what its load balancer was last synced with
-	gone       map[string]*v1.Service // Services deleted without the finalizer whose load balancer we made
-	resync     map[string]struct{}    // Services queued by a drift resync (resync.go): their next sync is quiet
-	nodeSyncMu sync.Mutex             // one Node sync at a time (tests call syncNodes directly)
-	members    memberCache            // the member set, listed again only after a Node changed
+	balancer  cloudprovider.LoadBalancer
+	provider  string
+	client    kubernetes.Interface
+	opts      Options
+	services  corelisters.ServiceLister
+	nodes     corelisters.NodeLister
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
+	nodeQueue workqueue.TypedRateLimitingInterface[string]
+	// resyncQueue holds the drift resync's keys until the feed admits them to queue (fairqueue.go).
+	resyncQueue workqueue.TypedInterface[string]
+	fair        fairness // which keys are queued, being synced or admitted from the resync
+	coalesce    *nodeCoalescer
+	recorder    record.EventRecorder
+	broadcast   record.EventBroadcaster
+	mu          sync.Mutex
+	state       map[string]syncedWith  // Service key -> what its load balancer was last synced with
+	gone        map[string]*v1.Service // Services deleted without the finalizer whose load balancer we made
+	resync      map[string]struct{}    // Services queued by a drift resync (resync.go): their next sync is quiet
+	leaving     map[string]types.UID   // Services whose type left LoadBalancer: their load balancer is looked for and deleted
+	nodeSyncMu  sync.Mutex             // one Node sync at a time (tests call syncNodes directly)
+	members     memberCache            // the member set, listed again only after a Node changed
 }
 
 // syncedWith is all that is kept per Service: its UID (a Service deleted and created again
@@ -116,11 +129,15 @@ func New(cloud cloudprovider.Interface, client kubernetes.Interface, services co
 		nodeQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minRetry, maxRetry),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "node"}),
-		recorder: opts.Recorder,
-		state:    map[string]syncedWith{},
-		gone:     map[string]*v1.Service{},
-		resync:   map[string]struct{}{},
+		resyncQueue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "service-resync"}),
+		fair:        newFairness(),
+		recorder:    opts.Recorder,
+		state:       map[string]syncedWith{},
+		gone:        map[string]*v1.Service{},
+		resync:      map[string]struct{}{},
+		leaving:     map[string]types.UID{},
 	}
+	c.coalesce = newNodeCoalescer(opts.NodeSyncDelay, func() { c.nodeQueue.Add(nodesKey) })
 	if c.recorder == nil {
 		c.broadcast = record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: eventCacheSize}))
 		c.recorder = c.broadcast.NewRecorder(scheme.Scheme, v1.EventSource{Component: eventSource})
@@ -138,8 +155,10 @@ func New(cloud cloudprovider.Interface, client kubernetes.Interface, services co
 			o, ok1 := old.(*v1.Service)
 			s, ok2 := cur.(*v1.Service)
 			if ok1 && ok2 && (classes.NeedsSync(o, s) || classes.NeedsCleanup(s)) {
-				c.takeResync(s.Namespace + "/" + s.Name) // a real change: its sync records the usual Events
-				c.enqueue(s)
+				if classes.Wants(o) && !classes.Wants(s) {
+					c.markLeaving(s) // its load balancer is ours to delete, whether or not synced here
+				}
+				c.changed(s.Namespace + "/" + s.Name) // a real change: its sync records the usual Events
 			}
 		},
 		// A Service deleted with the finalizer was handled on the update that set its deletion
@@ -152,7 +171,7 @@ func New(cloud cloudprovider.Interface, client kubernetes.Interface, services co
 	_, err = nodes.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) {
 			c.members.invalidate()
-			c.nodeQueue.Add(nodesKey)
+			c.coalesce.changed()
 		},
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*v1.Node)
@@ -164,12 +183,12 @@ func New(cloud cloudprovider.Interface, client kubernetes.Interface, services co
 				c.members.invalidate()
 			}
 			if NodeUpdateMatters(o, n) {
-				c.nodeQueue.Add(nodesKey)
+				c.coalesce.changed()
 			}
 		},
 		DeleteFunc: func(any) {
 			c.members.invalidate()
-			c.nodeQueue.Add(nodesKey)
+			c.coalesce.changed()
 		},
 	}, nodeResync)
 	if err != nil {
@@ -184,7 +203,7 @@ func (c *Controller) enqueue(s *v1.Service) {
 		utilruntime.HandleError(err)
 		return
 	}
-	c.queue.Add(key)
+	c.enqueueKey(key)
 }
 
 func (c *Controller) deleted(obj any) {
@@ -206,7 +225,7 @@ func (c *Controller) deleted(obj any) {
 	}
 	c.mu.Unlock()
 	if known {
-		c.queue.Add(key)
+		c.enqueueKey(key)
 	}
 }
 
@@ -215,6 +234,7 @@ func (c *Controller) Run(ctx context.Context, workers int, metrics *controllersm
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
 	defer c.nodeQueue.ShutDown()
+	defer c.resyncQueue.ShutDown()
 	if c.broadcast != nil {
 		c.broadcast.StartStructuredLogging(0)
 		c.broadcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
@@ -232,6 +252,9 @@ func (c *Controller) Run(ctx context.Context, workers int, metrics *controllersm
 	if workers < 1 {
 		workers = 1
 	}
+	c.fair.setLimit(resyncLimit(workers))
+	go c.runResyncFeed(ctx)
+	go c.coalesce.run(ctx)
 	for range workers {
 		go wait.UntilWithContext(ctx, func(ctx context.Context) {
 			for c.processService(ctx) {
@@ -251,11 +274,14 @@ func (c *Controller) processService(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	c.fair.take(key)
+	defer c.fair.done(key) // before Done: a key queued meanwhile is seen as queued
 	err := c.syncService(ctx, key)
 	if err == nil {
 		c.queue.Forget(key)
 		return true
 	}
+	c.fair.markQueued(key) // a retry is the Service's own sync, as an event's is
 	var re *api.RetryError
 	if errors.As(err, &re) {
 		klog.InfoS("Load balancer not ready, checking again", "service", key, "after", re.RetryAfter(), "reason", err.Error())
@@ -297,6 +323,7 @@ func (c *Controller) stateOf(key string) (syncedWith, bool) {
 func (c *Controller) remember(key string, uid types.UID, d Digest) {
 	c.mu.Lock()
 	c.state[key] = syncedWith{uid: uid, nodes: d}
+	delete(c.leaving, key) // it wants a load balancer again
 	c.mu.Unlock()
 }
 
@@ -304,7 +331,28 @@ func (c *Controller) forget(key string) {
 	c.mu.Lock()
 	delete(c.state, key)
 	delete(c.resync, key)
+	delete(c.leaving, key)
 	c.mu.Unlock()
+}
+
+// markLeaving notes that svc's type left LoadBalancer (for this controller's classes), so its
+// next sync looks for its load balancer and deletes it, as the library does, even when this
+// process never synced it (it was still queued, or ccm restarted in between).
+func (c *Controller) markLeaving(svc *v1.Service) {
+	c.mu.Lock()
+	c.leaving[svc.Namespace+"/"+svc.Name] = svc.UID
+	c.mu.Unlock()
+}
+
+// ours reports whether the Service under key, which no longer wants a load balancer and has no
+// finalizer to honour, is still this controller's to clean up: it synced it in this process, or
+// saw its type leave LoadBalancer.
+func (c *Controller) ours(key string, uid types.UID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, synced := c.state[key]
+	left, leaving := c.leaving[key]
+	return (synced && st.uid == uid) || (leaving && left == uid)
 }
 
 func (c *Controller) takeGone(key string) *v1.Service {

@@ -28,6 +28,33 @@ type fakeLB struct {
 	lbs       map[string][]string // key -> member names
 	ensureErr error
 	updateErr error
+	// delay is the cloud's answer time for Ensure and Update; inflight and peak count the
+	// calls under way and the most at once.
+	delay          time.Duration
+	inflight, peak int
+	// onUpdate, when set, runs at the start of every UpdateLoadBalancer call.
+	onUpdate func()
+	// slices holds the backing array of every member slice a provider call was given.
+	slices []**v1.Node
+}
+
+// enter records a call's member slice and waits out the cloud's answer time; the returned
+// func ends the call.
+func (f *fakeLB) enter(nodes []*v1.Node) func() {
+	f.mu.Lock()
+	if len(nodes) > 0 {
+		f.slices = append(f.slices, &nodes[0])
+	}
+	f.inflight++
+	f.peak = max(f.peak, f.inflight)
+	d := f.delay
+	f.mu.Unlock()
+	time.Sleep(d)
+	return func() {
+		f.mu.Lock()
+		f.inflight--
+		f.mu.Unlock()
+	}
 }
 
 func (f *fakeLB) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
@@ -81,6 +108,7 @@ func (f *fakeLB) GetLoadBalancerName(_ context.Context, _ string, s *v1.Service)
 	return key(s)
 }
 func (f *fakeLB) EnsureLoadBalancer(_ context.Context, _ string, s *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	defer f.enter(nodes)()
 	f.record("ensure " + key(s) + " " + names(nodes))
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -91,6 +119,10 @@ func (f *fakeLB) EnsureLoadBalancer(_ context.Context, _ string, s *v1.Service, 
 	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: ip(s)}}}, nil
 }
 func (f *fakeLB) UpdateLoadBalancer(_ context.Context, _ string, s *v1.Service, nodes []*v1.Node) error {
+	if f.onUpdate != nil {
+		f.onUpdate()
+	}
+	defer f.enter(nodes)()
 	f.record("update " + key(s) + " " + names(nodes))
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -119,10 +151,16 @@ type harness struct {
 
 func newHarness(t *testing.T, classes Classes, objs ...runtime.Object) *harness {
 	t.Helper()
-	h := &harness{t: t, client: fake.NewClientset(objs...), cloud: &fakeLB{lbs: map[string][]string{}}, events: record.NewFakeRecorder(1000)}
+	return newHarnessWith(t, Options{Classes: classes}, objs...)
+}
+
+// newHarnessWith is newHarness with more options (the cluster name and recorder are the harness's).
+func newHarnessWith(t *testing.T, opts Options, objs ...runtime.Object) *harness {
+	t.Helper()
+	h := &harness{t: t, client: fake.NewClientset(objs...), cloud: &fakeLB{lbs: map[string][]string{}}, events: record.NewFakeRecorder(10000)}
 	h.inf = informers.NewSharedInformerFactory(h.client, time.Hour)
-	c, err := New(h.cloud, h.client, h.inf.Core().V1().Services(), h.inf.Core().V1().Nodes(),
-		Options{ClusterName: "test", Classes: classes, Recorder: h.events})
+	opts.ClusterName, opts.Recorder = "test", h.events
+	c, err := New(h.cloud, h.client, h.inf.Core().V1().Services(), h.inf.Core().V1().Nodes(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,8 +234,20 @@ func (h *harness) waitForNodes(n int) {
 func (h *harness) drain() {
 	for h.c.queue.Len() > 0 {
 		k, _ := h.c.queue.Get()
+		h.c.fair.take(k)
+		h.c.fair.done(k)
 		h.c.queue.Done(k)
 		h.c.queue.Forget(k)
+	}
+}
+
+// admitResyncs admits every key the drift resync queued into the Service queue, as the feed
+// does when no change waits.
+func (h *harness) admitResyncs() {
+	for h.c.resyncQueue.Len() > 0 {
+		k, _ := h.c.resyncQueue.Get()
+		h.c.resyncQueue.Done(k)
+		h.c.admitResync(k)
 	}
 }
 

@@ -87,9 +87,9 @@ func DigestOf(nodes []*v1.Node) Digest {
 	return d
 }
 
-// memberSet is the member set a sync hands to providers, with its digest. Its slice and
-// Nodes are shared by every sync that uses it: providers must not modify them (the library
-// hands one slice to all its workers too).
+// memberSet is the member set, with its digest. Each provider call gets a copy of the slice
+// (a provider may sort or filter it in place while another call reads its own); the Nodes
+// are the informer's, shared as everywhere, and never modified.
 type memberSet struct {
 	nodes  []*v1.Node
 	digest Digest

@@ -10,7 +10,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Drift resync (issue 15): a load balancer changed or deleted by hand must be repaired without
+// Drift resync: a load balancer changed or deleted by hand must be repaired without
 // waiting for its Service to change. Informer resyncs cannot do it (an identical copy syncs
 // nothing), so every period each load balancer this controller made in this process is synced
 // again: the provider compares the cloud with the desired state (at most about one read per
@@ -44,9 +44,10 @@ func (c *Controller) RunDriftResync(ctx context.Context, period time.Duration) {
 	}
 }
 
-// queueResync marks and queues the Services whose load balancer this controller synced in
-// this process and still serves, and returns how many. Others are left alone: a Service not
-// yet synced is queued by its own events; one of another class is another controller's.
+// queueResync puts the Services whose load balancer this controller synced in this process
+// and still serves in the resync queue, and returns how many. The feed (fairqueue.go) admits
+// them to the Service queue behind every change. Others are left alone: a Service not yet
+// synced is queued by its own events; one of another class is another controller's.
 func (c *Controller) queueResync() int {
 	svcs, err := c.services.List(labels.Everything())
 	if err != nil {
@@ -58,15 +59,8 @@ func (c *Controller) queueResync() int {
 		if err != nil || !c.opts.Classes.Wants(svc) || c.opts.Classes.NeedsCleanup(svc) || !servicehelper.HasLBFinalizer(svc) {
 			continue
 		}
-		c.mu.Lock()
-		st, known := c.state[key]
-		mine := known && st.uid == svc.UID
-		if mine {
-			c.resync[key] = struct{}{}
-		}
-		c.mu.Unlock()
-		if mine {
-			c.queue.Add(key)
+		if st, known := c.stateOf(key); known && st.uid == svc.UID {
+			c.resyncQueue.Add(key)
 			n++
 		}
 	}

@@ -30,9 +30,11 @@ func TestDriftResyncIsQuiet(t *testing.T) {
 	h.takeEvents()
 	h.drain()
 
-	if n := h.c.queueResync(); n != 1 || h.c.queue.Len() != 1 {
-		t.Fatalf("queued %d (queue %d), want 1: only the Service synced in this process", n, h.c.queue.Len())
+	if n := h.c.queueResync(); n != 1 || h.c.resyncQueue.Len() != 1 || h.c.queue.Len() != 0 {
+		t.Fatalf("queued %d (resync queue %d, Service queue %d), want 1, 1, 0: only the Service synced in this process, "+
+			"in the resync's own queue", n, h.c.resyncQueue.Len(), h.c.queue.Len())
 	}
+	h.admitResyncs()
 	h.c.processService(context.Background())
 	eq(t, "cloud calls", h.cloud.takeCalls(), []string{"ensure ns/web n1"})
 	eq(t, "writes", h.writes(), nil)
@@ -50,6 +52,7 @@ func TestDriftResyncIsQuiet(t *testing.T) {
 	h.writes()
 	h.drain()
 	h.c.queueResync()
+	h.admitResyncs()
 	h.c.processService(context.Background())
 	eq(t, "writes after a changed answer", h.writes(), []string{"patch services/status"})
 	eq(t, "events after a changed answer", h.takeEvents(), []string{"Normal EnsuringLoadBalancer Ensuring load balancer", "Normal EnsuredLoadBalancer Ensured load balancer"})
@@ -74,7 +77,7 @@ func TestRunDriftResync(t *testing.T) {
 	}
 	go h.c.RunDriftResync(ctx, 30*time.Millisecond)
 	deadline := time.Now().Add(2 * time.Second)
-	for h.c.queue.Len() == 0 {
+	for h.c.resyncQueue.Len() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("nothing queued within 2s at a 30ms period")
 		}
@@ -97,6 +100,7 @@ func TestChangeDuringResyncIsNotQuiet(t *testing.T) {
 	h.takeEvents()
 	h.drain()
 	h.c.queueResync()
+	h.admitResyncs()
 	cur, _ := h.c.services.Services("ns").Get("web")
 	changed := cur.DeepCopy()
 	changed.Spec.Ports[0].Port = 81

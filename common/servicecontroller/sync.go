@@ -44,12 +44,10 @@ func (c *Controller) syncService(ctx context.Context, key string) error {
 	if wants && !cleanup {
 		return c.ensure(ctx, key, svc)
 	}
-	if !cleanup {
-		// Not wanted and no finalizer to honour: ours only if we made its load balancer in
-		// this process (its type left LoadBalancer); otherwise another implementation's.
-		if st, ok := c.stateOf(key); !ok || st.uid != svc.UID {
-			return nil
-		}
+	if !cleanup && !c.ours(key, svc.UID) {
+		// Not wanted and no finalizer to honour: ours only if we synced it in this process or
+		// saw its type leave LoadBalancer; otherwise another implementation's.
+		return nil
 	}
 	return c.cleanup(ctx, key, svc)
 }
@@ -80,7 +78,7 @@ func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service) er
 	if err != nil {
 		return c.failed(svc, err)
 	}
-	members := set.nodes
+	members := slices.Clone(set.nodes) // the provider's own: it may sort or filter it
 	if len(members) == 0 && !quiet {
 		c.recorder.Event(svc, v1.EventTypeWarning, reasonNoNodes, messageNoNodes)
 	}
@@ -201,7 +199,9 @@ func (c *Controller) patchStatus(svc *v1.Service, status *v1.LoadBalancerStatus)
 }
 
 // syncNodes gives the current member set to every load balancer synced with another one. The
-// set is computed once; a Service whose digest matches costs a map read.
+// stale ones are found with one set; each update then reads the set again (a map read unless
+// a Node changed meanwhile), so a Node added during a long pass reaches the load balancers
+// updated after it, never an older set. A Service whose digest matches costs a map read.
 func (c *Controller) syncNodes(ctx context.Context, workers int) error {
 	c.nodeSyncMu.Lock()
 	defer c.nodeSyncMu.Unlock()
@@ -209,7 +209,7 @@ func (c *Controller) syncNodes(ctx context.Context, workers int) error {
 	if err != nil {
 		return err
 	}
-	members, d := set.nodes, set.digest
+	d := set.digest
 	var stale []string
 	c.mu.Lock()
 	for key, st := range c.state {
@@ -221,24 +221,25 @@ func (c *Controller) syncNodes(ctx context.Context, workers int) error {
 	if len(stale) == 0 {
 		return nil
 	}
-	klog.V(2).InfoS("Updating load balancer members", "loadBalancers", len(stale), "nodes", len(members))
+	klog.V(2).InfoS("Updating load balancer members", "loadBalancers", len(stale), "nodes", len(set.nodes))
 	var mu sync.Mutex
 	var retry []string
 	workqueue.ParallelizeUntil(ctx, max(workers, 1), len(stale), func(i int) {
-		if c.updateMembers(ctx, stale[i], members, d) {
+		if c.updateMembers(ctx, stale[i]) {
 			mu.Lock()
 			retry = append(retry, stale[i])
 			mu.Unlock()
 		}
 	})
 	for _, key := range retry {
-		c.queue.Add(key) // a full sync, as the library retries
+		c.enqueueKey(key) // a full sync, as the library retries
 	}
 	return nil
 }
 
-// updateMembers calls UpdateLoadBalancer for one Service; true asks for a retry.
-func (c *Controller) updateMembers(ctx context.Context, key string, members []*v1.Node, d Digest) bool {
+// updateMembers calls UpdateLoadBalancer for one Service with the member set as it is now, in
+// a slice of the call's own; true asks for a retry.
+func (c *Controller) updateMembers(ctx context.Context, key string) bool {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return false
@@ -247,15 +248,20 @@ func (c *Controller) updateMembers(ctx context.Context, key string, members []*v
 	if err != nil || !c.opts.Classes.Wants(svc) || c.opts.Classes.NeedsCleanup(svc) {
 		return false // gone or going: the Service queue deals with it
 	}
+	set, err := c.memberSet()
+	if err != nil {
+		return true
+	}
 	c.mu.Lock()
 	st, ok := c.state[key]
-	if !ok || st.uid != svc.UID {
+	if !ok || st.uid != svc.UID || st.nodes == set.digest {
 		c.mu.Unlock()
-		return false
+		return false // not ours, or already synced with this set (by its own sync, say)
 	}
 	// Recorded before the call: a failure is retried by a Service sync.
-	c.state[key] = syncedWith{uid: svc.UID, nodes: d}
+	c.state[key] = syncedWith{uid: svc.UID, nodes: set.digest}
 	c.mu.Unlock()
+	members := slices.Clone(set.nodes)
 	err = c.balancer.UpdateLoadBalancer(ctx, c.opts.ClusterName, svc, members)
 	switch {
 	case err == nil && len(members) == 0:

@@ -32,6 +32,7 @@ type serviceControllerOptions struct {
 	impl      string
 	orphans   servicecontroller.OrphanOptions
 	resync    time.Duration // drift resync period (servicecontroller.RunDriftResync)
+	nodeDelay time.Duration // quiet period of Node changes (servicecontroller.Options.NodeSyncDelay)
 	// lister is the provider's orphan listing, taken from the cloud before ccm wraps it (the
 	// wrappers hide every method beyond cloudprovider.Interface); nil when it has none.
 	lister servicecontroller.OwnedLister
@@ -47,7 +48,8 @@ func (o *serviceControllerOptions) useCloud(c cloudprovider.Interface) {
 // (the RBAC is granted to it).
 func addServiceControllerOptions(fs *pflag.FlagSet, controllers map[string]ccmapp.ControllerInitFuncConstructor) *serviceControllerOptions {
 	o := &serviceControllerOptions{unclassed: true, impl: defaultServiceController, resync: servicecontroller.DefaultResyncPeriod,
-		orphans: servicecontroller.OrphanOptions{Period: servicecontroller.DefaultOrphanPeriod, Grace: servicecontroller.DefaultOrphanGrace}}
+		nodeDelay: servicecontroller.DefaultNodeSyncDelay,
+		orphans:   servicecontroller.OrphanOptions{Period: servicecontroller.DefaultOrphanPeriod, Grace: servicecontroller.DefaultOrphanGrace}}
 	fs.StringArrayVar(&o.classes, "load-balancer-class", nil,
 		"A spec.loadBalancerClass whose Services this ccm serves; repeat for several. Services of other classes are left to "+
 			"their own implementation (another ccm, MetalLB, kube-vip).")
@@ -61,6 +63,9 @@ func addServiceControllerOptions(fs *pflag.FlagSet, controllers map[string]ccmap
 		"How often every load balancer this ccm serves is compared with the cloud, so that a change or deletion made by hand "+
 			"is repaired without waiting for its Service to change (the provider writes only the difference and records "+
 			"LoadBalancerDriftRepaired). 0 turns it off: drift is then repaired only when a Service changes or ccm restarts.")
+	fs.DurationVar(&o.nodeDelay, "node-sync-delay", o.nodeDelay,
+		"How long Node changes must be quiet before load balancer members are updated (at the latest 10 times this after "+
+			"the first change), so that a burst of Nodes costs one update per load balancer. 0 updates at each change.")
 	fs.DurationVar(&o.orphans.Period, "orphan-collection-period", o.orphans.Period,
 		"How often the leader lists the load balancers this cluster owns and compares them with the Services, to find orphans "+
 			"(a load balancer whose Service is gone, was replaced, or no longer wants one). 0 turns orphan collection off.")
@@ -82,6 +87,9 @@ func (o *serviceControllerOptions) classesValue() servicecontroller.Classes {
 func (o *serviceControllerOptions) validate() error {
 	if o.resync < 0 {
 		return fmt.Errorf("--load-balancer-resync-period must not be negative, got %v", o.resync)
+	}
+	if o.nodeDelay < 0 || o.nodeDelay > time.Minute {
+		return fmt.Errorf("--node-sync-delay must be between 0 and 1m, got %v", o.nodeDelay)
 	}
 	if o.orphans.Period < 0 || o.orphans.Grace < 0 {
 		return fmt.Errorf("--orphan-collection-period and --orphan-grace-period must not be negative, got %v and %v", o.orphans.Period, o.orphans.Grace)
@@ -106,7 +114,7 @@ func (o *serviceControllerOptions) constructor(initContext ccmapp.ControllerInit
 	return func(ctx context.Context, cc genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
 		sc, err := servicecontroller.New(cloud, c.ClientBuilder.ClientOrDie(initContext.ClientName),
 			c.SharedInformers.Core().V1().Services(), c.SharedInformers.Core().V1().Nodes(),
-			servicecontroller.Options{ClusterName: c.ComponentConfig.KubeCloudShared.ClusterName, Classes: o.classesValue()})
+			servicecontroller.Options{ClusterName: c.ComponentConfig.KubeCloudShared.ClusterName, Classes: o.classesValue(), NodeSyncDelay: o.nodeDelay})
 		if err != nil { // as the library does: the ccm runs on without the controller
 			klog.ErrorS(err, "Failed to start the service controller")
 			return nil, false, nil

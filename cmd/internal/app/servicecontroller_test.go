@@ -51,6 +51,9 @@ func TestServiceControllerFlags(t *testing.T) {
 		{[]string{"--orphan-collection-period=-1m"}, "must not be negative"},
 		{[]string{"--load-balancer-resync-period=0"}, ""},
 		{[]string{"--load-balancer-resync-period=-5m"}, "--load-balancer-resync-period must not be negative"},
+		{[]string{"--node-sync-delay=0"}, ""},
+		{[]string{"--node-sync-delay=-1s"}, "--node-sync-delay must be between 0 and 1m"},
+		{[]string{"--node-sync-delay=2m"}, "--node-sync-delay must be between 0 and 1m"},
 	} {
 		fs := pflag.NewFlagSet("ccm", pflag.ContinueOnError)
 		o := addServiceControllerOptions(fs, map[string]ccmapp.ControllerInitFuncConstructor{})
@@ -72,6 +75,9 @@ func TestServiceControllerFlags(t *testing.T) {
 	}
 	if o.resync != 10*time.Minute {
 		t.Errorf("drift resync default %v, want 10m", o.resync)
+	}
+	if o.nodeDelay != time.Second {
+		t.Errorf("node sync delay default %v, want 1s", o.nodeDelay)
 	}
 	if f := fs.Lookup("service-controller"); f == nil || !f.Hidden {
 		t.Error("--service-controller must exist and be hidden")
