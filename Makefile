@@ -17,7 +17,7 @@ GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)"
 PROVIDER ?= dummy
 FUZZTIME ?= 10s
 
-.PHONY: helm-test faults faults-short flags-doc image images image-test bench bench-dummy all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help realstack realstack-stop realstack-status realstack-test
+.PHONY: helm-test faults faults-short flags-doc image images image-test bench bench-dummy bench-scale all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help realstack realstack-stop realstack-status realstack-test
 
 all: build
 
@@ -29,6 +29,7 @@ help:
 	@echo "make verify      gofmt, vet and build of every tag combination, tidy modules, tag rules"
 	@echo "make faults      fault scenarios for every provider (make test runs them with --short)"
 	@echo "make bench       figures for every provider on the local control plane and its simulator"
+	@echo "make bench-scale the service controller at 10,000 load balancers (SCALE_ARGS=--services=2000 for a quick run)"
 	@echo "make realstack   real OpenStack (Debian packages) on 127.0.0.1 for the openstack provider: bin/realstack/{cloud.conf,ids.env}"
 	@echo "make realstack-stop / realstack-status   stop it / PIDs and memory of its services (build/realstack/README.md)"
 	@echo "make realstack-test  the openstack provider's conformance suite and update tests against those services"
@@ -95,10 +96,15 @@ BENCH_ARGS ?=
 bench-dummy: testbin build-dummy
 	CCM_BINARY=$(CURDIR)/bin/ccm-dummy CCM_TESTBIN=$(CURDIR)/bin/testbin go run ./test/bench $(BENCH_ARGS)
 
+# The service controller at scale (providers/dummy/scalebench): a new Service's time to an
+# address while a drift resync runs, and updates per load balancer for a burst of Nodes.
+bench-scale: testbin
+	CCM_TESTBIN=$(CURDIR)/bin/testbin go run ./providers/dummy/scalebench $(SCALE_ARGS)
+
 # Every provider's figures: the dummy's, then providers/NAME/bench against each simulator, then
 # bin/bench/summary.md merged from every bin/bench/NAME.json (schema: common/benchreport).
 BENCH_PROVIDERS := $(filter $(PROVIDERS),$(patsubst providers/%/bench,%,$(wildcard providers/*/bench)))
-bench: bench-dummy $(addprefix build-,$(BENCH_PROVIDERS))
+bench: bench-dummy bench-scale $(addprefix build-,$(BENCH_PROVIDERS))
 	@for p in $(BENCH_PROVIDERS); do \
 		echo "==> bench: $$p"; \
 		CCM_BIN_DIR=$(CURDIR)/bin CCM_BINARY=$(CURDIR)/bin/ccm-$$p CCM_TESTBIN=$(CURDIR)/bin/testbin go run ./providers/$$p/bench || exit 1; \
