@@ -11,8 +11,8 @@ import (
 // them: minutes, with a cloud that answers in hundreds of milliseconds. So the resync's keys
 // wait in a queue of their own (resyncQueue), and a feed admits them into the Service queue one
 // at a time, only while
-//   - nothing else waits in the Service queue: a change queued by an event or a retry is taken
-//     by the next free worker, never behind the resync; and
+//   - nothing but the resync's own admitted keys waits in the Service queue: a change queued by
+//     an event or a retry is taken by the next free worker, never behind the resync; and
 //   - fewer than resyncLimit(workers) admitted syncs are unfinished: the rest of the workers
 //     stay free for changes, so a change never waits for a worker the resync holds.
 // A key that is already queued or being synced for its own reasons is not admitted: that sync
@@ -30,6 +30,7 @@ type fairness struct {
 	queued    map[string]struct{} // added for its own sync (an event, a retry) and not yet taken
 	active    map[string]struct{} // being synced by a worker
 	admitted  map[string]struct{} // admitted from the resync and not yet done
+	waiting   int                 // of those, how many no worker has taken yet
 	slots     chan struct{}       // one token per admitted, unfinished resync sync
 	slotsOnce sync.Once
 }
@@ -55,6 +56,9 @@ func (f *fairness) take(key string) {
 	f.mu.Lock()
 	delete(f.queued, key)
 	f.active[key] = struct{}{}
+	if _, ok := f.admitted[key]; ok {
+		f.waiting--
+	}
 	f.mu.Unlock()
 }
 
@@ -89,7 +93,15 @@ func (f *fairness) admit(key string) bool {
 		return false
 	}
 	f.admitted[key] = struct{}{}
+	f.waiting++
 	return true
+}
+
+// admittedWaiting is how many admitted keys wait in the Service queue for a worker.
+func (f *fairness) admittedWaiting() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.waiting
 }
 
 // enqueueKey queues key for a sync of its own (an event's).
@@ -127,7 +139,7 @@ func (c *Controller) runResyncFeed(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		for c.queue.Len() > 0 {
+		for c.queue.Len() > c.fair.admittedWaiting() { // a change waits
 			select {
 			case <-time.After(feedPoll):
 			case <-ctx.Done():
