@@ -29,11 +29,11 @@ type clients struct {
 // the SDK's default chain (or CredentialsFile), optionally through RoleARN. Every attempt is
 // counted by operation in ccm_cloud_api_requests_total (see countCalls). Credentials are never logged: the
 // SDK's request logging stays off.
-func newClients(ctx context.Context, cfg *Config) (*clients, error) {
+func newClients(ctx context.Context, cfg *Config, policy retryPolicy) (*clients, error) {
 	opts := []func(*awsconfig.LoadOptions) error{
 		awsconfig.WithRegion(cfg.region()),
 		awsconfig.WithClientLogMode(0),
-		awsconfig.WithRetryer(newRetryer),
+		awsconfig.WithRetryer(policy.retryer),
 		awsconfig.WithAPIOptions([]func(*middleware.Stack) error{countCalls, ownerCheckBeforeWrites}),
 	}
 	if f := cfg.Global.CredentialsFile; f != "" {

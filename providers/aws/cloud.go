@@ -42,6 +42,7 @@ type Cloud struct {
 	lb      *loadBalancers
 	topo    *nodeTopology       // the topology.k8s.aws/* Node labels
 	events  *svcevents.Recorder // Service Events: drift repairs, recreations
+	retry   retryPolicy         // the SDK's retries (defaultRetry; tests shorten the back-off)
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -51,13 +52,16 @@ func Factory(r io.Reader) (cloudprovider.Interface, error) { return New(r) }
 
 // New is Factory with the concrete type, for tests.
 func New(r io.Reader) (*Cloud, error) {
-	c := &Cloud{events: svcevents.New(redactText)}
+	c := &Cloud{events: svcevents.New(redactText), retry: defaultRetry}
 	if err := config.ReadINI(r, &c.cfg); err != nil {
 		return nil, err
 	}
 	ccmmetrics.Register()
 	return c, nil
 }
+
+// useRetry sets the SDK's retry policy; it must come before the clients are built (Initialize).
+func (c *Cloud) useRetry(p retryPolicy) { c.retry = p }
 
 // Initialize implements cloudprovider.Interface: it builds the SDK clients (no call is made
 // yet; the first API call happens when a controller asks).
@@ -94,7 +98,7 @@ func (c *Cloud) init() error {
 			c.initErr = err
 			return
 		}
-		api, err := newClients(context.Background(), &c.cfg)
+		api, err := newClients(context.Background(), &c.cfg, c.retry)
 		if err != nil {
 			c.initErr = err
 			return

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,9 +90,15 @@ func (h *harness) cloud(t cloudtest.T, extra string) *Cloud {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	c.useRetry(testRetry)
 	c.Initialize(h.events, nil)
 	return c
 }
+
+// testRetry keeps production's attempts with a back-off of milliseconds: the checks that run
+// calls into an outage (CloudErrorIsAnError) test that a failed call is an error, not how long
+// the SDK waits.
+var testRetry = retryPolicy{maxAttempts: defaultRetry.maxAttempts, maxBackoff: 20 * time.Millisecond}
 
 func (h *harness) NewCloud(t cloudtest.T) cloudprovider.Interface { return h.cloud(t, "") }
 
