@@ -7,7 +7,7 @@ ARG VERSION=v0.1.0-dev
 WORKDIR /src
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -tags "${PROVIDER}" \
-      -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=${VERSION}" \
+      -ldflags "$(VERSION=${VERSION} bash build/ldflags.sh)" \
       -o /out/ccm ./cmd/ccm && /out/ccm providers
 
 FROM gcr.io/distroless/static-debian12:nonroot

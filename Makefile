@@ -7,12 +7,12 @@ empty :=
 space := $(empty) $(empty)
 ALL_TAGS := $(subst $(space),$(comma),$(PROVIDERS))
 
-# The version must start with vMAJOR.MINOR.PATCH: component-base's metrics registry parses it.
+# ccm's version (vMAJOR.MINOR.PATCH...) and the link flags that stamp it; see build/ldflags.sh.
 VERSION ?= v0.1.0-$(shell git rev-parse --short HEAD 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(VERSION) \
-	-X k8s.io/component-base/version.gitCommit=$(shell git rev-parse HEAD 2>/dev/null) \
-	-X k8s.io/component-base/version.gitTreeState=$(shell test -z "$$(git status --porcelain 2>/dev/null)" && echo clean || echo dirty) \
-	-X k8s.io/component-base/version.buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := $(shell VERSION=$(VERSION) bash build/ldflags.sh)
+ifeq ($(LDFLAGS),)
+$(error build/ldflags.sh printed no link flags)
+endif
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)"
 PROVIDER ?= dummy
 FUZZTIME ?= 10s

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Writes docs/flags.md from `ccm --help` of a binary with every provider; with --check, fails if
-# the checked-in file is stale (make verify runs that).
+# Writes docs/flags.md from `ccm --help` of a binary with every provider, linked as the Makefile
+# links the shipped one; with --check, fails if the checked-in file is stale (make verify runs that).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tags=$(ls cmd/ccm/provider_*.go | sed -E 's|cmd/ccm/provider_(.*)\.go|\1|' | paste -sd, -)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-CGO_ENABLED=0 go build -tags "$tags" -o "$tmp/ccm" ./cmd/ccm
+# The same link flags as the shipped binary: which feature gates and log formats --help lists
+# depends on the Kubernetes version they stamp.
+CGO_ENABLED=0 go build -trimpath -ldflags "$(bash build/ldflags.sh)" -tags "$tags" -o "$tmp/ccm" ./cmd/ccm
 {
   echo "# ccm flags"
   echo

@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The binary's own behaviour on bad input: exit code 1 and a message that says what to do.
@@ -23,7 +25,9 @@ func TestBinaryCLI(t *testing.T) {
 		code int
 		want string
 	}{
-		{"version from ldflags", []string{"--version"}, 0, "Kubernetes v0.1.0-"},
+		{"version from ldflags", []string{"--version"}, 0, "ccm v0.1.0-"},
+		{"libraries' version", []string{"--version"}, 0, "Kubernetes libraries v1."},
+		{"raw version", []string{"--version=raw"}, 0, `"kubernetes": "v1.`},
 		{"providers", []string{"providers"}, 0, "dummy"},
 		{"unknown provider", []string{"--cloud-provider=nope"}, 1, "compiled-in providers: dummy"},
 		{"missing cloud-config", []string{"--cloud-provider=dummy", "--cloud-config=" + missing}, 1, missing},
@@ -42,5 +46,41 @@ func TestBinaryCLI(t *testing.T) {
 				t.Errorf("ccm %v: exit %d, output:\n%s\nwant exit %d and %q", tc.args, code, out, tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// The shipped binary (linked by the Makefile) accepts --logging-format=json and a Beta feature
+// gate, and logs JSON once the library applies the format. Stamping ccm's version into
+// component-base had made it emulate Kubernetes 0.1 and refuse both.
+func TestShippedBinaryLogsJSONWithABetaGate(t *testing.T) {
+	c := startCCM(t, "ccm-json", "[Global]\nregion = json\n\n[Pool \"p\"]\ncidr = 192.0.2.0/28\n",
+		"--logging-format=json", "--feature-gates=LoggingBetaOptions=true")
+	eventually(t, 30*time.Second, "ccm logs that it started", func() (bool, error) {
+		return strings.Contains(c.Tail(200), "Starting ccm"), nil
+	})
+	var started map[string]any
+	lines := 0
+	for _, line := range strings.Split(strings.TrimSpace(c.Tail(200)), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Errorf("a log line is not JSON: %q", line)
+			continue
+		}
+		lines++
+		if entry["msg"] == "Starting ccm" {
+			started = entry
+		}
+	}
+	if started == nil {
+		t.Fatalf("no JSON line \"Starting ccm\" among %d", lines)
+	}
+	if v, _ := started["version"].(string); !strings.HasPrefix(v, "v0.1.0-") {
+		t.Errorf("Starting ccm: version %q, want ccm's own (v0.1.0-...)", v)
+	}
+	if k, _ := started["kubernetes"].(string); !strings.HasPrefix(k, "v1.") {
+		t.Errorf("Starting ccm: kubernetes %q, want the Kubernetes libraries' version (v1.x)", k)
 	}
 }

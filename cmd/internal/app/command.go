@@ -17,13 +17,13 @@ import (
 	"k8s.io/cloud-provider/options"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/version"
-	"k8s.io/component-base/version/verflag"
 	"k8s.io/controller-manager/pkg/leadermigration"
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/cmd/internal/leader"
 	"github.com/ccm-project/ccm/common/nodeguard"
 	"github.com/ccm-project/ccm/common/provider"
+	ccmversion "github.com/ccm-project/ccm/common/version"
 )
 
 // Defaults that differ from the library's, chosen so that a burst of new Nodes or Services is
@@ -81,6 +81,10 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 	// The library calls initCloud with the completed config just before it runs: the one
 	// place to adjust what it built (informers, leader election) without forking it.
 	initCloud := func(c *ccmconfig.CompletedConfig) cloudprovider.Interface {
+		// Logged here, not before the library runs: by now --logging-format is applied.
+		klog.InfoS("Starting ccm", "version", ccmversion.Get().Version, "kubernetes", version.Get().GitVersion,
+			"provider", cloud.ProviderName(), "cloudConfig", c.ComponentConfig.KubeCloudShared.CloudProvider.CloudConfigFile,
+			"compiledIn", provider.Names())
 		if !cloud.HasClusterID() && !c.ComponentConfig.KubeCloudShared.AllowUntaggedCloud {
 			fmt.Fprintln(os.Stderr, "error: the cloud provider has no cluster ID and --allow-untagged-cloud is false")
 			os.Exit(1)
@@ -129,7 +133,10 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 	// Build the cloud before the library runs, so a bad --cloud-provider or --cloud-config is
 	// a clear error and exit code 1, not a klog.Fatal in the library.
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
-		verflag.PrintAndExitIfRequested()
+		if versionRequested(cmd, os.Stdout) {
+			os.Exit(0)
+		}
+		ccmversion.RegisterMetric()
 		name := opts.KubeCloudShared.CloudProvider.Name
 		path := opts.KubeCloudShared.CloudProvider.CloudConfigFile
 		c, err := provider.New(name, path)
@@ -156,8 +163,6 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 				"set --cluster-cidr to the Pods' CIDR, or --configure-cloud-routes=false if the network (e.g. a CNI) routes Pods itself", name)
 		}
 		base, cloud = c, nodeguard.Wrap(c, *deletionWindow)
-		klog.InfoS("Starting ccm", "version", version.Get().GitVersion, "provider", name,
-			"cloudConfig", path, "compiledIn", provider.Names())
 		return nil
 	}
 	// A graceful stop ends with the Lease released, so the standby takes over at once.
