@@ -18,7 +18,7 @@ import (
 //     upstream CCM after a roll-back, and people find it by that name), so a second one of the
 //     same name would make the name ambiguous. The leftover is an orphan for the orphan
 //     collection (its UID is not the live Service's), which deletes it, with its floating IP,
-//     after --orphan-grace-period (ccm gc at once); the new Service's is created then.
+//     after --orphan-grace-period (ccm gc --delete at once); the new Service's is created then.
 //   - named by load-balancer-id (the annotation copied with the Service, from a manifest
 //     exported while the earlier one was served), it is not shared either: the earlier
 //     Service's load balancer is about to be collected, and the new Service's listeners on it
@@ -38,7 +38,7 @@ func earlierService(id ownership.Identity, lb *loadbalancers.LoadBalancer) bool 
 // says which).
 func errEarlierByName(name string, refusal error) error {
 	return fmt.Errorf("load balancer %s was left behind by an earlier Service of this name, whose delete did not finish: ccm does not touch it, "+
-		"and creates this Service's once the orphan collection has deleted it (after --orphan-grace-period; `ccm gc` deletes it at once): %w", name, refusal)
+		"and creates this Service's once the orphan collection has deleted it (after --orphan-grace-period; `ccm gc --delete` deletes it at once): %w", name, refusal)
 }
 
 // errEarlierNamed: load-balancer-id names an earlier Service's load balancer.

@@ -127,7 +127,7 @@ This binary: %s.
 Pick one with --cloud-provider=NAME. Providers are compiled in with Go build tags:
   go build -tags dummy,aws,vsphere,openstack ./cmd/ccm
 Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers" lists providers;
-"ccm gc --dry-run" lists the cluster's orphaned load balancers ("ccm gc" deletes them).`,
+"ccm gc" lists the cluster's orphaned load balancers ("ccm gc --delete" deletes them).`,
 		provider.Describe())
 	cmd.SilenceUsage = true // a bad flag value prints its error, not two screens of flags
 	// Build the cloud before the library runs, so a bad --cloud-provider or --cloud-config is
@@ -179,6 +179,9 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		}
 		return err
 	}
-	cmd.AddCommand(newCheckConfigCommand(), newProvidersCommand(), newGCCommand())
+	for _, sub := range []*cobra.Command{newCheckConfigCommand(), newProvidersCommand(), newGCCommand()} {
+		ownHelp(sub)
+		cmd.AddCommand(sub)
+	}
 	return cmd
 }

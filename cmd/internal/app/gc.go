@@ -24,22 +24,24 @@ import (
 // gcOptions are ccm gc's flags.
 type gcOptions struct {
 	provider, cloudConfig, clusterName, kubeconfig string
-	allowDefault, dryRun, unclassed                bool
+	allowDefault, dryRun, del, unclassed           bool
 	classes                                        []string
 }
 
 // newGCCommand is `ccm gc`: one orphan collection run by hand, with the rule the service
 // controller's collector applies (servicecontroller.FindOrphans) and no grace period.
-func newGCCommand() *cobra.Command {
-	o := &gcOptions{unclassed: true}
+func newGCCommand() *cobra.Command { return newGCCommandWith(&gcOptions{unclassed: true}) }
+
+// newGCCommandWith is newGCCommand with its flags bound to o.
+func newGCCommandWith(o *gcOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "gc --cloud-provider=NAME --cluster-name=NAME [--dry-run]",
+		Use:   "gc --cloud-provider=NAME --cluster-name=NAME [--delete]",
 		Short: "List the load balancers this cluster owns and delete those no Service accounts for",
 		Long: `gc lists the load balancers carrying this cluster's ownership marks, compares them with the
 Services in the API server and prints each one with its verdict. An orphan is a load balancer
 whose Service is gone, is another Service of that name (its UID differs), or wants no load
-balancer from this ccm and carries no cleanup finalizer. With --dry-run nothing is deleted;
-without it the orphans (only they) are deleted, each after its ownership marks are checked again.
+balancer from this ccm and carries no cleanup finalizer. Nothing is deleted unless --delete is
+given: then the orphans (only they) are deleted, each after its ownership marks are checked again.
 Give it the flags the ccm runs with: --cloud-provider, --cloud-config, --cluster-name and the
 class flags. Exit code 1 when the listing or a delete fails.`,
 		Args: cobra.NoArgs,
@@ -55,9 +57,13 @@ class flags. Exit code 1 when the listing or a delete fails.`,
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig (default: in-cluster, then $KUBECONFIG and ~/.kube/config).")
 	fs.StringArrayVar(&o.classes, "load-balancer-class", nil, "As the ccm flag: a class whose Services this ccm serves.")
 	fs.BoolVar(&o.unclassed, "serve-unclassed-services", true, "As the ccm flag.")
-	fs.BoolVar(&o.dryRun, "dry-run", false, "Print what would be deleted; delete nothing.")
+	fs.BoolVar(&o.del, "delete", false, "Delete the orphans (after checking their ownership marks again). Without it gc only lists.")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "Print what would be deleted; delete nothing (the default; overrides --delete).")
 	return cmd
 }
+
+// listOnly: gc deletes nothing unless --delete is given, and never with --dry-run.
+func (o *gcOptions) listOnly() bool { return o.dryRun || !o.del }
 
 func runGCCommand(ctx context.Context, out io.Writer, o *gcOptions) error {
 	if ctx == nil {
@@ -93,7 +99,7 @@ func runGCCommand(ctx context.Context, out io.Writer, o *gcOptions) error {
 	stop := make(chan struct{})
 	defer close(stop)
 	c.Initialize(clientbuilder.SimpleControllerClientBuilder{ClientConfig: cfg}, stop)
-	return gc(ctx, out, c, client, o.clusterName, classes, o.dryRun)
+	return gc(ctx, out, c, client, o.clusterName, classes, o.listOnly())
 }
 
 // gc runs one collection: list, compare, print, and (unless dryRun) delete the orphans.

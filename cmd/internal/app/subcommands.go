@@ -65,6 +65,26 @@ func checkConfig(out, errOut io.Writer, name, path, clusterName string, allowDef
 	return 0
 }
 
+// ownHelp makes a subcommand's --help and usage show its own flags. The library installs a help
+// function on the root that prints every controller-manager flag section, and subcommands
+// inherit it: `ccm gc --help` printed 140 lines of flags gc does not take.
+func ownHelp(cmd *cobra.Command) {
+	usage := func(c *cobra.Command) string {
+		return fmt.Sprintf("Usage:\n  %s\n\nFlags:\n%s", c.UseLine(), c.LocalFlags().FlagUsages())
+	}
+	cmd.SetUsageFunc(func(c *cobra.Command) error {
+		fmt.Fprint(c.OutOrStderr(), usage(c))
+		return nil
+	})
+	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		text := c.Long
+		if text == "" {
+			text = c.Short
+		}
+		fmt.Fprintf(c.OutOrStdout(), "%s\n\n%s", strings.TrimSpace(text), usage(c))
+	})
+}
+
 func newProvidersCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "providers",

@@ -100,3 +100,53 @@ func TestHelpNamesProviders(t *testing.T) {
 		}
 	}
 }
+
+// Each subcommand's --help shows its own flags only, not the controller-manager's sections.
+func TestSubcommandHelpIsItsOwn(t *testing.T) {
+	for _, c := range []struct {
+		sub   string
+		wants []string
+	}{
+		{"gc", []string{"--delete", "--dry-run", "--cluster-name", "--kubeconfig", "Nothing is deleted unless --delete"}},
+		{"check-config", []string{"--cloud-provider", "--cloud-config", "--allow-default-cluster-name"}},
+		{"providers", []string{"List the providers compiled into this binary"}},
+	} {
+		cmd := NewCommand(make(chan struct{}))
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetArgs([]string{c.sub, "--help"})
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%s --help: %v", c.sub, err)
+		}
+		help := out.String()
+		for _, want := range c.wants {
+			if !strings.Contains(help, want) {
+				t.Errorf("%s --help lacks %q:\n%s", c.sub, want, help)
+			}
+		}
+		for _, root := range []string{"--kube-api-qps", "--leader-elect", "Generic flags:", "--concurrent-service-syncs"} {
+			if strings.Contains(help, root) {
+				t.Errorf("%s --help shows the controller-manager's %q", c.sub, root)
+			}
+		}
+		if n := strings.Count(help, "\n"); n > 40 {
+			t.Errorf("%s --help is %d lines", c.sub, n)
+		}
+	}
+}
+
+// gc lists unless --delete; --dry-run wins over --delete.
+func TestGCDeletesOnlyWithDelete(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		dry  bool
+	}{{nil, true}, {[]string{"--dry-run"}, true}, {[]string{"--delete"}, false}, {[]string{"--delete", "--dry-run"}, true}} {
+		o := &gcOptions{}
+		if err := newGCCommandWith(o).ParseFlags(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := o.listOnly(); got != c.dry {
+			t.Errorf("gc %v: list only %v, want %v", c.args, got, c.dry)
+		}
+	}
+}
