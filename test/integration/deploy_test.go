@@ -2,11 +2,17 @@ package integration
 
 import (
 	"context"
+	"encoding/base64"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/ccm-project/ccm/common/testenv"
 )
@@ -37,7 +43,7 @@ func TestOverlays(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{"--cloud-provider=" + name, "image: ccm.local/ccm-" + name + ":", "secretName: cloud-controller-manager-config", "--cluster-name=CHANGE-ME"} {
+			for _, want := range []string{"--cloud-provider=" + name, "image: ccm.local/ccm-" + name + ":", "secretName: cloud-controller-manager-config-", "--cluster-name=$(CLUSTER_NAME)", "cluster-name: CHANGE-ME"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("rendered overlay lacks %q", want)
 				}
@@ -74,4 +80,142 @@ func TestOverlays(t *testing.T) {
 	if _, err := env.Kubectl(context.Background(), "apply", "--dry-run=server", "--validate=strict", "-k", bad); err == nil {
 		t.Error("a DaemonSet with an unknown field passed the dry-run")
 	}
+}
+
+// An operator's overlay sets the cluster name in one place (the generated ConfigMap), and the
+// rendered DaemonSet runs with it; the config Secret and that ConfigMap carry a hash of their
+// content, so a change rolls the pods. The dummy overlay, so rendered, starts a ccm that
+// becomes healthy and leads.
+func TestOverlayClusterName(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"aws", "dummy", "openstack", "vsphere"} {
+		t.Run(name, func(t *testing.T) {
+			r := renderWithClusterName(t, filepath.Join(root, "deploy", name), "prod-eu-1")
+			if r.clusterName != "prod-eu-1" {
+				t.Fatalf("cluster name %q from the overlay's ConfigMap, want prod-eu-1", r.clusterName)
+			}
+			if !strings.HasPrefix(r.secretName, "cloud-controller-manager-config-") || !strings.HasPrefix(r.configMapName, "cloud-controller-manager-cluster-") {
+				t.Errorf("generated names without a content hash: Secret %q, ConfigMap %q", r.secretName, r.configMapName)
+			}
+			again := renderWithClusterName(t, filepath.Join(root, "deploy", name), "prod-eu-2")
+			if again.configMapName == r.configMapName {
+				t.Error("another cluster name gives the same ConfigMap name: the pods would not roll")
+			}
+			if name != "dummy" {
+				return
+			}
+			conf := filepath.Join(t.TempDir(), "cloud.conf")
+			if err := os.WriteFile(conf, r.cloudConf, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var args []string
+			for _, a := range r.args {
+				switch {
+				case strings.HasPrefix(a, "--cloud-provider="), strings.HasPrefix(a, "--secure-port="), strings.HasPrefix(a, "--bind-address="):
+					continue // the test environment's own
+				case strings.HasPrefix(a, "--cloud-config="):
+					a = "--cloud-config=" + conf
+				}
+				args = append(args, strings.ReplaceAll(a, "$(CLUSTER_NAME)", r.clusterName))
+			}
+			c, err := env.StartCCM(context.Background(), testenv.CCMOptions{Name: "ccm-overlay", Provider: "dummy", Args: args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				c.Stop(10 * time.Second)
+				if t.Failed() {
+					t.Logf("ccm log:\n%s", c.Tail(40))
+				}
+			})
+			eventually(t, 30*time.Second, "the overlay's ccm is healthy and starts its controllers", func() (bool, error) {
+				code, _, err := c.Get("/healthz", "")
+				return err == nil && code == 200 && strings.Contains(c.Tail(400), "Starting service controller"), nil
+			})
+		})
+	}
+}
+
+type rendered struct {
+	args                                   []string
+	clusterName, configMapName, secretName string
+	cloudConf                              []byte
+}
+
+// renderWithClusterName renders an operator's kustomization on top of overlay that sets the
+// cluster name as the base's comment says, and reads back what the DaemonSet runs with.
+func renderWithClusterName(t *testing.T, overlay, cluster string) rendered {
+	t.Helper()
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, overlay) // kustomize takes relative paths only
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := "resources: [" + rel + "]\nconfigMapGenerator:\n  - name: cloud-controller-manager-cluster\n    namespace: kube-system\n" +
+		"    behavior: replace\n    literals: [cluster-name=" + cluster + "]\n"
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := env.Kubectl(context.Background(), "kustomize", "--load-restrictor=LoadRestrictionsNone", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r rendered
+	cms, secrets := map[string]map[string]string{}, map[string]map[string][]byte{}
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	for {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Data map[string]string `json:"data"`
+			Spec struct {
+				Template struct {
+					Spec v1.PodSpec `json:"spec"`
+				} `json:"template"`
+			} `json:"spec"`
+		}
+		if err := dec.Decode(&obj); err != nil {
+			if err == io.EOF {
+				break
+			}
+			t.Fatal(err)
+		}
+		switch obj.Kind {
+		case "ConfigMap":
+			cms[obj.Metadata.Name] = obj.Data
+		case "Secret":
+			secrets[obj.Metadata.Name] = map[string][]byte{}
+			for k, v := range obj.Data {
+				b, err := base64.StdEncoding.DecodeString(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				secrets[obj.Metadata.Name][k] = b
+			}
+		case "DaemonSet":
+			pod := obj.Spec.Template.Spec
+			r.args = pod.Containers[0].Args
+			for _, e := range pod.Containers[0].Env {
+				if e.Name == "CLUSTER_NAME" && e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+					r.configMapName = e.ValueFrom.ConfigMapKeyRef.Name
+				}
+			}
+			for _, v := range pod.Volumes {
+				if v.Secret != nil {
+					r.secretName = v.Secret.SecretName
+				}
+			}
+		}
+	}
+	r.clusterName = cms[r.configMapName]["cluster-name"]
+	r.cloudConf = secrets[r.secretName]["cloud.conf"]
+	if len(r.args) == 0 || r.configMapName == "" || len(r.cloudConf) == 0 {
+		t.Fatalf("rendered overlay without args, cluster-name ConfigMap or cloud.conf Secret:\n%s", out)
+	}
+	return r
 }
