@@ -115,6 +115,7 @@ func New(cloud cloudprovider.Interface, client kubernetes.Interface, services co
 	if err := opts.Classes.Validate(); err != nil {
 		return nil, err
 	}
+	register()
 	c := &Controller{
 		balancer: lb,
 		provider: cloud.ProviderName(),

@@ -2,6 +2,7 @@ package servicecontroller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 )
 
 // Every provider call gets a member slice of its own: a provider that sorts or filters it in
@@ -182,4 +185,50 @@ func TestNodeBurstCostsOneUpdatePerLoadBalancer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The library's metric names count what a member pass does: an update per stale load
+// balancer, a failure of one, and the pass's latency.
+func TestLibraryMetrics(t *testing.T) {
+	a := lbService("a")
+	h := newHarness(t, DefaultClasses(), a, node("n1"))
+	if err := h.sync(a); err != nil {
+		t.Fatal(err)
+	}
+	syncs, errs := counter(t, loadBalancerSyncCount), counter(t, nodeSyncErrorCount)
+	passes, _ := testutil.GetHistogramMetricCount(nodeSyncLatency.ObserverMetric)
+	ctx := context.Background()
+	if _, err := h.client.CoreV1().Nodes().Create(ctx, node("n2"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitForNodes(2)
+	if err := h.c.syncNodes(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if d := counter(t, loadBalancerSyncCount) - syncs; d != 1 {
+		t.Errorf("service_controller_loadbalancer_sync_total went up by %v, want 1", d)
+	}
+	if n, _ := testutil.GetHistogramMetricCount(nodeSyncLatency.ObserverMetric); n != passes+1 {
+		t.Errorf("service_controller_nodesync_latency_seconds has %d samples, want %d", n, passes+1)
+	}
+	h.cloud.updateErr = errors.New("cloud down")
+	if _, err := h.client.CoreV1().Nodes().Create(ctx, node("n3"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitForNodes(3)
+	if err := h.c.syncNodes(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if d := counter(t, nodeSyncErrorCount) - errs; d != 1 {
+		t.Errorf("service_controller_nodesync_error_total went up by %v, want 1", d)
+	}
+}
+
+func counter(t *testing.T, c *metrics.Counter) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -205,8 +206,10 @@ func (c *Controller) patchStatus(svc *v1.Service, status *v1.LoadBalancerStatus)
 func (c *Controller) syncNodes(ctx context.Context, workers int) error {
 	c.nodeSyncMu.Lock()
 	defer c.nodeSyncMu.Unlock()
+	defer func(start time.Time) { nodeSyncLatency.Observe(time.Since(start).Seconds()) }(time.Now())
 	set, err := c.memberSet()
 	if err != nil {
+		nodeSyncErrorCount.Inc()
 		return err
 	}
 	d := set.digest
@@ -250,6 +253,7 @@ func (c *Controller) updateMembers(ctx context.Context, key string) bool {
 	}
 	set, err := c.memberSet()
 	if err != nil {
+		nodeSyncErrorCount.Inc()
 		return true
 	}
 	c.mu.Lock()
@@ -262,7 +266,10 @@ func (c *Controller) updateMembers(ctx context.Context, key string) bool {
 	c.state[key] = syncedWith{uid: svc.UID, nodes: set.digest}
 	c.mu.Unlock()
 	members := slices.Clone(set.nodes)
+	loadBalancerSyncCount.Inc()
+	start := time.Now()
 	err = c.balancer.UpdateLoadBalancer(ctx, c.opts.ClusterName, svc, members)
+	updateLoadBalancerHostLatency.Observe(time.Since(start).Seconds())
 	switch {
 	case err == nil && len(members) == 0:
 		c.recorder.Event(svc, v1.EventTypeWarning, reasonNoNodes, messageNoNodes)
@@ -277,6 +284,7 @@ func (c *Controller) updateMembers(ctx context.Context, key string) bool {
 	if _, exists, gerr := c.balancer.GetLoadBalancer(ctx, c.opts.ClusterName, svc); gerr == nil && !exists {
 		return false
 	}
+	nodeSyncErrorCount.Inc()
 	c.recorder.Eventf(svc, v1.EventTypeWarning, reasonUpdateFailed, formatUpdateFailed, nodeNamesForEvent(members), len(members), err)
 	klog.ErrorS(err, "Updating load balancer members failed", "service", key)
 	return true
