@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,7 +23,10 @@ type Validator interface{ Validate() Problems }
 
 // ReadINI applies defaults to into, reads the gcfg/INI document from r strictly and validates
 // the result. r may be nil (no --cloud-config): then only defaults and validation apply.
-// The error, if any, is an *Error listing every problem.
+// The error, if any, is an *Error listing every problem of the file, found in one reading: a
+// value gcfg cannot parse stops gcfg, so its line is left out and the file read again (see
+// readAll), and the config is validated even when keys are unknown. A validation problem of a
+// key whose value could not be parsed is left out: it would only repeat that problem.
 func ReadINI(r io.Reader, into any) error {
 	if d, ok := into.(Defaulter); ok {
 		d.SetDefaults()
@@ -36,23 +40,71 @@ func ReadINI(r io.Reader, into any) error {
 	}
 	idx := indexINI(src)
 	problems := idx.cutValues()
+	var unparsed []Problem
+	halfRead := false
 	if len(src) > 0 {
-		problems = append(problems, gcfgProblems(gcfg.ReadInto(into, bytes.NewReader(src)), idx)...)
+		var read []Problem
+		read, unparsed, halfRead = readAll(into, src, idx)
+		problems = append(problems, read...)
 	}
-	if len(problems) > 0 {
-		// Validating a half-read config would only add noise to the real problems.
-		return (&Error{Problems: problems}).sorted()
-	}
-	if v, ok := into.(Validator); ok {
-		vp := v.Validate()
-		for i := range vp {
-			if vp[i].Line == 0 {
-				vp[i].Line = idx.lineOf(vp[i].Section, vp[i].Subsection, vp[i].Key)
+	if v, ok := into.(Validator); ok && !halfRead {
+		for _, p := range v.Validate() {
+			if p.Line == 0 {
+				p.Line = idx.lineOf(p.Section, p.Subsection, p.Key)
+			}
+			if !sameKeyAsAny(p, unparsed) {
+				problems = append(problems, p)
 			}
 		}
-		return vp.Err()
 	}
-	return nil
+	if len(problems) == 0 {
+		return nil
+	}
+	return (&Error{Problems: problems}).sorted()
+}
+
+// maxUnparsed bounds how many unparseable values one reading reports (each costs a re-read).
+const maxUnparsed = 100
+
+// readAll reads src into into and returns every problem gcfg reports, the ones among them that
+// stopped it (unparsed: their lines were blanked and the file read again), and whether into may
+// be half-read (a problem without a line stopped gcfg, or there were too many). Rounds read
+// into a fresh value of into's type, so a multi-valued key is not read twice into into.
+func readAll(into any, src []byte, idx iniIndex) (problems, unparsed []Problem, halfRead bool) {
+	lines := bytes.Split(src, []byte("\n"))
+	for range maxUnparsed {
+		_, fatal := gcfgSplit(gcfg.ReadInto(freshLike(into), bytes.NewReader(bytes.Join(lines, []byte("\n")))), idx)
+		if fatal == nil || fatal.Line < 1 || fatal.Line > len(lines) {
+			break
+		}
+		unparsed = append(unparsed, *fatal)
+		lines[fatal.Line-1] = nil
+	}
+	warns, fatal := gcfgSplit(gcfg.ReadInto(into, bytes.NewReader(bytes.Join(lines, []byte("\n")))), idx)
+	problems = append(append(problems, unparsed...), warns...)
+	if fatal != nil {
+		problems = append(problems, *fatal)
+	}
+	return problems, unparsed, fatal != nil
+}
+
+// freshLike returns a new value of into's type (a pointer to a struct) with its defaults.
+func freshLike(into any) any {
+	v := reflect.New(reflect.TypeOf(into).Elem()).Interface()
+	if d, ok := v.(Defaulter); ok {
+		d.SetDefaults()
+	}
+	return v
+}
+
+// sameKeyAsAny reports whether p is about the key of one of ps.
+func sameKeyAsAny(p Problem, ps []Problem) bool {
+	for _, q := range ps {
+		if q.Key != "" && sameName(p.Section, q.Section) && p.Subsection == q.Subsection && sameName(p.Key, q.Key) {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Error) sorted() error {
@@ -71,32 +123,34 @@ var (
 	quotedRE = regexp.MustCompile(`"[^"]*"`)
 )
 
-// gcfgProblems turns gcfg's errors into Problems. gcfg names the place (section, subsection,
+// gcfgSplit turns gcfg's errors into Problems: the warnings (unknown sections and keys) and
+// the fatal error that stopped the reading, if any. gcfg names the place (section, subsection,
 // variable) but not the line, so the line comes from our own index of the file.
-func gcfgProblems(err error, idx iniIndex) []Problem {
+func gcfgSplit(err error, idx iniIndex) (warns []Problem, fatal *Problem) {
 	if err == nil {
-		return nil
+		return nil, nil
 	}
 	var errs []error
 	var list warnings.List
 	if errors.As(err, &list) {
-		errs = append(errs, list.Warnings...)
+		errs = list.Warnings
 		if list.Fatal != nil {
-			errs = append(errs, list.Fatal)
+			p := toProblem(list.Fatal.Error(), idx)
+			fatal = &p
 		}
 	} else {
-		errs = []error{err}
+		p := toProblem(err.Error(), idx)
+		return nil, &p
 	}
 	// gcfg reads the file in two passes and reports an unknown section once per key in it.
-	var out []Problem
 	seen := map[Problem]bool{}
 	for _, e := range errs {
 		if p := toProblem(e.Error(), idx); !seen[p] {
 			seen[p] = true
-			out = append(out, p)
+			warns = append(warns, p)
 		}
 	}
-	return out
+	return warns, fatal
 }
 
 func toProblem(msg string, idx iniIndex) Problem {

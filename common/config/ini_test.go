@@ -163,9 +163,18 @@ func TestReadINI(t *testing.T) {
 			wantErr: []string{`line 3: `},
 		},
 		{
+			// The misspelled key is also a missing one: both are said at once.
 			name:    "several problems are all reported",
 			src:     "[Global]\nregoin = r\nprt = 1\n",
-			wantErr: []string{`line 2: [Global] regoin: unknown key`, `line 3: [Global] prt: unknown key`},
+			wantErr: []string{`line 1: [Global] region: is required`, `line 2: [Global] regoin: unknown key`, `line 3: [Global] prt: unknown key`},
+		},
+		{
+			// Each unparseable value stops gcfg; its line is left out and the file read again,
+			// so one reading finds them all, the unknown key and the validation problem too.
+			name: "every kind of problem in one reading",
+			src:  "[Global]\nport = x\ntimeout = 5\nregoin = r\nport = 70000\n[Lables]\nzone = z\n",
+			wantErr: []string{`line 1: [Global] region: is required`, `line 2: [Global] port: failed to parse`,
+				`line 3: [Global] timeout: invalid duration`, `line 4: [Global] regoin: unknown key`, `line 6: [Lables] unknown section`},
 		},
 		{
 			name:    "nil reader applies defaults and validates",
