@@ -19,11 +19,16 @@ type Cloud struct {
 
 // Wrap guards cloud's InstancesV2 (if it has one) with a confirmation window.
 func Wrap(cloud cloudprovider.Interface, window time.Duration) cloudprovider.Interface {
+	return WrapWith(cloud, Settings{Window: window})
+}
+
+// WrapWith guards cloud's InstancesV2 (if it has one) with all of s.
+func WrapWith(cloud cloudprovider.Interface, s Settings) cloudprovider.Interface {
 	inst, ok := cloud.InstancesV2()
 	if !ok || inst == nil {
 		return cloud
 	}
-	return &Cloud{Interface: cloud, guard: New(inst, cloud.ProviderName(), window)}
+	return &Cloud{Interface: cloud, guard: NewWith(inst, cloud.ProviderName(), s)}
 }
 
 // InstancesV2 returns the guarded instances.

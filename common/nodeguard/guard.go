@@ -26,10 +26,26 @@ import (
 // EventReasonHeld is the reason of the Node event sent when a deletion is held back.
 const EventReasonHeld = "NodeDeletionHeld"
 
+// Settings are the operator's choices about Nodes.
+type Settings struct {
+	// Window is --node-deletion-confirmation: how long "not found" must hold before a Node's
+	// instance is reported gone. 0 reports it at once, as upstream.
+	Window time.Duration
+	// NeverDelete (the environment variable SKIP_NODE_DELETION, as the upstream vSphere CCM
+	// reads it) reports a not-found instance as an error instead: the node lifecycle
+	// controller then neither deletes the Node nor taints it as shut down.
+	NeverDelete bool
+	// Labels (--node-labels) are added to each Node when it is initialised, where the
+	// provider sets no label of that key.
+	Labels map[string]string
+}
+
 // Guard wraps an InstancesV2.
 type Guard struct {
 	inner    cloudprovider.InstancesV2
 	window   time.Duration
+	never    bool
+	labels   map[string]string
 	provider string
 	now      func() time.Time
 
@@ -46,8 +62,17 @@ var _ cloudprovider.InstancesV2 = (*Guard)(nil)
 
 // New wraps inner. A window of 0 turns the guard off: "not found" is "gone" at once, as upstream.
 func New(inner cloudprovider.InstancesV2, provider string, window time.Duration) *Guard {
-	return &Guard{inner: inner, window: window, provider: provider, now: time.Now, notFound: map[types.UID]streak{}}
+	return NewWith(inner, provider, Settings{Window: window})
 }
+
+// NewWith wraps inner with all of s.
+func NewWith(inner cloudprovider.InstancesV2, provider string, s Settings) *Guard {
+	return &Guard{inner: inner, window: s.Window, never: s.NeverDelete, labels: s.Labels, provider: provider,
+		now: time.Now, notFound: map[types.UID]streak{}}
+}
+
+// errKept is what InstanceExists answers for a not-found instance under SKIP_NODE_DELETION.
+var errKept = errors.New("the cloud reports this Node's instance as not found; SKIP_NODE_DELETION is set, so the Node is kept")
 
 // SetRecorder sets where Node events go (set once the API client exists).
 func (g *Guard) SetRecorder(r record.EventRecorder) {
@@ -68,6 +93,9 @@ func (g *Guard) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 	case exists:
 		g.reset(node)
 		return true, nil
+	case g.never:
+		g.keep(node)
+		return false, errKept
 	case g.window <= 0:
 		return false, nil
 	}
@@ -111,9 +139,40 @@ func (g *Guard) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 	return down, err
 }
 
-// InstanceMetadata passes through.
+// InstanceMetadata passes through, with the operator's labels added where the provider sets
+// none of that key.
 func (g *Guard) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-	return g.inner.InstanceMetadata(ctx, node)
+	md, err := g.inner.InstanceMetadata(ctx, node)
+	if err != nil || md == nil || len(g.labels) == 0 {
+		return md, err
+	}
+	out := *md
+	out.AdditionalLabels = make(map[string]string, len(md.AdditionalLabels)+len(g.labels))
+	for k, v := range g.labels {
+		out.AdditionalLabels[k] = v
+	}
+	for k, v := range md.AdditionalLabels {
+		out.AdditionalLabels[k] = v
+	}
+	return &out, nil
+}
+
+// keep records, once per streak, that a not-found Node is kept for SKIP_NODE_DELETION.
+func (g *Guard) keep(node *v1.Node) {
+	metrics.NodeDeletionsHeld.WithLabelValues(g.provider, "skip_node_deletion").Inc()
+	g.mu.Lock()
+	_, seen := g.notFound[node.UID]
+	now := g.now()
+	g.notFound[node.UID] = streak{first: now, last: now}
+	recorder := g.recorder
+	g.mu.Unlock()
+	if seen {
+		return
+	}
+	klog.InfoS("Cloud reports the instance gone; keeping the Node (SKIP_NODE_DELETION)", "node", klog.KObj(node))
+	if recorder != nil {
+		recorder.Event(node, v1.EventTypeWarning, EventReasonHeld, errKept.Error())
+	}
 }
 
 // staleAfter is the longest gap between two not-found answers that still makes one streak: the
@@ -136,6 +195,9 @@ func (g *Guard) pending(node *v1.Node) bool {
 
 // String describes the setting for start-up logs.
 func (g *Guard) String() string {
+	if g.never {
+		return "never (SKIP_NODE_DELETION is set: a Node whose instance is not found is kept, and not tainted as shut down)"
+	}
 	if g.window <= 0 {
 		return "off (a Node is deleted as soon as the cloud reports its instance not found)"
 	}

@@ -109,3 +109,56 @@ func TestGuardOff(t *testing.T) {
 		t.Error(g.String())
 	}
 }
+
+// labelled answers metadata with the provider's own labels.
+type labelled struct{ scripted }
+
+func (l *labelled) InstanceMetadata(context.Context, *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	return &cloudprovider.InstanceMetadata{ProviderID: "p://1", AdditionalLabels: map[string]string{"topology.example/rack": "r1"}}, nil
+}
+
+// SKIP_NODE_DELETION: a not-found instance is an error, for ever, with one Event per Node; a
+// found one is found.
+func TestSkipNodeDeletion(t *testing.T) {
+	metrics.Register()
+	ctx := context.Background()
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "uid-skip"}}
+	cloud := &scripted{exists: false}
+	g := NewWith(cloud, "test-skip", Settings{Window: time.Nanosecond, NeverDelete: true})
+	rec := record.NewFakeRecorder(10)
+	g.SetRecorder(rec)
+	for i := range 3 {
+		exists, err := g.InstanceExists(ctx, node)
+		if exists || !errors.Is(err, errKept) {
+			t.Fatalf("ask %d: exists=%v err=%v, want an error that keeps the Node", i, exists, err)
+		}
+		time.Sleep(time.Millisecond) // past the window: still kept
+	}
+	if n := len(rec.Events); n != 1 {
+		t.Errorf("%d Events for one Node, want 1", n)
+	}
+	cloud.exists = true
+	if exists, err := g.InstanceExists(ctx, node); !exists || err != nil {
+		t.Errorf("found: exists=%v err=%v", exists, err)
+	}
+	if !strings.Contains(g.String(), "SKIP_NODE_DELETION") {
+		t.Errorf("start-up description %q does not name SKIP_NODE_DELETION", g.String())
+	}
+}
+
+// --node-labels: added to the metadata where the provider sets no label of that key.
+func TestNodeLabels(t *testing.T) {
+	g := NewWith(&labelled{}, "test", Settings{Labels: map[string]string{"node.example/pool": "blue", "topology.example/rack": "mine"}})
+	md, err := g.InstanceMetadata(context.Background(), &v1.Node{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"node.example/pool": "blue", "topology.example/rack": "r1"}
+	if len(md.AdditionalLabels) != 2 || md.AdditionalLabels["node.example/pool"] != "blue" || md.AdditionalLabels["topology.example/rack"] != "r1" {
+		t.Errorf("labels %v, want %v", md.AdditionalLabels, want)
+	}
+	plain, _ := NewWith(&labelled{}, "test", Settings{}).InstanceMetadata(context.Background(), &v1.Node{})
+	if len(plain.AdditionalLabels) != 1 {
+		t.Errorf("without --node-labels: %v", plain.AdditionalLabels)
+	}
+}

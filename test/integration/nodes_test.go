@@ -26,7 +26,7 @@ zone = rack-2
 `
 
 func TestNodeInitialisation(t *testing.T) {
-	startCCM(t, "ccm-nodes", nodeConfig)
+	startCCM(t, "ccm-nodes", nodeConfig, "--node-labels=node.example/pool=blue")
 	newNode(t, "it-node-a")
 	newNode(t, "it-node-b")
 
@@ -53,6 +53,7 @@ func TestNodeInitialisation(t *testing.T) {
 			v1.LabelTopologyZone:       tc.zone,
 			v1.LabelTopologyRegion:     "lab",
 			v1.LabelInstanceTypeStable: tc.itype,
+			"node.example/pool":        "blue", // --node-labels
 		} {
 			if got := n.Labels[label]; got != want {
 				t.Errorf("%s label %s = %q, want %q", tc.name, label, got, want)

@@ -109,6 +109,10 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 	deletionWindow := ccmFlags.Duration("node-deletion-confirmation", DefaultNodeDeletionConfirmation,
 		"How long the cloud must keep reporting a NotReady Node's instance as not found before the Node is deleted. "+
 			"Cloud errors never delete a Node. 0 deletes at the first not-found, as the upstream providers do.")
+	nodeLabels := ccmFlags.StringToString("node-labels", nil,
+		"Labels added to every Node when ccm initialises it, where the provider sets no label of that key "+
+			"(key=value,key2=value2; as the upstream vSphere CCM's flag, for every provider). The environment variable "+
+			"SKIP_NODE_DELETION, set to anything, keeps Nodes whose instance is not found (as upstream vSphere).")
 	allowDefaultName := ccmFlags.Bool("allow-default-cluster-name", false,
 		"Allow --cluster-name to keep the default \"kubernetes\" for providers that mark what they own with it (openstack, vsphere, dummy). "+
 			"Only for a cloud account, project or vCenter that no other cluster uses.")
@@ -162,7 +166,11 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 			return fmt.Errorf("provider %q manages routes and --configure-cloud-routes is on (the default), but --cluster-cidr is empty: "+
 				"set --cluster-cidr to the Pods' CIDR, or --configure-cloud-routes=false if the network (e.g. a CNI) routes Pods itself", name)
 		}
-		base, cloud = c, nodeguard.Wrap(c, *deletionWindow)
+		settings, err := nodeSettings(*deletionWindow, *nodeLabels, os.LookupEnv)
+		if err != nil {
+			return err
+		}
+		base, cloud = c, nodeguard.WrapWith(c, settings)
 		return nil
 	}
 	// A graceful stop ends with the Lease released, so the standby takes over at once.
