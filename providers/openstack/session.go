@@ -15,6 +15,8 @@ import (
 	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 
 	"github.com/ccm-project/ccm/common/metrics"
+	"github.com/ccm-project/ccm/common/provider"
+	"github.com/ccm-project/ccm/common/version"
 )
 
 // session holds one authenticated gophercloud ProviderClient: one Keystone token, reused by
@@ -67,6 +69,8 @@ func (s *session) get(ctx context.Context) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openstack: auth-url: %w", err)
 	}
+	// "ccm/VERSION", then what --user-agent adds (as upstream's flag), then gophercloud's own.
+	pc.UserAgent.Prepend(append([]string{"ccm/" + version.Get().Version}, provider.UserAgent()...)...)
 	tr, err := s.transport()
 	if err != nil {
 		return nil, err

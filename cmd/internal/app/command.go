@@ -113,6 +113,9 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 		"Labels added to every Node when ccm initialises it, where the provider sets no label of that key "+
 			"(key=value,key2=value2; as the upstream vSphere CCM's flag, for every provider). The environment variable "+
 			"SKIP_NODE_DELETION, set to anything, keeps Nodes whose instance is not found (as upstream vSphere).")
+	userAgent := ccmFlags.StringArray("user-agent", nil,
+		"Extra text for the User-Agent header of cloud API calls, after ccm's own name; repeat for more (the upstream OpenStack "+
+			"CCM's flag). Used by the openstack provider; the others accept it and ignore it.")
 	allowDefaultName := ccmFlags.Bool("allow-default-cluster-name", false,
 		"Allow --cluster-name to keep the default \"kubernetes\" for providers that mark what they own with it (openstack, vsphere, dummy). "+
 			"Only for a cloud account, project or vCenter that no other cluster uses.")
@@ -143,6 +146,7 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		ccmversion.RegisterMetric()
 		name := opts.KubeCloudShared.CloudProvider.Name
 		path := opts.KubeCloudShared.CloudProvider.CloudConfigFile
+		provider.SetUserAgent(*userAgent)
 		c, err := provider.New(name, path)
 		if err != nil {
 			return err

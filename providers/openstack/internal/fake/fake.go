@@ -67,6 +67,7 @@ type Cloud struct {
 	calls  map[string]int
 	// interfaceCalls counts service calls per catalog interface (interfaces.go).
 	interfaceCalls map[string]int
+	userAgents     map[string]int    // calls per User-Agent header
 	faults         map[string]*Fault // by operation, "*" for all but Keystone
 	latency        time.Duration
 	servers        map[string]*server
@@ -138,7 +139,7 @@ func New(o Options) *Cloud {
 	if o.AppCredSecret == "" {
 		o.AppCredSecret = "appcred-secret"
 	}
-	c := &Cloud{opts: o, tokens: map[string]*token{}, calls: map[string]int{}, interfaceCalls: map[string]int{}, faults: map[string]*Fault{},
+	c := &Cloud{opts: o, tokens: map[string]*token{}, calls: map[string]int{}, interfaceCalls: map[string]int{}, userAgents: map[string]int{}, faults: map[string]*Fault{},
 		servers: map[string]*server{}, flavors: map[string]string{}, ports: map[string]*port{},
 		networks: map[string]*network{}, subnets: map[string]*subnet{}, fips: map[string]*floatingIP{},
 		lbs: map[string]*loadBalancer{}, lis: map[string]*listener{}, pools: map[string]*pool{}, monitors: map[string]*monitor{},

@@ -23,11 +23,12 @@ func (c *Cloud) byInterface(next http.Handler) http.Handler {
 				break
 			}
 		}
+		c.mu.Lock()
+		c.userAgents[r.Header.Get("User-Agent")]++
 		if !strings.HasPrefix(r.URL.Path, "/identity/") {
-			c.mu.Lock()
 			c.interfaceCalls[iface]++
-			c.mu.Unlock()
 		}
+		c.mu.Unlock()
 		next.ServeHTTP(w, r)
 	})
 }
@@ -46,3 +47,14 @@ func (c *Cloud) InterfaceCalls() map[string]int {
 
 // TrustID is the Keystone trust the fake accepts as a token scope.
 func (c *Cloud) TrustID() string { return c.opts.TrustID }
+
+// UserAgents counts the calls per User-Agent header.
+func (c *Cloud) UserAgents() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.userAgents))
+	for k, v := range c.userAgents {
+		out[k] = v
+	}
+	return out
+}
