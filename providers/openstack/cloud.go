@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -37,6 +38,8 @@ type Cloud struct {
 	annotator serviceAnnotator
 	lb        *loadBalancers
 	events    *svcevents.Recorder // logs only until Initialize connects it; messages redacted
+	// regionalIDs: OS_CCM_REGIONAL=true, new Nodes get openstack://<region>/<server-id> (instances.go).
+	regionalIDs bool
 }
 
 var (
@@ -49,7 +52,7 @@ func Factory(r io.Reader) (cloudprovider.Interface, error) { return New(r) }
 
 // New is Factory with the concrete type, for tests.
 func New(r io.Reader) (*Cloud, error) {
-	c := &Cloud{}
+	c := &Cloud{regionalIDs: os.Getenv(regionalProviderIDEnv) == "true"}
 	if r != nil {
 		src, err := io.ReadAll(r)
 		if err != nil {
@@ -71,7 +74,8 @@ func New(r io.Reader) (*Cloud, error) {
 func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	c.events.Start(b, "openstack-cloud-provider", stop)
 	c.annotator.start(b)
-	klog.InfoS("OpenStack cloud ready", "authURL", c.cfg.Global.AuthURL, "region", c.cfg.Global.Region, "loadBalancer", c.cfg.LoadBalancer.Enabled)
+	klog.InfoS("OpenStack cloud ready", "authURL", c.cfg.Global.AuthURL, "region", c.cfg.Global.Region, "loadBalancer", c.cfg.LoadBalancer.Enabled,
+		"regionalProviderIDs", c.regionalIDs)
 }
 
 // event records an event on svc (redacted), and logs it either way.

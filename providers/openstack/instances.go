@@ -18,6 +18,23 @@ import (
 // providerIDPrefix is the upstream form, openstack:///<server-id>.
 const providerIDPrefix = "openstack:///"
 
+// regionalProviderIDEnv set to "true" (exactly, as upstream reads it) gives new Nodes the
+// regional form openstack://<region>/<server-id>, for clusters that span regions.
+const regionalProviderIDEnv = "OS_CCM_REGIONAL"
+
+// providerID is the providerID of server s for node: the one the Node has, if it names s (a
+// Node's providerID never changes, so a cluster that switched forms keeps each Node's), else
+// the regional or the plain form.
+func (i *instances) providerID(node *v1.Node, s *servers.Server) string {
+	if id, err := serverID(node.Spec.ProviderID); err == nil && id == s.ID {
+		return node.Spec.ProviderID
+	}
+	if i.c.regionalIDs && i.c.cfg.Global.Region != "" {
+		return "openstack://" + i.c.cfg.Global.Region + "/" + s.ID
+	}
+	return providerIDPrefix + s.ID
+}
+
 // instances implements cloudprovider.InstancesV2 over Nova and Neutron.
 type instances struct {
 	c *Cloud
@@ -157,7 +174,7 @@ func (i *instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloud
 		return nil, err
 	}
 	return &cloudprovider.InstanceMetadata{
-		ProviderID:    providerIDPrefix + s.ID,
+		ProviderID:    i.providerID(node, s),
 		InstanceType:  flavor,
 		Zone:          s.AvailabilityZone,
 		Region:        i.c.cfg.Global.Region,

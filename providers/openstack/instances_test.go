@@ -208,3 +208,30 @@ func TestWrongPasswordIsAnError(t *testing.T) {
 		t.Errorf("error echoes the password: %s", s)
 	}
 }
+
+// OS_CCM_REGIONAL=true (as upstream): a new Node gets openstack://<region>/<id>; a Node that
+// has a providerID for its server keeps it in whichever form it has.
+func TestRegionalProviderIDs(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	id := f.AddServer(fake.ServerSpec{Name: "n1", AZ: "az-1", Flavor: "m1.small", IPs: []string{"10.0.0.7"}})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		env, have, want string
+	}{
+		{"true", "", "openstack://RegionOne/" + id},
+		{"true", "openstack:///" + id, "openstack:///" + id},
+		{"", "", "openstack:///" + id},
+		{"", "openstack://RegionOne/" + id, "openstack://RegionOne/" + id},
+		{"1", "", "openstack:///" + id}, // only "true", as upstream
+	} {
+		t.Setenv(regionalProviderIDEnv, tc.env)
+		inst, _ := newTestCloud(t, f, "").InstancesV2()
+		md, err := inst.InstanceMetadata(ctx, node("n1", tc.have))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if md.ProviderID != tc.want {
+			t.Errorf("OS_CCM_REGIONAL=%q, Node providerID %q: got %q, want %q", tc.env, tc.have, md.ProviderID, tc.want)
+		}
+	}
+}
