@@ -303,3 +303,9 @@ func loopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// serialCalls is [LoadBalancer] provider-requires-serial-api-calls: create load balancers bare
+// and their children one call at a time.
+func (c *Config) serialCalls() bool {
+	return c.LoadBalancer.ProviderRequiresSerialAPICalls != nil && *c.LoadBalancer.ProviderRequiresSerialAPICalls
+}

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -37,9 +36,6 @@ import (
 // balancer is PENDING_UPDATE), bounded by updateWait.
 type loadBalancers struct {
 	c *Cloud
-
-	// bare is set once Octavia refused a populated create: later ones skip the attempt.
-	bare atomic.Bool
 
 	mu  sync.Mutex
 	ids map[string]string // load balancer name -> ID we created or found: list results may lag
@@ -727,20 +723,19 @@ func (l *loadBalancers) create(ctx context.Context, cl *clients, id ownership.Id
 		VipSubnetID: spec.subnetID, VipAddress: spec.vipAddress, Tags: ownerTags(id),
 	}
 	spec.createOnly.fill(&opts)
-	if !l.bare.Load() {
+	if !l.c.cfg.serialCalls() {
 		for _, ls := range spec.listeners {
 			opts.Listeners = append(opts.Listeners, listenerCreateOpts(spec, ls, members, listenerDescription(id, ls)))
 		}
 	}
 	lb, err := loadbalancers.Create(ctx, cl.lb, opts).Extract()
 	if gophercloud.ResponseCodeIs(err, http.StatusBadRequest) && len(opts.Listeners) > 0 {
-		// The Octavia provider cannot create it populated: create it bare; once it is ACTIVE,
-		// syncListeners adds the listeners one by one.
+		// The Octavia provider cannot create this one populated (its provider, flavor or
+		// protocols): create it bare; once it is ACTIVE, syncListeners adds the listeners one by
+		// one. Only this load balancer: another Service's create may well be accepted.
 		klog.InfoS("Fully populated create refused; creating the load balancer bare", "name", spec.name, "err", err)
 		opts.Listeners = nil
-		if lb, err = loadbalancers.Create(ctx, cl.lb, opts).Extract(); err == nil {
-			l.bare.Store(true)
-		}
+		lb, err = loadbalancers.Create(ctx, cl.lb, opts).Extract()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("creating load balancer %s: %w", spec.name, err)

@@ -417,10 +417,37 @@ func TestSerialCreateFallback(t *testing.T) {
 	if got := fakeLB(t, f, "serial"); len(got.Listeners) != 2 || len(got.Listeners[0].Members) != 1 {
 		t.Errorf("listeners = %+v", got.Listeners)
 	}
-	// The next one does not try the refused call again.
+	// The fallback is this load balancer's only: the next Service's create is tried populated
+	// again (another Octavia provider or flavor may take it), never the whole process switched.
 	ensureUntilReady(t, lb, lbService("serial-2", nil), lbNodes("10.0.0.5"))
-	if n := f.Calls()["octavia.CreateLoadBalancer"]; n != 3 {
-		t.Errorf("load balancer creates after a second Service = %d, want 3", n)
+	if n := f.Calls()["octavia.CreateLoadBalancer"]; n != 4 {
+		t.Errorf("load balancer creates after a second Service = %d, want 4 (refused, bare)", n)
+	}
+}
+
+// provider-requires-serial-api-calls = true, as upstream: the load balancer is created bare even
+// where Octavia would take it populated, and its listeners, pools, monitors and members come
+// one call at a time; a second sync writes nothing.
+func TestProviderRequiresSerialAPICalls(t *testing.T) {
+	f := newFake(t, fake.Options{ProvisionDelay: 50 * time.Millisecond, UpdateDelay: 10 * time.Millisecond})
+	lb := lbOf(t, newTestCloud(t, f, "provider-requires-serial-api-calls = true\ncreate-monitor = true\n"))
+	svc := lbService("serial", nil, v1.ServicePort{Name: "a", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP},
+		v1.ServicePort{Name: "b", Port: 443, NodePort: 30443, Protocol: v1.ProtocolTCP})
+	nodes := lbNodes("10.0.0.5", "10.0.0.6")
+	ensureUntilReady(t, lb, svc, nodes)
+	c := f.Calls()
+	if c["octavia.CreateLoadBalancer"] != 1 || c["octavia.CreateListener"] != 2 || c["octavia.CreatePool"] != 2 || c["octavia.CreateHealthMonitor"] != 2 {
+		t.Errorf("creates: load balancer %d (want 1, bare), listeners %d, pools %d, monitors %d (want 2 each): %s",
+			c["octavia.CreateLoadBalancer"], c["octavia.CreateListener"], c["octavia.CreatePool"], c["octavia.CreateHealthMonitor"], f.CallSummary())
+	}
+	got := fakeLB(t, f, "serial")
+	if len(got.Listeners) != 2 || len(got.Listeners[0].Members) != 2 || len(got.Listeners[1].Members) != 2 {
+		t.Errorf("listeners = %+v", got.Listeners)
+	}
+	writes := f.Writes()
+	ensureUntilReady(t, lb, svc, nodes)
+	if w := f.Writes() - writes; w != 0 {
+		t.Errorf("a second sync wrote %d times (%s)", w, f.CallSummary())
 	}
 }
 

@@ -133,8 +133,8 @@ var upstreamKeys = []upstreamKey{
 	impl(secLB, "default-tls-container-ref", "https://barbican.example.com/v1/containers/x"),
 	impl(secLB, "container-store", "external"),
 	impl(secLB, "max-shared-lb", "3"),
-	notUsed(secLB, "provider-requires-serial-api-calls", "true",
-		"ccm tries Octavia's fully populated create and, when the provider refuses it, creates the load balancer bare and adds listeners and pools one by one", "remove it"),
+	implWhy(secLB, "provider-requires-serial-api-calls", "true",
+		"as upstream: load balancers are created bare and their listeners, pools, monitors and members are added one call at a time, for Octavia providers that accept a fully populated create and then leave its children pending. Without it ccm creates populated and, for a load balancer whose create Octavia refuses (400), creates that one bare"),
 
 	impl(secLBClass, "floating-network-id", "fnid"),
 	impl(secLBClass, "floating-subnet-id", "fsid"),
