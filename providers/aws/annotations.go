@@ -193,8 +193,8 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 				o.nlbGroupIDErr, err = err, nil
 			}
 			if suffix == annSecurityGroup {
-				// No ID (blank or only commas): the ELB's own group, as upstream's
-				// getSGListFromAnnotation gives it an empty list (aws.go:1952, 2000-2003).
+				// No ID (blank or only commas): the ELB's own group, as upstream reads an empty
+				// list (docs/providers/aws.md, parity table).
 				o.SecurityGroups = gs
 			} else {
 				o.ExtraGroups = gs
@@ -228,7 +228,7 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 			n, err = parseHC(o.NLB, suffix, v)
 			hcSet[suffix] = n
 		case annHCProtocol:
-			o.HC.Protocol = strings.ToUpper(v) // not trimmed: upstream refuses " HTTP" (aws.go:2199-2209)
+			o.HC.Protocol = strings.ToUpper(v) // not trimmed: " HTTP" is refused, as upstream refuses it
 			allowed := []string{"TCP", "HTTP", "HTTPS", "SSL"}
 			if o.NLB {
 				allowed = allowed[:3]
@@ -237,7 +237,7 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 				err = annotationError(suffix, "must be one of %s, not %q", strings.Join(allowed, ", "), v)
 			}
 		case annHCPort:
-			o.HC.Port = v // not trimmed: upstream's ParseInt refuses " 80" (aws.go:2253, aws_loadbalancer.go:1583)
+			o.HC.Port = v // not trimmed: " 80" is refused, as upstream refuses it
 			if n, perr := strconv.Atoi(o.HC.Port); o.HC.Port != trafficPort && (perr != nil || n < 1 || n > 65535) {
 				err = annotationError(suffix, "must be a port number (1-65535) or %q, not %q", trafficPort, v)
 			}
@@ -471,8 +471,8 @@ func parseRange(suffix, v string, lo, hi int) (int32, error) {
 	return int32(n), nil
 }
 
-// parseTGAttributes reads target-group-attributes with upstream's item syntax (upstreamKeyValues,
-// aws_loadbalancer.go:658): "k = v" is the key "k ". An empty value is refused (upstream and
+// parseTGAttributes reads target-group-attributes with upstream's item syntax: "k = v" is the
+// key "k ". An empty value is refused (upstream and
 // ELB refuse it). Upstream's validateServiceAnnotationTargetGroupAttributes (aws_validations.go,
 // HEAD and v1.36.1) refuses the whole Service for any key but preserve_client_ip.enabled and
 // proxy_protocol_v2.enabled, and for the annotation on a classic ELB even when ""; ccm
@@ -514,8 +514,7 @@ func splitList(v string) []string {
 	return out
 }
 
-// parseExtraTags reads additional-resource-tags as upstream reads it (upstreamKeyValues,
-// aws_loadbalancer.go:158): "k=v=x" is k=v, "k" and "k=" an empty value, an item without a key
+// parseExtraTags reads additional-resource-tags as upstream reads it: "k=v=x" is k=v, "k" and "k=" an empty value, an item without a key
 // is skipped, nothing inside an item is trimmed, so an upstream load balancer's tags are read
 // back unchanged. Other kubernetes.io/ and k8s.io/ keys are accepted, as upstream accepts them;
 // the keys that say who owns an object (reservedTag) are refused: a Service must not be able to
@@ -596,7 +595,7 @@ func (o *lbOptions) sslPort(p v1.ServicePort) bool {
 	return false
 }
 
-// sslPortItems reads ssl-ports as upstream's getPortSets (aws.go:1932-1949) does: "" or "*" is
+// sslPortItems reads ssl-ports as upstream does: "" or "*" is
 // every port; otherwise the items split on "," and taken as written, a number when strconv.Atoi
 // reads one, else a port name. So "443, 8443" is port 443 and the name " 8443", which no port
 // has, and "443,*" is port 443 and the name "*".
@@ -639,22 +638,19 @@ var portNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 
 // emptyIsUnset reports whether upstream reads the annotation's empty value as no annotation
 // (a chart's {{ .Values.x | quote }} with x unset renders ""). Where upstream refuses ""
-// instead, the annotation's parser refuses it too: subnets (aws.go:1829, "unable to resolve
-// empty subnet slice"), the health check's numbers, protocol and port (aws_loadbalancer.go:1543,
-// aws.go:2163, 2199-2209, 2253), and ssl-negotiation-policy on a classic ELB (aws.go:2730 creates
-// a policy referring to "", which ELB refuses).
+// instead, the annotation's parser refuses it too: subnets, the health check's numbers,
+// protocol and port, and ssl-negotiation-policy on a classic ELB (a policy referring to "",
+// which ELB refuses). The parity table in docs/providers/aws.md says which is which.
 func emptyIsUnset(suffix string, nlb bool) bool {
 	switch suffix {
 	case annSubnets, annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval, annHCProtocol, annHCPort:
 		return false
 	case annSSLPolicy:
-		return nlb // aws_loadbalancer.go:739: an NLB listener gets a policy only when it is not ""
+		return nlb // an NLB listener gets a policy only when it is not ""
 	}
-	// type, internal, backend-protocol: compared with fixed values (aws_loadbalancer.go:85, aws.go:2455, 2122);
-	// ssl-cert (aws.go:2110, 2424), proxy-protocol (2568), the classic attributes (2585-2662) and
-	// the NLB ones (aws_loadbalancer.go:449, 465), healthcheck-path (1595): read only when != "";
-	// security-groups, extra-security-groups (aws.go:1952), additional-resource-tags,
-	// target-group-attributes, target-node-labels (aws_loadbalancer.go:122): empty lists;
-	// ssl-ports (aws.go:1932): every port.
+	// type, internal, backend-protocol: compared with fixed values; ssl-cert, proxy-protocol,
+	// the classic and the NLB attributes, healthcheck-path: read only when != "";
+	// security-groups, extra-security-groups, additional-resource-tags, target-group-attributes,
+	// target-node-labels: empty lists; ssl-ports: every port.
 	return true
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/ccm-project/ccm/common/config"
 )
 
-// "Strict for typos, not for upstream" (DESIGN.md section 4): every key the upstream AWS CCM
+// "Strict for typos, not for upstream" (docs/writing-a-provider.md): every key the upstream AWS CCM
 // reads (its CloudConfig struct, pkg/providers/v1/config, and the in-tree provider's
 // leftovers that generated configs still carry) is in upstreamKeys with what ccm does with
 // it. A name in neither ccm's config nor this table stays an "unknown key" error with its

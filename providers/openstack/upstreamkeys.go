@@ -6,7 +6,7 @@ import (
 	"github.com/ccm-project/ccm/common/config"
 )
 
-// "Strict for typos, not for upstream" (DESIGN.md section 4): every section and key that the
+// "Strict for typos, not for upstream" (docs/writing-a-provider.md): every section and key that the
 // upstream openstack-cloud-controller-manager reads (its config structs, the sections its
 // chart always renders, in-tree leftovers it tolerates) is known here. upstreamKeys says, for
 // each, whether ccm implements it, accepts it and reports it once ("read by the upstream CCM,

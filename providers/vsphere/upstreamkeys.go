@@ -11,7 +11,7 @@ import (
 	"github.com/ccm-project/ccm/common/config"
 )
 
-// "Strict for typos, not for upstream" (DESIGN.md section 4): every section and key that the
+// "Strict for typos, not for upstream" (docs/writing-a-provider.md): every section and key that the
 // upstream vSphere CCM reads in either form (its INI and YAML config structs for vCenters,
 // nodes, NSX-T load balancers, NSX-T routes and NSX-T credentials), the key its manifests
 // write that it ignores (service-account), and the in-tree provider's leftovers it tolerates
