@@ -1,6 +1,8 @@
-// Package aws is the AWS provider: EC2 instances for Nodes and classic Elastic Load Balancers
-// for Services, on aws-sdk-go-v2. Its cloud-config keeps the upstream AWS CCM's [Global] keys
-// and [ServiceOverride] sections, so a migration is a drop-in.
+// Package aws is the AWS provider, on aws-sdk-go-v2: EC2 instances for Nodes, classic Elastic
+// Load Balancers and Network Load Balancers (the type annotation) for Services, with their
+// security groups and node group rules, and VPC route tables for Pod routes. Its cloud-config
+// keeps the upstream AWS CCM's [Global] keys and [ServiceOverride] sections, so a migration is a
+// drop-in.
 package aws
 
 import (

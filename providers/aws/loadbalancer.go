@@ -67,7 +67,8 @@ type desired struct {
 	SourceRanges   []string
 	NodeGroups     []string
 	OwnGroup       bool // a security group made for this ELB (no annotation, no ElbSecurityGroup)
-	// ProxyProtocol is omitted when off so the fingerprints of ELBs made before it existed hold.
+	// ProxyProtocol is omitted when off so the fingerprints of ELBs made before it existed hold
+	// (TestGoldenNamesAndFingerprints pins them).
 	ProxyProtocol bool `json:",omitempty"`
 	// Attrs are the idle timeout, draining and access log attributes; nil when they are
 	// upstream's defaults (60s, off, off), so the fingerprints of ELBs made before hold.
@@ -82,8 +83,7 @@ type desired struct {
 	vpc          string
 }
 
-// nodePorts are the ports the ELB reaches the nodes on: its listeners' instance ports and an
-// HTTP health check's port.
+// attrs are the ELB's attributes, upstream's defaults when the Service sets none.
 func (d *desired) attrs() elbAttrs {
 	if d.Attrs == nil {
 		return elbAttrs{IdleTimeout: 60}
@@ -91,6 +91,8 @@ func (d *desired) attrs() elbAttrs {
 	return *d.Attrs
 }
 
+// nodePorts are the ports the ELB reaches the nodes on: its listeners' instance ports and an
+// HTTP health check's port.
 func (d *desired) nodePorts() []int32 {
 	var out []int32
 	for _, s := range d.Listeners {

@@ -1,33 +1,19 @@
 package aws
 
-// Path-MTU discovery for NLB clients. An NLB preserves the client's address, so a node's
-// "fragmentation needed" answer (ICMP type 3 code 4) goes to the client straight from the node:
-// the node group must admit it from the client ranges. Upstream (aws_loadbalancer.go,
-// updateInstanceSecurityGroupForNLBMTU) keeps, in each node group it writes NLB rules in, one
-// ICMP 3-4 rule per IPv4 range of the group's NLB client rules (those described
-// "kubernetes.io/rule/nlb/client=<lb>", read from IpRanges only: no ICMPv6 rule for IPv6
-// ranges), described "kubernetes.io/rule/nlb/mtu", and re-derives them from the remaining
-// client rules whenever an NLB's rules in the group change.
+// Path-MTU discovery for NLB clients. An NLB keeps the client's address, so a node's
+// "fragmentation needed" answer (ICMP 3-4) goes straight to the client: the node group must admit
+// it from the client ranges. EC2 holds one rule per protocol, ports and source in a group, so
+// every NLB admitting a range needs the same rule; it is a shared rule of the cluster, described
+// ccm:<cluster> - - nlb-mtu, present in a group while a client rule of this cluster's NLBs
+// admits that range there, and revoked when none does. Every NLB reconcile and delete derives it
+// again for the groups it looks at.
 //
-// EC2 holds one rule per protocol, ports and source in a group: every NLB admitting a range
-// needs the same rule, so it cannot carry one Service's description. It is modelled as a shared
-// rule of the cluster, described ccm:<cluster> - - nlb-mtu (no Service, so no Service's
-// DescribedBy takes it): present in a group while a client rule of this cluster's NLBs (ccm's,
-// or upstream's not yet taken over, which name no cluster) admits that range there, revoked
-// when none does. Every NLB reconcile and delete re-derives it for the groups it looks at.
-//
-// The rules go in calls of their own, after the client rules of every group a sync looks at:
-// AWS applies an Authorize whole or not at all, and a group at its rule quota
-// (RulesPerSecurityGroupLimitExceeded) or a rule added meanwhile by another writer
-// (InvalidPermission.Duplicate) must not fail the client rules or the target registration that
-// follows; either is a Warning Event, and the next sync looks again. Syncs run concurrently and
-// share these rules: one sync at a time decides a group's (a lock per group ID), from the group
-// as it is then (one read), so a sync that drops a range's last client rule from a stale read
-// cannot revoke the rule another sync's new client rule of that range has just come to need.
-//
-// Upstream's own MTU rule is adopted as it is: while a client rule (of any NLB, ccm's of any
-// cluster or upstream's) admits its range it satisfies ccm's rule and is left alone (no write:
-// a takeover writes nothing for it); when none does it is revoked, as upstream would.
+// The rules go in calls of their own after the client rules: AWS applies an Authorize whole or
+// not at all, and a group at its rule quota or a rule another writer just added must not fail
+// the client rules or the target registration (either is a Warning Event; the next sync looks
+// again). Concurrent syncs share these rules, so one sync at a time decides a group's (a lock per
+// group), from one read of the group as it is then. An MTU rule the upstream CCM made is taken
+// as ccm's while a client rule admits its range. Upstream parity: docs/providers/aws.md.
 
 import (
 	"context"
