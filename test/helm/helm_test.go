@@ -460,7 +460,7 @@ func TestParityWithOverlays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	overlay := byKey(decode(t, kout))
+	overlay := byKey(overlayAsChart(t, decode(t, kout)))
 	podSpec := func(o map[string]any) map[string]any {
 		s := get(o, "spec", "template", "spec").(map[string]any)
 		c := s["containers"].([]any)[0].(map[string]any)
@@ -512,4 +512,50 @@ func equalJSON(a, b any) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return bytes.Equal(ja, jb)
+}
+
+// overlayAsChart rewrites the rendered overlay the way the chart writes the same things: the
+// chart names its Secret without kustomize's content hash and puts the cluster name in the
+// DaemonSet's args, where the overlay takes it from a generated ConfigMap (which it then drops).
+func overlayAsChart(t *testing.T, objs []map[string]any) []map[string]any {
+	t.Helper()
+	unhash := func(name string) string {
+		for _, base := range []string{"cloud-controller-manager-config", "cloud-controller-manager-cluster"} {
+			if strings.HasPrefix(name, base+"-") {
+				return base
+			}
+		}
+		return name
+	}
+	cluster := ""
+	var out []map[string]any
+	for _, o := range objs {
+		if o["kind"] == "ConfigMap" && unhash(str(o, "metadata", "name")) == "cloud-controller-manager-cluster" {
+			cluster = str(o, "data", "cluster-name")
+			continue
+		}
+		out = append(out, o)
+	}
+	if cluster == "" {
+		t.Fatal("deploy/dummy renders no cloud-controller-manager-cluster ConfigMap with a cluster-name")
+	}
+	for _, o := range out {
+		meta := o["metadata"].(map[string]any)
+		meta["name"] = unhash(str(o, "metadata", "name"))
+		if o["kind"] != "DaemonSet" {
+			continue
+		}
+		spec := get(o, "spec", "template", "spec").(map[string]any)
+		c := spec["containers"].([]any)[0].(map[string]any)
+		delete(c, "env")
+		for i, a := range c["args"].([]any) {
+			c["args"].([]any)[i] = strings.ReplaceAll(a.(string), "$(CLUSTER_NAME)", cluster)
+		}
+		for _, v := range spec["volumes"].([]any) {
+			if sec, ok := v.(map[string]any)["secret"].(map[string]any); ok {
+				sec["secretName"] = unhash(sec["secretName"].(string))
+			}
+		}
+	}
+	return out
 }

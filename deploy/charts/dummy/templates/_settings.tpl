@@ -5,18 +5,22 @@
 {{- $mount := "/etc/ccm" -}}
 {{- $metrics := $v.serviceMonitor.enabled | default false -}}
 {{- $probes := include "ccm.probes" (dict "hostNetwork" true) | fromYaml -}}
+{{- $name := $c.name | default "cloud-controller-manager" -}}
+{{- $lease := $c.leaseName | default $name -}}
+{{- $extra := $c.extraArgs | default list -}}
+{{- if ne $lease "cloud-controller-manager" }}{{ $extra = prepend $extra (printf "--leader-elect-resource-name=%s" $lease) }}{{ end -}}
 {{- $args := include "ccm.args" (dict "provider" "dummy" "config" (printf "%s/cloud.conf" $mount)
       "cluster" $c.clusterName "allowDefault" $c.allowDefaultClusterName "listenAll" $metrics
-      "v" $v.logVerbosityLevel "controllers" $v.enabledControllers "extra" $c.extraArgs) | fromYamlArray -}}
+      "v" $v.logVerbosityLevel "controllers" $v.enabledControllers "extra" $extra) | fromYamlArray -}}
 {{- $store := list (dict "apiGroups" (list "") "resources" (list "configmaps") "verbs" (list "create"))
       (dict "apiGroups" (list "") "resources" (list "configmaps") "verbs" (list "get" "update" "patch")
         "resourceNames" (list "ccm-dummy-lb-0" "ccm-dummy-lb-1" "ccm-dummy-lb-2" "ccm-dummy-lb-3" "ccm-dummy-lb-4" "ccm-dummy-lb-5" "ccm-dummy-lb-6" "ccm-dummy-lb-7")) -}}
 {{- $s := dict
       "provider" "dummy"
-      "name" "cloud-controller-manager"
+      "name" $name
       "namespace" .Release.Namespace
-      "selector" (dict "app.kubernetes.io/name" "cloud-controller-manager")
-      "labels" (dict "app.kubernetes.io/name" "cloud-controller-manager")
+      "selector" (dict "app.kubernetes.io/name" $name)
+      "labels" (dict "app.kubernetes.io/name" $name)
       "annotations" $v.commonAnnotations
       "podLabels" $v.podLabels
       "podAnnotations" $v.podAnnotations
@@ -26,7 +30,7 @@
                 "authReaderRole" "extension-apiserver-authentication-reader"
                 "providerRoles" (list (dict "name" "dummy-store" "namespace" "kube-system" "rules" $store
                   "why" "The dummy cloud keeps its load balancer records in ConfigMaps kube-system/ccm-dummy-lb-0..7.")))
-      "lease" (dict "name" "cloud-controller-manager" "namespace" "kube-system")
+      "lease" (dict "name" $lease "namespace" "kube-system")
       "config" (dict "create" $v.secret.create "name" $v.secret.name "key" "cloud.conf" "content" $c.cloudConfig
                   "mountPath" $mount "volume" (dict "secret" (dict "secretName" $v.secret.name)))
       "args" $args
