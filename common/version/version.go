@@ -12,9 +12,9 @@ import (
 	"runtime"
 	"sync"
 
-	kubeversion "k8s.io/component-base/version"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+	kubeversion "k8s.io/component-base/version"
 )
 
 // Set by the linker (-X); the defaults are what a plain `go build` or `go test` gets.
