@@ -2,7 +2,6 @@ package dummy
 
 import (
 	"net/netip"
-	"os"
 	"strings"
 	"time"
 
@@ -64,7 +63,7 @@ func (c *Config) SetDefaults() {
 func (c *Config) Validate() config.Problems {
 	var ps config.Problems
 	if c.Global.Inventory != "" {
-		if _, err := os.Stat(c.Global.Inventory); err != nil {
+		if err := config.StatReferenced("[Global] inventory", c.Global.Inventory); err != nil {
 			ps.Add("Global", "inventory", "cannot read inventory file: %v", err)
 		}
 	}

@@ -41,7 +41,7 @@ func (f *inventoryFile) Validate() config.Problems {
 
 func newInventory(cfg *Config) (*inventory, error) {
 	inv := &inventory{defaults: *cfg, static: cfg.Instance, path: cfg.Global.Inventory}
-	if inv.path != "" {
+	if inv.path != "" && !config.Offline() { // offline (check-config --offline) the file is only noted
 		if err := inv.reload(); err != nil {
 			return nil, err
 		}

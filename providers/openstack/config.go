@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -206,7 +205,7 @@ func (c *Config) Validate() config.Problems {
 		ps.Add("Global", "tenant-id", "tenant-id or tenant-name is required to scope the token to a project")
 	}
 	if g.CAFile != "" {
-		if _, err := os.Stat(g.CAFile); err != nil {
+		if err := config.StatReferenced("[Global] ca-file", g.CAFile); err != nil {
 			ps.Add("Global", "ca-file", "cannot read: %v", err)
 		}
 	}

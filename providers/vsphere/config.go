@@ -3,7 +3,6 @@ package vsphere
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -228,7 +227,7 @@ func (c *Config) Validate() config.Problems {
 			ps.AddSub("VirtualCenter", host, "secret-name", "secret-name and secret-namespace go together")
 		}
 		if s.CAFile != "" {
-			if _, err := os.Stat(s.CAFile); err != nil {
+			if err := config.StatReferenced("[VirtualCenter \""+host+"\"] ca-file", s.CAFile); err != nil {
 				ps.AddSub("VirtualCenter", host, "ca-file", "cannot read: %v", err)
 			}
 		}
@@ -238,7 +237,7 @@ func (c *Config) Validate() config.Problems {
 		ps.Add("Global", "secret-name", "secret-name and secret-namespace go together")
 	}
 	if g.CAFile != "" {
-		if _, err := os.Stat(g.CAFile); err != nil {
+		if err := config.StatReferenced("[Global] ca-file", g.CAFile); err != nil {
 			ps.Add("Global", "ca-file", "cannot read: %v", err)
 		}
 	}

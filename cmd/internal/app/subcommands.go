@@ -8,12 +8,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ccm-project/ccm/common/config"
 	"github.com/ccm-project/ccm/common/provider"
 )
 
 func newCheckConfigCommand() *cobra.Command {
 	var name, path, clusterName string
-	var allowDefault bool
+	var allowDefault, offline bool
 	cmd := &cobra.Command{
 		Use:   "check-config --cloud-provider=NAME [--cloud-config=FILE]",
 		Short: "Validate a cloud-config offline with the provider's own rules",
@@ -21,9 +22,12 @@ func newCheckConfigCommand() *cobra.Command {
 contacting the cloud, and prints OK or every problem with its line. Exit code 0 or 1.
 With --cluster-name it also checks the name the way ccm does at start-up: providers that mark
 what they own with it (openstack, vsphere, dummy) refuse the default "kubernetes" unless
---allow-default-cluster-name is given, and every provider refuses the manifests' placeholder.`,
+--allow-default-cluster-name is given, and every provider refuses the manifests' placeholder.
+With --offline the files the config names (a CA bundle, an inventory) are listed, not read: for
+checking on a machine other than the cluster's nodes.`,
 		Args: cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
+			config.SetOffline(offline)
 			if code := checkConfig(cmd.OutOrStdout(), cmd.ErrOrStderr(), name, path, clusterName, allowDefault); code != 0 {
 				os.Exit(code)
 			}
@@ -33,6 +37,7 @@ what they own with it (openstack, vsphere, dummy) refuse the default "kubernetes
 	cmd.Flags().StringVar(&path, "cloud-config", "", "The cloud-config file to check.")
 	cmd.Flags().StringVar(&clusterName, "cluster-name", "", "The --cluster-name the ccm will run with (checked when set).")
 	cmd.Flags().BoolVar(&allowDefault, "allow-default-cluster-name", false, "As the ccm flag of that name.")
+	cmd.Flags().BoolVar(&offline, "offline", false, "List the files the config names instead of reading them.")
 	return cmd
 }
 
@@ -60,6 +65,9 @@ func checkConfig(out, errOut io.Writer, name, path, clusterName string, allowDef
 		if note != "" {
 			fmt.Fprintln(out, note)
 		}
+	}
+	for _, f := range config.NotChecked() {
+		fmt.Fprintf(out, "not checked (--offline): %s\n", f)
 	}
 	fmt.Fprintln(out, "OK")
 	return 0
