@@ -122,12 +122,8 @@ func (c *Controller) changed(key string) {
 }
 
 // runResyncFeed admits the resync's keys into the Service queue, paced as said above, until
-// ctx is done. Run starts it after setLimit.
+// ctx is done (Run then shuts the resync queue down). Run starts it after setLimit.
 func (c *Controller) runResyncFeed(ctx context.Context) {
-	go func() {
-		<-ctx.Done()
-		c.resyncQueue.ShutDown()
-	}()
 	for {
 		key, quit := c.resyncQueue.Get()
 		if quit {

@@ -2,7 +2,8 @@ package app
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,12 +21,7 @@ const skipNodeDeletionEnv = "SKIP_NODE_DELETION"
 // checks --node-labels as the API server would check the labels (so a bad one stops ccm at
 // start with the flag's name, not each Node's initialisation later).
 func nodeSettings(window time.Duration, labels map[string]string, lookupEnv func(string) (string, bool)) (nodeguard.Settings, error) {
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			return nodeguard.Settings{}, fmt.Errorf("--node-labels: key %q: %s", k, strings.Join(errs, "; "))
 		}

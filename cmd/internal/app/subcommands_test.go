@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,6 +64,19 @@ func TestCommandRejectsUnknownProvider(t *testing.T) {
 	err := cmd.Execute()
 	if err == nil || !strings.Contains(err.Error(), "apptest") || !strings.Contains(err.Error(), "-tags nope") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// --user-agent reaches the providers before any is built (the OpenStack one reads it).
+func TestUserAgentFlagReachesProviders(t *testing.T) {
+	t.Cleanup(func() { provider.SetUserAgent(nil) })
+	cmd := NewCommand(make(chan struct{}))
+	cmd.SetArgs([]string{"--cloud-provider=nope", "--user-agent=capo/v0.12", "--user-agent=site eu-1"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	_ = cmd.Execute() // the provider does not exist; the flag is handed over first
+	if got := provider.UserAgent(); !slices.Equal(got, []string{"capo/v0.12", "site eu-1"}) {
+		t.Errorf("provider.UserAgent() = %q", got)
 	}
 }
 

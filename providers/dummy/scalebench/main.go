@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -278,22 +279,13 @@ func (s *slowStore) wrote(key string) {
 func (s *slowStore) writesByKey() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.writes))
-	for k, v := range s.writes {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.writes)
 }
 
 func (s *slowStore) keys() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.writes))
-	for k := range s.writes {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(s.writes))
 }
 
 func (s *slowStore) lastWrite() time.Time {

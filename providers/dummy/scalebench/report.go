@@ -2,9 +2,9 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/ccm-project/ccm/common/benchreport"
 	"github.com/ccm-project/ccm/common/servicecontroller"
 )
 
@@ -14,17 +14,6 @@ func options(s settings) servicecontroller.Options {
 		NodeSyncDelay: s.nodeDelay}
 }
 
-// quantile is the q-th quantile of xs (nearest rank).
-func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	i := int(q*float64(len(s))+0.999999) - 1
-	return s[min(max(i, 0), len(s)-1)]
-}
-
 func report(s settings, f *figures, command string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Service controller at %d load balancers\n\n", s.services)
@@ -32,8 +21,8 @@ func report(s settings, f *figures, command string) string {
 		command, s.latency, s.workers, s.resync, s.nodeDelay)
 	fmt.Fprintf(&b, "| figure | value |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| %d Services served (setup, no latency) | %.1f s |\n", s.services, f.setupS)
-	fmt.Fprintf(&b, "| new Service created during the resync → address, p50 | %.2f s |\n", quantile(f.newTimes, 0.5))
-	fmt.Fprintf(&b, "| new Service → address, p99 (of %d) | %.2f s |\n", len(f.newTimes), quantile(f.newTimes, 0.99))
+	fmt.Fprintf(&b, "| new Service created during the resync → address, p50 | %.2f s |\n", benchreport.Percentile(f.newTimes, 0.5))
+	fmt.Fprintf(&b, "| new Service → address, p99 (of %d) | %.2f s |\n", len(f.newTimes), benchreport.Percentile(f.newTimes, 0.99))
 	fmt.Fprintf(&b, "| resync reads made meanwhile | %d |\n", f.resyncChecks)
 	total, most := 0, 0
 	for _, w := range f.burstWrites {

@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"maps"
 	"net/http"
 	"strings"
 )
@@ -52,9 +53,5 @@ func (c *Cloud) TrustID() string { return c.opts.TrustID }
 func (c *Cloud) UserAgents() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.userAgents))
-	for k, v := range c.userAgents {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.userAgents)
 }
