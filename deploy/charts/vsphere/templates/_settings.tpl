@@ -13,6 +13,13 @@
 {{- if or (kindIs "invalid" $val) (eq (toString $val) "") }}{{ $extra = append $extra (printf "--%s" $k) }}{{ else }}{{ $extra = append $extra (printf "--%s=%v" $k $val) }}{{ end -}}
 {{- end -}}
 {{- $extra = concat $extra ($c.extraArgs | default list) -}}
+{{- /* ccm.leaseName wins over a leader-elect-resource-name among the flags, as ccm.clusterName does. */ -}}
+{{- if $c.leaseName -}}
+{{- $keep := list -}}
+{{- range $extra }}{{ if not (hasPrefix "--leader-elect-resource-name=" (toString .)) }}{{ $keep = append $keep . }}{{ end }}{{ end -}}
+{{- $extra = $keep -}}
+{{- if ne $c.leaseName "cloud-controller-manager" }}{{ $extra = prepend $extra (printf "--leader-elect-resource-name=%s" $c.leaseName) }}{{ end -}}
+{{- end -}}
 {{- $cluster := $c.clusterName | default (include "ccm.flag" (dict "args" $extra "name" "cluster-name")) | default "kubernetes" -}}
 {{- $dir := $ds.cmdline.cloudConfig.dir | default "/etc/cloud" -}}
 {{- $file := $ds.cmdline.cloudConfig.file | default "vsphere.conf" -}}
