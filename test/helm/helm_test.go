@@ -62,16 +62,19 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
 		return 1
 	}
-	// The ServiceMonitor kind of the Prometheus Operator, so that charts rendering one dry-run.
-	crd := filepath.Join(env.Dir, "servicemonitor-crd.yaml")
-	os.WriteFile(crd, []byte(serviceMonitorCRD), 0o644)
-	if _, err := env.Kubectl(ctx, "apply", "-f", crd); err == nil {
-		_, err = env.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=30s", "crd/servicemonitors.monitoring.coreos.com")
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ServiceMonitor CRD:", err)
-		env.Stop()
-		return 1
+	// The ServiceMonitor and PrometheusRule kinds of the Prometheus Operator, so that charts
+	// rendering them dry-run.
+	for name, def := range map[string]string{"servicemonitors": serviceMonitorCRD, "prometheusrules": prometheusRuleCRD} {
+		crd := filepath.Join(env.Dir, name+"-crd.yaml")
+		os.WriteFile(crd, []byte(def), 0o644)
+		if _, err = env.Kubectl(ctx, "apply", "-f", crd); err == nil {
+			_, err = env.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=30s", "crd/"+name+".monitoring.coreos.com")
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, name, "CRD:", err)
+			env.Stop()
+			return 1
+		}
 	}
 	code := m.Run()
 	dir := env.Dir
@@ -435,6 +438,50 @@ spec:
         openAPIV3Schema:
           type: object
           x-kubernetes-preserve-unknown-fields: true
+`
+
+// prometheusRuleCRD is the Prometheus Operator's PrometheusRule with the part of its schema the
+// charts render (groups of recording and alerting rules), so a misspelt field fails the strict
+// server-side dry-run.
+const prometheusRuleCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: prometheusrules.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  names: {kind: PrometheusRule, listKind: PrometheusRuleList, plural: prometheusrules, singular: prometheusrule}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+                groups:
+                  type: array
+                  items:
+                    type: object
+                    required: [name, rules]
+                    properties:
+                      name: {type: string}
+                      interval: {type: string}
+                      rules:
+                        type: array
+                        items:
+                          type: object
+                          required: [expr]
+                          properties:
+                            record: {type: string}
+                            alert: {type: string}
+                            expr: {x-kubernetes-int-or-string: true}
+                            for: {type: string}
+                            labels: {type: object, additionalProperties: {type: string}}
+                            annotations: {type: object, additionalProperties: {type: string}}
 `
 
 // Parity with the kustomize overlays: the dummy chart's defaults render the objects of

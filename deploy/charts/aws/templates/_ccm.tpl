@@ -195,3 +195,27 @@ readiness:
 {{- $i := .Values.ccm.image -}}
 {{- if $i.digest }}{{ printf "%s@%s" $i.repository $i.digest }}{{ else }}{{ printf "%s:%s" $i.repository ($i.tag | default .Chart.AppVersion) }}{{ end -}}
 {{- end -}}
+
+{{/*
+ccm.recordingRules: per provider, recording rules that give the upstream CCM's metric names
+from ccm's series, for dashboards and alerts written against upstream. Only exact mappings: the
+same events, under upstream's label names and values. The rest (docs/helm.md says which and
+why) would give an upstream name a different meaning, so they are left out rather than
+approximated. The series keep their scrape labels (job, instance, pod): each ccm replica's
+series stays apart, as upstream's did.
+*/}}
+{{- define "ccm.recordingRules" -}}
+openstack:
+  # Upstream names a reconcile <resource>_<call> (loadbalancer_ensure, _update, _delete): ccm's
+  # kind and operation joined. An error is a reconcile that returned one, as upstream counts it.
+  - record: cloudprovider_openstack_reconcile_total
+    expr: 'sum without (provider, kind, result) (label_join(ccm_reconcile_total{provider="openstack"}, "operation", "_", "kind", "operation"))'
+  - record: cloudprovider_openstack_reconcile_errors_total
+    expr: 'sum without (provider, kind, result) (label_join(ccm_reconcile_total{provider="openstack",result="error"}, "operation", "_", "kind", "operation"))'
+  # The histogram's count and sum only: ccm's buckets have other bounds than upstream's, so
+  # _bucket cannot be rebuilt (histogram_quantile over the upstream name finds nothing).
+  - record: cloudprovider_openstack_reconcile_duration_seconds_count
+    expr: 'sum without (provider, kind) (label_join(ccm_reconcile_duration_seconds_count{provider="openstack"}, "operation", "_", "kind", "operation"))'
+  - record: cloudprovider_openstack_reconcile_duration_seconds_sum
+    expr: 'sum without (provider, kind) (label_join(ccm_reconcile_duration_seconds_sum{provider="openstack"}, "operation", "_", "kind", "operation"))'
+{{- end -}}

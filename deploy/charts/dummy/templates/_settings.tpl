@@ -50,6 +50,7 @@
       "extraVolumeMounts" $v.extraVolumeMounts
       "livenessProbe" $probes.liveness
       "readinessProbe" $probes.readiness
+      "prometheusRule" ($c.prometheusRule | default dict)
       "serviceMonitor" $v.serviceMonitor
       "report" (include "ccm.report" (dict "values" $v "unused" list "known" (list "ccm" "secret" "serviceAccountName" "clusterRoleName" "logVerbosityLevel" "enabledControllers" "nodeSelector" "tolerations" "resources" "podSecurityContext" "securityContext" "priorityClassName" "commonAnnotations" "podAnnotations" "podLabels" "imagePullSecrets" "extraEnv" "extraVolumes" "extraVolumeMounts" "serviceMonitor")) | fromYaml)
 -}}

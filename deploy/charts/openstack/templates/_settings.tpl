@@ -70,6 +70,7 @@
       "extraVolumeMounts" $v.extraVolumeMounts
       "livenessProbe" ($v.livenessProbe | default $probes.liveness)
       "readinessProbe" ($v.readinessProbe | default $probes.readiness)
+      "prometheusRule" ($c.prometheusRule | default dict)
       "serviceMonitor" (dict "enabled" $metrics "additionalLabels" (dig "additionalLabels" dict ($v.serviceMonitor | default dict)) "interval" (dig "interval" "30s" ($v.serviceMonitor | default dict)))
       "report" (include "ccm.report" (dict "values" $v
         "unused" (list "image" "global" "common")

@@ -96,6 +96,7 @@
       "extraVolumeMounts" $ds.extraVolumeMounts
       "livenessProbe" $probes.liveness
       "readinessProbe" $probes.readiness
+      "prometheusRule" ($c.prometheusRule | default dict)
       "serviceMonitor" (dict "enabled" false)
       "notes" $notes
       "report" (include "ccm.report" (dict "values" $v
