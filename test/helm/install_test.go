@@ -78,6 +78,13 @@ func TestInstallAndUpgradeDummy(t *testing.T) {
 // kube-system/<the chart's ServiceAccount>, with the DaemonSet's cluster name.
 func startFromRelease(t *testing.T, name string) *testenv.CCM {
 	t.Helper()
+	return startReleased(t, name, filepath.Join(os.Getenv("CCM_BIN_DIR"), "ccm-dummy"), "testcluster")
+}
+
+// startReleased is startFromRelease with the binary to run and the cluster name the DaemonSet
+// must pass.
+func startReleased(t *testing.T, name, binary, wantCluster string) *testenv.CCM {
+	t.Helper()
 	ctx := context.Background()
 	sec, err := env.Client.CoreV1().Secrets("kube-system").Get(ctx, "cloud-controller-manager-config", metav1.GetOptions{})
 	if err != nil {
@@ -101,11 +108,11 @@ func startFromRelease(t *testing.T, name string) *testenv.CCM {
 			args = append(args, a)
 		}
 	}
-	if ds.Spec.Template.Spec.ServiceAccountName != "cloud-controller-manager" || cluster != "testcluster" || !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--controllers=") }) {
+	if ds.Spec.Template.Spec.ServiceAccountName != "cloud-controller-manager" || cluster != wantCluster || !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--controllers=") }) {
 		t.Fatalf("DaemonSet runs as %q with %v", ds.Spec.Template.Spec.ServiceAccountName, args)
 	}
 	c, err := env.StartCCM(ctx, testenv.CCMOptions{Name: name, Provider: "dummy", CloudConfig: conf,
-		Binary: filepath.Join(os.Getenv("CCM_BIN_DIR"), "ccm-dummy"), Args: args})
+		Binary: binary, Args: args})
 	if err != nil {
 		t.Fatal(err)
 	}
