@@ -7,8 +7,9 @@ empty :=
 space := $(empty) $(empty)
 ALL_TAGS := $(subst $(space),$(comma),$(PROVIDERS))
 
-# ccm's version (vMAJOR.MINOR.PATCH...) and the link flags that stamp it; see build/ldflags.sh.
-VERSION ?= v0.1.0-$(shell git rev-parse --short HEAD 2>/dev/null || echo dev)
+# ccm's version, a semantic version from git tags (build/version.sh), and the link flags that
+# stamp it (build/ldflags.sh).
+VERSION ?= $(shell bash build/version.sh)
 LDFLAGS := $(shell VERSION=$(VERSION) bash build/ldflags.sh)
 ifeq ($(LDFLAGS),)
 $(error build/ldflags.sh printed no link flags)
@@ -17,7 +18,7 @@ GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)"
 PROVIDER ?= dummy
 FUZZTIME ?= 10s
 
-.PHONY: helm-test faults faults-short flags-doc image images image-test bench bench-dummy bench-scale all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help realstack realstack-stop realstack-status realstack-test
+.PHONY: release helm-test faults faults-short flags-doc image images image-test bench bench-dummy bench-scale all build $(addprefix build-,$(PROVIDERS)) testbin test unit integration fuzz verify demo clean help realstack realstack-stop realstack-status realstack-test
 
 all: build
 
@@ -30,6 +31,7 @@ help:
 	@echo "make faults      fault scenarios for every provider (make test runs them with --short)"
 	@echo "make bench       figures for every provider on the local control plane and its simulator"
 	@echo "make bench-scale the service controller at 10,000 load balancers (SCALE_ARGS=--services=2000 for a quick run)"
+	@echo "make release     images (amd64+arm64), SBOMs, charts pinned by digest, pushed to RELEASE_REGISTRY (docs/releasing.md)"
 	@echo "make realstack   real OpenStack (Debian packages) on 127.0.0.1 for the openstack provider: bin/realstack/{cloud.conf,ids.env}"
 	@echo "make realstack-stop / realstack-status   stop it / PIDs and memory of its services (build/realstack/README.md)"
 	@echo "make realstack-test  the openstack provider's conformance suite and update tests against those services"
@@ -56,7 +58,7 @@ fuzz:
 
 # One package at a time: each starts its own control plane, and 2 cores are few.
 integration: testbin $(addprefix build-,$(PROVIDERS))
-	CCM_BINARY=$(CURDIR)/bin/ccm-dummy CCM_BIN_DIR=$(CURDIR)/bin CCM_TESTBIN=$(CURDIR)/bin/testbin \
+	CCM_BINARY=$(CURDIR)/bin/ccm-dummy CCM_BIN_DIR=$(CURDIR)/bin CCM_TESTBIN=$(CURDIR)/bin/testbin CCM_VERSION=$(VERSION) \
 		go test -count=1 -p 1 -timeout 30m -v $(INTEGRATION_PKGS) 2>&1 | tee bin/integration.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic|no etcd|control plane ready)|_test.go:'; \
 		rc=$${PIPESTATUS[0]}; [ $$rc = 0 ] || bash build/failed-tests.sh bin/integration.log; exit $$rc
 
@@ -121,6 +123,13 @@ image: build-$(PROVIDER)
 
 images:
 	@for p in $(PROVIDERS); do $(MAKE) --no-print-directory image PROVIDER=$$p || exit 1; done
+
+# A release (build/release.sh): per provider a linux/amd64 + linux/arm64 image index, an SBOM
+# and the chart pinned to the image by digest, pushed to RELEASE_REGISTRY (images and OCI
+# charts), with artefacts.txt and SHA256SUMS in bin/release/VERSION. RELEASE_PUSH=false pushes
+# nothing. make helm-test runs it against a registry served by the test.
+release:
+	VERSION=$(VERSION) bash build/release.sh
 
 image-test: build $(addprefix build-,$(PROVIDERS))
 	cd build/image && CCM_BIN_DIR=$(CURDIR)/bin CCM_PROVIDERS="$(PROVIDERS)" GOWORK=off go test -count=1 -v ./... 2>&1 | grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok)|_test.go:'; exit $${PIPESTATUS[0]}

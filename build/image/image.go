@@ -25,6 +25,14 @@ type Spec struct {
 	Binary   string // path of a static ccm built with only this provider's tag
 	Provider string
 	Version  string
+	Arch     string // GOARCH of the binary; amd64 when empty
+}
+
+func (s Spec) arch() string {
+	if s.Arch == "" {
+		return "amd64"
+	}
+	return s.Arch
 }
 
 // Build returns the image for spec. File times are fixed so the same binary gives the same
@@ -78,7 +86,7 @@ func Build(spec Spec) (v1.Image, error) {
 		return nil, err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = "amd64", "linux"
+	cfg.Architecture, cfg.OS = spec.arch(), "linux"
 	cfg.Created = v1.Time{Time: epoch}
 	cfg.Config.Entrypoint = []string{"/ccm"}
 	cfg.Config.User = User

@@ -89,15 +89,21 @@ func run(m *testing.M) int {
 // runHelm runs helm against the test control plane with a private helm home.
 func runHelm(args ...string) (string, error) {
 	cmd := exec.Command(helm, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.KubeconfigPath,
-		"HELM_CACHE_HOME="+filepath.Join(hhome, "cache"), "HELM_CONFIG_HOME="+filepath.Join(hhome, "config"),
-		"HELM_DATA_HOME="+filepath.Join(hhome, "data"))
+	cmd.Env = helmEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return stdout.String(), fmt.Errorf("helm %s: %w\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
 	return stdout.String(), nil
+}
+
+// helmEnv is the environment of helm and kubectl here: the test control plane, and helm folders
+// of the test's own.
+func helmEnv() []string {
+	return append(os.Environ(), "KUBECONFIG="+env.KubeconfigPath,
+		"HELM_CACHE_HOME="+filepath.Join(hhome, "cache"), "HELM_CONFIG_HOME="+filepath.Join(hhome, "config"),
+		"HELM_DATA_HOME="+filepath.Join(hhome, "data"))
 }
 
 func charts(t *testing.T) []string {

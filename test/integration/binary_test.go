@@ -25,7 +25,7 @@ func TestBinaryCLI(t *testing.T) {
 		code int
 		want string
 	}{
-		{"version from ldflags", []string{"--version"}, 0, "ccm v0.1.0-"},
+		{"version from ldflags", []string{"--version"}, 0, "ccm " + ccmVersion(t)},
 		{"libraries' version", []string{"--version"}, 0, "Kubernetes libraries v1."},
 		{"raw version", []string{"--version=raw"}, 0, `"kubernetes": "v1.`},
 		{"providers", []string{"providers"}, 0, "dummy"},
@@ -77,10 +77,21 @@ func TestShippedBinaryLogsJSONWithABetaGate(t *testing.T) {
 	if started == nil {
 		t.Fatalf("no JSON line \"Starting ccm\" among %d", lines)
 	}
-	if v, _ := started["version"].(string); !strings.HasPrefix(v, "v0.1.0-") {
-		t.Errorf("Starting ccm: version %q, want ccm's own (v0.1.0-...)", v)
+	if v, _ := started["version"].(string); v != ccmVersion(t) {
+		t.Errorf("Starting ccm: version %q, want ccm's own (%s)", v, ccmVersion(t))
 	}
 	if k, _ := started["kubernetes"].(string); !strings.HasPrefix(k, "v1.") {
 		t.Errorf("Starting ccm: kubernetes %q, want the Kubernetes libraries' version (v1.x)", k)
 	}
+}
+
+// ccmVersion is the version the Makefile stamped into the binaries under test (build/version.sh,
+// or VERSION when given), passed down as CCM_VERSION.
+func ccmVersion(t *testing.T) string {
+	t.Helper()
+	v := os.Getenv("CCM_VERSION")
+	if v == "" {
+		t.Fatal("CCM_VERSION is not set: run the integration tests with `make integration`")
+	}
+	return v
 }
