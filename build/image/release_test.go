@@ -14,7 +14,7 @@ func TestChartVersion(t *testing.T) {
 	for v, want := range map[string]string{
 		"v0.2.0": "0.2.0", "v1.10.3-rc.1": "1.10.3-rc.1", "v0.1.1-dev.3.g1a2b3c4": "0.1.1-dev.3.g1a2b3c4",
 		"v0.1.0-dev.g0123abc": "0.1.0-dev.g0123abc",
-		"0.2.0": "", "v0.2": "", "v0.2.0+build.1": "", "v01.2.0": "", "v0.2.0-01": "", "latest": "",
+		"0.2.0":               "", "v0.2": "", "v0.2.0+build.1": "", "v01.2.0": "", "v0.2.0-01": "", "latest": "",
 	} {
 		got, err := ChartVersion(v)
 		if got != want || (want == "") != (err != nil) {
