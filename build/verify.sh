@@ -63,6 +63,14 @@ for gomod in $(git ls-files -co --exclude-standard '*go.mod'); do
   (cd "$dir" && GOWORK=off go mod tidy -diff >/dev/null) || problem "$dir: go mod tidy would change go.mod/go.sum (run it there)"
 done
 
+echo "verify: GitHub workflows (actionlint, pinned in build/tools/actionlint)"
+(cd build/tools/actionlint && GOWORK=off go run github.com/rhysd/actionlint/cmd/actionlint -shellcheck= -pyflakes= \
+  $(cd ../../.. && git ls-files -co --exclude-standard '.github/workflows/*.y*ml' | sed 's|^|../../../|')) ||
+  problem "actionlint found problems in .github/workflows"
+
+echo "verify: the release's version and charts (build/version.sh, chart pinning)"
+(cd build/image && GOWORK=off go run ./cmd/release --check-version="$(bash ../version.sh)") || problem "build/version.sh prints no semantic version"
+
 echo "verify: docs/flags.md up to date"
 bash build/flags.sh --check || problem "docs/flags.md is stale (make flags-doc)"
 

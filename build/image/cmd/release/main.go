@@ -28,7 +28,17 @@ func main() {
 	flag.BoolVar(&o.push, "push", true, "push images and charts to --registry")
 	flag.StringVar(&o.helm, "helm", "helm", "helm binary (packages and pushes the charts)")
 	flag.Int64Var(&o.created, "created", 0, "release time, seconds since 1970 (the commit's, for reproducible SBOMs)")
+	checkVersion := flag.String("check-version", "", "only check that this is a version a release can carry, and print its chart version")
 	flag.Parse()
+	if *checkVersion != "" {
+		v, err := image.ChartVersion(*checkVersion)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "release:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("release: version %s, chart version %s\n", *checkVersion, v)
+		return
+	}
 	start := time.Now()
 	arts, err := o.run(context.Background())
 	if err != nil {
