@@ -219,3 +219,63 @@ openstack:
   - record: cloudprovider_openstack_reconcile_duration_seconds_sum
     expr: 'sum without (provider, kind) (label_join(ccm_reconcile_duration_seconds_sum{provider="openstack"}, "operation", "_", "kind", "operation"))'
 {{- end -}}
+
+{{/* ccm.serviceAccountCredentials: "true" when .args turn --use-service-account-credentials on (the last one counts). */}}
+{{- define "ccm.serviceAccountCredentials" -}}
+{{- $on := false -}}
+{{- range .args -}}
+{{- $a := toString . -}}
+{{- if eq $a "--use-service-account-credentials" }}{{ $on = true }}
+{{- else if hasPrefix "--use-service-account-credentials=" $a }}{{ $on = has (lower (trimPrefix "--use-service-account-credentials=" $a)) (list "true" "t" "1") }}{{ end -}}
+{{- end -}}
+{{- if $on }}true{{ end -}}
+{{- end -}}
+
+{{/* ccm.controllerOn: "true" when controller .name runs under the --controllers of .args (every one when unset). */}}
+{{- define "ccm.controllerOn" -}}
+{{- $v := include "ccm.flag" (dict "args" .args "name" "controllers") -}}
+{{- $l := splitList "," $v -}}
+{{- if or (eq $v "") (and (not (has (printf "-%s" .name) $l)) (or (has .name $l) (has "*" $l))) }}true{{ end -}}
+{{- end -}}
+
+{{/*
+ccm.clients: with --use-service-account-credentials, the library hands every controller, and
+the provider's Initialize, a client that authenticates as kube-system/<client name> (always
+kube-system, whatever the ccm's namespace). These are the client names ccm's code asks for, for
+the controllers that run, each with the rules that client's calls need (informers list and
+watch through the ccm's own identity, not these):
+  node-controller: the cloud node and node lifecycle controllers (labels, taints, addresses,
+    deleting a Node whose machine is gone); service-controller: ccm's service controller, which
+    writes finalizers and load balancer status through services/status; route-controller: the
+    NetworkUnavailable condition, only for a provider with routes (.routes) while
+    --configure-cloud-routes is on; ccm-node-guard:
+    the node deletion guard's Events; .providerClient: the provider's own (Events, and what the
+    chart's settings add).
+Node-controller, service-controller and route-controller are also kube-controller-manager's
+names, which the API server's bootstrap policy binds to its own roles: those bindings are not
+counted on.
+*/}}
+{{- define "ccm.clients" -}}
+{{- $events := dict "apiGroups" (list "" "events.k8s.io") "resources" (list "events") "verbs" (list "create" "patch" "update") -}}
+{{- $on := dict "args" .args -}}
+{{- $out := list -}}
+{{- if or (include "ccm.controllerOn" (merge (dict "name" "cloud-node-controller") $on)) (include "ccm.controllerOn" (merge (dict "name" "cloud-node-lifecycle-controller") $on)) -}}
+{{- $out = append $out (dict "name" "node-controller" "why" "The cloud node and node lifecycle controllers: Node labels, taints and addresses, and deleting a Node whose machine is gone."
+      "rules" (list (dict "apiGroups" (list "") "resources" (list "nodes") "verbs" (list "get" "update" "patch" "delete"))
+                    (dict "apiGroups" (list "") "resources" (list "nodes/status") "verbs" (list "patch"))
+                    $events)) -}}
+{{- end -}}
+{{- if include "ccm.controllerOn" (merge (dict "name" "service-lb-controller") $on) -}}
+{{- $out = append $out (dict "name" "service-controller" "why" "The service controller: finalizers and load balancer status, both written through services/status."
+      "rules" (list (dict "apiGroups" (list "") "resources" (list "services/status") "verbs" (list "patch")) $events)) -}}
+{{- end -}}
+{{- if and .routes (ne (include "ccm.flag" (dict "args" .args "name" "configure-cloud-routes")) "false") (include "ccm.controllerOn" (merge (dict "name" "node-route-controller") $on)) -}}
+{{- $out = append $out (dict "name" "route-controller" "why" "The route controller: the NetworkUnavailable condition of Nodes."
+      "rules" (list (dict "apiGroups" (list "") "resources" (list "nodes/status") "verbs" (list "patch")) $events)) -}}
+{{- end -}}
+{{- $out = append $out (dict "name" "ccm-node-guard" "why" "The node deletion guard: NodeDeletionHeld Events." "rules" (list $events)) -}}
+{{- with .providerClient -}}
+{{- $out = append $out (dict "name" .name "why" .why "rules" (append (.rules | default list) $events)) -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}

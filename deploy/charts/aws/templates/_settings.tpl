@@ -48,6 +48,7 @@
       "rbac" (dict "create" true "clusterRole" $v.clusterRoleName
                 "authReaderBinding" $v.roleBindingName
                 "authReaderRole" $v.roleName
+                "providerClient" (dict "name" "cloud-controller-manager" "why" "The AWS provider: Events on Services." "rules" list)
                 "providerRoles" list)
       "lease" (dict "name" ((include "ccm.flag" (dict "args" $user "name" "leader-elect-resource-name")) | default "cloud-controller-manager")
                   "namespace" ((include "ccm.flag" (dict "args" $user "name" "leader-elect-resource-namespace")) | default "kube-system"))
@@ -71,6 +72,7 @@
       "extraVolumeMounts" $v.extraVolumeMounts
       "livenessProbe" $probes.liveness
       "readinessProbe" $probes.readiness
+      "routes" true
       "prometheusRule" ($c.prometheusRule | default dict)
       "serviceMonitor" (dict "enabled" false)
       "notes" $notes

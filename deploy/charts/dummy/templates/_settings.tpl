@@ -28,6 +28,7 @@
       "rbac" (dict "create" true "clusterRole" $v.clusterRoleName
                 "authReaderBinding" (printf "%s:apiserver-authentication-reader" $v.clusterRoleName)
                 "authReaderRole" "extension-apiserver-authentication-reader"
+                "providerClient" (dict "name" "dummy-cloud-provider" "why" "The dummy provider: the addresses Services already hold (a list of Services), Events on Services; its records in ConfigMaps come with the dummy-store Role." "rules" (list (dict "apiGroups" (list "") "resources" (list "services") "verbs" (list "list"))))
                 "providerRoles" (list (dict "name" "dummy-store" "namespace" "kube-system" "rules" $store
                   "why" "The dummy cloud keeps its load balancer records in ConfigMaps kube-system/ccm-dummy-lb-0..7.")))
       "lease" (dict "name" $lease "namespace" "kube-system")
@@ -50,6 +51,7 @@
       "extraVolumeMounts" $v.extraVolumeMounts
       "livenessProbe" $probes.liveness
       "readinessProbe" $probes.readiness
+      "routes" false
       "prometheusRule" ($c.prometheusRule | default dict)
       "serviceMonitor" $v.serviceMonitor
       "report" (include "ccm.report" (dict "values" $v "unused" list "known" (list "ccm" "secret" "serviceAccountName" "clusterRoleName" "logVerbosityLevel" "enabledControllers" "nodeSelector" "tolerations" "resources" "podSecurityContext" "securityContext" "priorityClassName" "commonAnnotations" "podAnnotations" "podLabels" "imagePullSecrets" "extraEnv" "extraVolumes" "extraVolumeMounts" "serviceMonitor")) | fromYaml)

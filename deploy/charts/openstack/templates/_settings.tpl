@@ -45,6 +45,7 @@
       "rbac" (dict "create" true "clusterRole" $v.clusterRoleName
                 "authReaderBinding" (printf "%s:apiserver-authentication-reader" $v.clusterRoleName)
                 "authReaderRole" "extension-apiserver-authentication-reader"
+                "providerClient" (dict "name" "openstack-cloud-provider" "why" "The OpenStack provider: the load-balancer-id and load-balancer-address annotations it writes onto Services, Events on Services." "rules" (list (dict "apiGroups" (list "") "resources" (list "services") "verbs" (list "patch"))))
                 "providerRoles" list)
       "lease" (dict "name" ((include "ccm.flag" (dict "args" $extra "name" "leader-elect-resource-name")) | default "cloud-controller-manager")
                   "namespace" ((include "ccm.flag" (dict "args" $extra "name" "leader-elect-resource-namespace")) | default "kube-system"))
@@ -70,6 +71,7 @@
       "extraVolumeMounts" $v.extraVolumeMounts
       "livenessProbe" ($v.livenessProbe | default $probes.liveness)
       "readinessProbe" ($v.readinessProbe | default $probes.readiness)
+      "routes" false
       "prometheusRule" ($c.prometheusRule | default dict)
       "serviceMonitor" (dict "enabled" $metrics "additionalLabels" (dig "additionalLabels" dict ($v.serviceMonitor | default dict)) "interval" (dig "interval" "30s" ($v.serviceMonitor | default dict)))
       "report" (include "ccm.report" (dict "values" $v

@@ -71,6 +71,7 @@
       "rbac" (dict "create" $v.rbac.create "clusterRole" $sa
                 "authReaderBinding" (printf "%s:apiserver-authentication-reader" $sa)
                 "authReaderRole" "extension-apiserver-authentication-reader"
+                "providerClient" (dict "name" "vsphere-cloud-provider" "why" "The vSphere provider: Events on Services; the credentials Secret comes with the vsphere-credentials Role." "rules" list)
                 "providerRoles" (list (dict "name" "vsphere-credentials" "namespace" $ns
                   "why" "ccm reads the vCenter credentials from this one Secret, again every 10 s (a rotated password is used without a restart)."
                   "rules" (list (dict "apiGroups" (list "") "resources" (list "secrets") "resourceNames" (list $cfg.secret.name) "verbs" (list "get"))))))
@@ -96,6 +97,7 @@
       "extraVolumeMounts" $ds.extraVolumeMounts
       "livenessProbe" $probes.liveness
       "readinessProbe" $probes.readiness
+      "routes" false
       "prometheusRule" ($c.prometheusRule | default dict)
       "serviceMonitor" (dict "enabled" false)
       "notes" $notes
