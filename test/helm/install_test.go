@@ -78,6 +78,9 @@ func TestInstallAndUpgradeDummy(t *testing.T) {
 // kube-system/<the chart's ServiceAccount>, with the DaemonSet's cluster name.
 func startFromRelease(t *testing.T, name string) *testenv.CCM {
 	t.Helper()
+	if args := daemonSetArgs(t)["args"]; !strings.Contains(args, "--controllers=") {
+		t.Fatalf("the DaemonSet passes no --controllers for the values' enabledControllers: %s", args)
+	}
 	return startReleased(t, name, filepath.Join(os.Getenv("CCM_BIN_DIR"), "ccm-dummy"), "testcluster")
 }
 
@@ -108,7 +111,7 @@ func startReleased(t *testing.T, name, binary, wantCluster string) *testenv.CCM 
 			args = append(args, a)
 		}
 	}
-	if ds.Spec.Template.Spec.ServiceAccountName != "cloud-controller-manager" || cluster != wantCluster || !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--controllers=") }) {
+	if ds.Spec.Template.Spec.ServiceAccountName != "cloud-controller-manager" || cluster != wantCluster {
 		t.Fatalf("DaemonSet runs as %q with %v", ds.Spec.Template.Spec.ServiceAccountName, args)
 	}
 	c, err := env.StartCCM(ctx, testenv.CCMOptions{Name: name, Provider: "dummy", CloudConfig: conf,
