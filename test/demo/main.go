@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -57,7 +56,7 @@ func run(provider string, once bool) error {
 	cloudConfig := filepath.Join(root, "test", "demo", "dummy.conf")
 	if provider != "dummy" {
 		step(fmt.Sprintf("starting the %s simulator on loopback with one machine per Node", provider))
-		if cloudConfig, err = startSimulator(ctx, env, root, provider, nodes); err != nil {
+		if cloudConfig, _, err = env.StartSimulator(ctx, root, provider, nodes); err != nil {
 			return err
 		}
 		fmt.Printf("   cloud-config: %s\n", cloudConfig)
@@ -121,32 +120,6 @@ func requestedIP(provider string) string {
 		return "192.0.2.9"
 	}
 	return ""
-}
-
-// startSimulator builds and starts providers/<p>/cmd/<p>-sim, which serves the provider's
-// simulated cloud on loopback with one machine per node name and writes a cloud-config for
-// the ccm once it serves. It stops with the Env.
-func startSimulator(ctx context.Context, env *testenv.Env, root, provider string, nodes []string) (string, error) {
-	bin := filepath.Join(root, "bin", provider+"-sim")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./providers/"+provider+"/cmd/"+provider+"-sim")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		return "", fmt.Errorf("building the %s simulator: %w", provider, err)
-	}
-	cfg := filepath.Join(env.Dir, provider+".conf")
-	p, err := env.StartProcess(provider+"-sim", bin, "--nodes="+strings.Join(nodes, ","), "--cloud-config="+cfg)
-	if err != nil {
-		return "", err
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if _, err := os.Stat(cfg); err == nil {
-			return cfg, nil
-		}
-		if p.Exited() || time.Now().After(deadline) {
-			return "", fmt.Errorf("the %s simulator wrote no cloud-config; its log:\n%s", provider, p.Tail(20))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func step(s string) { fmt.Printf("==> %s\n", s) }

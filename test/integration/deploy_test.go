@@ -84,8 +84,9 @@ func TestOverlays(t *testing.T) {
 
 // An operator's overlay sets the cluster name in one place (the generated ConfigMap), and the
 // rendered DaemonSet runs with it; the config Secret and that ConfigMap carry a hash of their
-// content, so a change rolls the pods. The dummy overlay, so rendered, starts a ccm that
-// becomes healthy and leads.
+// content, so a change rolls the pods. Each overlay, so rendered, starts a ccm with the
+// DaemonSet's args (against the provider's simulator, the dummy with the overlay's own
+// cloud.conf) that becomes healthy and leads.
 func TestOverlayClusterName(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -104,12 +105,19 @@ func TestOverlayClusterName(t *testing.T) {
 			if again.configMapName == r.configMapName {
 				t.Error("another cluster name gives the same ConfigMap name: the pods would not roll")
 			}
-			if name != "dummy" {
-				return
-			}
+			// The dummy runs with the overlay's own cloud.conf; the others with their simulator's,
+			// as the overlay's points at a real cloud.
 			conf := filepath.Join(t.TempDir(), "cloud.conf")
-			if err := os.WriteFile(conf, r.cloudConf, 0o600); err != nil {
-				t.Fatal(err)
+			if name == "dummy" {
+				if err := os.WriteFile(conf, r.cloudConf, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				var sim *testenv.Process
+				if conf, sim, err = env.StartSimulator(context.Background(), root, name, []string{"overlay-node-1"}); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { sim.Stop(5 * time.Second) })
 			}
 			var args []string
 			for _, a := range r.args {
@@ -121,7 +129,8 @@ func TestOverlayClusterName(t *testing.T) {
 				}
 				args = append(args, strings.ReplaceAll(a, "$(CLUSTER_NAME)", r.clusterName))
 			}
-			c, err := env.StartCCM(context.Background(), testenv.CCMOptions{Name: "ccm-overlay", Provider: "dummy", Args: args})
+			c, err := env.StartCCM(context.Background(), testenv.CCMOptions{Name: "ccm-overlay-" + name, Provider: name, Args: args,
+				Binary: filepath.Join(os.Getenv("CCM_BIN_DIR"), "ccm-"+name)})
 			if err != nil {
 				t.Fatal(err)
 			}
