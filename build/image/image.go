@@ -5,6 +5,7 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"os"
 	"time"
@@ -25,14 +26,23 @@ type Spec struct {
 	Binary   string // path of a static ccm built with only this provider's tag
 	Provider string
 	Version  string
-	Arch     string // GOARCH of the binary; amd64 when empty
+	Arch     string // GOARCH of the binary; read from the binary when empty, checked when not
 }
 
-func (s Spec) arch() string {
-	if s.Arch == "" {
-		return "amd64"
+// archOf is the GOARCH of an ELF binary (ccm's are linux/amd64 or linux/arm64), so an image
+// is labelled with the platform its binary runs on, not the builder's.
+func archOf(bin []byte) (string, error) {
+	f, err := elf.NewFile(bytes.NewReader(bin))
+	if err != nil {
+		return "", fmt.Errorf("not an ELF binary: %w", err)
 	}
-	return s.Arch
+	switch f.Machine {
+	case elf.EM_X86_64:
+		return "amd64", nil
+	case elf.EM_AARCH64:
+		return "arm64", nil
+	}
+	return "", fmt.Errorf("ELF machine %s: ccm images are built for amd64 and arm64", f.Machine)
 }
 
 // Build returns the image for spec. File times are fixed so the same binary gives the same
@@ -41,6 +51,13 @@ func Build(spec Spec) (v1.Image, error) {
 	bin, err := os.ReadFile(spec.Binary)
 	if err != nil {
 		return nil, err
+	}
+	arch, err := archOf(bin)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec.Binary, err)
+	}
+	if spec.Arch != "" && spec.Arch != arch {
+		return nil, fmt.Errorf("%s is a linux/%s binary, not linux/%s", spec.Binary, arch, spec.Arch)
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -86,7 +103,7 @@ func Build(spec Spec) (v1.Image, error) {
 		return nil, err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = spec.arch(), "linux"
+	cfg.Architecture, cfg.OS = arch, "linux"
 	cfg.Created = v1.Time{Time: epoch}
 	cfg.Config.Entrypoint = []string{"/ccm"}
 	cfg.Config.User = User

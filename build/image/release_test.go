@@ -1,6 +1,8 @@
 package image
 
 import (
+	"debug/elf"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,11 +82,11 @@ func TestPinChartRefusesOtherShapes(t *testing.T) {
 // Two images of different architectures make an index with both platforms; two of one
 // architecture are refused.
 func TestIndexPlatforms(t *testing.T) {
-	amd, err := Build(Spec{Binary: os.Args[0], Provider: "p", Version: "v1.0.0"})
+	amd, err := Build(Spec{Binary: elfFile(t, elf.EM_X86_64), Provider: "p", Version: "v1.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	arm, err := Build(Spec{Binary: os.Args[0], Provider: "p", Version: "v1.0.0", Arch: "arm64"})
+	arm, err := Build(Spec{Binary: elfFile(t, elf.EM_AARCH64), Provider: "p", Version: "v1.0.0", Arch: "arm64"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +112,58 @@ func TestIndexPlatforms(t *testing.T) {
 	if _, err := Index([]v1.Image{amd, amd}); err == nil {
 		t.Error("two linux/amd64 images: accepted")
 	}
+}
+
+// An image says the platform of the binary in it: a mismatch with the asked one, an
+// architecture ccm does not ship and a file that is no ELF binary are refused.
+func TestBuildReadsTheBinarysArchitecture(t *testing.T) {
+	for name, c := range map[string]struct {
+		bin      string
+		arch     string
+		want     string
+		accepted bool
+	}{
+		"amd64 read":        {elfFile(t, elf.EM_X86_64), "", "amd64", true},
+		"arm64 read":        {elfFile(t, elf.EM_AARCH64), "", "arm64", true},
+		"arm64 asked":       {elfFile(t, elf.EM_AARCH64), "arm64", "arm64", true},
+		"amd64 asked arm64": {elfFile(t, elf.EM_X86_64), "arm64", "", false},
+		"riscv":             {elfFile(t, elf.EM_RISCV), "", "", false},
+		"not ELF":           {writeFile(t, []byte("#!/bin/sh\n")), "", "", false},
+	} {
+		img, err := Build(Spec{Binary: c.bin, Provider: "p", Version: "v1.0.0", Arch: c.arch})
+		if (err == nil) != c.accepted {
+			t.Errorf("%s: err %v", name, err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		cfg, _ := img.ConfigFile()
+		if cfg.Architecture != c.want || cfg.OS != "linux" {
+			t.Errorf("%s: image for %s/%s, want linux/%s", name, cfg.OS, cfg.Architecture, c.want)
+		}
+	}
+}
+
+// elfFile writes the smallest ELF64 file debug/elf reads: a header for machine m, no sections.
+func elfFile(t *testing.T, m elf.Machine) string {
+	t.Helper()
+	h := make([]byte, 64)
+	copy(h, []byte{0x7f, 'E', 'L', 'F', byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)})
+	binary.LittleEndian.PutUint16(h[16:], uint16(elf.ET_EXEC))
+	binary.LittleEndian.PutUint16(h[18:], uint16(m))
+	binary.LittleEndian.PutUint32(h[20:], uint32(elf.EV_CURRENT))
+	binary.LittleEndian.PutUint16(h[52:], 64) // header size
+	return writeFile(t, h)
+}
+
+func writeFile(t *testing.T, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "bin")
+	if err := os.WriteFile(p, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // The SBOM of a ccm binary lists the Go toolchain and the modules linked in, with purls.
