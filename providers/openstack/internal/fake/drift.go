@@ -83,6 +83,71 @@ func (c *Cloud) SetMonitorDelay(name string, port, delay, timeout int) bool {
 	return true
 }
 
+// SetListenerUp sets the admin_state_up of port's listener.
+func (c *Cloud) SetListenerUp(name string, port int, up bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.listenerOn(name, port)
+	if l == nil {
+		return false
+	}
+	l.Up = up
+	return true
+}
+
+// SetPoolUp sets the admin_state_up of port's pool.
+func (c *Cloud) SetPoolUp(name string, port int, up bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.poolOn(name, port)
+	if p == nil {
+		return false
+	}
+	p.Up = up
+	return true
+}
+
+// SetMemberSettings sets the weight, backup and admin_state_up of the first member (by
+// address) of port's pool.
+func (c *Cloud) SetMemberSettings(name string, port, weight int, backup, up bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.poolOn(name, port)
+	if p == nil || len(p.Members) == 0 {
+		return false
+	}
+	sort.Slice(p.Members, func(i, j int) bool { return p.Members[i].Address < p.Members[j].Address })
+	m := p.Members[0]
+	m.Weight, m.Backup, m.Up = weight, backup, up
+	return true
+}
+
+// SetMonitorHTTP sets the http_method and expected_codes of the health monitor of port's pool
+// (an HTTP or HTTPS one).
+func (c *Cloud) SetMonitorHTTP(name string, port int, method, codes string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.poolOn(name, port)
+	if p == nil || c.monitors[p.MonitorID] == nil || !httpMonitor(c.monitors[p.MonitorID].Type) {
+		return false
+	}
+	m := c.monitors[p.MonitorID]
+	m.HTTPMethod, m.ExpectedCodes = method, codes
+	return true
+}
+
+// SetMonitorUp sets the admin_state_up of the health monitor of port's pool.
+func (c *Cloud) SetMonitorUp(name string, port int, up bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.poolOn(name, port)
+	if p == nil || c.monitors[p.MonitorID] == nil {
+		return false
+	}
+	c.monitors[p.MonitorID].Up = up
+	return true
+}
+
 // RemoveMember removes the first member (by address) of port's pool.
 func (c *Cloud) RemoveMember(name string, port int) bool {
 	c.mu.Lock()
@@ -212,19 +277,20 @@ func (c *Cloud) LoadBalancerState(name, group string) (string, bool) {
 		if l.LBID != lb.ID {
 			continue
 		}
-		add("listener %s/%d name=%q description=%q allowed_cidrs=[%s]", l.Protocol, l.Port, l.Name, l.Description, sorted(l.AllowedCIDRs))
+		add("listener %s/%d name=%q description=%q allowed_cidrs=[%s] up=%t", l.Protocol, l.Port, l.Name, l.Description, sorted(l.AllowedCIDRs), l.Up)
 		if p := c.pools[l.PoolID]; p != nil {
 			pools = append(pools, p.ID)
-			add("  pool %s/%d name=%q %s %s description=%q", l.Protocol, l.Port, p.Name, p.Protocol, p.Method, p.Description)
+			add("  pool %s/%d name=%q %s %s description=%q up=%t", l.Protocol, l.Port, p.Name, p.Protocol, p.Method, p.Description, p.Up)
 			if sp := p.Persistence; sp != nil {
 				add("  session_persistence %s/%d %s %q", l.Protocol, l.Port, sp.Type, sp.CookieName)
 			}
 			if m := c.monitors[p.MonitorID]; m != nil {
-				add("  monitor %s/%d %s delay=%d timeout=%d retries=%d path=%q", l.Protocol, l.Port, m.Type, m.Delay, m.Timeout, m.MaxRetries, m.URLPath)
+				add("  monitor %s/%d %s delay=%d timeout=%d retries=%d path=%q method=%q codes=%q up=%t", l.Protocol, l.Port, m.Type, m.Delay, m.Timeout,
+					m.MaxRetries, m.URLPath, m.HTTPMethod, m.ExpectedCodes, m.Up)
 			}
 			var ms []string
 			for _, m := range p.Members {
-				ms = append(ms, fmt.Sprintf("%s:%d/%d@%s", m.Address, m.Port, m.MonitorPort, m.SubnetID))
+				ms = append(ms, fmt.Sprintf("%s:%d/%d@%s weight=%d backup=%t up=%t", m.Address, m.Port, m.MonitorPort, m.SubnetID, m.Weight, m.Backup, m.Up))
 			}
 			add("  members %s/%d [%s]", l.Protocol, l.Port, sorted(ms))
 		}

@@ -32,6 +32,8 @@ type listener struct {
 	Limits listenerLimits
 	// Status is the provisioning_status ("" reads ACTIVE); see Options.NoJobboard.
 	Status string
+	// Up is admin_state_up (Octavia's default true).
+	Up bool
 }
 
 // listenerLimits are a listener's connection_limit, timeout_client_data,
@@ -80,6 +82,8 @@ type pool struct {
 	Members                                                                      []*member
 	// Persistence is the pool's session_persistence (nil: none, read back as null).
 	Persistence *Persistence
+	// Up is admin_state_up (Octavia's default true).
+	Up bool
 }
 
 // Persistence is a pool's session_persistence as Octavia holds it: type SOURCE_IP,
@@ -124,12 +128,20 @@ type member struct {
 	ID, Address, SubnetID, Status string
 	Port, MonitorPort             int
 	Tags                          []string
+	// Weight (Octavia's default 1, 0 to 256), Backup (default false) and Up (admin_state_up,
+	// default true).
+	Weight     int
+	Backup, Up bool
 }
 
 type monitor struct {
 	ID, PoolID, Type, URLPath, Status string
 	Delay, Timeout, MaxRetries        int
 	MaxRetriesDown                    int // Octavia's default 3
+	// HTTPMethod and ExpectedCodes: HTTP and HTTPS monitors only (Octavia's defaults GET and
+	// 200, with url_path /); null on the other types.
+	HTTPMethod, ExpectedCodes string
+	Up                        bool // admin_state_up (default true)
 }
 
 // LoadBalancer is an Octavia load balancer as tests see it.
@@ -157,6 +169,12 @@ type Listener struct {
 	AllowedCIDRs  []string
 	InsertHeaders map[string]string
 	TLSRef        string // default_tls_container_ref
+	// ListenerUp, PoolUp, MonitorUp: the admin_state_up of the listener, its pool, its monitor.
+	ListenerUp, PoolUp, MonitorUp bool
+	// MonitorHTTP is the monitor's "http_method expected_codes" ("" if it has none).
+	MonitorHTTP string
+	// MemberSettings: each member's "address:port weight=W backup=B up=U", sorted.
+	MemberSettings []string
 }
 
 // LoadBalancers lists the load balancers (any state), sorted by name.
@@ -173,23 +191,29 @@ func (c *Cloud) LoadBalancers() []LoadBalancer {
 				continue
 			}
 			li := Listener{Protocol: l.Protocol, Port: l.Port, Description: l.Description, AllowedCIDRs: append([]string(nil), l.AllowedCIDRs...),
-				InsertHeaders: maps.Clone(l.InsertHeaders), TLSRef: l.TLSRef,
+				InsertHeaders: maps.Clone(l.InsertHeaders), TLSRef: l.TLSRef, ListenerUp: l.Up,
 				Limits: [5]int{*l.Limits.ConnLimit, *l.Limits.ClientData, *l.Limits.MemberConnect, *l.Limits.MemberData, *l.Limits.TCPInspect}}
 			if p := c.pools[l.PoolID]; p != nil {
-				li.PoolProtocol, li.Method = p.Protocol, p.Method
+				li.PoolProtocol, li.Method, li.PoolUp = p.Protocol, p.Method, p.Up
 				if p.Persistence != nil {
 					li.Persistence = p.Persistence.Type
 				}
 				if m := c.monitors[p.MonitorID]; m != nil {
 					li.Monitor = m.Type
 					li.MonitorTiming = [4]int{m.Delay, m.Timeout, m.MaxRetries, m.MaxRetriesDown}
+					li.MonitorUp = m.Up
+					if m.HTTPMethod != "" || m.ExpectedCodes != "" {
+						li.MonitorHTTP = m.HTTPMethod + " " + m.ExpectedCodes
+					}
 				}
 				for _, m := range p.Members {
 					li.Members = append(li.Members, fmt.Sprintf("%s:%d", m.Address, m.Port))
 					li.MemberSubnets = append(li.MemberSubnets, m.SubnetID)
+					li.MemberSettings = append(li.MemberSettings, m.settings())
 				}
 				sort.Strings(li.Members)
 				sort.Strings(li.MemberSubnets)
+				sort.Strings(li.MemberSettings)
 			}
 			v.Listeners = append(v.Listeners, li)
 		}
@@ -239,7 +263,7 @@ func (c *Cloud) AddListener(lbID, description, protocol string, port int, member
 		DefaultPool: &poolBody{Name: "users-pool", Description: description, Method: "ROUND_ROBIN", Protocol: protocol,
 			Members: []memberBody{{Address: member, Port: 8080}}}})
 	p := c.pools[l.PoolID]
-	m := &monitor{ID: c.nextID("hm"), PoolID: p.ID, Type: "TCP", Delay: 5, Timeout: 3, MaxRetries: 1}
+	m := &monitor{ID: c.nextID("hm"), PoolID: p.ID, Type: "TCP", Delay: 5, Timeout: 3, MaxRetries: 1, Up: true}
 	c.monitors[m.ID] = m
 	p.MonitorID = m.ID
 	return l.ID
@@ -362,6 +386,7 @@ func (c *Cloud) octaviaRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET "+lbBase+"pools/{id}/members", c.op("octavia.ListMembers", c.listMembers))
 	m.HandleFunc("PUT "+lbBase+"pools/{id}/members", c.op("octavia.BatchUpdateMembers", c.batchMembers))
 	m.HandleFunc("DELETE "+lbBase+"pools/{id}/members/{member}", c.op("octavia.DeleteMember", c.deleteMember))
+	m.HandleFunc("PUT "+lbBase+"pools/{id}/members/{member}", c.op("octavia.UpdateMember", c.updateMember))
 	m.HandleFunc("PUT "+lbBase+"pools/{id}", c.op("octavia.UpdatePool", c.updatePool))
 	m.HandleFunc("GET "+lbBase+"healthmonitors", c.op("octavia.ListHealthMonitors", c.listMonitors))
 	m.HandleFunc("GET "+lbBase+"healthmonitors/{id}", c.op("octavia.GetHealthMonitor", c.getMonitor))
@@ -403,6 +428,11 @@ type memberBody struct {
 	SubnetID    string   `json:"subnet_id"`
 	MonitorPort *int     `json:"monitor_port"`
 	Tags        []string `json:"tags"`
+	// Weight, Backup, AdminStateUp: absent keeps an existing member's (a batch update) or
+	// takes Octavia's default (1, false, true).
+	Weight       *int  `json:"weight"`
+	Backup       *bool `json:"backup"`
+	AdminStateUp *bool `json:"admin_state_up"`
 }
 
 type poolBody struct {
@@ -413,6 +443,8 @@ type poolBody struct {
 	Members     []memberBody `json:"members"`
 	Monitor     *PoolMonitor `json:"healthmonitor"`
 	Persistence *Persistence `json:"session_persistence"`
+	// AdminStateUp: absent is Octavia's default, true.
+	AdminStateUp *bool `json:"admin_state_up"`
 }
 
 // PoolMonitor is the health monitor of a pool created with it.
@@ -423,6 +455,9 @@ type PoolMonitor struct {
 	MaxRetries     int    `json:"max_retries"`
 	MaxRetriesDown int    `json:"max_retries_down"`
 	URLPath        string `json:"url_path"`
+	HTTPMethod     string `json:"http_method"`
+	ExpectedCodes  string `json:"expected_codes"`
+	AdminStateUp   *bool  `json:"admin_state_up"`
 }
 
 type listenerBody struct {
@@ -441,6 +476,8 @@ type listenerBody struct {
 	// TLSRef: required on TERMINATED_HTTPS listeners, refused on others, and must be readable
 	// in Barbican.
 	TLSRef string `json:"default_tls_container_ref"`
+	// AdminStateUp: absent is Octavia's default, true.
+	AdminStateUp *bool `json:"admin_state_up"`
 	listenerLimits
 }
 
@@ -543,9 +580,14 @@ func checkListener(l listenerBody, taken map[string]bool, v6 bool, known func(st
 		if p.Monitor != nil && (!monitorTypes[p.Monitor.Type] || p.Monitor.Delay < p.Monitor.Timeout) {
 			return "invalid health monitor"
 		}
+		if p.Monitor != nil {
+			if msg := checkMonitorHTTP(p.Monitor.Type, p.Monitor.HTTPMethod, p.Monitor.ExpectedCodes); msg != "" {
+				return msg
+			}
+		}
 		for _, m := range p.Members {
-			if m.Address == "" || m.Port < 1 || m.Port > 65535 {
-				return "invalid member"
+			if msg := checkMember(m); msg != "" {
+				return msg
 			}
 		}
 	}
@@ -594,7 +636,8 @@ func portSpace(protocol string, port int) string {
 // addListener stores l with its pool, members and monitor. Callers hold c.mu and validated l.
 func (c *Cloud) addListener(lbID string, l listenerBody) *listener {
 	li := &listener{ID: c.nextID("listener"), Name: l.Name, Description: l.Description, Protocol: l.Protocol, Port: l.Port, LBID: lbID,
-		AllowedCIDRs: l.AllowedCIDRs, Tags: l.Tags, InsertHeaders: maps.Clone(l.InsertHeaders), TLSRef: l.TLSRef, Limits: l.listenerLimits.withDefaults()}
+		AllowedCIDRs: l.AllowedCIDRs, Tags: l.Tags, InsertHeaders: maps.Clone(l.InsertHeaders), TLSRef: l.TLSRef, Limits: l.listenerLimits.withDefaults(),
+		Up: orTrue(l.AdminStateUp)}
 	c.lis[li.ID] = li
 	if p := l.DefaultPool; p != nil {
 		li.PoolID = c.addPool(lbID, li.ID, p).ID
@@ -604,18 +647,21 @@ func (c *Cloud) addListener(lbID string, l listenerBody) *listener {
 
 // addPool stores p with its members and monitor, on listener listenerID if set.
 func (c *Cloud) addPool(lbID, listenerID string, p *poolBody) *pool {
-	po := &pool{ID: c.nextID("pool"), Name: p.Name, Description: p.Description, Protocol: p.Protocol, Method: p.Method, LBID: lbID, ListenerID: listenerID}
+	po := &pool{ID: c.nextID("pool"), Name: p.Name, Description: p.Description, Protocol: p.Protocol, Method: p.Method, LBID: lbID, ListenerID: listenerID,
+		Up: orTrue(p.AdminStateUp)}
 	if p.Persistence != nil {
 		sp := *p.Persistence
 		po.Persistence = &sp
 	}
-	po.Members = c.members(p.Members)
+	po.Members = c.members(p.Members, nil)
 	if p.Monitor != nil {
 		m := &monitor{ID: c.nextID("hm"), PoolID: po.ID, Type: p.Monitor.Type, Delay: p.Monitor.Delay, Timeout: p.Monitor.Timeout,
-			MaxRetries: p.Monitor.MaxRetries, MaxRetriesDown: p.Monitor.MaxRetriesDown, URLPath: p.Monitor.URLPath}
+			MaxRetries: p.Monitor.MaxRetries, MaxRetriesDown: p.Monitor.MaxRetriesDown, URLPath: p.Monitor.URLPath,
+			HTTPMethod: p.Monitor.HTTPMethod, ExpectedCodes: p.Monitor.ExpectedCodes, Up: orTrue(p.Monitor.AdminStateUp)}
 		if m.MaxRetriesDown == 0 {
 			m.MaxRetriesDown = 3
 		}
+		m.httpDefaults()
 		c.monitors[m.ID] = m
 		po.MonitorID = m.ID
 	}
@@ -623,16 +669,60 @@ func (c *Cloud) addPool(lbID, listenerID string, p *poolBody) *pool {
 	return po
 }
 
-func (c *Cloud) members(in []memberBody) []*member {
+// members stores in as a pool's members. A member of old (a batch update's pool) with the
+// same address and protocol_port is updated, as Octavia does: it keeps its ID, and its
+// weight, backup and admin_state_up unless in sets them.
+func (c *Cloud) members(in []memberBody, old []*member) []*member {
 	var out []*member
 	for _, m := range in {
 		mp := 0
 		if m.MonitorPort != nil {
 			mp = *m.MonitorPort
 		}
-		out = append(out, &member{ID: c.nextID("member"), Address: m.Address, Port: m.Port, SubnetID: m.SubnetID, MonitorPort: mp, Tags: m.Tags})
+		nm := &member{ID: c.nextID("member"), Address: m.Address, Port: m.Port, SubnetID: m.SubnetID, MonitorPort: mp, Tags: m.Tags, Weight: 1, Up: true}
+		for _, o := range old {
+			if o.Address == m.Address && o.Port == m.Port {
+				nm.ID, nm.Weight, nm.Backup, nm.Up = o.ID, o.Weight, o.Backup, o.Up
+			}
+		}
+		nm.set(m)
+		out = append(out, nm)
 	}
 	return out
+}
+
+// set applies the weight, backup and admin_state_up b carries.
+func (m *member) set(b memberBody) {
+	if b.Weight != nil {
+		m.Weight = *b.Weight
+	}
+	if b.Backup != nil {
+		m.Backup = *b.Backup
+	}
+	if b.AdminStateUp != nil {
+		m.Up = *b.AdminStateUp
+	}
+}
+
+// settings is the member as Listener.MemberSettings and LoadBalancerState show it.
+func (m *member) settings() string {
+	return fmt.Sprintf("%s:%d weight=%d backup=%t up=%t", m.Address, m.Port, m.Weight, m.Backup, m.Up)
+}
+
+// checkMember validates a member as Octavia does (400 on bad input).
+func checkMember(m memberBody) string {
+	if m.Address == "" || m.Port < 1 || m.Port > 65535 {
+		return "invalid member"
+	}
+	if m.Weight != nil && (*m.Weight < 0 || *m.Weight > 256) {
+		return fmt.Sprintf("Invalid input for field/attribute weight. Value: '%d'. Value must be between 0 and 256", *m.Weight)
+	}
+	return ""
+}
+
+// orTrue is an admin_state_up as given, Octavia's default true when absent.
+func orTrue(b *bool) bool {
+	return b == nil || *b
 }
 
 func (c *Cloud) createLB(w http.ResponseWriter, r *http.Request) {
@@ -880,7 +970,7 @@ func listenerJSON(l *listener) map[string]any {
 		"default_tls_container_ref": l.TLSRef,
 		"connection_limit":          *l.Limits.ConnLimit, "timeout_client_data": *l.Limits.ClientData,
 		"timeout_member_connect": *l.Limits.MemberConnect, "timeout_member_data": *l.Limits.MemberData,
-		"timeout_tcp_inspect": *l.Limits.TCPInspect, "provisioning_status": statusOf(l.Status),
+		"timeout_tcp_inspect": *l.Limits.TCPInspect, "provisioning_status": statusOf(l.Status), "admin_state_up": l.Up,
 		"loadbalancers": []any{map[string]any{"id": l.LBID}}}
 }
 
@@ -977,6 +1067,7 @@ func (c *Cloud) updateListener(w http.ResponseWriter, r *http.Request) {
 			AllowedCIDRs      *[]string          `json:"allowed_cidrs"`
 			InsertHeaders     *map[string]string `json:"insert_headers"`
 			TLSRef            *string            `json:"default_tls_container_ref"`
+			AdminStateUp      *bool              `json:"admin_state_up"`
 			listenerLimits
 		} `json:"listener"`
 	}
@@ -1020,6 +1111,9 @@ func (c *Cloud) updateListener(w http.ResponseWriter, r *http.Request) {
 	if b.L.TLSRef != nil {
 		l.TLSRef = *b.L.TLSRef
 	}
+	if b.L.AdminStateUp != nil {
+		l.Up = *b.L.AdminStateUp
+	}
 	if b.L.Name != nil {
 		l.Name = *b.L.Name
 	}
@@ -1041,7 +1135,7 @@ func (c *Cloud) poolJSON(p *pool) map[string]any {
 	}
 	return map[string]any{"id": p.ID, "name": p.Name, "description": p.Description, "protocol": p.Protocol, "lb_algorithm": p.Method,
 		"healthmonitor_id": p.MonitorID, "members": ms, "listeners": ls, "loadbalancers": []any{map[string]any{"id": p.LBID}},
-		"session_persistence": persistenceJSON(p.Persistence), "provisioning_status": statusOf(p.Status)}
+		"session_persistence": persistenceJSON(p.Persistence), "provisioning_status": statusOf(p.Status), "admin_state_up": p.Up}
 }
 
 func (c *Cloud) getPool(w http.ResponseWriter, r *http.Request) {
@@ -1164,7 +1258,8 @@ func (c *Cloud) listMembers(w http.ResponseWriter, r *http.Request) {
 	out := []any{}
 	for _, m := range p.Members {
 		v := map[string]any{"id": m.ID, "address": m.Address, "protocol_port": m.Port, "subnet_id": m.SubnetID,
-			"pool_id": p.ID, "provisioning_status": statusOf(m.Status), "operating_status": "ONLINE", "weight": 1, "admin_state_up": true}
+			"pool_id": p.ID, "provisioning_status": statusOf(m.Status), "operating_status": "ONLINE", "weight": m.Weight, "backup": m.Backup,
+			"admin_state_up": m.Up}
 		if m.MonitorPort != 0 {
 			v["monitor_port"] = m.MonitorPort
 		}
@@ -1200,12 +1295,12 @@ func (c *Cloud) batchMembers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, m := range b.Members {
-		if m.Address == "" || m.Port < 1 || m.Port > 65535 {
-			writeErr(w, http.StatusBadRequest, "invalid member")
+		if msg := checkMember(m); msg != "" {
+			writeErr(w, http.StatusBadRequest, msg)
 			return
 		}
 	}
-	p.Members = c.members(b.Members)
+	p.Members = c.members(b.Members, p.Members)
 	c.busy(lb)
 	w.WriteHeader(http.StatusAccepted)
 }
@@ -1234,6 +1329,58 @@ func (c *Cloud) deleteMember(w http.ResponseWriter, r *http.Request) {
 	writeErr(w, http.StatusNotFound, "Member not found.")
 }
 
+// updateMember changes one member (PUT /pools/{id}/members/{member}): the fields the body
+// carries.
+func (c *Cloud) updateMember(w http.ResponseWriter, r *http.Request) {
+	p := c.pools[r.PathValue("id")]
+	if p == nil {
+		writeErr(w, http.StatusNotFound, "Pool not found.")
+		return
+	}
+	lb := c.activeLB(w, p.LBID)
+	if lb == nil {
+		return
+	}
+	var m *member
+	for _, pm := range p.Members {
+		if pm.ID == r.PathValue("member") {
+			m = pm
+		}
+	}
+	if m == nil {
+		writeErr(w, http.StatusNotFound, "Member not found.")
+		return
+	}
+	if c.immutable(w, "Member", m.ID, m.Status) {
+		return
+	}
+	var b struct {
+		M struct {
+			memberBody
+			Address *string `json:"address"`
+			Port    *int    `json:"protocol_port"`
+		} `json:"member"`
+	}
+	if err := decode(r, &b); err != nil || b.M.Address != nil || b.M.Port != nil {
+		writeErr(w, http.StatusBadRequest, "malformed request (a member's address and protocol_port cannot change)")
+		return
+	}
+	if msg := checkMember(memberBody{Address: m.Address, Port: m.Port, Weight: b.M.Weight}); msg != "" {
+		writeErr(w, http.StatusBadRequest, msg)
+		return
+	}
+	m.set(b.M.memberBody)
+	if b.M.MonitorPort != nil {
+		m.MonitorPort = *b.M.MonitorPort
+	}
+	if b.M.Tags != nil {
+		m.Tags = b.M.Tags
+	}
+	c.busy(lb)
+	writeJSON(w, http.StatusOK, map[string]any{"member": map[string]any{"id": m.ID, "address": m.Address, "protocol_port": m.Port,
+		"weight": m.Weight, "backup": m.Backup, "admin_state_up": m.Up, "provisioning_status": "PENDING_UPDATE"}})
+}
+
 func (c *Cloud) updatePool(w http.ResponseWriter, r *http.Request) {
 	p := c.pools[r.PathValue("id")]
 	if p == nil {
@@ -1252,7 +1399,8 @@ func (c *Cloud) updatePool(w http.ResponseWriter, r *http.Request) {
 			Name, Description *string
 			Method            *string `json:"lb_algorithm"`
 			// Persistence: absent leaves it, null removes it, an object replaces it.
-			Persistence json.RawMessage `json:"session_persistence"`
+			Persistence  json.RawMessage `json:"session_persistence"`
+			AdminStateUp *bool           `json:"admin_state_up"`
 		} `json:"pool"`
 	}
 	if err := decode(r, &b); err != nil {
@@ -1285,6 +1433,9 @@ func (c *Cloud) updatePool(w http.ResponseWriter, r *http.Request) {
 	if setPersistence {
 		p.Persistence = sp
 	}
+	if b.P.AdminStateUp != nil {
+		p.Up = *b.P.AdminStateUp
+	}
 	if b.P.Name != nil {
 		p.Name = *b.P.Name
 	}
@@ -1297,7 +1448,8 @@ func (c *Cloud) updatePool(w http.ResponseWriter, r *http.Request) {
 
 func monitorJSON(m *monitor) map[string]any {
 	return map[string]any{"id": m.ID, "type": m.Type, "delay": m.Delay, "timeout": m.Timeout, "max_retries": m.MaxRetries, "max_retries_down": m.MaxRetriesDown,
-		"url_path": m.URLPath, "pools": []any{map[string]any{"id": m.PoolID}}, "admin_state_up": true, "provisioning_status": statusOf(m.Status)}
+		"url_path": nullable(m.URLPath), "http_method": nullable(m.HTTPMethod), "expected_codes": nullable(m.ExpectedCodes),
+		"pools": []any{map[string]any{"id": m.PoolID}}, "admin_state_up": m.Up, "provisioning_status": statusOf(m.Status)}
 }
 
 func (c *Cloud) listMonitors(w http.ResponseWriter, r *http.Request) {
@@ -1329,6 +1481,10 @@ type monitorBody struct {
 	URLPath    *string `json:"url_path"`
 	// MaxRetriesDown: default 3 at creation.
 	MaxRetriesDown *int `json:"max_retries_down"`
+	// HTTPMethod, ExpectedCodes: HTTP and HTTPS monitors only (defaults GET, 200).
+	HTTPMethod    *string `json:"http_method"`
+	ExpectedCodes *string `json:"expected_codes"`
+	AdminStateUp  *bool   `json:"admin_state_up"`
 }
 
 // apply sets the fields b carries and validates the result as Octavia does.
@@ -1354,8 +1510,65 @@ func (b monitorBody) apply(m *monitor) string {
 	if m.MaxRetriesDown == 0 {
 		m.MaxRetriesDown = 3
 	}
+	if b.HTTPMethod != nil {
+		m.HTTPMethod = *b.HTTPMethod
+	}
+	if b.ExpectedCodes != nil {
+		m.ExpectedCodes = *b.ExpectedCodes
+	}
+	if b.AdminStateUp != nil {
+		m.Up = *b.AdminStateUp
+	}
 	if !monitorTypes[m.Type] || m.Delay < m.Timeout || m.Delay < 1 || m.MaxRetries < 1 || m.MaxRetries > 10 || m.MaxRetriesDown < 1 || m.MaxRetriesDown > 10 {
 		return "invalid health monitor"
+	}
+	if msg := checkMonitorHTTP(m.Type, m.HTTPMethod, m.ExpectedCodes); msg != "" {
+		return msg
+	}
+	m.httpDefaults()
+	return ""
+}
+
+// httpMonitor: Octavia's monitor types that send an HTTP request (and have a method, codes and
+// a path).
+func httpMonitor(typ string) bool { return typ == "HTTP" || typ == "HTTPS" }
+
+// httpDefaults gives an HTTP or HTTPS monitor what Octavia fills in when a create leaves it
+// out: http_method GET, expected_codes 200, url_path /.
+func (m *monitor) httpDefaults() {
+	if !httpMonitor(m.Type) {
+		return
+	}
+	if m.HTTPMethod == "" {
+		m.HTTPMethod = "GET"
+	}
+	if m.ExpectedCodes == "" {
+		m.ExpectedCodes = "200"
+	}
+	if m.URLPath == "" {
+		m.URLPath = "/"
+	}
+}
+
+// httpMethods are the http_method values Octavia accepts.
+var httpMethods = map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "DELETE": true, "TRACE": true, "OPTIONS": true, "PATCH": true, "CONNECT": true}
+
+// checkMonitorHTTP validates a monitor's http_method and expected_codes as Octavia does: only
+// on HTTP and HTTPS monitors, a known method, codes such as 200, 200,202 or 200-204.
+func checkMonitorHTTP(typ, method, codes string) string {
+	if !httpMonitor(typ) {
+		if method != "" || codes != "" {
+			return fmt.Sprintf("http_method and expected_codes are not valid options for health monitors of type %s", typ)
+		}
+		return ""
+	}
+	if method != "" && !httpMethods[method] {
+		return fmt.Sprintf("Invalid input for field/attribute http_method. Value: '%s'.", method)
+	}
+	for _, part := range strings.FieldsFunc(codes, func(r rune) bool { return r == ',' || r == '-' }) {
+		if len(part) != 3 || part < "100" || part > "599" || strings.Trim(part, "0123456789") != "" {
+			return fmt.Sprintf("Invalid input for field/attribute expected_codes. Value: '%s'.", codes)
+		}
 	}
 	return ""
 }
@@ -1384,7 +1597,7 @@ func (c *Cloud) createMonitor(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusConflict, "This pool already has a health monitor")
 		return
 	}
-	m := &monitor{ID: c.nextID("hm"), PoolID: p.ID}
+	m := &monitor{ID: c.nextID("hm"), PoolID: p.ID, Up: true}
 	if msg := b.M.apply(m); msg != "" {
 		writeErr(w, http.StatusBadRequest, msg)
 		return

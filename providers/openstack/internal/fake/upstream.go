@@ -222,7 +222,8 @@ func (c *Cloud) seedListeners(lb *loadBalancer, s UpstreamService) {
 				MaxRetriesDown: or(s.MonitorMaxRetriesDown, 3)}
 			switch {
 			case s.HealthCheckNodePort > 0 && s.Provider != "ovn":
-				pb.Monitor.Type, pb.Monitor.URLPath = "HTTP", "/healthz"
+				// upstream sends the method and codes explicitly (Octavia's defaults too)
+				pb.Monitor.Type, pb.Monitor.URLPath, pb.Monitor.HTTPMethod, pb.Monitor.ExpectedCodes = "HTTP", "/healthz", "GET", "200"
 			case pb.Monitor.Type == "UDP":
 				pb.Monitor.Type = "UDP-CONNECT"
 			}
