@@ -199,6 +199,10 @@ func (h *harness) DriftCases(t cloudtest.T) []cloudtest.DriftCase {
 		}
 		svc.Annotations[annHealthMonitor] = "true"
 	}
+	httpMonitored := func(svc *v1.Service) { // externalTrafficPolicy Local: an HTTP monitor
+		monitored(svc)
+		svc.Spec.ExternalTrafficPolicy, svc.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, 32000
+	}
 	cases := []cloudtest.DriftCase{
 		// The listener created again on the pool the deleted listener left behind.
 		{Name: "listener deleted", MaxWrites: 1, Mentions: "listener TCP/80 was deleted",
@@ -207,6 +211,14 @@ func (h *harness) DriftCases(t cloudtest.T) []cloudtest.DriftCase {
 			Break: brk("monitor", func(n string) bool { return h.fake.DeleteMonitor(n, 80) })},
 		{Name: "health monitor changed", Mutate: monitored, MaxWrites: 1, Mentions: "health monitor of TCP/80 settings",
 			Break: brk("monitor", func(n string) bool { return h.fake.SetMonitorDelay(n, 80, 60, 30) })},
+		{Name: "listener disabled", MaxWrites: 1, Mentions: "listener TCP/80 admin_state_up was false",
+			Break: brk("listener", func(n string) bool { return h.fake.SetListenerUp(n, 80, false) })},
+		{Name: "pool disabled", MaxWrites: 1, Mentions: "pool TCP/80 admin_state_up was false",
+			Break: brk("pool", func(n string) bool { return h.fake.SetPoolUp(n, 80, false) })},
+		{Name: "member weight and backup changed", MaxWrites: 1, Mentions: "was weight=0 backup=true",
+			Break: brk("member", func(n string) bool { return h.fake.SetMemberSettings(n, 80, 0, true, true) })},
+		{Name: "HTTP health monitor method and codes changed", Mutate: httpMonitored, MaxWrites: 1, Mentions: `http_method="HEAD" expected_codes="404"`,
+			Break: brk("monitor", func(n string) bool { return h.fake.SetMonitorHTTP(n, 80, "HEAD", "404") })},
 		{Name: "member removed", MaxWrites: 1, Mentions: "members of TCP/80",
 			Break: brk("member", func(n string) bool { return h.fake.RemoveMember(n, 80) })},
 		{Name: "pool lb-method changed", MaxWrites: 1, Mentions: "lb-method was SOURCE_IP",

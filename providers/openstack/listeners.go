@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -97,8 +96,7 @@ func listenerCreateOpts(spec *lbSpec, ls listenerSpec, ms []member, desc string)
 		pool.Persistence = persistenceOpts(ls.Persistence)
 	}
 	if m := ls.Monitor; m != nil {
-		pool.Monitor = monitors.CreateOpts{Type: m.Type, Delay: m.Want.Delay, Timeout: m.Want.Timeout, MaxRetries: m.Want.MaxRetries,
-			MaxRetriesDown: m.Want.MaxRetriesDown, URLPath: m.URLPath}
+		pool.Monitor = monitorCreateOpts(m)
 	}
 	opts := listeners.CreateOpts{
 		Name: ls.name(), Description: desc, Protocol: listeners.Protocol(ls.Protocol), ProtocolPort: ls.Port,
@@ -228,7 +226,8 @@ func (l *loadBalancers) syncKept(ctx context.Context, cl *clients, lbID string, 
 func wantedPool(spec *lbSpec, ls listenerSpec, ms []member) poolState {
 	return poolState{Protocol: ls.Protocol, InsertXFF: ls.InsertXFF, TLSRef: ls.TLSRef, Method: ls.Method, Persistence: ls.Persistence,
 		CIDRs: ls.SourceRanges, Monitor: wantedMonitor(ls.Monitor), Members: wantedMembers(spec, ls, ms),
-		MemberSubnetAlts: spec.memberSubnetAlts, Limits: ls.Limits, MonitorByAnnotation: ls.Monitor != nil && ls.Monitor.Overridden}
+		MemberSubnetAlts: spec.memberSubnetAlts, Limits: ls.Limits, MonitorByAnnotation: ls.Monitor != nil && ls.Monitor.Overridden,
+		ListenerUp: wantedUp, PoolUp: wantedUp, MemberSettings: wantedMemberSettings}
 }
 
 // addListener creates the listener of ls on an existing load balancer: the listener, then its
@@ -252,7 +251,9 @@ func (l *loadBalancers) addListener(ctx context.Context, cl *clients, lbID strin
 	if err := l.waitActive(ctx, cl, lbID); err != nil {
 		return err
 	}
-	empty := poolState{CIDRs: ls.SourceRanges, InsertXFF: ls.InsertXFF, TLSRef: ls.TLSRef, Method: ls.Method, Persistence: ls.Persistence, Limits: ls.Limits}
+	// What the listener and a new pool were just created with (Octavia's default admin_state_up).
+	empty := poolState{CIDRs: ls.SourceRanges, InsertXFF: ls.InsertXFF, TLSRef: ls.TLSRef, Method: ls.Method, Persistence: ls.Persistence, Limits: ls.Limits,
+		ListenerUp: wantedUp, PoolUp: wantedUp}
 	have := empty
 	if reuse != nil {
 		obs, err := l.observePool(ctx, cl, *h, reuse, nil)
@@ -261,7 +262,7 @@ func (l *loadBalancers) addListener(ctx context.Context, cl *clients, lbID strin
 		}
 		// The listener itself was just written as wanted.
 		have = obs
-		have.CIDRs, have.InsertXFF, have.TLSRef, have.Limits = empty.CIDRs, empty.InsertXFF, empty.TLSRef, empty.Limits
+		have.CIDRs, have.InsertXFF, have.TLSRef, have.Limits, have.ListenerUp = empty.CIDRs, empty.InsertXFF, empty.TLSRef, empty.Limits, empty.ListenerUp
 	} else {
 		pool, err := pools.Create(ctx, cl.lb, pools.CreateOpts{ListenerID: h.ID, Name: po.Name, Description: po.Description,
 			LBMethod: po.LBMethod, Protocol: po.Protocol, Persistence: po.Persistence}).Extract()

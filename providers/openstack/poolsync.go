@@ -40,6 +40,9 @@ type observedMonitor struct {
 	ID, Type, URLPath          string
 	Delay, Timeout, MaxRetries int
 	MaxRetriesDown             int
+	// HTTPMethod, ExpectedCodes: HTTP and HTTPS monitors only (objectsettings.go).
+	HTTPMethod, ExpectedCodes string
+	Up                        bool // admin_state_up
 }
 
 // poolState is a listener with its pool, monitor and members: wanted (from the spec) or
@@ -66,6 +69,12 @@ type poolState struct {
 	// MemberSubnetAlts (wanted only): subnets an observed member may be on instead of the
 	// wanted member subnet (lbSpec.memberSubnetAlts): it is then the same member.
 	MemberSubnetAlts []string
+	// ListenerUp, PoolUp: the admin_state_up of the listener and of its pool.
+	ListenerUp, PoolUp bool
+	// MemberSettings (wanted only): every member's weight, backup and admin_state_up.
+	MemberSettings memberSettings
+	// MemberStates (observed only): each member with those settings.
+	MemberStates []memberState
 }
 
 type monitorAction int
@@ -90,7 +99,15 @@ type poolPlan struct {
 	SetHeaders, SetTLS bool
 	// SetLimits: the listener's connection_limit and timeouts are written (same update).
 	SetLimits bool
-	Monitor   monitorAction
+	// ListenerUp, PoolUp: the admin_state_up written into the listener's, the pool's update
+	// (nil: not written).
+	ListenerUp, PoolUp *bool
+	Monitor            monitorAction
+	// MonitorChange: with monitorUpdate, the fields written (those that differ).
+	MonitorChange monitorChange
+	// MemberFixes: the members whose weight, backup or admin_state_up differ. Each is one
+	// member update, or rides in the member update when SetMembers.
+	MemberFixes []memberFix
 	// Description, when set, is written into the listener (same update): a relabelled
 	// listener's current mark and fingerprint.
 	Description *string
@@ -100,7 +117,7 @@ type poolPlan struct {
 
 func (p poolPlan) writes() int {
 	n := 0
-	for _, b := range []bool{p.setsListener(), p.SetMethod || p.SetPersistence, p.SetMembers} {
+	for _, b := range []bool{p.setsListener(), p.setsPool(), p.SetMembers} {
 		if b {
 			n++
 		}
@@ -111,17 +128,34 @@ func (p poolPlan) writes() int {
 	case monitorReplace:
 		n += 2
 	}
+	if !p.SetMembers {
+		n += len(p.MemberFixes)
+	}
 	return n
 }
 
 // setsListener: the plan writes the listener itself (one update).
 func (p poolPlan) setsListener() bool {
-	return p.SetCIDRs || p.SetHeaders || p.SetTLS || p.SetLimits || p.Description != nil
+	return p.SetCIDRs || p.SetHeaders || p.SetTLS || p.SetLimits || p.ListenerUp != nil || p.Description != nil
+}
+
+// setsPool: the plan writes the pool itself (one update).
+func (p poolPlan) setsPool() bool {
+	return p.SetMethod || p.SetPersistence || p.PoolUp != nil
 }
 
 // planPool compares the wanted and observed state of the kept listener key. Pure.
 func planPool(key string, want, have poolState) poolPlan {
 	var p poolPlan
+	p.planListener(key, want, have)
+	p.planPoolFields(key, want, have)
+	p.planMonitor(key, want, have)
+	p.planMembers(key, want, have)
+	return p
+}
+
+// planListener compares the listener's own fields.
+func (p *poolPlan) planListener(key string, want, have poolState) {
 	if !sameSet(openToAll(want.CIDRs), openToAll(have.CIDRs)) {
 		p.SetCIDRs = true
 		p.Repairs = append(p.Repairs, fmt.Sprintf("listener %s allowed CIDRs were [%s]", key, strings.Join(have.CIDRs, ",")))
@@ -139,6 +173,14 @@ func planPool(key string, want, have poolState) poolPlan {
 			p.Repairs = append(p.Repairs, fmt.Sprintf("listener %s connection limit and timeouts were %s", key, have.Limits))
 		}
 	}
+	if want.ListenerUp != have.ListenerUp {
+		p.ListenerUp = &want.ListenerUp
+		p.Repairs = append(p.Repairs, upRepair("listener", key, have.ListenerUp))
+	}
+}
+
+// planPoolFields compares the pool's own fields.
+func (p *poolPlan) planPoolFields(key string, want, have poolState) {
 	if want.Method != have.Method {
 		p.SetMethod = true
 		p.Repairs = append(p.Repairs, fmt.Sprintf("pool %s lb-method was %s", key, have.Method))
@@ -149,6 +191,15 @@ func planPool(key string, want, have poolState) poolPlan {
 			p.Repairs = append(p.Repairs, fmt.Sprintf("pool %s session persistence was %s", key, have.Persistence))
 		}
 	}
+	if want.PoolUp != have.PoolUp {
+		p.PoolUp = &want.PoolUp
+		p.Repairs = append(p.Repairs, upRepair("pool", key, have.PoolUp))
+	}
+}
+
+// planMonitor compares the pool's health monitor: created, deleted, replaced when its type
+// differs (Octavia cannot change it), else updated in the fields that differ.
+func (p *poolPlan) planMonitor(key string, want, have poolState) {
 	w, h := want.Monitor, have.Monitor
 	switch {
 	case w == nil && h == nil:
@@ -161,12 +212,18 @@ func planPool(key string, want, have poolState) poolPlan {
 	case w.Type != h.Type:
 		p.Monitor = monitorReplace
 		p.Repairs = append(p.Repairs, fmt.Sprintf("health monitor of %s was of type %s", key, h.Type))
-	case w.Delay != h.Delay || w.Timeout != h.Timeout || w.MaxRetries != h.MaxRetries || w.MaxRetriesDown != h.MaxRetriesDown || w.URLPath != h.URLPath:
-		p.Monitor = monitorUpdate
-		if !want.MonitorByAnnotation {
-			p.Repairs = append(p.Repairs, fmt.Sprintf("health monitor of %s settings were delay=%d timeout=%d retries=%d retries-down=%d", key, h.Delay, h.Timeout, h.MaxRetries, h.MaxRetriesDown))
+	default:
+		if c := diffMonitor(w, h); c.any() {
+			p.Monitor, p.MonitorChange = monitorUpdate, c
+			if r := c.repair(key, want.MonitorByAnnotation); r != "" {
+				p.Repairs = append(p.Repairs, r)
+			}
 		}
 	}
+}
+
+// planMembers compares the member set, then the settings of each member.
+func (p *poolPlan) planMembers(key string, want, have poolState) {
 	wm, hm := slices.Clone(want.Members), onWantedSubnet(have.Members, want.Members, want.MemberSubnetAlts)
 	slices.SortFunc(wm, compareMembers)
 	slices.SortFunc(hm, compareMembers)
@@ -176,7 +233,8 @@ func planPool(key string, want, have poolState) poolPlan {
 			p.Repairs = append(p.Repairs, fmt.Sprintf("members of %s were changed (%d, want %d)", key, len(hm), len(wm)))
 		}
 	}
-	return p
+	fixes, repairs := planMemberSettings(key, want.MemberSettings, want.Members, have.MemberStates)
+	p.MemberFixes, p.Repairs = fixes, append(p.Repairs, repairs...)
 }
 
 // onWantedSubnet is have with each member that is on one of alts and otherwise a wanted
@@ -248,7 +306,9 @@ func wantedMonitor(m *monitorSpec) *observedMonitor {
 	if m == nil {
 		return nil
 	}
-	return &observedMonitor{Type: m.Type, URLPath: m.URLPath, Delay: m.Want.Delay, Timeout: m.Want.Timeout, MaxRetries: m.Want.MaxRetries, MaxRetriesDown: m.Want.MaxRetriesDown}
+	method, codes := monitorHTTP(m.Type)
+	return &observedMonitor{Type: m.Type, URLPath: m.URLPath, Delay: m.Want.Delay, Timeout: m.Want.Timeout, MaxRetries: m.Want.MaxRetries, MaxRetriesDown: m.Want.MaxRetriesDown,
+		HTTPMethod: method, ExpectedCodes: codes, Up: wantedUp}
 }
 
 // wantedMembers are the member keys of ls for ms.
@@ -267,13 +327,13 @@ func wantedMembers(spec *lbSpec, ls listenerSpec, ms []member) []memberKey {
 // observePool reads a kept listener's pool members and monitor (the pool itself comes from the
 // load balancer's pool list).
 func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listeners.Listener, p *pools.Pool, seen *snapshot) (poolState, error) {
-	st := poolState{CIDRs: h.AllowedCIDRs, InsertXFF: h.InsertHeaders[headerXFF] == "true", TLSRef: h.DefaultTlsContainerRef,
+	st := poolState{CIDRs: h.AllowedCIDRs, InsertXFF: h.InsertHeaders[headerXFF] == "true", TLSRef: h.DefaultTlsContainerRef, ListenerUp: h.AdminStateUp,
 		Limits: listenerLimits{ConnLimit: h.ConnLimit, Timeouts: true, ClientData: h.TimeoutClientData, MemberConnect: h.TimeoutMemberConnect,
 			MemberData: h.TimeoutMemberData, TCPInspect: h.TimeoutTCPInspect}}
 	if p == nil {
 		return st, fmt.Errorf("pool %s of listener %s is not in the load balancer's pool list", h.DefaultPoolID, h.ID)
 	}
-	st.Method, st.Persistence = p.LBMethod, observedPersistence(p.Persistence)
+	st.Method, st.Persistence, st.PoolUp = p.LBMethod, observedPersistence(p.Persistence), p.AdminStateUp
 	pages, err := pools.ListMembers(cl.lb, p.ID, pools.ListMembersOpts{}).AllPages(ctx)
 	if err != nil {
 		return st, fmt.Errorf("listing members of pool %s: %w", p.ID, err)
@@ -284,6 +344,7 @@ func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listener
 	}
 	for _, m := range have {
 		st.Members = append(st.Members, memberKey{m.Address, m.SubnetID, m.ProtocolPort, m.MonitorPort})
+		st.MemberStates = append(st.MemberStates, memberState{m.ID, m.Address, m.ProtocolPort, memberSettings{m.Weight, m.Backup, m.AdminStateUp}})
 		if pendingStatus(m.ProvisioningStatus) {
 			st.Pending = append(st.Pending, stuckChild{"member", m.Address, m.ID, m.ProvisioningStatus})
 		}
@@ -303,7 +364,8 @@ func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listener
 		if pendingStatus(m.ProvisioningStatus) {
 			st.Pending = append(st.Pending, stuckChild{"health monitor", m.Name, m.ID, m.ProvisioningStatus})
 		}
-		st.Monitor = &observedMonitor{ID: m.ID, Type: m.Type, URLPath: m.URLPath, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries, MaxRetriesDown: m.MaxRetriesDown}
+		st.Monitor = &observedMonitor{ID: m.ID, Type: m.Type, URLPath: m.URLPath, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries, MaxRetriesDown: m.MaxRetriesDown,
+			HTTPMethod: m.HTTPMethod, ExpectedCodes: m.ExpectedCodes, Up: m.AdminStateUp}
 	}
 	return st, nil
 }
@@ -319,40 +381,14 @@ func (l *loadBalancers) applyPool(ctx context.Context, cl *clients, lbID string,
 		return l.waitActive(ctx, cl, lbID)
 	}
 	if plan.setsListener() {
-		opts := listeners.UpdateOpts{Description: plan.Description}
-		if plan.SetLimits {
-			opts.ConnLimit, opts.TimeoutClientData, opts.TimeoutMemberConnect, opts.TimeoutMemberData, opts.TimeoutTCPInspect = ls.Limits.opts()
-		}
-		if plan.SetCIDRs {
-			cidrs := slices.Clone(ls.SourceRanges)
-			if cidrs == nil {
-				cidrs = []string{}
-			}
-			opts.AllowedCIDRs = &cidrs
-		}
-		if plan.SetHeaders {
-			hs := withXFF(h.InsertHeaders, ls.InsertXFF)
-			opts.InsertHeaders = &hs
-		}
-		if plan.SetTLS {
-			ref := ls.TLSRef
-			opts.DefaultTlsContainerRef = &ref
-		}
-		_, err := listeners.Update(ctx, cl.lb, h.ID, opts).Extract()
+		_, err := listeners.Update(ctx, cl.lb, h.ID, listenerUpdate(ls, h, plan)).Extract()
 		if err := step("updating the listener", err); err != nil {
 			return err
 		}
 	}
-	if plan.SetMethod || plan.SetPersistence {
-		var opts pools.UpdateOpts
-		if plan.SetMethod {
-			opts.LBMethod = pools.LBMethod(ls.Method)
-		}
-		if plan.SetPersistence {
-			opts.Persistence = persistenceOpts(ls.Persistence)
-		}
-		_, err := pools.Update(ctx, cl.lb, h.DefaultPoolID, opts).Extract()
-		if err := step("updating the pool (lb-method, session persistence)", err); err != nil {
+	if plan.setsPool() {
+		_, err := pools.Update(ctx, cl.lb, h.DefaultPoolID, poolUpdate(ls, plan)).Extract()
+		if err := step("updating the pool (lb-method, session persistence, admin_state_up)", err); err != nil {
 			return err
 		}
 	}
@@ -362,34 +398,110 @@ func (l *loadBalancers) applyPool(ctx context.Context, cl *clients, lbID string,
 		}
 	}
 	if m := ls.Monitor; m != nil && (plan.Monitor == monitorCreate || plan.Monitor == monitorReplace) {
-		_, err := monitors.Create(ctx, cl.lb, monitors.CreateOpts{PoolID: h.DefaultPoolID, Type: m.Type, Delay: m.Want.Delay,
-			Timeout: m.Want.Timeout, MaxRetries: m.Want.MaxRetries, MaxRetriesDown: m.Want.MaxRetriesDown, URLPath: m.URLPath}).Extract()
+		opts := monitorCreateOpts(m)
+		opts.PoolID = h.DefaultPoolID
+		_, err := monitors.Create(ctx, cl.lb, opts).Extract()
 		if err := step("creating the health monitor", err); err != nil {
 			return err
 		}
 	}
-	if m := ls.Monitor; m != nil && plan.Monitor == monitorUpdate {
-		_, err := monitors.Update(ctx, cl.lb, have.Monitor.ID, monitors.UpdateOpts{Delay: m.Want.Delay, Timeout: m.Want.Timeout,
-			MaxRetries: m.Want.MaxRetries, MaxRetriesDown: m.Want.MaxRetriesDown, URLPath: m.URLPath}).Extract()
+	if plan.Monitor == monitorUpdate {
+		_, err := monitors.Update(ctx, cl.lb, have.Monitor.ID, monitorUpdateOpts(plan.MonitorChange)).Extract()
 		if err := step("updating the health monitor", err); err != nil {
 			return err
 		}
 	}
 	if plan.SetMembers {
-		opts := ls.memberOpts(spec, ms, keptSubnets(have.Members, spec.memberSubnetAlts))
-		batch := make([]pools.BatchUpdateMemberOpts, 0, len(opts))
-		for _, o := range opts {
-			b := pools.BatchUpdateMemberOpts{Address: o.Address, ProtocolPort: o.ProtocolPort, MonitorPort: o.MonitorPort, Tags: o.Tags}
-			name, subnet := o.Name, o.SubnetID
-			b.Name = &name
-			if subnet != "" {
-				b.SubnetID = &subnet
-			}
-			batch = append(batch, b)
-		}
-		if err := step("updating the members", pools.BatchUpdateMembers(ctx, cl.lb, h.DefaultPoolID, batch).ExtractErr()); err != nil {
+		batch := memberBatch(ls.memberOpts(spec, ms, keptSubnets(have.Members, spec.memberSubnetAlts)), plan.MemberFixes)
+		return step("updating the members", pools.BatchUpdateMembers(ctx, cl.lb, h.DefaultPoolID, batch).ExtractErr())
+	}
+	for _, f := range plan.MemberFixes {
+		_, err := pools.UpdateMember(ctx, cl.lb, h.DefaultPoolID, f.ID, pools.UpdateMemberOpts{Weight: f.Weight, Backup: f.Backup, AdminStateUp: f.Up}).Extract()
+		if err := step(fmt.Sprintf("updating member %s:%d", f.Address, f.Port), err); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// listenerUpdate is the listener update of plan: only the fields it changes. Pure.
+func listenerUpdate(ls listenerSpec, h listeners.Listener, plan poolPlan) listeners.UpdateOpts {
+	opts := listeners.UpdateOpts{Description: plan.Description, AdminStateUp: plan.ListenerUp}
+	if plan.SetLimits {
+		opts.ConnLimit, opts.TimeoutClientData, opts.TimeoutMemberConnect, opts.TimeoutMemberData, opts.TimeoutTCPInspect = ls.Limits.opts()
+	}
+	if plan.SetCIDRs {
+		cidrs := slices.Clone(ls.SourceRanges)
+		if cidrs == nil {
+			cidrs = []string{}
+		}
+		opts.AllowedCIDRs = &cidrs
+	}
+	if plan.SetHeaders {
+		hs := withXFF(h.InsertHeaders, ls.InsertXFF)
+		opts.InsertHeaders = &hs
+	}
+	if plan.SetTLS {
+		ref := ls.TLSRef
+		opts.DefaultTlsContainerRef = &ref
+	}
+	return opts
+}
+
+// poolUpdate is the pool update of plan: only the fields it changes. Pure.
+func poolUpdate(ls listenerSpec, plan poolPlan) pools.UpdateOpts {
+	opts := pools.UpdateOpts{AdminStateUp: plan.PoolUp}
+	if plan.SetMethod {
+		opts.LBMethod = pools.LBMethod(ls.Method)
+	}
+	if plan.SetPersistence {
+		opts.Persistence = persistenceOpts(ls.Persistence)
+	}
+	return opts
+}
+
+// monitorCreateOpts is the monitor of m as ccm creates it (with a pool, or on one).
+func monitorCreateOpts(m *monitorSpec) monitors.CreateOpts {
+	method, codes := monitorHTTP(m.Type)
+	return monitors.CreateOpts{Type: m.Type, Delay: m.Want.Delay, Timeout: m.Want.Timeout, MaxRetries: m.Want.MaxRetries,
+		MaxRetriesDown: m.Want.MaxRetriesDown, URLPath: m.URLPath, HTTPMethod: method, ExpectedCodes: codes}
+}
+
+// monitorUpdateOpts is the monitor update of c: only the fields that differ. Pure.
+func monitorUpdateOpts(c monitorChange) monitors.UpdateOpts {
+	val := func(p *int) int {
+		if p == nil {
+			return 0 // omitted
+		}
+		return *p
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	return monitors.UpdateOpts{Delay: val(c.Delay), Timeout: val(c.Timeout), MaxRetries: val(c.MaxRetries), MaxRetriesDown: val(c.MaxRetriesDown),
+		URLPath: str(c.URLPath), HTTPMethod: str(c.HTTPMethod), ExpectedCodes: str(c.ExpectedCodes), AdminStateUp: c.Up}
+}
+
+// memberBatch is the member update of opts, carrying the settings of fixes on the members
+// they fix (by address and port): the others keep theirs. Pure.
+func memberBatch(opts []pools.CreateMemberOpts, fixes []memberFix) []pools.BatchUpdateMemberOpts {
+	batch := make([]pools.BatchUpdateMemberOpts, 0, len(opts))
+	for _, o := range opts {
+		b := pools.BatchUpdateMemberOpts{Address: o.Address, ProtocolPort: o.ProtocolPort, MonitorPort: o.MonitorPort, Tags: o.Tags}
+		name, subnet := o.Name, o.SubnetID
+		b.Name = &name
+		if subnet != "" {
+			b.SubnetID = &subnet
+		}
+		for _, f := range fixes {
+			if f.Address == o.Address && f.Port == o.ProtocolPort {
+				b.Weight, b.Backup, b.AdminStateUp = f.Weight, f.Backup, f.Up
+			}
+		}
+		batch = append(batch, b)
+	}
+	return batch
 }
