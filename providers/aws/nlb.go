@@ -3,7 +3,6 @@ package aws
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/svcevents"
+	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
 )
 
 // nlbPoll is how soon a Service whose NLB is still provisioning is looked at again: the
@@ -119,7 +119,7 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 				np.Backend = "TLS" // upstream: TLS to the nodes on every TLS listener
 			}
 		}
-		// The protocol is in the name: a change makes a new target group (see reconcileNLB).
+		// The protocol is in the name: a change makes a new target group (see nlbplan).
 		np.TG = tgNames.Name(l.c.cfg.ClusterID(), svc.Namespace+"/"+svc.Name, fmt.Sprintf("%s%d", strings.ToLower(np.backend()), p.NodePort))
 		d.Ports = append(d.Ports, np)
 	}
@@ -265,11 +265,34 @@ func nlbStatus(lb *v2types.LoadBalancer) *v1.LoadBalancerStatus {
 	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: strings.ToLower(aws.ToString(lb.DNSName))}}}
 }
 
+// nlbSync is one reconcile of an NLB: what it found and decided before the plan.
+type nlbSync struct {
+	svc       *v1.Service
+	opts      *lbOptions
+	name      string
+	cur       *v2types.LoadBalancer
+	tags      map[string]string // nil: made by this reconcile
+	want      *nlbDesired
+	groups    nlbGroupPlan
+	group     *types.SecurityGroup           // the NLB's own (nlbgroup.go)
+	named     map[string]v2types.TargetGroup // target groups looked up by name before a creation
+	recreated bool
+	repairs   []string
+	// applied: the desired state is the one last applied (its fingerprint is on the NLB), so
+	// a difference is drift.
+	applied bool
+	// lbStale: the NLB's entry in the listing is no longer what the cloud holds (it was made
+	// or its groups changed here; or an error left that unknown).
+	lbStale bool
+}
+
 // ensureNLB is EnsureLoadBalancer for type nlb: desired against observed (the cluster's
 // listing, else one Describe; its listeners, target groups, their attributes and targets; the
-// node rules), then only the difference is written. The fingerprint tag says what was last
-// applied: a difference while it still matches is drift, reported as an Event.
-func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
+// node rules), then only the difference is written. The NLB itself (made, or made again for a
+// scheme change) and its security groups come first; then its parts as observe → plan → apply
+// (nlbapply.go). The fingerprint tag says what was last applied: a difference while it still
+// matches is drift, reported as an Event.
+func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (_ *v1.LoadBalancerStatus, err error) {
 	if opts.nlbGroupIDErr != nil && l.c.cfg.nlbGroupsManaged() {
 		return nil, opts.nlbGroupIDErr
 	}
@@ -283,28 +306,15 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 	if err != nil {
 		return nil, err
 	}
-	if cur != nil && len(opts.portsReadPlainOnlyByUpstream(svc)) > 0 {
-		// Rare (ssl-ports with spaces or a "*" in a list): its listeners are read for this.
-		out, err := describeListenersAll(ctx, l.c.api.elbv2, &elbv2.DescribeListenersInput{LoadBalancerArn: cur.LoadBalancerArn})
-		if err != nil {
-			return nil, fmt.Errorf("aws: DescribeListeners: %w", err)
-		}
-		current := map[int32]string{}
-		for _, ls := range out.Listeners {
-			current[aws.ToInt32(ls.Port)] = string(ls.Protocol)
-		}
-		if msg := opts.keepTLSListeners(svc, current); msg != "" {
-			l.c.events.Advise(svc, reasonListenerKeptTLS, msg)
-		}
+	if err := l.adviseKeptTLS(ctx, svc, opts, cur); err != nil {
+		return nil, err
 	}
 	want, err := l.nlbDesired(ctx, svc, opts)
 	if err != nil {
 		return nil, err
 	}
 	want.NodeGroups = nodeGroups
-	fp := fingerprint.Of(want)
-	id := l.identity(svc)
-	if err := l.checkNamespaceRulesBefore(ctx, id, want); err != nil {
+	if err := l.checkNamespaceRulesBefore(ctx, l.identity(svc), want); err != nil {
 		return nil, err
 	}
 	if cur == nil && mustExist {
@@ -314,213 +324,250 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lb
 		// Decided on the listing's tags: read them again before the first write, if any.
 		ctx = confirmBeforeWrites(ctx, l.nlbOwnerCheck(svc, name, aws.ToString(cur.LoadBalancerArn)))
 	}
-	var repairs []string
-	wrote := true // until proven otherwise (an error path leaves the listing unused for name)
+	s := &nlbSync{svc: svc, opts: opts, name: name, cur: cur, tags: tags, want: want, lbStale: true}
 	defer func() {
-		if wrote {
+		if s.lbStale || err != nil { // after an error, whatever was written is unknown
 			l.nsnap.forget(name)
 		}
 	}()
-	applied := false        // the desired state is the one last applied (its fingerprint is on the NLB)
-	var prevGroups []string // node groups of an earlier reconcile, from the NLB's tag: where to look
-	var named map[string]v2types.TargetGroup
-	recreated := false
-	var group *types.SecurityGroup // the NLB's own (nlbgroup.go)
-	if cur != nil {
-		if err := checkLB(id, svc, name, tags); err != nil {
-			return nil, err
-		}
-		if want.ManagedGroup {
-			if group, err = l.nlbGroupOf(ctx, svc, cur); err != nil {
-				return nil, err
-			}
-		}
+	if err := l.prepareNLB(ctx, s); err != nil {
+		return nil, err
 	}
-	// The Elastic IPs of an NLB about to be made, before anything is written.
-	if len(opts.EIPs) > 0 && (cur == nil || string(cur.Scheme) != want.Scheme) {
-		if err := l.checkEIPs(ctx, id, opts.EIPs); err != nil {
-			return nil, err
-		}
-	}
-	// The NLB's groups; named ones are checked before anything is written.
-	kept := cur != nil && string(cur.Scheme) == want.Scheme
-	var curGroups []string
-	if kept {
-		curGroups = cur.SecurityGroups
-	}
-	plan := planNLBGroups(want.ManagedGroup, opts.SecurityGroups, kept, curGroups, groupIDOf(group))
-	if plan.Advice != "" {
-		l.c.events.Advise(svc, reasonUnusedAnnotation, plan.Advice)
-	}
-	if len(plan.Named) > 0 {
-		if err := l.checkNamedGroups(ctx, id, annSecurityGroup, plan.Named); err != nil {
-			return nil, err
-		}
-	}
-	if cur != nil {
-		if string(cur.Scheme) != want.Scheme {
-			// An NLB cannot change its scheme: it is deleted and made again below, with new
-			// addresses and DNS name. Its target groups stay and are attached to the new one.
-			// Owned: checkLB above, on tags read now or, when listed, read again before this
-			// first write (confirmBeforeWrites).
-			l.c.events.Event(svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
-				fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which an NLB cannot do in place; its addresses and DNS name change", name, want.Scheme))
-			if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: cur.LoadBalancerArn}); err != nil {
-				return nil, fmt.Errorf("aws: DeleteLoadBalancer (v2) %s: %w", name, err)
-			}
-			klog.InfoS("Deleted NLB to change its scheme", "service", klog.KObj(svc), "name", name, "scheme", want.Scheme)
-			l.tsnap.forget(aws.ToString(cur.LoadBalancerArn))
-			cur, tags, recreated = nil, nil, true
-		}
-	}
-	if cur == nil {
-		// The target groups have deterministic names: one made by someone else with such a
-		// name must stop the creation before anything is written.
-		if named, err = l.targetGroupsByName(ctx, id, want); err != nil {
-			return nil, err
-		}
-		// Creating: this may be a type change, so the Service's classic ELB goes first.
-		hadELB, err := l.deleteClassic(ctx, svc)
-		if err != nil {
-			return nil, err
-		}
-		if !hadELB && !recreated && len(svc.Status.LoadBalancer.Ingress) > 0 {
-			repairs = append(repairs, "the load balancer was deleted")
-			applied = true
-		}
-		in := &elbv2.CreateLoadBalancerInput{Name: aws.String(name), Type: v2types.LoadBalancerTypeEnumNetwork,
-			Scheme: v2types.LoadBalancerSchemeEnum(want.Scheme), Subnets: want.Subnets, Tags: v2Tags(ownTags(id, opts.ExtraTags, nil))}
-		switch {
-		case plan.Own:
-			// The group (kept from the NLB a scheme change replaced, else ccm's) and its rules
-			// before the NLB: it admits its clients from the start.
-			if group == nil {
-				if group, err = l.newNLBGroup(ctx, svc, name, want); err != nil {
-					return nil, err
-				}
-			}
-			if _, err := l.syncNLBGroup(ctx, svc, group, want); err != nil {
-				return nil, err
-			}
-			in.SecurityGroups = []string{aws.ToString(group.GroupId)}
-		case len(plan.Named) > 0:
-			in.SecurityGroups = plan.Named
-		}
-		if len(want.Addresses) > 0 {
-			in.Subnets = nil
-			for i, sn := range want.Subnets {
-				m := v2types.SubnetMapping{SubnetId: aws.String(sn)}
-				if len(opts.EIPs) > 0 {
-					m.AllocationId = aws.String(want.Addresses[i])
-				} else {
-					m.PrivateIPv4Address = aws.String(want.Addresses[i])
-				}
-				in.SubnetMappings = append(in.SubnetMappings, m)
-			}
-		}
-		out, err := l.c.api.elbv2.CreateLoadBalancer(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("aws: CreateLoadBalancer (v2) %s: %w", name, err)
-		}
-		if len(out.LoadBalancers) == 0 || aws.ToString(out.LoadBalancers[0].LoadBalancerArn) == "" {
-			return nil, errEmptyAnswer("CreateLoadBalancer (v2)", name)
-		}
-		cur, tags = &out.LoadBalancers[0], nil
-		klog.InfoS("Created NLB", "service", klog.KObj(svc), "name", name)
+	if s.cur == nil {
+		err = l.createNLB(ctx, s)
 	} else {
-		applied = !fingerprint.Changed(tags[fingerprintTag], fp) && !ownership.NeedsUID(id, tags)
-		prevGroups = groupIDs(tags[nodeGroupsTag])
-		if plan.Own {
-			if group == nil {
-				// Its groups are none of the Service's own (it named them until now): its own
-				// replaces them, as upstream. They are the user's and stay as they are, where
-				// upstream deletes a detached one tagged cluster-owned: a deliberate difference.
-				if group, err = l.newNLBGroup(ctx, svc, name, want); err != nil {
-					return nil, err
-				}
-			}
-			changes, err := l.syncNLBGroup(ctx, svc, group, want)
-			if err != nil {
-				return nil, err
-			}
-			repairs = append(repairs, changes...)
-		} else if want.ManagedGroup && len(cur.SecurityGroups) == 0 {
-			klog.V(2).InfoS("NLB has no security group and AWS cannot add one; left as it is (as upstream)", "service", klog.KObj(svc), "name", name)
-		}
-		changes, err := l.setNLBGroups(ctx, svc, cur, plan, group)
-		if err != nil {
-			return nil, err
-		}
-		repairs = append(repairs, changes...)
+		err = l.existingNLBGroups(ctx, s)
 	}
-	if plan.DropOwn || (len(plan.Named) > 0 && group == nil) {
+	if err != nil {
+		return nil, err
+	}
+	if s.groups.DropOwn || (len(s.groups.Named) > 0 && s.group == nil) {
 		// Detached (or on the NLB a scheme change replaced): the Service's own group goes.
-		l.dropOwnNLBGroup(ctx, svc, name, want, group)
+		l.dropOwnNLBGroup(ctx, svc, name, want, s.group)
 	}
-	arn := aws.ToString(cur.LoadBalancerArn)
-	defer func() {
-		if wrote {
-			l.tsnap.forget(arn)
-		}
-	}()
-	tgs, err := l.targetGroupsOf(ctx, arn)
+	pending, err := l.syncNLBParts(ctx, s, members)
 	if err != nil {
 		return nil, err
 	}
-	// Until ccm has completed a reconcile of it (its fingerprint is on it), target groups the
-	// upstream CCM attached are taken over only when their tags prove them this Service's.
-	verify := name == upstreamName(svc) && tags[fingerprintTag] == ""
-	tgs, pending, err := l.reconcileNLB(ctx, svc, arn, want, tgs, named, members, verify, &repairs)
-	if err != nil {
-		return nil, err
-	}
-	if tags != nil || want.CrossZone || want.AccessLog { // a new NLB has AWS's defaults: off, off
-		if err := l.ensureNLBAttributes(ctx, svc, arn, want, &repairs); err != nil {
-			return nil, err
-		}
-	}
-	if tags != nil && len(want.Addresses) > 0 && !sameAddresses(cur, want.Addresses) {
-		l.c.events.Advise(svc, reasonUnusedAnnotation, fmt.Sprintf("%s%s / %s: the NLB's addresses are not the ones named; AWS sets them only when an NLB is created (as upstream, ccm does not recreate it): recreate the Service to apply them",
-			annotationPrefix, annEIPAllocations, annPrivateAddresses))
-	}
-	if verify {
-		// Upstream's node rules for this NLB are in the node groups (it named none in a tag).
-		groups, err := l.clusterGroups(ctx)
-		if err != nil {
-			return nil, err
-		}
-		prevGroups = append(prevGroups, groups...)
-	}
-	ruleChanges, err := l.nodeRulesNLB(ctx, svc, upstreamOnly(name, svc), append(slices.Clone(want.NodeGroups), prevGroups...), want)
-	if err != nil {
-		return nil, err
-	}
-	repairs = append(repairs, ruleChanges...)
-	targetChanges, err := l.setTargets(ctx, tgs, members)
-	if err != nil {
-		return nil, err
-	}
-	repairs = append(repairs, targetChanges...)
-	if applied {
-		l.c.events.Repaired(svc, repairs)
+	if s.applied {
+		l.c.events.Repaired(svc, s.repairs)
 	}
 	if pending {
 		// Not applied yet: the tags stay as they are, so the next pass goes on with it.
 		return nil, api.NewRetryError(fmt.Sprintf("NLB %s: a listener waits for a healthy target in its new target group", name), nlbPoll)
 	}
-	// The tags go last: a failure above leaves the old ones, so the next try reads and rewrites.
-	newTags := ownTags(id, opts.ExtraTags, map[string]string{fingerprintTag: fp, nodeGroupsTag: strings.Join(want.NodeGroups, " ")})
-	tagged := tags != nil && tagsHold(tags, newTags)
-	if !tagged {
-		if _, err := l.c.api.elbv2.AddTags(ctx, &elbv2.AddTagsInput{ResourceArns: []string{arn}, Tags: v2Tags(newTags)}); err != nil {
-			return nil, fmt.Errorf("aws: AddTags (v2) %s: %w", name, err)
-		}
-	}
-	wrote = len(repairs) > 0 || !tagged
-	if cur.State == nil || cur.State.Code != v2types.LoadBalancerStateEnumActive {
+	if s.cur.State == nil || s.cur.State.Code != v2types.LoadBalancerStateEnumActive {
 		return nil, api.NewRetryError(fmt.Sprintf("NLB %s is provisioning", name), nlbPoll)
 	}
-	return nlbStatus(cur), nil
+	return nlbStatus(s.cur), nil
+}
+
+// adviseKeptTLS reads cur's listeners when the Service's ssl-ports are some upstream reads as
+// plain (rare: spaces or a "*" in a list), to say which TLS listeners are kept.
+func (l *loadBalancers) adviseKeptTLS(ctx context.Context, svc *v1.Service, opts *lbOptions, cur *v2types.LoadBalancer) error {
+	if cur == nil || len(opts.portsReadPlainOnlyByUpstream(svc)) == 0 {
+		return nil
+	}
+	out, err := describeListenersAll(ctx, l.c.api.elbv2, &elbv2.DescribeListenersInput{LoadBalancerArn: cur.LoadBalancerArn})
+	if err != nil {
+		return fmt.Errorf("aws: DescribeListeners: %w", err)
+	}
+	current := map[int32]string{}
+	for _, ls := range out.Listeners {
+		current[aws.ToInt32(ls.Port)] = string(ls.Protocol)
+	}
+	if msg := opts.keepTLSListeners(svc, current); msg != "" {
+		l.c.events.Advise(svc, reasonListenerKeptTLS, msg)
+	}
+	return nil
+}
+
+// prepareNLB checks what must hold before anything is written (the NLB is the Service's, the
+// Elastic IPs of an NLB about to be made, the named groups), plans the NLB's security groups,
+// and deletes an NLB whose scheme changes.
+func (l *loadBalancers) prepareNLB(ctx context.Context, s *nlbSync) error {
+	id, want := l.identity(s.svc), s.want
+	if s.cur != nil {
+		if err := checkLB(id, s.svc, s.name, s.tags); err != nil {
+			return err
+		}
+		if want.ManagedGroup {
+			var err error
+			if s.group, err = l.nlbGroupOf(ctx, s.svc, s.cur); err != nil {
+				return err
+			}
+		}
+	}
+	if len(s.opts.EIPs) > 0 && (s.cur == nil || string(s.cur.Scheme) != want.Scheme) {
+		if err := l.checkEIPs(ctx, id, s.opts.EIPs); err != nil {
+			return err
+		}
+	}
+	kept := s.cur != nil && string(s.cur.Scheme) == want.Scheme
+	var curGroups []string
+	if kept {
+		curGroups = s.cur.SecurityGroups
+	}
+	s.groups = planNLBGroups(want.ManagedGroup, s.opts.SecurityGroups, kept, curGroups, groupIDOf(s.group))
+	if s.groups.Advice != "" {
+		l.c.events.Advise(s.svc, reasonUnusedAnnotation, s.groups.Advice)
+	}
+	if len(s.groups.Named) > 0 {
+		if err := l.checkNamedGroups(ctx, id, annSecurityGroup, s.groups.Named); err != nil {
+			return err
+		}
+	}
+	if s.cur == nil || kept {
+		return nil
+	}
+	// An NLB cannot change its scheme: it is deleted and made again, with new addresses and DNS
+	// name. Its target groups stay and are attached to the new one. Owned: checkLB above, on
+	// tags read now or, when listed, read again before this first write (confirmBeforeWrites).
+	l.c.events.Event(s.svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
+		fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which an NLB cannot do in place; its addresses and DNS name change", s.name, want.Scheme))
+	if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: s.cur.LoadBalancerArn}); err != nil {
+		return fmt.Errorf("aws: DeleteLoadBalancer (v2) %s: %w", s.name, err)
+	}
+	klog.InfoS("Deleted NLB to change its scheme", "service", klog.KObj(s.svc), "name", s.name, "scheme", want.Scheme)
+	l.tsnap.forget(aws.ToString(s.cur.LoadBalancerArn)) // its target groups are listed by its ARN
+	s.cur, s.tags, s.recreated = nil, nil, true
+	return nil
+}
+
+// createNLB makes the NLB, after its own group and rules (so it admits its clients from the
+// start), once the target groups its names would take are proven none of anyone else's.
+func (l *loadBalancers) createNLB(ctx context.Context, s *nlbSync) error {
+	id, want, svc := l.identity(s.svc), s.want, s.svc
+	var err error
+	if s.named, err = l.targetGroupsByName(ctx, id, want); err != nil {
+		return err
+	}
+	// Creating: this may be a type change, so the Service's classic ELB goes first.
+	hadELB, err := l.deleteClassic(ctx, svc)
+	if err != nil {
+		return err
+	}
+	if !hadELB && !s.recreated && len(svc.Status.LoadBalancer.Ingress) > 0 {
+		s.repairs = append(s.repairs, "the load balancer was deleted")
+		s.applied = true
+	}
+	in := &elbv2.CreateLoadBalancerInput{Name: aws.String(s.name), Type: v2types.LoadBalancerTypeEnumNetwork,
+		Scheme: v2types.LoadBalancerSchemeEnum(want.Scheme), Subnets: want.Subnets, Tags: v2Tags(ownTags(id, s.opts.ExtraTags, nil))}
+	switch {
+	case s.groups.Own:
+		// The group kept from the NLB a scheme change replaced, else ccm's.
+		if s.group == nil {
+			if s.group, err = l.newNLBGroup(ctx, svc, s.name, want); err != nil {
+				return err
+			}
+		}
+		if _, err := l.syncNLBGroup(ctx, svc, s.group, want); err != nil {
+			return err
+		}
+		in.SecurityGroups = []string{aws.ToString(s.group.GroupId)}
+	case len(s.groups.Named) > 0:
+		in.SecurityGroups = s.groups.Named
+	}
+	if len(want.Addresses) > 0 {
+		in.Subnets = nil
+		for i, sn := range want.Subnets {
+			m := v2types.SubnetMapping{SubnetId: aws.String(sn)}
+			if len(s.opts.EIPs) > 0 {
+				m.AllocationId = aws.String(want.Addresses[i])
+			} else {
+				m.PrivateIPv4Address = aws.String(want.Addresses[i])
+			}
+			in.SubnetMappings = append(in.SubnetMappings, m)
+		}
+	}
+	out, err := l.c.api.elbv2.CreateLoadBalancer(ctx, in)
+	if err != nil {
+		return fmt.Errorf("aws: CreateLoadBalancer (v2) %s: %w", s.name, err)
+	}
+	if len(out.LoadBalancers) == 0 || aws.ToString(out.LoadBalancers[0].LoadBalancerArn) == "" {
+		return errEmptyAnswer("CreateLoadBalancer (v2)", s.name)
+	}
+	s.cur, s.tags = &out.LoadBalancers[0], nil
+	klog.InfoS("Created NLB", "service", klog.KObj(svc), "name", s.name)
+	return nil
+}
+
+// existingNLBGroups makes an existing NLB's security groups the planned ones: its own group's
+// rules, and the groups it has.
+func (l *loadBalancers) existingNLBGroups(ctx context.Context, s *nlbSync) error {
+	s.applied = !fingerprint.Changed(s.tags[fingerprintTag], fingerprint.Of(s.want)) && !ownership.NeedsUID(l.identity(s.svc), s.tags)
+	if s.groups.Own {
+		if s.group == nil {
+			// Its groups are none of the Service's own (it named them until now): its own
+			// replaces them, as upstream. They are the user's and stay as they are, where
+			// upstream deletes a detached one tagged cluster-owned: a deliberate difference.
+			var err error
+			if s.group, err = l.newNLBGroup(ctx, s.svc, s.name, s.want); err != nil {
+				return err
+			}
+		}
+		changes, err := l.syncNLBGroup(ctx, s.svc, s.group, s.want)
+		if err != nil {
+			return err
+		}
+		s.repairs = append(s.repairs, changes...)
+	} else if s.want.ManagedGroup && len(s.cur.SecurityGroups) == 0 {
+		klog.V(2).InfoS("NLB has no security group and AWS cannot add one; left as it is (as upstream)", "service", klog.KObj(s.svc), "name", s.name)
+	}
+	changes, err := l.setNLBGroups(ctx, s.svc, s.cur, s.groups, s.group)
+	if err != nil {
+		return err
+	}
+	s.repairs = append(s.repairs, changes...)
+	s.lbStale = len(changes) > 0 // the NLB's groups, as the listing holds them
+	return nil
+}
+
+// syncNLBParts makes the node rules, then the NLB's target groups, listeners, attributes,
+// targets and tags, as observe → plan → apply. It says whether a listener still waits for a
+// healthy target in its new target group.
+func (l *loadBalancers) syncNLBParts(ctx context.Context, s *nlbSync, members []string) (bool, error) {
+	arn, svc, want := aws.ToString(s.cur.LoadBalancerArn), s.svc, s.want
+	if s.tags != nil && len(want.Addresses) > 0 && !sameAddresses(s.cur, want.Addresses) {
+		l.c.events.Advise(svc, reasonUnusedAnnotation, fmt.Sprintf("%s%s / %s: the NLB's addresses are not the ones named; AWS sets them only when an NLB is created (as upstream, ccm does not recreate it): recreate the Service to apply them",
+			annotationPrefix, annEIPAllocations, annPrivateAddresses))
+	}
+	// Until ccm has completed a reconcile of it (its fingerprint is on it), target groups the
+	// upstream CCM attached are taken over only when their tags prove them this Service's.
+	verify := s.name == upstreamName(svc) && s.tags[fingerprintTag] == ""
+	if err := l.syncNLBRules(ctx, s, verify); err != nil {
+		return false, err
+	}
+	tgs, err := l.targetGroupsOf(ctx, arn)
+	if err != nil {
+		return false, err
+	}
+	t := nlbTarget{name: s.name, arn: arn, want: want, members: members, tags: s.tags,
+		newTags: ownTags(l.identity(svc), s.opts.ExtraTags, map[string]string{fingerprintTag: fingerprint.Of(want), nodeGroupsTag: strings.Join(want.NodeGroups, " ")})}
+	have, err := l.observeNLB(ctx, svc, t, tgs, s.named, verify)
+	if err != nil {
+		return false, err
+	}
+	repairs, pending, err := l.applyNLB(ctx, svc, t, have, nlbplan.Compute(t.planInput(), have))
+	s.repairs = append(s.repairs, repairs...)
+	return pending, err
+}
+
+// syncNLBRules makes the node groups admit the NLB's clients and health checks, and revokes the
+// Service's rules from the groups of an earlier reconcile (the NLB's tag says which).
+func (l *loadBalancers) syncNLBRules(ctx context.Context, s *nlbSync, verify bool) error {
+	prevGroups := groupIDs(s.tags[nodeGroupsTag])
+	if verify {
+		// Upstream's node rules for this NLB are in the node groups (it named none in a tag).
+		groups, err := l.clusterGroups(ctx)
+		if err != nil {
+			return err
+		}
+		prevGroups = append(prevGroups, groups...)
+	}
+	changes, err := l.nodeRulesNLB(ctx, s.svc, upstreamOnly(s.name, s.svc), append(slices.Clone(s.want.NodeGroups), prevGroups...), s.want)
+	s.repairs = append(s.repairs, changes...)
+	return err
 }
 
 func (l *loadBalancers) attachedTGs(ctx context.Context, arn string) ([]v2types.TargetGroup, error) {
@@ -574,203 +621,6 @@ func groupIDs(v string) []string {
 	return slices.DeleteFunc(strings.Fields(v), func(g string) bool { return !sgIDRE.MatchString(g) })
 }
 
-// reconcileNLB makes the target groups and listeners match want and removes stale ones.
-// It returns the target groups now attached, and pending when a listener still waits for its
-// new target group's targets to be healthy. named holds target groups already looked up by
-// name (nil: look them up). A target group it makes gets members at once, before any listener
-// forwards to it.
-func (l *loadBalancers) reconcileNLB(ctx context.Context, svc *v1.Service, arn string, want *nlbDesired, attached []v2types.TargetGroup, named map[string]v2types.TargetGroup, members []string, verify bool, notes *[]string) (result []v2types.TargetGroup, pending bool, err error) {
-	note := func(format string, args ...any) { *notes = append(*notes, fmt.Sprintf(format, args...)) }
-	id := l.identity(svc)
-	byName := map[string]v2types.TargetGroup{}
-	for _, tg := range attached {
-		byName[aws.ToString(tg.TargetGroupName)] = tg
-	}
-	hcProto, hcPort, hcPath := splitHealth(want.Health)
-	for _, p := range want.Ports {
-		tg, ok := byName[p.TG]
-		if !ok {
-			// Not attached: maybe the upstream CCM's for this port (taken over, so its listener
-			// stays), or made by an earlier, interrupted try (then it is ours).
-			found, err := l.adoptTargetGroup(ctx, svc, p, attached, verify)
-			if err != nil {
-				return nil, false, err
-			}
-			if found != nil {
-				tg = *found
-			} else if t, known := named[p.TG]; known {
-				found = &t
-			} else if named == nil {
-				var err error
-				if found, err = l.ownTargetGroup(ctx, id, p.TG); err != nil {
-					return nil, false, err
-				}
-			}
-			switch {
-			case found != nil:
-				tg = *found
-			default:
-				in := &elbv2.CreateTargetGroupInput{Name: aws.String(p.TG), Protocol: v2types.ProtocolEnum(p.backend()), Port: aws.Int32(p.NodePort),
-					VpcId: aws.String(want.vpc), TargetType: v2types.TargetTypeEnumInstance,
-					HealthCheckProtocol: v2types.ProtocolEnum(hcProto), HealthCheckPort: aws.String(hcPort),
-					HealthyThresholdCount: aws.Int32(want.HC.Healthy), UnhealthyThresholdCount: aws.Int32(want.HC.Unhealthy),
-					HealthCheckIntervalSeconds: aws.Int32(want.HC.Interval), HealthCheckTimeoutSeconds: aws.Int32(want.HC.Timeout),
-					Tags: v2Tags(ownTags(id, want.ExtraTags, nil))}
-				if hcPath != "" {
-					in.HealthCheckPath = aws.String(hcPath)
-				}
-				created, err := l.c.api.elbv2.CreateTargetGroup(ctx, in)
-				if err != nil {
-					return nil, false, fmt.Errorf("aws: CreateTargetGroup %s: %w", p.TG, err)
-				}
-				if len(created.TargetGroups) == 0 || aws.ToString(created.TargetGroups[0].TargetGroupArn) == "" {
-					return nil, false, errEmptyAnswer("CreateTargetGroup", p.TG)
-				}
-				tg = created.TargetGroups[0]
-				note("target group %s was missing", p.TG)
-				if err := l.changeTargets(ctx, aws.ToString(tg.TargetGroupArn), members, nil); err != nil {
-					return nil, false, err
-				}
-				if err := l.ensureTGAttributes(ctx, svc, tg, want, nil); err != nil {
-					return nil, false, err
-				}
-				result = append(result, tg)
-				continue
-			}
-		}
-		if d := healthDiff(tg, want); d != "" {
-			in := &elbv2.ModifyTargetGroupInput{TargetGroupArn: tg.TargetGroupArn, HealthCheckProtocol: v2types.ProtocolEnum(hcProto), HealthCheckPort: aws.String(hcPort),
-				HealthyThresholdCount: aws.Int32(want.HC.Healthy), UnhealthyThresholdCount: aws.Int32(want.HC.Unhealthy),
-				HealthCheckIntervalSeconds: aws.Int32(want.HC.Interval), HealthCheckTimeoutSeconds: aws.Int32(want.HC.Timeout)}
-			if hcPath != "" {
-				in.HealthCheckPath = aws.String(hcPath)
-			}
-			if _, err := l.c.api.elbv2.ModifyTargetGroup(ctx, in); err != nil {
-				return nil, false, fmt.Errorf("aws: ModifyTargetGroup %s: %w", p.TG, err)
-			}
-			note("health check of target group %s was %s", p.TG, d)
-		}
-		if err := l.ensureTGAttributes(ctx, svc, tg, want, notes); err != nil {
-			return nil, false, err
-		}
-		result = append(result, tg)
-	}
-	// Listeners: one per port. One that differs (protocol, certificate, target group) is changed
-	// in place, so its port keeps serving: a target group that replaces another (its protocol
-	// or nodePort changed, which ELBv2 cannot do in place) was made and filled above, and the
-	// old one is deleted below, once no listener forwards to it.
-	out, err := describeListenersAll(ctx, l.c.api.elbv2, &elbv2.DescribeListenersInput{LoadBalancerArn: aws.String(arn)})
-	if err != nil {
-		return nil, false, fmt.Errorf("aws: DescribeListeners: %w", err)
-	}
-	have := map[int32]bool{}
-	inUse := map[string]bool{} // target groups a listener still forwards to
-	for _, ls := range out.Listeners {
-		i := slices.IndexFunc(want.Ports, func(p nlbPort) bool { return p.Port == aws.ToInt32(ls.Port) })
-		if i < 0 {
-			if _, err := l.c.api.elbv2.DeleteListener(ctx, &elbv2.DeleteListenerInput{ListenerArn: ls.ListenerArn}); err != nil {
-				return nil, false, fmt.Errorf("aws: DeleteListener: %w", err)
-			}
-			note("listener %s/%d was not wanted", ls.Protocol, aws.ToInt32(ls.Port))
-			continue
-		}
-		p, tg := want.Ports[i], result[i]
-		have[p.Port] = true
-		if listenerMatches(ls, p, tg) {
-			inUse[aws.ToString(tg.TargetGroupArn)] = true
-			if p.SSLPolicy != "" && aws.ToString(ls.SslPolicy) != p.SSLPolicy {
-				// Changed in place, as upstream does: the listener keeps serving.
-				if _, err := l.c.api.elbv2.ModifyListener(ctx, &elbv2.ModifyListenerInput{ListenerArn: ls.ListenerArn, SslPolicy: aws.String(p.SSLPolicy)}); err != nil {
-					return nil, false, annotationError(annSSLPolicy, "listener TLS/%d: ModifyListener: %v", p.Port, err)
-				}
-				note("listener TLS/%d had SSL policy %s", p.Port, aws.ToString(ls.SslPolicy))
-			}
-			continue
-		}
-		old := ""
-		if len(ls.DefaultActions) == 1 {
-			old = aws.ToString(ls.DefaultActions[0].TargetGroupArn)
-		}
-		if old != aws.ToString(tg.TargetGroupArn) && len(members) > 0 {
-			// A new target group takes the port only once a target passes its health check.
-			ready, err := l.anyHealthy(ctx, tg)
-			if err != nil {
-				return nil, false, err
-			}
-			if !ready {
-				klog.InfoS("Waiting for a healthy target before switching a listener to its new target group", "service", klog.KObj(svc), "port", p.Port, "targetGroup", p.TG)
-				inUse[old], pending = true, true
-				continue
-			}
-		}
-		in := &elbv2.ModifyListenerInput{ListenerArn: ls.ListenerArn, Protocol: v2types.ProtocolEnum(p.Protocol),
-			DefaultActions: []v2types.Action{{Type: v2types.ActionTypeEnumForward, TargetGroupArn: tg.TargetGroupArn}}}
-		if p.Cert != "" {
-			in.Certificates = []v2types.Certificate{{CertificateArn: aws.String(p.Cert)}}
-		}
-		if p.SSLPolicy != "" {
-			in.SslPolicy = aws.String(p.SSLPolicy)
-		}
-		if _, err := l.c.api.elbv2.ModifyListener(ctx, in); isCode(err, "SSLPolicyNotFound") {
-			return nil, false, annotationError(annSSLPolicy, "listener TLS/%d: %v", p.Port, err)
-		} else if err != nil {
-			return nil, false, fmt.Errorf("aws: ModifyListener %d: %w", p.Port, err)
-		}
-		inUse[aws.ToString(tg.TargetGroupArn)] = true
-		note("listener %s/%d differed", ls.Protocol, aws.ToInt32(ls.Port))
-	}
-	for i, p := range want.Ports {
-		if have[p.Port] {
-			continue
-		}
-		in := &elbv2.CreateListenerInput{LoadBalancerArn: aws.String(arn), Port: aws.Int32(p.Port), Protocol: v2types.ProtocolEnum(p.Protocol),
-			DefaultActions: []v2types.Action{{Type: v2types.ActionTypeEnumForward, TargetGroupArn: result[i].TargetGroupArn}}}
-		if p.Cert != "" {
-			in.Certificates = []v2types.Certificate{{CertificateArn: aws.String(p.Cert)}}
-		}
-		if p.SSLPolicy != "" {
-			in.SslPolicy = aws.String(p.SSLPolicy)
-		}
-		if _, err := l.c.api.elbv2.CreateListener(ctx, in); isCode(err, "SSLPolicyNotFound") {
-			return nil, false, annotationError(annSSLPolicy, "listener TLS/%d: %v", p.Port, err)
-		} else if err != nil {
-			return nil, false, fmt.Errorf("aws: CreateListener %d: %w", p.Port, err)
-		}
-		inUse[aws.ToString(result[i].TargetGroupArn)] = true
-		note("listener %s/%d was missing", p.Protocol, p.Port)
-	}
-	// Groups no listener uses any more (a port, nodePort or protocol changed) are deleted if
-	// ours; one a listener still forwards to (waiting for its successor) stays, and keeps its
-	// targets meanwhile.
-	for _, tg := range attached {
-		if slices.ContainsFunc(result, func(r v2types.TargetGroup) bool {
-			return aws.ToString(r.TargetGroupArn) == aws.ToString(tg.TargetGroupArn)
-		}) {
-			continue
-		}
-		if inUse[aws.ToString(tg.TargetGroupArn)] {
-			result = append(result, tg)
-			continue
-		}
-		if err := l.deleteTG(ctx, svc, tg); err != nil {
-			return nil, false, err
-		}
-		note("target group %s was not wanted", aws.ToString(tg.TargetGroupName))
-	}
-	return result, pending, nil
-}
-
-// anyHealthy says whether a target of tg passes its health check.
-func (l *loadBalancers) anyHealthy(ctx context.Context, tg v2types.TargetGroup) (bool, error) {
-	out, err := l.c.api.elbv2.DescribeTargetHealth(ctx, &elbv2.DescribeTargetHealthInput{TargetGroupArn: tg.TargetGroupArn})
-	if err != nil {
-		return false, fmt.Errorf("aws: DescribeTargetHealth %s: %w", aws.ToString(tg.TargetGroupName), err)
-	}
-	return slices.ContainsFunc(out.TargetHealthDescriptions, func(d v2types.TargetHealthDescription) bool {
-		return d.TargetHealth != nil && d.TargetHealth.State == v2types.TargetHealthStateEnumHealthy
-	}), nil
-}
-
 // sameAddresses reports whether lb holds addrs (allocation IDs or private addresses) in its
 // zones, in any order.
 func sameAddresses(lb *v2types.LoadBalancer, addrs []string) bool {
@@ -783,105 +633,6 @@ func sameAddresses(lb *v2types.LoadBalancer, addrs []string) bool {
 		}
 	}
 	return sameSet(have, addrs)
-}
-
-// ensureNLBAttributes makes the NLB's cross-zone and access log attributes what the Service
-// asks (upstream's defaults: off), writing only those that differ; the bucket and prefix are
-// compared only while logs are on (ELBv2 refuses an empty bucket).
-func (l *loadBalancers) ensureNLBAttributes(ctx context.Context, svc *v1.Service, arn string, want *nlbDesired, notes *[]string) error {
-	out, err := l.c.api.elbv2.DescribeLoadBalancerAttributes(ctx, &elbv2.DescribeLoadBalancerAttributesInput{LoadBalancerArn: aws.String(arn)})
-	if err != nil {
-		return fmt.Errorf("aws: DescribeLoadBalancerAttributes (v2): %w", err)
-	}
-	have := map[string]string{}
-	for _, a := range out.Attributes {
-		have[aws.ToString(a.Key)] = aws.ToString(a.Value)
-	}
-	wantAttrs := [][2]string{{"load_balancing.cross_zone.enabled", strconv.FormatBool(want.CrossZone)}, {"access_logs.s3.enabled", strconv.FormatBool(want.AccessLog)}}
-	if want.AccessLog {
-		wantAttrs = append(wantAttrs, [2]string{"access_logs.s3.bucket", want.Bucket}, [2]string{"access_logs.s3.prefix", want.Prefix})
-	}
-	var change []v2types.LoadBalancerAttribute
-	for _, kv := range wantAttrs {
-		if have[kv[0]] != kv[1] {
-			change = append(change, v2types.LoadBalancerAttribute{Key: aws.String(kv[0]), Value: aws.String(kv[1])})
-			*notes = append(*notes, fmt.Sprintf("attribute %s was %q", kv[0], have[kv[0]]))
-		}
-	}
-	if len(change) == 0 {
-		return nil
-	}
-	if _, err := l.c.api.elbv2.ModifyLoadBalancerAttributes(ctx, &elbv2.ModifyLoadBalancerAttributesInput{LoadBalancerArn: aws.String(arn), Attributes: change}); err != nil {
-		return fmt.Errorf("aws: ModifyLoadBalancerAttributes (v2): %w", err)
-	}
-	return nil
-}
-
-// healthDiff says how tg's health check differs from want's ("" when it does not).
-func healthDiff(tg v2types.TargetGroup, want *nlbDesired) string {
-	proto, port, path := splitHealth(want.Health)
-	have := fmt.Sprintf("%s:%s:%s %d/%d/%ds/%ds", tg.HealthCheckProtocol, aws.ToString(tg.HealthCheckPort), aws.ToString(tg.HealthCheckPath),
-		aws.ToInt32(tg.HealthyThresholdCount), aws.ToInt32(tg.UnhealthyThresholdCount), aws.ToInt32(tg.HealthCheckTimeoutSeconds), aws.ToInt32(tg.HealthCheckIntervalSeconds))
-	if string(tg.HealthCheckProtocol) == proto && aws.ToString(tg.HealthCheckPort) == port && (proto == "TCP" || aws.ToString(tg.HealthCheckPath) == path) &&
-		aws.ToInt32(tg.HealthyThresholdCount) == want.HC.Healthy && aws.ToInt32(tg.UnhealthyThresholdCount) == want.HC.Unhealthy &&
-		aws.ToInt32(tg.HealthCheckTimeoutSeconds) == want.HC.Timeout && aws.ToInt32(tg.HealthCheckIntervalSeconds) == want.HC.Interval {
-		return ""
-	}
-	return have
-}
-
-// ensureTGAttributes writes the target-group-attributes the target group does not hold, as
-// upstream does: only the keys the annotation names, and only keys the target group has (an
-// unknown key is reported, not sent). notes nil: a new target group (no repair to report).
-func (l *loadBalancers) ensureTGAttributes(ctx context.Context, svc *v1.Service, tg v2types.TargetGroup, want *nlbDesired, notes *[]string) error {
-	if len(want.TGAttributes) == 0 {
-		return nil // nothing asked: not even read
-	}
-	name := aws.ToString(tg.TargetGroupName)
-	attrs, err := l.c.api.elbv2.DescribeTargetGroupAttributes(ctx, &elbv2.DescribeTargetGroupAttributesInput{TargetGroupArn: tg.TargetGroupArn})
-	if err != nil {
-		return fmt.Errorf("aws: DescribeTargetGroupAttributes %s: %w", name, err)
-	}
-	have := map[string]string{}
-	for _, a := range attrs.Attributes {
-		have[aws.ToString(a.Key)] = aws.ToString(a.Value)
-	}
-	var change []v2types.TargetGroupAttribute
-	var unknown []string
-	for _, k := range slices.Sorted(maps.Keys(want.TGAttributes)) {
-		v, known := have[k]
-		switch {
-		case !known:
-			unknown = append(unknown, k)
-		case v != want.TGAttributes[k]:
-			change = append(change, v2types.TargetGroupAttribute{Key: aws.String(k), Value: aws.String(want.TGAttributes[k])})
-			if notes != nil {
-				*notes = append(*notes, fmt.Sprintf("target group %s attribute %s was %q", name, k, v))
-			}
-		}
-	}
-	if len(unknown) > 0 {
-		l.c.events.Advise(svc, reasonUnusedAnnotation, fmt.Sprintf("%s%s: target groups have no attribute %s; not set (as upstream)",
-			annotationPrefix, annTGAttributes, strings.Join(unknown, ", ")))
-	}
-	if len(change) == 0 {
-		return nil
-	}
-	if _, err := l.c.api.elbv2.ModifyTargetGroupAttributes(ctx, &elbv2.ModifyTargetGroupAttributesInput{TargetGroupArn: tg.TargetGroupArn, Attributes: change}); err != nil {
-		return annotationError(annTGAttributes, "target group %s: ModifyTargetGroupAttributes: %v", name, err)
-	}
-	return nil
-}
-
-func listenerMatches(ls v2types.Listener, p nlbPort, tg v2types.TargetGroup) bool {
-	if string(ls.Protocol) != p.Protocol || len(ls.DefaultActions) != 1 || aws.ToString(ls.DefaultActions[0].TargetGroupArn) != aws.ToString(tg.TargetGroupArn) {
-		return false
-	}
-	cert := ""
-	if len(ls.Certificates) > 0 {
-		cert = aws.ToString(ls.Certificates[0].CertificateArn)
-	}
-	return cert == p.Cert
 }
 
 func splitHealth(h string) (proto, port, path string) {

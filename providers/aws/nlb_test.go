@@ -238,6 +238,11 @@ func TestNLBRestartReadsListingOnly(t *testing.T) {
 	if writes != 2*n || ops["ec2:DescribeInstances"] != 1 || !perNLB(ops) || len(tgs) != 2 || len(tgs[0].Targets) != 3 || len(tgs[1].Targets) != 3 {
 		t.Errorf("node added: %d writes (want %d), %d reads %v, target groups %v", writes, 2*n, total, ops, tgs)
 	}
+	// Targets are in no listing: writing them leaves the NLBs and their target groups listed, so
+	// the next resync reads only the per-NLB comparison again.
+	if total, ops, writes = ensure(false, nodes); writes != 0 || !perNLB(ops) || total != 4*n {
+		t.Errorf("resync after the node joined: %d reads %v, %d writes; want 0 writes, only the per-NLB comparison", total, ops, writes)
+	}
 	// A node leaves while the ccm is down: the restart reads the targets and deregisters it,
 	// after reading each NLB's tags again (its ownership was decided on the listing's).
 	total, ops, writes = ensure(true, nodes[1:])

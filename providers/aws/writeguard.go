@@ -16,6 +16,11 @@ import (
 // an ownerCheck in its context, and the first write request of that reconcile (any service,
 // any operation that is not a read) runs the check first; a failed check fails that write and
 // every later one. A reconcile that writes nothing reads nothing more.
+//
+// The NLB reconcile keeps this too, rather than a check of its own at its apply step
+// (nlbapply.go): it also writes before its plan (the NLB made or made again, its security
+// groups, the node rules, the takeover tags of upstream's target groups), and the check must
+// come before the first of those, whichever it is.
 
 // ownerCheck is one reconcile's pending ownership check: run at most once.
 type ownerCheck struct {
