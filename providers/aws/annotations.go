@@ -3,7 +3,6 @@ package aws
 import (
 	"fmt"
 	"maps"
-	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
@@ -50,24 +49,6 @@ const (
 	annTGAttributes     = "target-group-attributes"
 	annEIPAllocations   = "eip-allocations"
 	annPrivateAddresses = "private-ipv4-addresses"
-)
-
-// notForNLB and notForClassic are annotations upstream reads for one type only (on the other
-// they are accepted with a Warning saying they do nothing, as upstream ignores them).
-var (
-	notForNLB = map[string]string{
-		annExtraGroups:     "upstream supports it only for classic ELBs (it refuses it on an NLB); name all of the NLB's groups in security-groups instead (with NLBSecurityGroupMode = Managed)",
-		annProxyProtocol:   "upstream ignores it on an NLB; set target-group-attributes proxy_protocol_v2.enabled=true instead",
-		annIdleTimeout:     "NLBs have no idle timeout setting",
-		annDraining:        "NLBs have no connection draining setting (target group attribute deregistration_delay.timeout_seconds)",
-		annDrainingTimeout: "NLBs have no connection draining setting (target group attribute deregistration_delay.timeout_seconds)",
-		annAccessLogEmit:   "NLB access logs have no emit interval",
-	}
-	notForClassic = map[string]string{
-		annTGAttributes:     "a classic ELB has no target groups",
-		annEIPAllocations:   "a classic ELB takes no Elastic IPs",
-		annPrivateAddresses: "a classic ELB takes no private addresses",
-	}
 )
 
 // lbOptions is what a Service's annotations and spec ask of its load balancer.
@@ -135,165 +116,63 @@ func externalType(svc *v1.Service) bool {
 	return t == "external" || t == "nlb-ip"
 }
 
-// parseOptions reads the annotations: a bad value is an error that names it; an unknown name,
-// or an upstream annotation that does nothing for this Service's load balancer type, is advice.
+// parseOptions reads the annotations, each by its rule (annotationRules): a bad value is an
+// error that names it; an unknown name, or an upstream annotation that does nothing for this
+// Service's load balancer type, is advice. What needs several annotations or the spec is
+// settled after them, by type.
 func parseOptions(svc *v1.Service) (*lbOptions, error) {
 	// Upstream: exactly "nlb" is an NLB; "external" and "nlb-ip" are another controller's;
 	// every other value, "NLB" and "elb" included, is a classic ELB.
 	o := &lbOptions{Backend: "tcp", NLB: svc.Annotations[annotationPrefix+annType] == "nlb"}
-	hcSet := map[string]int32{}
 	for _, k := range slices.Sorted(maps.Keys(svc.Annotations)) {
-		v := svc.Annotations[k]
-		suffix, ok := strings.CutPrefix(k, annotationPrefix)
-		if !ok {
-			continue
-		}
-		if !slices.Contains(supported, suffix) {
-			o.Advice = append(o.Advice, unknownAdvice(suffix, v))
-			continue
-		}
-		if v == "" && emptyIsUnset(suffix, o.NLB) {
-			continue // as upstream: no value, no Warning
-		}
-		if why, ok := notForNLB[suffix]; ok && o.NLB {
-			o.Advice = append(o.Advice, fmt.Sprintf("%s%s is not used for an NLB: %s", annotationPrefix, suffix, why))
-			continue
-		}
-		if why, ok := notForClassic[suffix]; ok && !o.NLB {
-			o.Advice = append(o.Advice, fmt.Sprintf("%s%s is not used for a classic ELB: %s", annotationPrefix, suffix, why))
-			continue
-		}
-		var err error
-		switch suffix {
-		case annType:
-			if v != "" && v != "nlb" && !strings.EqualFold(v, "classic") {
-				o.Advice = append(o.Advice, fmt.Sprintf("%s%s %q: a classic ELB is made, as upstream makes one for every value but \"nlb\" (write nlb, lower case, for an NLB; external and nlb-ip leave the Service to the AWS Load Balancer Controller)",
-					annotationPrefix, suffix, v))
+		if suffix, ok := strings.CutPrefix(k, annotationPrefix); ok {
+			if err := o.read(suffix, svc.Annotations[k]); err != nil {
+				return nil, err
 			}
-		case annInternal:
-			// Upstream: any value but "false" (and empty) is internal, "0.0.0.0/0" included.
-			o.Internal = v != "" && v != "false"
-		case annCrossZone:
-			o.CrossZone, err = parseBool(suffix, v)
-		case annSubnets:
-			o.Subnets = splitList(v)
-			if len(o.Subnets) == 0 {
-				err = annotationError(suffix, "names no subnet")
-			}
-		case annSecurityGroup, annExtraGroups:
-			gs := splitList(v)
-			for _, g := range gs {
-				if !sgIDRE.MatchString(g) {
-					err = annotationError(suffix, "%q is not a security group ID (sg-…)", g)
-				}
-			}
-			if err != nil && o.NLB {
-				// An NLB uses the annotation only in Managed mode (the provider's config, checked
-				// in ensureNLB); elsewhere upstream ignores it, as ccm does with a Warning.
-				o.nlbGroupIDErr, err = err, nil
-			}
-			if suffix == annSecurityGroup {
-				// No ID (blank or only commas): the ELB's own group, as upstream reads an empty
-				// list (docs/providers/aws.md, parity table).
-				o.SecurityGroups = gs
-			} else {
-				o.ExtraGroups = gs
-			}
-		case annSSLCert:
-			o.SSLCert = v
-			if !strings.HasPrefix(v, "arn:") {
-				err = annotationError(suffix, "must be a certificate ARN")
-			}
-		case annSSLPorts:
-			o.SSLPorts = sslPortItems(v)
-		case annSSLPolicy:
-			// As written (upstream sends it so; ELB refuses spaces).
-			o.SSLPolicy = v
-			if !sslPolicyRE.MatchString(o.SSLPolicy) {
-				err = annotationError(suffix, "%q is not an ELB security policy name (such as ELBSecurityPolicy-TLS-1-2-2017-01)", v)
-			}
-		case annBackend:
-			// Upstream refuses another value only on a TLS port of a classic ELB and ignores
-			// it elsewhere: settled below (otherBackend), once ssl-cert and ssl-ports are read,
-			// as is the case of the value.
-			if b := strings.ToLower(v); slices.Contains(backendProtocols, b) {
-				o.Backend = b
-			}
-		case annExtraTags:
-			o.ExtraTags, err = parseExtraTags(v)
-		case annNodeLabels:
-			o.NodeLabels, err = parseNodeLabels(v)
-		case annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval:
-			var n int32
-			n, err = parseHC(o.NLB, suffix, v)
-			hcSet[suffix] = n
-		case annHCProtocol:
-			o.HC.Protocol = strings.ToUpper(v) // not trimmed: " HTTP" is refused, as upstream refuses it
-			allowed := []string{"TCP", "HTTP", "HTTPS", "SSL"}
-			if o.NLB {
-				allowed = allowed[:3]
-			}
-			if !slices.Contains(allowed, o.HC.Protocol) {
-				err = annotationError(suffix, "must be one of %s, not %q", strings.Join(allowed, ", "), v)
-			}
-		case annHCPort:
-			o.HC.Port = v // not trimmed: " 80" is refused, as upstream refuses it
-			if n, perr := strconv.Atoi(o.HC.Port); o.HC.Port != trafficPort && (perr != nil || n < 1 || n > 65535) {
-				err = annotationError(suffix, "must be a port number (1-65535) or %q, not %q", trafficPort, v)
-			}
-		case annHCPath:
-			o.HC.Path = v // as written, as upstream puts it in the target
-			if o.HC.Path != "" && (!strings.HasPrefix(o.HC.Path, "/") || len(o.HC.Path) > 1024 || strings.ContainsAny(o.HC.Path, " \t\n")) {
-				err = annotationError(suffix, "must be a path starting with / (at most 1024 characters, no spaces), not %q", v)
-			}
-		case annProxyProtocol:
-			// Upstream's only value: "*" is every backend port.
-			o.ProxyProtocol = v == "*"
-			if !o.ProxyProtocol {
-				err = annotationError(suffix, "must be \"*\" (PROXY protocol on every backend port), not %q", v)
-			}
-		case annIdleTimeout:
-			o.Attrs.IdleTimeout, err = parseRange(suffix, v, 1, 4000)
-		case annDraining:
-			o.Attrs.Draining, err = parseBool(suffix, v)
-		case annDrainingTimeout:
-			o.Attrs.DrainingTimeout, err = parseRange(suffix, v, 1, 3600)
-		case annAccessLog:
-			o.Attrs.AccessLog, err = parseBool(suffix, v)
-		case annAccessLogEmit:
-			o.Attrs.EmitInterval, err = parseRange(suffix, v, 5, 60)
-			if err == nil && o.Attrs.EmitInterval != 5 && o.Attrs.EmitInterval != 60 {
-				err = annotationError(suffix, "must be 5 or 60 (minutes), not %q", v)
-			}
-		case annAccessLogBucket:
-			o.Attrs.Bucket = strings.TrimSpace(v)
-		case annAccessLogPrefix:
-			o.Attrs.Prefix = strings.TrimSpace(v)
-		case annTGAttributes:
-			o.TGAttributes, err = parseTGAttributes(v)
-		case annEIPAllocations:
-			o.EIPs = splitList(v)
-			for _, a := range o.EIPs {
-				if !strings.HasPrefix(a, "eipalloc-") {
-					err = annotationError(suffix, "%q is not an Elastic IP allocation ID (eipalloc-…)", a)
-				}
-			}
-		case annPrivateAddresses:
-			o.PrivateIPs = splitList(v)
-			for _, a := range o.PrivateIPs {
-				if ip, perr := netip.ParseAddr(a); perr != nil || !ip.Is4() {
-					err = annotationError(suffix, "%q is not an IPv4 address", a)
-				}
-			}
-		}
-		if err != nil {
-			return nil, err
 		}
 	}
 	var err error
 	if o.SourceRanges, err = parseSourceRanges(svc); err != nil {
 		return nil, err
 	}
+	o.adviseSSLPorts(svc)
+	if o.Attrs.AccessLog && o.Attrs.Bucket == "" {
+		return nil, annotationError(annAccessLog, "true needs %s%s", annotationPrefix, annAccessLogBucket)
+	}
+	o.HC.setTimings(o.NLB, svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal)
+	if err := o.otherBackend(svc); err != nil {
+		return nil, err
+	}
+	if o.NLB {
+		err = o.settleNLB(svc)
+	} else {
+		err = o.settleClassic(svc)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// read applies the rule of the annotation annotationPrefix+suffix to its value v.
+func (o *lbOptions) read(suffix, v string) error {
+	r, ok := rulesBySuffix[suffix]
+	if !ok {
+		o.Advice = append(o.Advice, unknownAdvice(suffix, v))
+		return nil
+	}
+	if v == "" && emptyIsUnset(suffix, o.NLB) {
+		return nil // as upstream: no value, no Warning
+	}
+	if used, why := r.usedFor(o.NLB); !used {
+		o.Advice = append(o.Advice, why)
+		return nil
+	}
+	return r.Parse(o, suffix, v)
+}
+
+// adviseSSLPorts advises the ssl-ports values upstream reads otherwise than they look.
+func (o *lbOptions) adviseSSLPorts(svc *v1.Service) {
 	if len(o.SSLPorts) > 0 && o.SSLCert == "" {
 		// Upstream reads ssl-ports only with a certificate: without one every listener is plain.
 		o.Advice = append(o.Advice, fmt.Sprintf("%s%s has no effect without %s%s: no listener terminates TLS", annotationPrefix, annSSLPorts, annotationPrefix, annSSLCert))
@@ -306,48 +185,49 @@ func parseOptions(svc *v1.Service) (*lbOptions, error) {
 	if slices.Contains(o.SSLPorts, "") && len(o.SSLPorts) > 1 {
 		o.Advice = append(o.Advice, emptySSLPortItemAdvice(svc))
 	}
-	if o.Attrs.AccessLog && o.Attrs.Bucket == "" {
-		return nil, annotationError(annAccessLog, "true needs %s%s", annotationPrefix, annAccessLogBucket)
-	}
-	o.HC.setTimings(o.NLB, svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal, hcSet)
-	if err := o.otherBackend(svc); err != nil {
-		return nil, err
-	}
-	if o.NLB {
-		if o.Backend == "ssl" && o.SSLCert != "" {
-			// Upstream makes the TLS listeners' target groups TLS then, on the value "ssl" as
-			// written (other values it ignores on NLBs, as ccm does): another case would turn an
-			// upstream NLB's TCP target groups to TLS at the takeover, so it is advised instead.
-			if o.TLSBackend = svc.Annotations[annotationPrefix+annBackend] == "ssl"; !o.TLSBackend {
-				o.Advice = append(o.Advice, fmt.Sprintf("%s%s %q on an NLB: the target groups stay TCP, as upstream keeps them (it reads only \"ssl\", lower case); write ssl for TLS to the nodes",
-					annotationPrefix, annBackend, svc.Annotations[annotationPrefix+annBackend]))
-			}
+}
+
+// settleNLB decides what an NLB's annotations mean together, and refuses the ports it cannot
+// serve.
+func (o *lbOptions) settleNLB(svc *v1.Service) error {
+	if o.Backend == "ssl" && o.SSLCert != "" {
+		// Upstream makes the TLS listeners' target groups TLS then, on the value "ssl" as
+		// written (other values it ignores on NLBs, as ccm does): another case would turn an
+		// upstream NLB's TCP target groups to TLS at the takeover, so it is advised instead.
+		if o.TLSBackend = svc.Annotations[annotationPrefix+annBackend] == "ssl"; !o.TLSBackend {
+			o.Advice = append(o.Advice, fmt.Sprintf("%s%s %q on an NLB: the target groups stay TCP, as upstream keeps them (it reads only \"ssl\", lower case); write ssl for TLS to the nodes",
+				annotationPrefix, annBackend, svc.Annotations[annotationPrefix+annBackend]))
 		}
-		if len(o.EIPs) > 0 && len(o.PrivateIPs) > 0 {
-			return nil, annotationError(annEIPAllocations, "and %s%s exclude each other (an internet-facing NLB takes Elastic IPs, an internal one private addresses)", annotationPrefix, annPrivateAddresses)
-		}
-		for _, p := range svc.Spec.Ports {
-			if p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP {
-				return nil, fmt.Errorf("port %q: protocol %s is not supported by an NLB (TCP or UDP)", p.Name, p.Protocol)
-			}
-		}
-		return o, nil
 	}
+	if len(o.EIPs) > 0 && len(o.PrivateIPs) > 0 {
+		return annotationError(annEIPAllocations, "and %s%s exclude each other (an internet-facing NLB takes Elastic IPs, an internal one private addresses)", annotationPrefix, annPrivateAddresses)
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP {
+			return fmt.Errorf("port %q: protocol %s is not supported by an NLB (TCP or UDP)", p.Name, p.Protocol)
+		}
+	}
+	return nil
+}
+
+// settleClassic decides what a classic ELB's annotations mean together, and refuses the ports
+// it cannot serve.
+func (o *lbOptions) settleClassic(svc *v1.Service) error {
 	if err := o.classicBackendCase(svc); err != nil {
-		return nil, err
+		return err
 	}
 	if o.Attrs.IdleTimeout == 0 {
 		o.Attrs.IdleTimeout = 60 // upstream writes its default
 	}
 	if o.HC.Timeout >= o.HC.Interval {
-		return nil, annotationError(annHCTimeout, "(%ds) must be less than %s%s (%ds)", o.HC.Timeout, annotationPrefix, annHCInterval, o.HC.Interval)
+		return annotationError(annHCTimeout, "(%ds) must be less than %s%s (%ds)", o.HC.Timeout, annotationPrefix, annHCInterval, o.HC.Interval)
 	}
 	for _, p := range svc.Spec.Ports {
 		if p.Protocol != v1.ProtocolTCP {
-			return nil, fmt.Errorf("port %q: protocol %s is not supported by a classic ELB (TCP only)", p.Name, p.Protocol)
+			return fmt.Errorf("port %q: protocol %s is not supported by a classic ELB (TCP only)", p.Name, p.Protocol)
 		}
 	}
-	return o, nil
+	return nil
 }
 
 // backendProtocols are the backend-protocol values upstream acts on (after lower-casing).
@@ -424,30 +304,26 @@ const trafficPort = "traffic-port"
 // sslPolicyRE is the shape of an ELB security policy name.
 var sslPolicyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
-// setTimings sets upstream's defaults, then the annotations' values: classic ELBs 2/6/5s/10s
-// (healthy/unhealthy/timeout/interval); NLBs 3/3/10s/30s, or 2/2/10s/10s with
-// externalTrafficPolicy Local.
-func (h *hcOptions) setTimings(nlb, local bool, set map[string]int32) {
+// setTimings sets upstream's defaults where no annotation set a timing (0; no annotation's
+// range holds 0): classic ELBs 2/6/5s/10s (healthy/unhealthy/timeout/interval); NLBs 3/3/10s/30s,
+// or 2/2/10s/10s with externalTrafficPolicy Local.
+func (h *hcOptions) setTimings(nlb, local bool) {
+	d := hcOptions{Healthy: 2, Unhealthy: 6, Timeout: 5, Interval: 10}
 	switch {
-	case !nlb:
-		h.Healthy, h.Unhealthy, h.Timeout, h.Interval = 2, 6, 5, 10
-	case local:
-		h.Healthy, h.Unhealthy, h.Timeout, h.Interval = 2, 2, 10, 10
-	default:
-		h.Healthy, h.Unhealthy, h.Timeout, h.Interval = 3, 3, 10, 30
+	case nlb && local:
+		d = hcOptions{Healthy: 2, Unhealthy: 2, Timeout: 10, Interval: 10}
+	case nlb:
+		d = hcOptions{Healthy: 3, Unhealthy: 3, Timeout: 10, Interval: 30}
 	}
-	for k, n := range set {
-		switch k {
-		case annHCHealthy:
-			h.Healthy = n
-		case annHCUnhealthy:
-			h.Unhealthy = n
-		case annHCTimeout:
-			h.Timeout = n
-		case annHCInterval:
-			h.Interval = n
+	fill := func(v *int32, d int32) {
+		if *v == 0 {
+			*v = d
 		}
 	}
+	fill(&h.Healthy, d.Healthy)
+	fill(&h.Unhealthy, d.Unhealthy)
+	fill(&h.Timeout, d.Timeout)
+	fill(&h.Interval, d.Interval)
 }
 
 // adviseUnused records o's advice as one Warning on svc (once an hour while it holds).
@@ -486,14 +362,6 @@ func parseTGAttributes(v string) (map[string]string, error) {
 		}
 	}
 	return out, nil
-}
-
-func parseHC(nlb bool, suffix, v string) (int32, error) {
-	limits := map[string][2]int{annHCHealthy: {2, 10}, annHCUnhealthy: {2, 10}, annHCTimeout: {2, 60}, annHCInterval: {5, 300}}[suffix]
-	if nlb && suffix == annHCTimeout {
-		limits[1] = 120
-	}
-	return parseRange(suffix, v, limits[0], limits[1])
 }
 
 func parseBool(suffix, v string) (bool, error) {
@@ -635,22 +503,3 @@ func emptySSLPortItemAdvice(svc *v1.Service) string {
 
 // portNameRE is the shape of a Service port name (an IANA service name).
 var portNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
-
-// emptyIsUnset reports whether upstream reads the annotation's empty value as no annotation
-// (a chart's {{ .Values.x | quote }} with x unset renders ""). Where upstream refuses ""
-// instead, the annotation's parser refuses it too: subnets, the health check's numbers,
-// protocol and port, and ssl-negotiation-policy on a classic ELB (a policy referring to "",
-// which ELB refuses). The parity table in docs/providers/aws.md says which is which.
-func emptyIsUnset(suffix string, nlb bool) bool {
-	switch suffix {
-	case annSubnets, annHCHealthy, annHCUnhealthy, annHCTimeout, annHCInterval, annHCProtocol, annHCPort:
-		return false
-	case annSSLPolicy:
-		return nlb // an NLB listener gets a policy only when it is not ""
-	}
-	// type, internal, backend-protocol: compared with fixed values; ssl-cert, proxy-protocol,
-	// the classic and the NLB attributes, healthcheck-path: read only when != "";
-	// security-groups, extra-security-groups, additional-resource-tags, target-group-attributes,
-	// target-node-labels: empty lists; ssl-ports: every port.
-	return true
-}
