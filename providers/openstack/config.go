@@ -172,6 +172,30 @@ func (c *Config) Validate() config.Problems {
 			ps.Add("Global", "use-clouds", "%v", err)
 		}
 	}
+	c.validateAuthURL(&ps)
+	c.validateCredentials(&ps)
+	c.validateTLS(&ps)
+	c.LoadBalancer.allow = c.validateLoadBalancer(&ps)
+	notices, ups := c.upstreamReport()
+	ps = append(ps, ups...)
+	notices = append(notices, c.boolNotices()...)
+	notices = append(notices, c.ovnCreateOnlyNotices()...)
+	notices = append(notices, c.ovnMethodNotices()...)
+	if st := c.LoadBalancer.containerStore(); st != "barbican" && st != "external" {
+		// As upstream, which only warns: the reference is then not checked in Barbican.
+		notices = append(notices, fmt.Sprintf("[LoadBalancer] container-store: %q is neither barbican nor external; TLS container references are not checked in Barbican (as with external)", st))
+	}
+	c.notices = notices
+	if len(ps) == 0 {
+		for _, n := range notices {
+			logNotice(n)
+		}
+	}
+	return ps
+}
+
+// validateAuthURL checks [Global] auth-url: an http(s) URL, https unless the host is loopback.
+func (c *Config) validateAuthURL(ps *config.Problems) {
 	g := c.Global
 	if g.AuthURL == "" {
 		ps.Add("Global", "auth-url", "is required (the Keystone v3 URL, e.g. https://keystone.example.com:5000/v3)")
@@ -181,6 +205,12 @@ func (c *Config) Validate() config.Problems {
 		ps.Add("Global", "auth-url", "is http://: the password or application credential secret would cross the network in clear text; use https:// "+
 			"(plain http is accepted only for a loopback host such as 127.0.0.1, e.g. a local simulator)")
 	}
+}
+
+// validateCredentials checks that [Global] holds one complete way to log in, and a project
+// to scope the token to.
+func (c *Config) validateCredentials(ps *config.Problems) {
+	g := c.Global
 	appCred := g.ApplicationCredentialID != "" || g.ApplicationCredentialName != ""
 	trustee := g.TrustID != "" && g.TrusteeID != ""
 	switch {
@@ -204,6 +234,11 @@ func (c *Config) Validate() config.Problems {
 	if !appCred && g.TrustID == "" && g.TenantID == "" && g.TenantName == "" {
 		ps.Add("Global", "tenant-id", "tenant-id or tenant-name is required to scope the token to a project")
 	}
+}
+
+// validateTLS checks [Global] ca-file, os-endpoint-type and the client certificate.
+func (c *Config) validateTLS(ps *config.Problems) {
+	g := c.Global
 	if g.CAFile != "" {
 		if err := config.StatReferenced("[Global] ca-file", g.CAFile); err != nil {
 			ps.Add("Global", "ca-file", "cannot read: %v", err)
@@ -220,6 +255,11 @@ func (c *Config) Validate() config.Problems {
 			ps.Add("Global", "cert-file", "cannot load the client certificate with key-file: %s", safeTLSError(err))
 		}
 	}
+}
+
+// validateLoadBalancer checks [LoadBalancer] and the classes' floating-subnet, and returns
+// the parsed allowed-resource-* settings.
+func (c *Config) validateLoadBalancer(ps *config.Problems) ownership.Allow {
 	lb := c.LoadBalancer
 	if !lbMethods[strings.ToUpper(lb.LBMethod)] {
 		ps.Add("LoadBalancer", "lb-method", "must be ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP or SOURCE_IP_PORT")
@@ -253,23 +293,7 @@ func (c *Config) Validate() config.Problems {
 	if lb.FloatingIPsPerNamespace < 0 {
 		ps.Add("LoadBalancer", "floating-ips-per-namespace", "must be 0 (no bound) or more, not %d", lb.FloatingIPsPerNamespace)
 	}
-	c.LoadBalancer.allow = allow
-	notices, ups := c.upstreamReport()
-	ps = append(ps, ups...)
-	notices = append(notices, c.boolNotices()...)
-	notices = append(notices, c.ovnCreateOnlyNotices()...)
-	notices = append(notices, c.ovnMethodNotices()...)
-	if st := lb.containerStore(); st != "barbican" && st != "external" {
-		// As upstream, which only warns: the reference is then not checked in Barbican.
-		notices = append(notices, fmt.Sprintf("[LoadBalancer] container-store: %q is neither barbican nor external; TLS container references are not checked in Barbican (as with external)", st))
-	}
-	c.notices = notices
-	if len(ps) == 0 {
-		for _, n := range notices {
-			logNotice(n)
-		}
-	}
-	return ps
+	return allow
 }
 
 // endpointType maps os-endpoint-type to the catalog interface; upstream passes the value to

@@ -142,10 +142,49 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 		return nil, err
 	}
 	cfg := l.c.cfg.LoadBalancer
-	a := svc.Annotations
-	var err error
 	s := &lbSpec{name: name, provider: cfg.LBProvider, family: v1.IPv4Protocol}
-	cn, byAnnotation := a[annClass]
+	cn, cls, err := l.classOf(svc, s)
+	if err != nil {
+		return nil, err
+	}
+	if err = l.checkNamedNetworks(svc); err != nil {
+		return nil, err
+	}
+	if err = s.setExisting(svc); err != nil {
+		return nil, err
+	}
+	s.setInternal(svc, cfg)
+	s.setNetworks(chooseNetworks(&cfg, cls, cn, svc.Annotations, s.internal)) // the VIP's precedence depends on it
+	if s.createOnly, s.advice, err = createOnlyOf(svc, cfg, s.provider); err != nil {
+		return nil, err
+	}
+	s.keepFIP = upstreamBool(svc, annKeepFloatingIP, false, &s.warnings)
+	if err = s.setFixedFIP(svc); err != nil {
+		return nil, err
+	}
+	// Neither subnet-id nor network-id: the VIP subnet is taken from a Node's port, as
+	// upstream does (vipsubnet.go, in familySpecs).
+	s.detectSubnet = s.subnetID == "" && s.networkID == ""
+	s.warnUnsupported(svc.Annotations)
+	s.family = families(svc)[0]
+
+	in, err := s.listenerInputs(svc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range svc.Spec.Ports {
+		if ls, ok := s.listenerOf(svc, p, in); ok {
+			s.listeners = append(s.listeners, ls)
+		}
+	}
+	sort.Slice(s.listeners, func(i, j int) bool { return s.listeners[i].key() < s.listeners[j].key() })
+	return s, nil
+}
+
+// classOf is the Service's [LoadBalancerClass] (name and section; "" and nil: none): the
+// class annotation, else spec.loadBalancerClass. A class the config does not have is an error.
+func (l *loadBalancers) classOf(svc *v1.Service, s *lbSpec) (string, *LBClass, error) {
+	cn, byAnnotation := svc.Annotations[annClass]
 	if !byAnnotation {
 		cn = classBySpec(svc, l.c.cfg.LoadBalancerClass)
 	} else if sc := classBySpec(svc, l.c.cfg.LoadBalancerClass); sc != "" && sc != cn {
@@ -154,19 +193,28 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	var cls *LBClass
 	if cn != "" {
 		if cls = l.c.cfg.LoadBalancerClass[cn]; cls == nil {
-			return nil, fmt.Errorf("annotation %s: no [LoadBalancerClass %q] in the cloud config", annClass, cn)
+			return "", nil, fmt.Errorf("annotation %s: no [LoadBalancerClass %q] in the cloud config", annClass, cn)
 		}
 	}
-	if err = l.checkNamedNetworks(svc); err != nil {
-		return nil, err
-	}
-	s.existingID = a[annLoadBalancerID]
+	return cn, cls, nil
+}
+
+// setExisting reads load-balancer-id: a load balancer to adopt, or (recordedLoadBalancer) the
+// record of the one a CCM made for the Service.
+func (s *lbSpec) setExisting(svc *v1.Service) error {
+	s.existingID = svc.Annotations[annLoadBalancerID]
 	if s.existingID != "" && !objectIDRE.MatchString(s.existingID) {
-		return nil, fmt.Errorf("annotation %s: %q is not an Octavia load balancer ID", annLoadBalancerID, s.existingID)
+		return fmt.Errorf("annotation %s: %q is not an Octavia load balancer ID", annLoadBalancerID, s.existingID)
 	}
 	if recordedLoadBalancer(svc) {
 		s.recordedID, s.existingID = s.existingID, ""
 	}
+	return nil
+}
+
+// setInternal decides whether the load balancer is internal (no floating IP).
+func (s *lbSpec) setInternal(svc *v1.Service, cfg LBConfig) {
+	a := svc.Annotations
 	if cfg.InternalLB {
 		// As upstream: internal-lb = true is the operator's rule, no Service can open itself
 		// to a public address.
@@ -183,7 +231,11 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 	} else {
 		s.internal = upstreamBool(svc, annInternal, false, &s.warnings)
 	}
-	nc := chooseNetworks(&cfg, cls, cn, a, s.internal) // the VIP's precedence depends on it
+}
+
+// setNetworks takes the networks chooseNetworks resolved, and warns of a floating-subnet
+// pattern that cannot match any subnet.
+func (s *lbSpec) setNetworks(nc netChoice) {
 	s.subnetID, s.networkID, s.memberSubnetID, s.memberDefault = nc.subnetID, nc.networkID, nc.memberSubnetID, nc.memberDefault
 	s.memberSubnetFrom, s.svcSubnetID = nc.memberSubnetFrom, nc.svcSubnetID
 	s.floatingNetworkID, s.floatingSubnet = nc.floatingNetworkID, nc.floatingSubnet
@@ -192,47 +244,65 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 			s.warnings = append(s.warnings, fmt.Sprintf("%s: %v; no floating IP can be allocated by it", sel.key("floating-subnet"), err))
 		}
 	}
-	if s.createOnly, s.advice, err = createOnlyOf(svc, cfg, s.provider); err != nil {
-		return nil, err
-	}
-	s.keepFIP = upstreamBool(svc, annKeepFloatingIP, false, &s.warnings)
+}
+
+// setFixedFIP reads spec.loadBalancerIP, the floating IP asked for, in its canonical form.
+func (s *lbSpec) setFixedFIP(svc *v1.Service) error {
 	s.fixedFIP = svc.Spec.LoadBalancerIP //nolint:staticcheck // deprecated in the API, still the upstream way to ask for a floating IP
 	if s.fixedFIP != "" {
 		ip, err := netip.ParseAddr(s.fixedFIP)
 		if err != nil || ip.Zone() != "" {
-			return nil, fmt.Errorf("spec.loadBalancerIP: %q is not an IP address", s.fixedFIP)
+			return fmt.Errorf("spec.loadBalancerIP: %q is not an IP address", s.fixedFIP)
 		}
 		s.fixedFIP = ip.String()
 	}
-	// Neither subnet-id nor network-id: the VIP subnet is taken from a Node's port, as
-	// upstream does (vipsubnet.go, in familySpecs).
-	s.detectSubnet = s.subnetID == "" && s.networkID == ""
+	return nil
+}
+
+// warnUnsupported warns of each annotation in the provider's prefix that it does not read.
+func (s *lbSpec) warnUnsupported(a map[string]string) {
 	for k := range a {
 		if strings.HasPrefix(k, annPrefix) && !supportedAnnotations[k] {
 			s.warnings = append(s.warnings, fmt.Sprintf("annotation %s is not supported by this provider and is ignored", k))
 		}
 	}
-	s.family = families(svc)[0]
+}
 
-	method := methodOf(svc, cfg, s.provider, &s.warnings) // lbmethod.go
-	proxy, known := proxyPool(svc)
+// listenerSettings are the Service-wide settings each port's listener is made from.
+type listenerSettings struct {
+	cfg                  LBConfig
+	method, proxy        string
+	xff, monitors, local bool
+	limits               listenerLimits
+	timing               monitorValues
+	overridden           bool
+	ranges               []string
+}
+
+// listenerInputs reads the Service-wide listener settings (and s.tlsRef), warning of bad values;
+// proxy protocol with x-forwarded-for is an error.
+func (s *lbSpec) listenerInputs(svc *v1.Service, cfg LBConfig) (listenerSettings, error) {
+	in := listenerSettings{cfg: cfg}
+	in.method = methodOf(svc, cfg, s.provider, &s.warnings) // lbmethod.go
+	var known bool
+	in.proxy, known = proxyPool(svc)
 	if !known {
-		s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is not true, v1, v2 or false (the upstream CCM reads only these, in lower case); proxy protocol is off", annProxyProtocol, a[annProxyProtocol]))
+		s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: %q is not true, v1, v2 or false (the upstream CCM reads only these, in lower case); proxy protocol is off", annProxyProtocol, svc.Annotations[annProxyProtocol]))
 	}
-	xff := upstreamBool(svc, annXForwardedFor, false, &s.warnings)
-	if xff && proxy != "" {
+	in.xff = upstreamBool(svc, annXForwardedFor, false, &s.warnings)
+	if in.xff && in.proxy != "" {
 		// As upstream: the two ask for contradicting listeners (HTTP that rewrites the request
 		// vs TCP that passes it with a PROXY header), so the Service is not synced.
-		return nil, fmt.Errorf("annotations %s and %s cannot be used together", annProxyProtocol, annXForwardedFor)
+		return in, fmt.Errorf("annotations %s and %s cannot be used together", annProxyProtocol, annXForwardedFor)
 	}
-	s.tlsRef = strings.TrimSpace(or(a[annTLSContainerRef], cfg.tlsRef()))
-	monitors := upstreamBool(svc, annHealthMonitor, cfg.CreateMonitor, &s.warnings)
-	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0
-	limits := limitsOf(svc, s.provider, &s.warnings)
-	timing, overridden := monitorValuesOf(svc, cfg, &s.warnings)
+	s.tlsRef = strings.TrimSpace(or(svc.Annotations[annTLSContainerRef], cfg.tlsRef()))
+	in.monitors = upstreamBool(svc, annHealthMonitor, cfg.CreateMonitor, &s.warnings)
+	in.local = svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort > 0
+	in.limits = limitsOf(svc, s.provider, &s.warnings)
+	in.timing, in.overridden = monitorValuesOf(svc, cfg, &s.warnings)
 	ranges, err := sourceRanges(svc)
 	if err != nil {
-		return nil, err
+		return in, err
 	}
 	if s.provider == providerOVN {
 		// ovn-octavia-provider refuses allowed_cidrs (400, "OVN provider does not support
@@ -243,46 +313,54 @@ func (l *loadBalancers) spec(name string, svc *v1.Service) (*lbSpec, error) {
 			s.advice = append(s.advice, advice{sourceranges.ReasonNotEnforced, msg})
 		}
 	}
-	for _, p := range svc.Spec.Ports {
-		ls := listenerSpec{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort), PoolProtocol: string(p.Protocol), Method: method, SourceRanges: ranges, Limits: limits,
-			Persistence: persistenceOf(svc)}
-		switch p.Protocol {
-		case v1.ProtocolTCP:
-			ls.Protocol, ls.PoolProtocol, ls.InsertXFF = tcpListener(proxy, xff, s.tlsRef != "")
-			if ls.Protocol == "TERMINATED_HTTPS" {
-				ls.TLSRef = s.tlsRef
-			}
-		case v1.ProtocolUDP, v1.ProtocolSCTP:
-			if xff {
-				s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: port %d is %s, which Octavia cannot serve as HTTP; its listener stays %s", annXForwardedFor, p.Port, p.Protocol, p.Protocol))
-			}
-			if _, ok := a[annTLSContainerRef]; ok {
-				s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: port %d is %s, on which Octavia cannot terminate TLS; its listener stays %s", annTLSContainerRef, p.Port, p.Protocol, p.Protocol))
-			}
-		default:
-			s.warnings = append(s.warnings, fmt.Sprintf("port %d: protocol %s is not supported by Octavia; port skipped", p.Port, p.Protocol))
-			continue
+	in.ranges = ranges
+	return in, nil
+}
+
+// listenerOf is port p's listener; false (with a warning) for a protocol Octavia cannot serve.
+func (s *lbSpec) listenerOf(svc *v1.Service, p v1.ServicePort, in listenerSettings) (listenerSpec, bool) {
+	ls := listenerSpec{Protocol: string(p.Protocol), Port: int(p.Port), NodePort: int(p.NodePort), PoolProtocol: string(p.Protocol), Method: in.method, SourceRanges: in.ranges, Limits: in.limits,
+		Persistence: persistenceOf(svc)}
+	switch p.Protocol {
+	case v1.ProtocolTCP:
+		ls.Protocol, ls.PoolProtocol, ls.InsertXFF = tcpListener(in.proxy, in.xff, s.tlsRef != "")
+		if ls.Protocol == "TERMINATED_HTTPS" {
+			ls.TLSRef = s.tlsRef
 		}
-		if monitors {
-			m := &monitorSpec{Type: "TCP", Delay: secs(cfg.MonitorDelay.Seconds()), Timeout: secs(cfg.MonitorTimeout.Seconds()), MaxRetries: cfg.MonitorMaxRetries,
-				Want: timing, Overridden: overridden}
-			switch {
-			case local && s.provider != providerOVN:
-				// kube-proxy answers /healthz on healthCheckNodePort only where endpoints run.
-				// The OVN provider has no HTTP monitors: as upstream, its pools keep the
-				// port's own type (and the members no monitor_port).
-				m.Type, m.URLPath, m.Port = "HTTP", "/healthz", int(svc.Spec.HealthCheckNodePort)
-			case p.Protocol == v1.ProtocolUDP:
-				m.Type = "UDP-CONNECT"
-			case p.Protocol == v1.ProtocolSCTP:
-				m.Type = "SCTP"
-			}
-			ls.Monitor = m
+	case v1.ProtocolUDP, v1.ProtocolSCTP:
+		if in.xff {
+			s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: port %d is %s, which Octavia cannot serve as HTTP; its listener stays %s", annXForwardedFor, p.Port, p.Protocol, p.Protocol))
 		}
-		s.listeners = append(s.listeners, ls)
+		if _, ok := svc.Annotations[annTLSContainerRef]; ok {
+			s.warnings = append(s.warnings, fmt.Sprintf("annotation %s: port %d is %s, on which Octavia cannot terminate TLS; its listener stays %s", annTLSContainerRef, p.Port, p.Protocol, p.Protocol))
+		}
+	default:
+		s.warnings = append(s.warnings, fmt.Sprintf("port %d: protocol %s is not supported by Octavia; port skipped", p.Port, p.Protocol))
+		return ls, false
 	}
-	sort.Slice(s.listeners, func(i, j int) bool { return s.listeners[i].key() < s.listeners[j].key() })
-	return s, nil
+	if in.monitors {
+		ls.Monitor = in.monitorOf(svc, p, s.provider)
+	}
+	return ls, true
+}
+
+// monitorOf is the health monitor of port p's pool.
+func (in listenerSettings) monitorOf(svc *v1.Service, p v1.ServicePort, provider string) *monitorSpec {
+	cfg := in.cfg
+	m := &monitorSpec{Type: "TCP", Delay: secs(cfg.MonitorDelay.Seconds()), Timeout: secs(cfg.MonitorTimeout.Seconds()), MaxRetries: cfg.MonitorMaxRetries,
+		Want: in.timing, Overridden: in.overridden}
+	switch {
+	case in.local && provider != providerOVN:
+		// kube-proxy answers /healthz on healthCheckNodePort only where endpoints run.
+		// The OVN provider has no HTTP monitors: as upstream, its pools keep the
+		// port's own type (and the members no monitor_port).
+		m.Type, m.URLPath, m.Port = "HTTP", "/healthz", int(svc.Spec.HealthCheckNodePort)
+	case p.Protocol == v1.ProtocolUDP:
+		m.Type = "UDP-CONNECT"
+	case p.Protocol == v1.ProtocolSCTP:
+		m.Type = "SCTP"
+	}
+	return m
 }
 
 // providerOVN is the Octavia provider name of ovn-octavia-provider ([LoadBalancer] lb-provider),

@@ -64,96 +64,127 @@ func listenerKey(h listeners.Listener) string {
 // made (madeByACCM) is left alone (Left), and a wanted port it holds is an error.
 func planListeners(id ownership.Identity, name string, want []listenerSpec, have []listeners.Listener, allPools []pools.Pool, adopted bool) (listenerPlan, error) {
 	p := listenerPlan{Keep: map[string]listeners.Listener{}, Relabel: map[string]listeners.Listener{}, Reuse: map[string]pools.Pool{}}
-	poolByID := map[string]*pools.Pool{}
+	sc := listenerScan{id: id, name: name, adopted: adopted, poolByID: map[string]*pools.Pool{}, wanted: map[string]listenerSpec{},
+		gone: map[string]bool{}, errored: map[string]bool{}}
 	for i := range allPools {
-		poolByID[allPools[i].ID] = &allPools[i]
+		sc.poolByID[allPools[i].ID] = &allPools[i]
 	}
-	wanted := map[string]listenerSpec{}
 	for _, ls := range want {
-		wanted[ls.key()] = ls
+		sc.wanted[ls.key()] = ls
 	}
-	gone := map[string]bool{}    // pools of deleted listeners
-	errored := map[string]bool{} // keys of the Service's listeners replaced for being in ERROR
 	for _, h := range have {
-		key := listenerKey(h)
-		ls, isWanted := wanted[key]
-		owner, role, marked := ownership.ParseDescription(h.Description)
-		mine := marked && ownership.DescribedBy(id, h.Description)
-		tagMine, tagOther := upstreamListenerTags(id, h.Tags, name)
-		switch {
-		case !marked && tagOther:
-			// The upstream CCM's listener of another Service sharing the load balancer.
-			if isWanted {
-				return p, fmt.Errorf("port %s of the load balancer is taken by a listener of another Service sharing it", key)
-			}
-			continue
-		case adopted && !mine && !(tagMine && !marked):
-			if isWanted {
-				return p, fmt.Errorf("port %s of the load balancer named by annotation %s is taken by a listener this Service does not own", key, annLoadBalancerID)
-			}
-			continue
-		case !mine && marked && owner.Cluster != "":
-			// Another Service's (or cluster's) listener on this Service's load balancer (an
-			// operator allowed it there): never ours to change.
-			if isWanted {
-				return p, fmt.Errorf("port %s of this Service's load balancer is taken by a listener it does not own", key)
-			}
-			continue
-		case !marked && !tagMine && !madeByACCM(id, name, h):
-			// Added by hand (or by another tool): no CCM made it, so none deletes it (listenerorigin.go).
-			if isWanted {
-				return p, fmt.Errorf("port %s of this Service's load balancer is taken by listener %s, which neither ccm nor the upstream CCM made: ccm does not delete it; "+
-					"delete it by hand or give the Service another port", key, listenerLabel(h))
-			}
-			p.Left = append(p.Left, h)
-			continue
-		case isWanted && mine && inError(h, poolByID[h.DefaultPoolID]):
-			// A failed update leaves a listener or pool in ERROR; Octavia lets it be deleted,
-			// and it is created again.
-			errored[key] = true
-			p.Repairs = append(p.Repairs, fmt.Sprintf("listener %s was in ERROR; replaced", key))
-		case isWanted && mine && role == ls.fingerprint() && h.DefaultPoolID != "":
-			p.Keep[key] = h
-			continue
-		case isWanted && mine && h.DefaultPoolID != "" && samePoolProtocol(poolByID[h.DefaultPoolID], ls):
-			// The spec changed, but only in what Octavia updates in place: a listener
-			// replaced would close the port for the length of a delete and a create.
-			p.Relabel[key] = h
-			p.SpecChanged = true
-			continue
-		case isWanted && !marked && h.DefaultPoolID != "" && relabels(h, ls, poolByID[h.DefaultPoolID]):
-			// On the Service's own load balancer, a listener of an earlier ccm (its old
-			// "ccm:<fingerprint>" description) or of the upstream CCM (before a migration)
-			// gets the current mark instead of being replaced, so traffic is not interrupted.
-			p.Relabel[key] = h
-			continue
+		if err := p.planListener(&sc, h); err != nil {
+			return p, err
 		}
-		if isWanted && !errored[key] {
-			p.SpecChanged = true
-		}
-		d := listenerDelete{Listener: h, WithPool: h.DefaultPoolID != ""}
-		if adopted && d.WithPool && !tagMine {
-			pool := poolByID[h.DefaultPoolID]
-			d.WithPool = pool != nil && ownership.DescribedBy(id, pool.Description)
-		}
-		p.Delete = append(p.Delete, d)
-		gone[h.DefaultPoolID] = true
 	}
-	// A pool of the Service without a listener: its listener was deleted out of band (or a
-	// replacement failed half-way). A wanted listener missing is created again on it; any
-	// other goes.
+	p.planPoolsWithoutListener(&sc, want, allPools)
+	p.planCreates(want, sc.errored)
+	p.noteRecreated()
+	return p, nil
+}
+
+// listenerScan is what planListeners compares each of the load balancer's listeners with,
+// and what it learns on the way.
+type listenerScan struct {
+	id       ownership.Identity
+	name     string
+	adopted  bool
+	poolByID map[string]*pools.Pool
+	wanted   map[string]listenerSpec
+	gone     map[string]bool // pools of deleted listeners
+	errored  map[string]bool // keys of the Service's listeners replaced for being in ERROR
+}
+
+// planListener decides what becomes of the load balancer's listener h: left alone, kept,
+// relabelled or deleted; an error when a wanted port is held by one the Service may not change.
+func (p *listenerPlan) planListener(sc *listenerScan, h listeners.Listener) error {
+	id, name, adopted, poolByID := sc.id, sc.name, sc.adopted, sc.poolByID
+	key := listenerKey(h)
+	ls, isWanted := sc.wanted[key]
+	owner, role, marked := ownership.ParseDescription(h.Description)
+	mine := marked && ownership.DescribedBy(id, h.Description)
+	tagMine, tagOther := upstreamListenerTags(id, h.Tags, name)
+	switch {
+	case !marked && tagOther:
+		// The upstream CCM's listener of another Service sharing the load balancer.
+		if isWanted {
+			return fmt.Errorf("port %s of the load balancer is taken by a listener of another Service sharing it", key)
+		}
+		return nil
+	case adopted && !mine && !(tagMine && !marked):
+		if isWanted {
+			return fmt.Errorf("port %s of the load balancer named by annotation %s is taken by a listener this Service does not own", key, annLoadBalancerID)
+		}
+		return nil
+	case !mine && marked && owner.Cluster != "":
+		// Another Service's (or cluster's) listener on this Service's load balancer (an
+		// operator allowed it there): never ours to change.
+		if isWanted {
+			return fmt.Errorf("port %s of this Service's load balancer is taken by a listener it does not own", key)
+		}
+		return nil
+	case !marked && !tagMine && !madeByACCM(id, name, h):
+		// Added by hand (or by another tool): no CCM made it, so none deletes it (listenerorigin.go).
+		if isWanted {
+			return fmt.Errorf("port %s of this Service's load balancer is taken by listener %s, which neither ccm nor the upstream CCM made: ccm does not delete it; "+
+				"delete it by hand or give the Service another port", key, listenerLabel(h))
+		}
+		p.Left = append(p.Left, h)
+		return nil
+	case isWanted && mine && inError(h, poolByID[h.DefaultPoolID]):
+		// A failed update leaves a listener or pool in ERROR; Octavia lets it be deleted,
+		// and it is created again.
+		sc.errored[key] = true
+		p.Repairs = append(p.Repairs, fmt.Sprintf("listener %s was in ERROR; replaced", key))
+	case isWanted && mine && role == ls.fingerprint() && h.DefaultPoolID != "":
+		p.Keep[key] = h
+		return nil
+	case isWanted && mine && h.DefaultPoolID != "" && samePoolProtocol(poolByID[h.DefaultPoolID], ls):
+		// The spec changed, but only in what Octavia updates in place: a listener
+		// replaced would close the port for the length of a delete and a create.
+		p.Relabel[key] = h
+		p.SpecChanged = true
+		return nil
+	case isWanted && !marked && h.DefaultPoolID != "" && relabels(h, ls, poolByID[h.DefaultPoolID]):
+		// On the Service's own load balancer, a listener of an earlier ccm (its old
+		// "ccm:<fingerprint>" description) or of the upstream CCM (before a migration)
+		// gets the current mark instead of being replaced, so traffic is not interrupted.
+		p.Relabel[key] = h
+		return nil
+	}
+	if isWanted && !sc.errored[key] {
+		p.SpecChanged = true
+	}
+	d := listenerDelete{Listener: h, WithPool: h.DefaultPoolID != ""}
+	if adopted && d.WithPool && !tagMine {
+		pool := poolByID[h.DefaultPoolID]
+		d.WithPool = pool != nil && ownership.DescribedBy(id, pool.Description)
+	}
+	p.Delete = append(p.Delete, d)
+	sc.gone[h.DefaultPoolID] = true
+	return nil
+}
+
+// planPoolsWithoutListener: a pool of the Service without a listener: its listener was deleted
+// out of band (or a replacement failed half-way). A wanted listener missing is created again on
+// it; any other goes.
+func (p *listenerPlan) planPoolsWithoutListener(sc *listenerScan, want []listenerSpec, allPools []pools.Pool) {
 	for _, pool := range allPools {
-		if len(pool.Listeners) > 0 || gone[pool.ID] || !ownership.DescribedBy(id, pool.Description) {
+		if len(pool.Listeners) > 0 || sc.gone[pool.ID] || !ownership.DescribedBy(sc.id, pool.Description) {
 			continue
 		}
-		ls, ok := wanted[poolListenerKey(pool, want)]
+		ls, ok := sc.wanted[poolListenerKey(pool, want)]
 		if _, taken := p.Reuse[ls.key()]; ok && !taken && samePoolProtocol(&pool, ls) && pool.ProvisioningStatus != "ERROR" {
 			p.Reuse[ls.key()] = pool
 			continue
 		}
 		p.DeletePools = append(p.DeletePools, pool)
 	}
-	p.planCreates(want, errored)
+}
+
+// noteRecreated names each port whose listener is replaced by one of another protocol on the
+// same transport.
+func (p *listenerPlan) noteRecreated() {
 	for _, d := range p.Delete {
 		for _, ls := range p.Create {
 			if ls.Port == d.Listener.ProtocolPort && ls.Protocol != d.Listener.Protocol && sameTransport(ls.Protocol, d.Listener.Protocol) {
@@ -161,7 +192,6 @@ func planListeners(id ownership.Identity, name string, want []listenerSpec, have
 			}
 		}
 	}
-	return p, nil
 }
 
 // poolListenerKey is the key of the wanted listener whose pool is named as pool is ("" if
