@@ -130,6 +130,26 @@ func (c *Config) override(services ...string) *ServiceOverride {
 func (c *Config) Validate() config.Problems {
 	var ps config.Problems
 	var notes []string
+	c.validateRegion(&ps, &notes)
+	c.validateCluster(&ps, &notes)
+	c.validateGlobalSettings(&ps)
+	seen := map[[2]string]string{}
+	for _, name := range slices.Sorted(maps.Keys(c.ServiceOverride)) {
+		c.validateOverride(&ps, &notes, name, c.ServiceOverride[name], seen)
+	}
+	upstreamNotes, ups := config.UpstreamReport(c, upstreamKeys)
+	ps = append(ps, ups...)
+	c.notices = append(upstreamNotes, notes...)
+	if len(ps) == 0 {
+		for _, n := range c.notices {
+			logNotice(n)
+		}
+	}
+	return ps
+}
+
+// validateRegion checks [Global] Zone and Region, and notes that neither is set.
+func (c *Config) validateRegion(ps *config.Problems, notes *[]string) {
 	g := c.Global
 	if g.Zone != "" {
 		if r, ok := regionOfZone(g.Zone); !ok {
@@ -142,13 +162,19 @@ func (c *Config) Validate() config.Problems {
 		ps.Add("Global", "Region", "%q is not an AWS region name such as us-east-1", r)
 	}
 	if g.Region == "" && g.Zone == "" {
-		notes = append(notes, "[Global] Region: not set: ccm reads the region and zone from the instance metadata service (IMDSv2) at start-up, as the upstream CCM does; set Region (or Zone) when ccm does not run on an EC2 instance or cannot reach the metadata service")
+		*notes = append(*notes, "[Global] Region: not set: ccm reads the region and zone from the instance metadata service (IMDSv2) at start-up, as the upstream CCM does; set Region (or Zone) when ccm does not run on an EC2 instance or cannot reach the metadata service")
 	}
+}
+
+// validateCluster checks the [Global] keys that say which resources are the cluster's: the
+// cluster ID, the allowed resources and the rules per namespace.
+func (c *Config) validateCluster(ps *config.Problems, notes *[]string) {
+	g := c.Global
 	if g.KubernetesClusterID != "" && g.KubernetesClusterTag != "" && g.KubernetesClusterID != g.KubernetesClusterTag {
 		ps.Add("Global", "KubernetesClusterTag", "differs from KubernetesClusterID; set only KubernetesClusterID")
 	}
 	if c.ClusterID() == "" {
-		notes = append(notes, "[Global] KubernetesClusterID: not set: ccm reads it at start-up from the kubernetes.io/cluster/<id> (or legacy KubernetesCluster) tag of the EC2 instance it runs on, as the upstream CCM does; set KubernetesClusterID when ccm does not run on a tagged instance of the cluster")
+		*notes = append(*notes, "[Global] KubernetesClusterID: not set: ccm reads it at start-up from the kubernetes.io/cluster/<id> (or legacy KubernetesCluster) tag of the EC2 instance it runs on, as the upstream CCM does; set KubernetesClusterID when ccm does not run on a tagged instance of the cluster")
 	} else if !clusterIDRE.MatchString(c.ClusterID()) {
 		ps.Add("Global", "KubernetesClusterID", "%q: use at most 128 letters, digits and . _ : / @ + = - (it goes into tags and security group rule descriptions)", c.ClusterID())
 	}
@@ -158,6 +184,12 @@ func (c *Config) Validate() config.Problems {
 	if g.NodeSecurityGroupRulesPerNamespace < -1 {
 		ps.Add("Global", "NodeSecurityGroupRulesPerNamespace", "must be -1 (no limit), 0 (the default, %d) or more, not %d", defaultRulesPerNamespace, g.NodeSecurityGroupRulesPerNamespace)
 	}
+}
+
+// validateGlobalSettings checks the other [Global] values: node IP families, ARNs, the
+// shared health probe, topology pattern, NLB group mode and instance cache TTL.
+func (c *Config) validateGlobalSettings(ps *config.Problems) {
+	g := c.Global
 	for _, f := range g.NodeIPFamilies {
 		if f != "ipv4" && f != "ipv6" {
 			ps.Add("Global", "NodeIPFamilies", "must be ipv4 or ipv6, not %q", f)
@@ -189,52 +221,44 @@ func (c *Config) Validate() config.Problems {
 	if g.InstanceCacheTTL.Duration > maxInstanceTTL {
 		ps.Add("Global", "InstanceCacheTTL", "must be at most %v: a longer cache hides shut down instances", maxInstanceTTL)
 	}
-	seen := map[[2]string]string{}
-	for _, name := range slices.Sorted(maps.Keys(c.ServiceOverride)) {
-		o := c.ServiceOverride[name]
-		o.Service, o.Region = strings.TrimSpace(o.Service), strings.TrimSpace(o.Region)
-		svc := canonicalService(o.Service)
-		switch {
-		case o.Service == "":
-			ps.AddSub("ServiceOverride", name, "Service", "is required (%s)", serviceNamesHelp)
-		case svc == "":
-			ps.AddSub("ServiceOverride", name, "Service", "%q is not a service the upstream CCM or ccm calls (%s)", o.Service, serviceNamesHelp)
-		case unusedServices[svc] != "":
-			notes = append(notes, config.Problem{Section: "ServiceOverride", Subsection: name, Key: "Service",
-				Msg: config.UpstreamNotice + unusedServices[svc] + "; remove the section"}.String())
-		}
-		if r := c.region(); svc != "" && svc != serviceIMDS && o.Region != "" && r != "" && o.Region != r {
-			notes = append(notes, config.Problem{Section: "ServiceOverride", Subsection: name, Key: "Region",
-				Msg: fmt.Sprintf("%s is not this cloud's region %s, so the section is not used (as upstream, which applies an override only in its Region); remove it or fix Region", o.Region, r)}.String())
-		}
-		if svc != "" {
-			key := [2]string{svc, o.Region}
-			if other, dup := seen[key]; dup {
-				ps.AddSub("ServiceOverride", name, "Service", "%s is overridden for region %q by [ServiceOverride %q] too; keep one", o.Service, o.Region, other)
-			}
-			seen[key] = name
-		}
-		if u, err := url.Parse(o.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			ps.AddSub("ServiceOverride", name, "URL", "must be an http(s) URL")
-		} else if u.Scheme == "http" && !loopback(u.Hostname()) && !(svc == serviceIMDS && linkLocal(u.Hostname())) {
-			ps.AddSub("ServiceOverride", name, "URL", "%q: http:// would send signed requests and STS credentials in clear text; use https:// (plain http is accepted only for a loopback host such as 127.0.0.1, for simulators, and for the metadata service's link-local address)", o.URL)
-		}
-		if m := strings.TrimSpace(o.SigningMethod); m != "" && !strings.EqualFold(m, "v4") {
-			// Upstream has the field but never reads it (its own example is "signing_method"):
-			// a config it runs with must load here too. The value is not repeated.
-			notes = append(notes, config.Problem{Section: "ServiceOverride", Subsection: name, Key: "SigningMethod",
-				Msg: config.UpstreamNotice + signingMethodNote}.String())
-		}
+}
+
+// validateOverride checks [ServiceOverride name] (o, its Service and Region trimmed in place);
+// seen holds the service and region of the sections checked before, to find a duplicate.
+func (c *Config) validateOverride(ps *config.Problems, notes *[]string, name string, o *ServiceOverride, seen map[[2]string]string) {
+	o.Service, o.Region = strings.TrimSpace(o.Service), strings.TrimSpace(o.Region)
+	svc := canonicalService(o.Service)
+	switch {
+	case o.Service == "":
+		ps.AddSub("ServiceOverride", name, "Service", "is required (%s)", serviceNamesHelp)
+	case svc == "":
+		ps.AddSub("ServiceOverride", name, "Service", "%q is not a service the upstream CCM or ccm calls (%s)", o.Service, serviceNamesHelp)
+	case unusedServices[svc] != "":
+		*notes = append(*notes, config.Problem{Section: "ServiceOverride", Subsection: name, Key: "Service",
+			Msg: config.UpstreamNotice + unusedServices[svc] + "; remove the section"}.String())
 	}
-	upstreamNotes, ups := config.UpstreamReport(c, upstreamKeys)
-	ps = append(ps, ups...)
-	c.notices = append(upstreamNotes, notes...)
-	if len(ps) == 0 {
-		for _, n := range c.notices {
-			logNotice(n)
-		}
+	if r := c.region(); svc != "" && svc != serviceIMDS && o.Region != "" && r != "" && o.Region != r {
+		*notes = append(*notes, config.Problem{Section: "ServiceOverride", Subsection: name, Key: "Region",
+			Msg: fmt.Sprintf("%s is not this cloud's region %s, so the section is not used (as upstream, which applies an override only in its Region); remove it or fix Region", o.Region, r)}.String())
 	}
-	return ps
+	if svc != "" {
+		key := [2]string{svc, o.Region}
+		if other, dup := seen[key]; dup {
+			ps.AddSub("ServiceOverride", name, "Service", "%s is overridden for region %q by [ServiceOverride %q] too; keep one", o.Service, o.Region, other)
+		}
+		seen[key] = name
+	}
+	if u, err := url.Parse(o.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		ps.AddSub("ServiceOverride", name, "URL", "must be an http(s) URL")
+	} else if u.Scheme == "http" && !loopback(u.Hostname()) && !(svc == serviceIMDS && linkLocal(u.Hostname())) {
+		ps.AddSub("ServiceOverride", name, "URL", "%q: http:// would send signed requests and STS credentials in clear text; use https:// (plain http is accepted only for a loopback host such as 127.0.0.1, for simulators, and for the metadata service's link-local address)", o.URL)
+	}
+	if m := strings.TrimSpace(o.SigningMethod); m != "" && !strings.EqualFold(m, "v4") {
+		// Upstream has the field but never reads it (its own example is "signing_method"):
+		// a config it runs with must load here too. The value is not repeated.
+		*notes = append(*notes, config.Problem{Section: "ServiceOverride", Subsection: name, Key: "SigningMethod",
+			Msg: config.UpstreamNotice + signingMethodNote}.String())
+	}
 }
 
 // loopback reports whether host is localhost or a loopback IP: the only endpoints that may be

@@ -312,41 +312,11 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 // rules), then writes the plan, the difference. Nothing differs: no write. The fingerprint tag
 // says what was last applied: a difference while it still matches is drift, reported as an Event.
 func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
-	members, nodeGroups, err := l.members(ctx, opts, nodes)
+	ctx, r, err := l.prepareClassic(ctx, svc, opts, nodes, mustExist)
 	if err != nil {
 		return nil, err
 	}
-	// ccm's ELB, or the one the upstream CCM made for this Service (taken over in place).
-	// listed: tags from the shared listing, up to its age old.
-	name, cur, tags, listed, err := l.findClassic(ctx, svc)
-	if err != nil {
-		return nil, err
-	}
-	if listed {
-		// Decided on the listing's tags: read them again before the first write, if any (the
-		// security group rules and the group made by desired included).
-		ctx = confirmBeforeWrites(ctx, l.elbOwnerCheck(svc, name))
-	}
-	if cur != nil && len(opts.portsReadPlainOnlyByUpstream(svc)) > 0 {
-		current := map[int32]string{}
-		for _, ld := range cur.ListenerDescriptions {
-			if ld.Listener != nil {
-				current[ld.Listener.LoadBalancerPort] = aws.ToString(ld.Listener.Protocol)
-			}
-		}
-		if msg := opts.keepTLSListeners(svc, current); msg != "" {
-			l.c.events.Advise(svc, reasonListenerKeptTLS, msg)
-		}
-	}
-	want, err := l.desired(ctx, svc, opts, name, nodeGroups)
-	if err != nil {
-		return nil, err
-	}
-	fp := fingerprint.Of(want)
-	id := l.identity(svc)
-	if cur == nil && mustExist {
-		return nil, errNotCreatedYet
-	}
+	name, cur, tags, want, id := r.name, r.cur, r.tags, r.want, r.id
 	wrote := false
 	defer func() {
 		if wrote {
@@ -354,13 +324,8 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 		}
 	}()
 	var repairs []string
-	if cur != nil {
-		if err := checkLB(id, svc, name, tags); err != nil {
-			return nil, err
-		}
-	}
 	// The desired state is the one last applied: any difference found now was made out of band.
-	applied := cur != nil && !fingerprint.Changed(tags[fingerprintTag], fp) && !ownership.NeedsUID(id, tags)
+	applied := cur != nil && !fingerprint.Changed(tags[fingerprintTag], r.fp) && !ownership.NeedsUID(id, tags)
 	groupRepairs, err := l.ensureGroupRules(ctx, svc, name, want)
 	wrote = err != nil || len(groupRepairs) > 0 || want.groupCreated
 	if err != nil {
@@ -370,39 +335,25 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 	var plan elbPlan
 	created := cur == nil
 	if cur != nil {
-		crossZone, attrs, err := l.attributesOf(ctx, name)
+		plan, err = l.planExisting(ctx, svc, name, want, r.members, cur)
+		wrote = wrote || plan.recreate
 		if err != nil {
 			return nil, err
 		}
-		plan = planELB(want, members, observedELB{desc: cur, crossZone: crossZone, attrs: attrs})
 		if plan.recreate {
-			wrote = true
-			// ELB cannot change the scheme of an ELB: a new one gets a new DNS name.
-			l.c.events.Event(svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
-				fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which ELB cannot do in place; its DNS name changes", name, want.Scheme))
-			if _, err := l.c.api.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(name)}); err != nil {
-				return nil, fmt.Errorf("aws: DeleteLoadBalancer %s: %w", name, err)
-			}
 			cur, applied = nil, false
 		}
 	}
 	if cur == nil {
 		wrote, created = true, true
-		// Creating: this may be a type change, so the Service's NLB goes first.
-		hadNLB, err := l.deleteNLB(ctx, svc)
-		if err != nil {
+		var lost bool
+		if cur, plan, lost, err = l.createClassic(ctx, svc, opts, name, want, r.members, plan.recreate); err != nil {
 			return nil, err
 		}
-		if !hadNLB && !plan.recreate && len(svc.Status.LoadBalancer.Ingress) > 0 {
+		if lost {
 			repairs = append(repairs, "the load balancer was deleted")
 			applied = true
 		}
-		var have observedELB
-		if have, err = l.create(ctx, svc, opts, name, want); err != nil {
-			return nil, err
-		}
-		cur = have.desc
-		plan = planELB(want, members, have)
 	}
 	klog.V(2).InfoS("Reconciling ELB", "service", klog.KObj(svc), "name", name, "changes", len(plan.repairs)+len(groupRepairs))
 	wrote = wrote || !plan.empty()
@@ -424,14 +375,120 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 	// The fingerprint goes last: a failure above leaves the old one, so the next try rewrites.
 	// The ownership tags go with it (after the user's), so a load balancer written before
 	// UIDs were recorded gets its Service's UID.
-	if tags == nil || fingerprint.Changed(tags[fingerprintTag], fp) || ownership.NeedsUID(id, tags) || !tagsHold(tags, ownTags(id, opts.ExtraTags, nil)) {
+	if tags == nil || fingerprint.Changed(tags[fingerprintTag], r.fp) || ownership.NeedsUID(id, tags) || !tagsHold(tags, ownTags(id, opts.ExtraTags, nil)) {
 		wrote = true
-		tags := ownTags(id, opts.ExtraTags, map[string]string{fingerprintTag: fp})
+		tags := ownTags(id, opts.ExtraTags, map[string]string{fingerprintTag: r.fp})
 		if _, err := l.c.api.elb.AddTags(ctx, &elb.AddTagsInput{LoadBalancerNames: []string{name}, Tags: elbTags(tags)}); err != nil {
 			return nil, fmt.Errorf("aws: AddTags %s: %w", name, err)
 		}
 	}
 	return status(cur), nil
+}
+
+// classicRun is what ensureClassic reads before its first write: the members, the ELB found
+// (cur nil: none; tags its tags), and the desired state with its fingerprint.
+type classicRun struct {
+	name    string
+	cur     *elbtypes.LoadBalancerDescription
+	tags    map[string]string
+	members []string
+	want    *desired
+	fp      string
+	id      ownership.Identity
+}
+
+// prepareClassic reads the members and the Service's ELB and builds the desired state; the
+// context it returns confirms the ELB's owner before the first write when the ELB was found in
+// the shared listing. A missing ELB with mustExist is errNotCreatedYet; an ELB found that is
+// not the Service's (checkLB) is an error.
+func (l *loadBalancers) prepareClassic(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (context.Context, classicRun, error) {
+	var r classicRun
+	members, nodeGroups, err := l.members(ctx, opts, nodes)
+	if err != nil {
+		return ctx, r, err
+	}
+	r.members = members
+	// ccm's ELB, or the one the upstream CCM made for this Service (taken over in place).
+	// listed: tags from the shared listing, up to its age old.
+	name, cur, tags, listed, err := l.findClassic(ctx, svc)
+	if err != nil {
+		return ctx, r, err
+	}
+	r.name, r.cur, r.tags = name, cur, tags
+	if listed {
+		// Decided on the listing's tags: read them again before the first write, if any (the
+		// security group rules and the group made by desired included).
+		ctx = confirmBeforeWrites(ctx, l.elbOwnerCheck(svc, name))
+	}
+	l.adviseKeptTLSClassic(svc, opts, cur)
+	if r.want, err = l.desired(ctx, svc, opts, name, nodeGroups); err != nil {
+		return ctx, r, err
+	}
+	r.fp = fingerprint.Of(r.want)
+	r.id = l.identity(svc)
+	if cur == nil && mustExist {
+		return ctx, r, errNotCreatedYet
+	}
+	if cur != nil {
+		if err := checkLB(r.id, svc, name, tags); err != nil {
+			return ctx, r, err
+		}
+	}
+	return ctx, r, nil
+}
+
+// adviseKeptTLSClassic is adviseKeptTLS for an ELB, whose description holds its listeners:
+// it says which TLS listeners are kept when the Service's ssl-ports are some upstream reads
+// as plain.
+func (l *loadBalancers) adviseKeptTLSClassic(svc *v1.Service, opts *lbOptions, cur *elbtypes.LoadBalancerDescription) {
+	if cur == nil || len(opts.portsReadPlainOnlyByUpstream(svc)) == 0 {
+		return
+	}
+	current := map[int32]string{}
+	for _, ld := range cur.ListenerDescriptions {
+		if ld.Listener != nil {
+			current[ld.Listener.LoadBalancerPort] = aws.ToString(ld.Listener.Protocol)
+		}
+	}
+	if msg := opts.keepTLSListeners(svc, current); msg != "" {
+		l.c.events.Advise(svc, reasonListenerKeptTLS, msg)
+	}
+}
+
+// planExisting plans the changes to the existing ELB cur; when its scheme must change (plan.recreate)
+// it is deleted, to be created again.
+func (l *loadBalancers) planExisting(ctx context.Context, svc *v1.Service, name string, want *desired, members []string, cur *elbtypes.LoadBalancerDescription) (elbPlan, error) {
+	crossZone, attrs, err := l.attributesOf(ctx, name)
+	if err != nil {
+		return elbPlan{}, err
+	}
+	plan := planELB(want, members, observedELB{desc: cur, crossZone: crossZone, attrs: attrs})
+	if plan.recreate {
+		// ELB cannot change the scheme of an ELB: a new one gets a new DNS name.
+		l.c.events.Event(svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
+			fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which ELB cannot do in place; its DNS name changes", name, want.Scheme))
+		if _, err := l.c.api.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(name)}); err != nil {
+			return plan, fmt.Errorf("aws: DeleteLoadBalancer %s: %w", name, err)
+		}
+	}
+	return plan, nil
+}
+
+// createClassic creates the ELB and plans the rest of it (what create does not set). lost: it
+// was not recreated on purpose, the Service had an address and no NLB took its place, so it
+// was deleted out of band.
+func (l *loadBalancers) createClassic(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, want *desired, members []string, recreate bool) (*elbtypes.LoadBalancerDescription, elbPlan, bool, error) {
+	// Creating: this may be a type change, so the Service's NLB goes first.
+	hadNLB, err := l.deleteNLB(ctx, svc)
+	if err != nil {
+		return nil, elbPlan{}, false, err
+	}
+	lost := !hadNLB && !recreate && len(svc.Status.LoadBalancer.Ingress) > 0
+	have, err := l.create(ctx, svc, opts, name, want)
+	if err != nil {
+		return nil, elbPlan{}, false, err
+	}
+	return have.desc, planELB(want, members, have), lost, nil
 }
 
 // tagsHold reports whether have carries every tag of want with its value.
