@@ -71,7 +71,6 @@ func run(o options) error {
 		return err
 	}
 	defer cl.Stop()
-	env := cl.Env
 	fake := fakeaws.New("us-east-1", cluster)
 	fake.SetRulesPerGroupLimit(0)
 	fake.AddCredentials("AKIDBENCH", "bench-secret")
@@ -83,107 +82,168 @@ func run(o options) error {
 		return err
 	}
 	defer fake.Close()
-	conf, err := writeConfig(env.Dir, url)
+	b, err := newBench(o, cl, fake, url)
 	if err != nil {
 		return err
 	}
-	names := make([]string, o.nodes+1) // the last one is the node-added scenario's
-	for i := range names {
-		names[i] = fmt.Sprintf("ip-10-%d-%d-%d.ec2.internal", 8+i/65536, i/256%256, i%256)
-		if i < o.nodes {
-			addMachine(fake, names[i], i)
+	if b.ccm, err = b.start(ctx, "ccm-1"); err != nil {
+		return err
+	}
+	b.f = &benchscenario.Figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: max(o.services, o.nodeAdded)}
+	if o.lbType == "nlb" {
+		b.f.Delay = o.provisioning
+	}
+	for _, scenario := range []func(context.Context) error{b.registerNodes, b.createServices, b.restart, b.resync, b.nodeAdded, b.throttledServices} {
+		if err := scenario(ctx); err != nil {
+			return err
 		}
 	}
-	start := func(name string) (*testenv.CCM, error) {
-		return benchscenario.StartLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: cl.Binary, Provider: "aws", CloudConfig: conf})
-	}
-	quiet := func(d time.Duration) { benchscenario.QuietFor(ctx, d, func() int { return total(fake.Calls()) }) }
-	var annotations map[string]string
-	if o.lbType == "nlb" {
-		annotations = map[string]string{"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}
-	}
-	createServices := func(ccm *testenv.CCM, prefix string, n int) ([]float64, error) {
-		return benchscenario.CreateServices(ctx, cl, ccm, prefix, n, annotations)
-	}
-	ccm, err := start("ccm-1")
+	b.ccm.Stop(10 * time.Second)
+
+	rep := benchreport.New("aws")
+	rep.Command = o.command
+	rep.Rows = append(benchscenario.Rows(b.f), b.extra...)
+	rep.Latencies = benchscenario.Latencies(b.f)
+	return benchscenario.Write(rep, o.out)
+}
+
+// bench is the scenarios' state: the fake, the config and Node names, the Services'
+// annotations (the load balancer type), the running ccm, and the figures and extra rows.
+type bench struct {
+	o           options
+	cl          *benchscenario.Cluster
+	fake        *fakeaws.Server
+	conf        string
+	names       []string
+	annotations map[string]string
+	ccm         *testenv.CCM
+	f           *benchscenario.Figures
+	extra       []benchreport.Row
+}
+
+// newBench writes the config and adds the N machines; the last name is kept for the node-added
+// scenario.
+func newBench(o options, cl *benchscenario.Cluster, fake *fakeaws.Server, url string) (*bench, error) {
+	conf, err := writeConfig(cl.Env.Dir, url)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	f := &benchscenario.Figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: max(o.services, o.nodeAdded)}
+	b := &bench{o: o, cl: cl, fake: fake, conf: conf}
+	b.names = make([]string, o.nodes+1) // the last one is the node-added scenario's
+	for i := range b.names {
+		b.names[i] = fmt.Sprintf("ip-10-%d-%d-%d.ec2.internal", 8+i/65536, i/256%256, i%256)
+		if i < o.nodes {
+			addMachine(fake, b.names[i], i)
+		}
+	}
 	if o.lbType == "nlb" {
-		f.Delay = o.provisioning
+		b.annotations = map[string]string{"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}
 	}
-	var extra []benchreport.Row
+	return b, nil
+}
 
-	// N Nodes at once.
-	fmt.Printf("bench: registering %d Nodes at once\n", o.nodes)
-	c0 := fake.Calls()
-	if f.NodeTimes, err = benchscenario.RegisterNodes(ctx, cl, ccm, names[:o.nodes]); err != nil {
+func (b *bench) start(ctx context.Context, name string) (*testenv.CCM, error) {
+	return benchscenario.StartLeader(ctx, b.cl.Env, testenv.CCMOptions{Name: name, Binary: b.cl.Binary, Provider: "aws", CloudConfig: b.conf})
+}
+
+func (b *bench) quiet(ctx context.Context, d time.Duration) {
+	benchscenario.QuietFor(ctx, d, func() int { return total(b.fake.Calls()) })
+}
+
+func (b *bench) createServicesNamed(ctx context.Context, prefix string, n int) ([]float64, error) {
+	return benchscenario.CreateServices(ctx, b.cl, b.ccm, prefix, n, b.annotations)
+}
+
+// registerNodes: N Nodes at once.
+func (b *bench) registerNodes(ctx context.Context) error {
+	fmt.Printf("bench: registering %d Nodes at once\n", b.o.nodes)
+	c0 := b.fake.Calls()
+	var err error
+	if b.f.NodeTimes, err = benchscenario.RegisterNodes(ctx, b.cl, b.ccm, b.names[:b.o.nodes]); err != nil {
 		return err
 	}
-	quiet(2 * time.Second)
-	f.NodeCalls = float64(total(benchscenario.Diff(c0, fake.Calls())))
-	fmt.Printf("bench: initialisation calls by operation: %s\n", benchscenario.Format(benchscenario.Diff(c0, fake.Calls())))
+	b.quiet(ctx, 2*time.Second)
+	b.f.NodeCalls = float64(total(benchscenario.Diff(c0, b.fake.Calls())))
+	fmt.Printf("bench: initialisation calls by operation: %s\n", benchscenario.Format(benchscenario.Diff(c0, b.fake.Calls())))
+	return nil
+}
 
-	// M Services at once.
+// createServices: M Services at once.
+func (b *bench) createServices(ctx context.Context) error {
+	o := b.o
 	fmt.Printf("bench: creating %d LoadBalancer Services (%s) at once\n", o.services, o.lbType)
-	c0 = fake.Calls()
-	if f.ServiceTimes, err = createServices(ccm, "svc", o.services); err != nil {
+	c0 := b.fake.Calls()
+	var err error
+	if b.f.ServiceTimes, err = b.createServicesNamed(ctx, "svc", o.services); err != nil {
 		return err
 	}
-	quiet(3 * time.Second)
-	lb := benchscenario.Diff(c0, fake.Calls())
-	f.LBCalls = float64(total(lb))
-	extra = append(extra, benchreport.Row{Key: "provider.lb.writes_per_service", Scenario: fmt.Sprintf("%d LB Services at once (%s)", o.services, o.lbType),
+	b.quiet(ctx, 3*time.Second)
+	lb := benchscenario.Diff(c0, b.fake.Calls())
+	b.f.LBCalls = float64(total(lb))
+	b.extra = append(b.extra, benchreport.Row{Key: "provider.lb.writes_per_service", Scenario: fmt.Sprintf("%d LB Services at once (%s)", o.services, o.lbType),
 		Measure: "cloud writes per Service", Value: float64(writes(lb)) / float64(o.services)})
 	fmt.Printf("bench: LB calls by operation: %s\n", benchscenario.Format(lb))
+	return nil
+}
 
-	// Restart with nothing changed: a new process re-ensures every Service.
-	c0 = fake.Calls()
-	if ccm, err = benchscenario.Restart(ctx, cl, ccm, start, o.services); err != nil {
+// restart with nothing changed: a new process re-ensures every Service.
+func (b *bench) restart(ctx context.Context) error {
+	o, f := b.o, b.f
+	c0 := b.fake.Calls()
+	var err error
+	if b.ccm, err = benchscenario.Restart(ctx, b.cl, b.ccm, func(name string) (*testenv.CCM, error) { return b.start(ctx, name) }, o.services); err != nil {
 		return err
 	}
-	quiet(3 * time.Second)
-	rs := benchscenario.Diff(c0, fake.Calls())
+	b.quiet(ctx, 3*time.Second)
+	rs := benchscenario.Diff(c0, b.fake.Calls())
 	f.RestartWrites, f.RestartReads = float64(writes(rs)), float64(total(rs)-writes(rs))
 	fmt.Printf("bench: restart calls by operation: %s\n", benchscenario.Format(rs))
 	restartSc := fmt.Sprintf("restart, nothing changed, %d LBs (%s)", o.services, o.lbType)
-	extra = append(extra, benchreport.Row{Key: "provider.restart.reads_per_lb", Scenario: restartSc, Measure: "cloud reads per LB (each compared with the cloud)",
+	b.extra = append(b.extra, benchreport.Row{Key: "provider.restart.reads_per_lb", Scenario: restartSc, Measure: "cloud reads per LB (each compared with the cloud)",
 		Value: f.RestartReads / float64(o.services)})
 	fmt.Printf("bench: restart, nothing changed: %d writes, %.1f reads per LB\n", writes(rs), f.RestartReads/float64(o.services))
+	return nil
+}
 
-	// Resync in the running ccm: every Service touched (an annotation no provider reads), so
-	// the service controller ensures each again; each is compared with the cloud, none written.
+// resync in the running ccm: every Service touched (an annotation no provider reads), so
+// the service controller ensures each again; each is compared with the cloud, none written.
+func (b *bench) resync(ctx context.Context) error {
+	o := b.o
 	fmt.Printf("bench: resync of %d unchanged load balancers in the running ccm\n", o.services)
-	c0 = fake.Calls()
+	c0 := b.fake.Calls()
 	for i := range o.services {
 		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"bench.ccm.k8s.io/resync":"%d"}}}`, time.Now().UnixNano()))
-		if _, err := env.Client.CoreV1().Services("default").Patch(ctx, fmt.Sprintf("svc-%04d", i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if _, err := b.cl.Env.Client.CoreV1().Services("default").Patch(ctx, fmt.Sprintf("svc-%04d", i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("resync: touching svc-%04d: %w", i, err)
 		}
 	}
-	quiet(3 * time.Second)
-	rsy := benchscenario.Diff(c0, fake.Calls())
+	b.quiet(ctx, 3*time.Second)
+	rsy := benchscenario.Diff(c0, b.fake.Calls())
 	resyncSc := fmt.Sprintf("resync, nothing changed, %d LBs (%s)", o.services, o.lbType)
 	resyncReads := float64(total(rsy)-writes(rsy)) / float64(o.services)
-	extra = append(extra,
+	b.extra = append(b.extra,
 		benchreport.Row{Key: "provider.resync.writes", Scenario: resyncSc, Measure: "cloud writes", Value: float64(writes(rsy)), Target: "0", Met: benchreport.Met(writes(rsy) == 0)},
 		benchreport.Row{Key: "provider.resync.reads_per_lb", Scenario: resyncSc, Measure: "cloud reads per LB (each compared with the cloud)", Value: resyncReads})
 	fmt.Printf("bench: resync calls by operation: %s\n", benchscenario.Format(rsy))
 	fmt.Printf("bench: resync, nothing changed: %d writes, %.1f reads per LB\n", writes(rsy), resyncReads)
+	return nil
+}
 
-	// One Node added: every load balancer gets the new instance.
-	if err := benchscenario.TopUpServices(ctx, cl, ccm, o.services, f.NodeAddedLBs, annotations); err != nil {
+// nodeAdded: one Node added, every load balancer gets the new instance. A timeout is printed,
+// not returned: the figures show how far it got.
+func (b *bench) nodeAdded(ctx context.Context) error {
+	o, f, fake := b.o, b.f, b.fake
+	if err := benchscenario.TopUpServices(ctx, b.cl, b.ccm, o.services, f.NodeAddedLBs, b.annotations); err != nil {
 		return err
 	}
-	quiet(3 * time.Second)
+	b.quiet(ctx, 3*time.Second)
 	fmt.Printf("bench: adding one Node to %d load balancers\n", f.NodeAddedLBs)
-	id := addMachine(fake, names[o.nodes], o.nodes)
+	id := addMachine(fake, b.names[o.nodes], o.nodes)
 	c0, t0 := fake.Calls(), time.Now()
-	if err := testenv.RegisterNode(ctx, env.Client, names[o.nodes]); err != nil {
+	if err := testenv.RegisterNode(ctx, b.cl.Env.Client, b.names[o.nodes]); err != nil {
 		return err
 	}
-	err = benchscenario.Poll(ctx, 3*time.Minute, "every load balancer with the new instance", func() (bool, error) {
+	err := benchscenario.Poll(ctx, 3*time.Minute, "every load balancer with the new instance", func() (bool, error) {
 		f.NodeAddedUpdated = withInstance(fake, id)
 		return f.NodeAddedUpdated >= f.NodeAddedLBs, nil
 	})
@@ -191,51 +251,51 @@ func run(o options) error {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 	}
-	quiet(3 * time.Second)
+	b.quiet(ctx, 3*time.Second)
 	na := benchscenario.Diff(c0, fake.Calls())
 	f.NodeAddedWrites = float64(writes(na))
 	fmt.Printf("bench: node-added calls by operation: %s\n", benchscenario.Format(na))
+	return nil
+}
 
-	// More Services under throttling: nothing fails, and the share of throttled answers.
-	if o.throttled > 0 {
-		fmt.Printf("bench: creating %d more Services under throttling (%d, %g/s)\n", o.throttled, o.burst, o.rate)
-		fake.Throttle(o.burst, o.rate)
-		c0, th0, t0 := fake.Calls(), fake.Throttled(), time.Now()
-		times, err := createServices(ccm, "thr", o.throttled)
-		if err != nil {
-			return fmt.Errorf("throttled: %w", err)
-		}
-		quiet(3 * time.Second)
-		calls, thr := total(benchscenario.Diff(c0, fake.Calls())), total(benchscenario.Diff(th0, fake.Throttled()))
-		// A re-check counts only when its message is the provider's own (testenv.IsRecheck).
-		warnings, err := env.LBSyncWarnings(ctx, "aws", "default", "thr-")
-		if err != nil {
-			return err
-		}
-		failed, rechecks := warnings.Failed, warnings.Rechecks
-		if failed > 0 {
-			fmt.Printf("bench: failed syncs under throttling, e.g. %s\n", strings.Join(warnings.Examples, "; "))
-		}
-		sc := fmt.Sprintf("%d more LB Services, throttled (bucket %d, %g/s)", o.throttled, o.burst, o.rate)
-		share := 0.0
-		if calls > 0 {
-			share = 100 * float64(thr) / float64(calls)
-		}
-		extra = append(extra,
-			benchreport.Row{Key: "provider.throttled.share_pct", Scenario: sc, Measure: "throttled answers", Value: share, Unit: "%", Text: fmt.Sprintf("%d of %d (%.1f%%)", thr, calls, share)},
-			benchreport.Row{Key: "provider.throttled.failed_syncs", Scenario: sc, Measure: "failed load balancer syncs", Value: float64(failed), Target: "0", Met: benchreport.Met(failed == 0)},
-			benchreport.Row{Key: "provider.throttled.rechecks", Scenario: sc, Measure: "planned re-checks (NLB provisioning, in use)", Value: float64(rechecks)},
-			benchreport.Row{Key: "provider.throttled.all_s", Scenario: sc, Measure: "all addressed", Value: benchscenario.MaxOf(times), Unit: "s"},
-			benchreport.Row{Key: "provider.throttled.wall_s", Scenario: sc, Measure: "until the cloud is quiet", Value: time.Since(t0).Seconds(), Unit: "s"})
-		fake.Throttle(0, 0)
+// throttledServices: more Services under throttling: nothing fails, and the share of throttled
+// answers (skipped when --throttled-services is 0).
+func (b *bench) throttledServices(ctx context.Context) error {
+	o, fake := b.o, b.fake
+	if o.throttled <= 0 {
+		return nil
 	}
-	ccm.Stop(10 * time.Second)
-
-	rep := benchreport.New("aws")
-	rep.Command = o.command
-	rep.Rows = append(benchscenario.Rows(f), extra...)
-	rep.Latencies = benchscenario.Latencies(f)
-	return benchscenario.Write(rep, o.out)
+	fmt.Printf("bench: creating %d more Services under throttling (%d, %g/s)\n", o.throttled, o.burst, o.rate)
+	fake.Throttle(o.burst, o.rate)
+	c0, th0, t0 := fake.Calls(), fake.Throttled(), time.Now()
+	times, err := b.createServicesNamed(ctx, "thr", o.throttled)
+	if err != nil {
+		return fmt.Errorf("throttled: %w", err)
+	}
+	b.quiet(ctx, 3*time.Second)
+	calls, thr := total(benchscenario.Diff(c0, fake.Calls())), total(benchscenario.Diff(th0, fake.Throttled()))
+	// A re-check counts only when its message is the provider's own (testenv.IsRecheck).
+	warnings, err := b.cl.Env.LBSyncWarnings(ctx, "aws", "default", "thr-")
+	if err != nil {
+		return err
+	}
+	failed, rechecks := warnings.Failed, warnings.Rechecks
+	if failed > 0 {
+		fmt.Printf("bench: failed syncs under throttling, e.g. %s\n", strings.Join(warnings.Examples, "; "))
+	}
+	sc := fmt.Sprintf("%d more LB Services, throttled (bucket %d, %g/s)", o.throttled, o.burst, o.rate)
+	share := 0.0
+	if calls > 0 {
+		share = 100 * float64(thr) / float64(calls)
+	}
+	b.extra = append(b.extra,
+		benchreport.Row{Key: "provider.throttled.share_pct", Scenario: sc, Measure: "throttled answers", Value: share, Unit: "%", Text: fmt.Sprintf("%d of %d (%.1f%%)", thr, calls, share)},
+		benchreport.Row{Key: "provider.throttled.failed_syncs", Scenario: sc, Measure: "failed load balancer syncs", Value: float64(failed), Target: "0", Met: benchreport.Met(failed == 0)},
+		benchreport.Row{Key: "provider.throttled.rechecks", Scenario: sc, Measure: "planned re-checks (NLB provisioning, in use)", Value: float64(rechecks)},
+		benchreport.Row{Key: "provider.throttled.all_s", Scenario: sc, Measure: "all addressed", Value: benchscenario.MaxOf(times), Unit: "s"},
+		benchreport.Row{Key: "provider.throttled.wall_s", Scenario: sc, Measure: "until the cloud is quiet", Value: time.Since(t0).Seconds(), Unit: "s"})
+	fake.Throttle(0, 0)
+	return nil
 }
 
 // withInstance counts the load balancers that have the instance as a member (an NLB: in every

@@ -60,104 +60,164 @@ func run(o options) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	var steadyRows []benchreport.Row
-	if o.steadyLBs > 0 {
-		for _, sg := range []string{"", "manage-security-groups = true"} {
-			fmt.Printf("bench: restart and resync cost of %d unchanged LBs in-process %s\n", o.steadyLBs, sg)
-			s, err := measureSteady(ctx, o.steadyLBs, sg)
-			if err != nil {
-				return fmt.Errorf("steady-state cost: %w", err)
-			}
-			label := ""
-			if sg != "" {
-				label = " with security groups"
-			}
-			fmt.Printf("bench: restart%s: %d writes, %.2f reads per LB (%s)\n", label, s.RestartWrites, float64(s.RestartReads)/float64(s.LBs), benchscenario.Format(s.RestartByOp))
-			fmt.Printf("bench: resync%s: %d writes, %.2f reads per LB (%s)\n", label, s.ResyncWrites, float64(s.ResyncReads)/float64(s.LBs), benchscenario.Format(s.ResyncByOp))
-			steadyRows = append(steadyRows, s.rows(label)...)
-			tk, err := measureTakeover(ctx, o.steadyLBs, sg != "")
-			if err != nil {
-				return fmt.Errorf("takeover from the upstream CCM: %w", err)
-			}
-			fmt.Printf("bench: takeover%s: %s (%s)\n", label, tk, benchscenario.Format(tk.ByOp))
-			steadyRows = append(steadyRows, tk.rows(label)...)
-		}
+	steadyRows, err := steadyState(ctx, o.steadyLBs)
+	if err != nil {
+		return err
 	}
 	cl, err := benchscenario.StartCluster(ctx, "openstack")
 	if err != nil {
 		return err
 	}
 	defer cl.Stop()
-	env := cl.Env
 	cloud := fake.New(fake.Options{ProvisionDelay: o.delay, UpdateDelay: o.provisionUpdates})
 	cloud.SetLatency(o.latency)
 	if _, err := cloud.Start(); err != nil {
 		return err
 	}
 	defer cloud.Close()
-	conf := filepath.Join(env.Dir, "cloud.conf")
-	if err := os.WriteFile(conf, []byte(cloud.CloudConfig("floating-network-id = "+fake.PublicNetworkID, "pending-retry = 2s")), 0o600); err != nil {
-		return err
-	}
-	names := make([]string, o.nodes+1) // the last one is the node-added scenario's
-	ips := make([]string, len(names))
-	for i := range names {
-		names[i] = fmt.Sprintf("bench-node-%04d", i)
-		ips[i] = fmt.Sprintf("10.0.%d.%d", 1+i/250, i%250+2)
-		if i < o.nodes {
-			cloud.AddServer(fake.ServerSpec{Name: names[i], IPs: []string{ips[i]}})
-		}
-	}
-	start := func(name string) (*testenv.CCM, error) {
-		return benchscenario.StartLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: cl.Binary, Provider: "openstack", CloudConfig: conf, Args: o.extra})
-	}
-	total := func() int {
-		n := 0
-		for _, v := range cloud.Calls() {
-			n += v
-		}
-		return n
-	}
-	quiet := func(d time.Duration) { benchscenario.QuietFor(ctx, d, total) }
-	ccm, err := start("ccm-1")
+	b, err := newBench(o, cl, cloud)
 	if err != nil {
 		return err
 	}
-	f := &benchscenario.Figures{Nodes: o.nodes, Services: o.services, Delay: o.delay, RestartLBs: o.services, NodeAddedLBs: max(o.services, o.nodeAdded)}
-	var extra []benchreport.Row
-
-	// N Nodes at once.
-	fmt.Printf("bench: registering %d Nodes at once\n", o.nodes)
-	c0 := total()
-	if f.NodeTimes, err = benchscenario.RegisterNodes(ctx, cl, ccm, names[:o.nodes]); err != nil {
+	if b.ccm, err = b.start(ctx, "ccm-1"); err != nil {
 		return err
 	}
-	quiet(2 * time.Second)
-	f.NodeCalls = float64(total() - c0)
+	b.f = &benchscenario.Figures{Nodes: o.nodes, Services: o.services, Delay: o.delay, RestartLBs: o.services, NodeAddedLBs: max(o.services, o.nodeAdded)}
+	for _, scenario := range []func(context.Context) error{b.registerNodes, b.createServices, b.restart, b.nodeAdded} {
+		if err := scenario(ctx); err != nil {
+			return err
+		}
+	}
+	b.ccm.Stop(10 * time.Second)
 
-	// M Services at once, each LB PENDING_CREATE for D.
+	rep := benchreport.New("openstack")
+	rep.Command = o.command
+	rep.Rows = append(append(benchscenario.Rows(b.f), b.extra...), steadyRows...)
+	rep.Latencies = benchscenario.Latencies(b.f)
+	return benchscenario.Write(rep, o.out)
+}
+
+// steadyState measures, in-process, the restart, resync and takeover cost of n unchanged load
+// balancers, without and with security groups (0: skipped).
+func steadyState(ctx context.Context, n int) ([]benchreport.Row, error) {
+	var rows []benchreport.Row
+	if n <= 0 {
+		return rows, nil
+	}
+	for _, sg := range []string{"", "manage-security-groups = true"} {
+		fmt.Printf("bench: restart and resync cost of %d unchanged LBs in-process %s\n", n, sg)
+		s, err := measureSteady(ctx, n, sg)
+		if err != nil {
+			return nil, fmt.Errorf("steady-state cost: %w", err)
+		}
+		label := ""
+		if sg != "" {
+			label = " with security groups"
+		}
+		fmt.Printf("bench: restart%s: %d writes, %.2f reads per LB (%s)\n", label, s.RestartWrites, float64(s.RestartReads)/float64(s.LBs), benchscenario.Format(s.RestartByOp))
+		fmt.Printf("bench: resync%s: %d writes, %.2f reads per LB (%s)\n", label, s.ResyncWrites, float64(s.ResyncReads)/float64(s.LBs), benchscenario.Format(s.ResyncByOp))
+		rows = append(rows, s.rows(label)...)
+		tk, err := measureTakeover(ctx, n, sg != "")
+		if err != nil {
+			return nil, fmt.Errorf("takeover from the upstream CCM: %w", err)
+		}
+		fmt.Printf("bench: takeover%s: %s (%s)\n", label, tk, benchscenario.Format(tk.ByOp))
+		rows = append(rows, tk.rows(label)...)
+	}
+	return rows, nil
+}
+
+// bench is the cluster scenarios' state: the fake cloud, its config and servers, the running
+// ccm, and the figures and extra rows taken so far.
+type bench struct {
+	o          options
+	cl         *benchscenario.Cluster
+	cloud      *fake.Cloud
+	conf       string
+	names, ips []string
+	ccm        *testenv.CCM
+	f          *benchscenario.Figures
+	extra      []benchreport.Row
+}
+
+// newBench writes the cloud config and adds the N servers; the last name and IP are kept for
+// the node-added scenario.
+func newBench(o options, cl *benchscenario.Cluster, cloud *fake.Cloud) (*bench, error) {
+	b := &bench{o: o, cl: cl, cloud: cloud, conf: filepath.Join(cl.Env.Dir, "cloud.conf")}
+	if err := os.WriteFile(b.conf, []byte(cloud.CloudConfig("floating-network-id = "+fake.PublicNetworkID, "pending-retry = 2s")), 0o600); err != nil {
+		return nil, err
+	}
+	b.names = make([]string, o.nodes+1) // the last one is the node-added scenario's
+	b.ips = make([]string, len(b.names))
+	for i := range b.names {
+		b.names[i] = fmt.Sprintf("bench-node-%04d", i)
+		b.ips[i] = fmt.Sprintf("10.0.%d.%d", 1+i/250, i%250+2)
+		if i < o.nodes {
+			cloud.AddServer(fake.ServerSpec{Name: b.names[i], IPs: []string{b.ips[i]}})
+		}
+	}
+	return b, nil
+}
+
+func (b *bench) start(ctx context.Context, name string) (*testenv.CCM, error) {
+	return benchscenario.StartLeader(ctx, b.cl.Env, testenv.CCMOptions{Name: name, Binary: b.cl.Binary, Provider: "openstack", CloudConfig: b.conf, Args: b.o.extra})
+}
+
+// total is the number of fake OpenStack calls so far.
+func (b *bench) total() int {
+	n := 0
+	for _, v := range b.cloud.Calls() {
+		n += v
+	}
+	return n
+}
+
+func (b *bench) quiet(ctx context.Context, d time.Duration) { benchscenario.QuietFor(ctx, d, b.total) }
+
+// registerNodes: N Nodes at once.
+func (b *bench) registerNodes(ctx context.Context) error {
+	fmt.Printf("bench: registering %d Nodes at once\n", b.o.nodes)
+	c0 := b.total()
+	var err error
+	if b.f.NodeTimes, err = benchscenario.RegisterNodes(ctx, b.cl, b.ccm, b.names[:b.o.nodes]); err != nil {
+		return err
+	}
+	b.quiet(ctx, 2*time.Second)
+	b.f.NodeCalls = float64(b.total() - c0)
+	return nil
+}
+
+// createServices: M Services at once, each LB PENDING_CREATE for D.
+func (b *bench) createServices(ctx context.Context) error {
+	o, cloud := b.o, b.cloud
 	fmt.Printf("bench: creating %d LoadBalancer Services at once (D=%v)\n", o.services, o.delay)
 	before := cloud.Calls()
-	c0 = total()
-	if f.ServiceTimes, err = benchscenario.CreateServices(ctx, cl, ccm, "bench", o.services, nil); err != nil {
+	c0 := b.total()
+	var err error
+	if b.f.ServiceTimes, err = benchscenario.CreateServices(ctx, b.cl, b.ccm, "bench", o.services, nil); err != nil {
 		return err
 	}
-	quiet(2 * time.Second)
-	f.LBCalls = float64(total() - c0)
+	b.quiet(ctx, 2*time.Second)
+	b.f.LBCalls = float64(b.total() - c0)
 	created := benchscenario.Diff(before, cloud.Calls())
-	extra = append(extra,
+	b.extra = append(b.extra,
 		benchreport.Row{Key: "provider.keystone_tokens", Scenario: "Nodes and Services (one process)", Measure: "Keystone tokens issued", Value: float64(cloud.TokensIssued()),
 			Target: "1", Met: benchreport.Met(cloud.TokensIssued() == 1)},
 		benchreport.Row{Key: "provider.lb_creates", Scenario: fmt.Sprintf("%d LB Services at once", o.services), Measure: "Octavia creates / listener or member writes after them",
 			Value: float64(created["octavia.CreateLoadBalancer"]), Text: fmt.Sprintf("%d / %d", created["octavia.CreateLoadBalancer"], created["octavia.CreateListener"]+created["octavia.BatchUpdateMembers"]),
 			Target: fmt.Sprintf("%d / 0", o.services), Met: benchreport.Met(created["octavia.CreateLoadBalancer"] == o.services && created["octavia.CreateListener"]+created["octavia.BatchUpdateMembers"] == 0)})
+	return nil
+}
 
-	// Restart with nothing changed: a new process re-ensures every Service.
+// restart with nothing changed: a new process re-ensures every Service.
+func (b *bench) restart(ctx context.Context) error {
+	o, cloud, f := b.o, b.cloud, b.f
 	before, w0 := cloud.Calls(), cloud.Writes()
-	if ccm, err = benchscenario.Restart(ctx, cl, ccm, start, o.services); err != nil {
+	var err error
+	if b.ccm, err = benchscenario.Restart(ctx, b.cl, b.ccm, func(name string) (*testenv.CCM, error) { return b.start(ctx, name) }, o.services); err != nil {
 		return err
 	}
-	quiet(3 * time.Second)
+	b.quiet(ctx, 3*time.Second)
 	after := benchscenario.Diff(before, cloud.Calls())
 	f.RestartWrites = float64(cloud.Writes() - w0)
 	for op, n := range after {
@@ -166,25 +226,30 @@ func run(o options) error {
 		}
 	}
 	f.RestartReads -= f.RestartWrites
-	extra = append(extra, benchreport.Row{Key: "provider.restart_tokens", Scenario: fmt.Sprintf("restart, nothing changed (%d LBs)", o.services),
+	b.extra = append(b.extra, benchreport.Row{Key: "provider.restart_tokens", Scenario: fmt.Sprintf("restart, nothing changed (%d LBs)", o.services),
 		Measure: "Keystone tokens (not counted as reads)", Value: float64(after["keystone.CreateToken"]), Target: "1 (new process)", Met: benchreport.Met(after["keystone.CreateToken"] == 1)})
 	fmt.Printf("bench: restart calls by operation: %s\n", benchscenario.Format(after))
+	return nil
+}
 
-	// One Node added: every LB's pool gets the new member.
-	if err := benchscenario.TopUpServices(ctx, cl, ccm, o.services, f.NodeAddedLBs, nil); err != nil {
+// nodeAdded: one Node added, every LB's pool gets the new member. A timeout is printed, not
+// returned: the figures show how far it got.
+func (b *bench) nodeAdded(ctx context.Context) error {
+	o, cloud, f := b.o, b.cloud, b.f
+	if err := benchscenario.TopUpServices(ctx, b.cl, b.ccm, o.services, f.NodeAddedLBs, nil); err != nil {
 		return err
 	}
-	quiet(3 * time.Second)
+	b.quiet(ctx, 3*time.Second)
 	fmt.Printf("bench: adding one Node to %d load balancers\n", f.NodeAddedLBs)
-	newNode, newIP := names[o.nodes], ips[o.nodes]
+	newNode, newIP := b.names[o.nodes], b.ips[o.nodes]
 	cloud.AddServer(fake.ServerSpec{Name: newNode, IPs: []string{newIP}})
-	w0 = cloud.Writes()
+	w0 := cloud.Writes()
 	t0 := time.Now()
-	before = cloud.Calls()
-	if err := testenv.RegisterNode(ctx, env.Client, newNode); err != nil {
+	before := cloud.Calls()
+	if err := testenv.RegisterNode(ctx, b.cl.Env.Client, newNode); err != nil {
 		return err
 	}
-	err = benchscenario.Poll(ctx, 3*time.Minute, "every load balancer with the new member", func() (bool, error) {
+	err := benchscenario.Poll(ctx, 3*time.Minute, "every load balancer with the new member", func() (bool, error) {
 		f.NodeAddedUpdated = withMember(cloud.LoadBalancers(), newIP)
 		return f.NodeAddedUpdated >= f.NodeAddedLBs, nil
 	})
@@ -192,16 +257,10 @@ func run(o options) error {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 	}
-	quiet(3 * time.Second)
+	b.quiet(ctx, 3*time.Second)
 	f.NodeAddedWrites = float64(cloud.Writes() - w0)
 	fmt.Printf("bench: node-added calls by operation: %s\n", benchscenario.Format(benchscenario.Diff(before, cloud.Calls())))
-	ccm.Stop(10 * time.Second)
-
-	rep := benchreport.New("openstack")
-	rep.Command = o.command
-	rep.Rows = append(append(benchscenario.Rows(f), extra...), steadyRows...)
-	rep.Latencies = benchscenario.Latencies(f)
-	return benchscenario.Write(rep, o.out)
+	return nil
 }
 
 // withMember counts the load balancers whose every listener has a member at ip.

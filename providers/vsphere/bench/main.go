@@ -73,23 +73,59 @@ func run(o options) error {
 		return err
 	}
 	defer cl.Stop()
-	env := cl.Env
-	const user, password = "bench@vsphere.local", "bench-password"
-	s, err := sim.Start(ctx, sim.Options{User: user, Password: password, Datacenters: o.dcs, ZoneCategory: "k8s-zone", RegionCategory: "k8s-region"})
+	s, err := sim.Start(ctx, sim.Options{User: benchUser, Password: benchPassword, Datacenters: o.dcs, ZoneCategory: "k8s-zone", RegionCategory: "k8s-region"})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	names := make([]string, o.nodes+1) // the last one is the node-added scenario's
-	addVM := func(i int) error {
-		_, err := s.AddVM(ctx, names[i], i%o.dcs, 0, []sim.NIC{{Network: "VM Network", IPs: []string{fmt.Sprintf("10.8.%d.%d", i/250, i%250+1)}}})
+	b := &bench{o: o, cl: cl, s: s, extra: extra}
+	if err := b.setUp(ctx); err != nil {
 		return err
 	}
+	if b.ccm, err = b.start(ctx, "ccm-1"); err != nil {
+		return err
+	}
+	b.quiet(ctx, time.Second)
+	b.f = &benchscenario.Figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: max(o.services, o.nodeAdded)}
+	for _, scenario := range []func(context.Context) error{b.registerNodes, b.refreshRounds, b.createServices, b.restart, b.resyncUnchanged, b.nodeAdded} {
+		if err := scenario(ctx); err != nil {
+			return err
+		}
+	}
+	b.ccm.Stop(10 * time.Second)
+
+	rep := benchreport.New("vsphere")
+	rep.Command = o.command
+	rep.Rows = append(benchscenario.Rows(b.f), b.extra...)
+	rep.Latencies = benchscenario.Latencies(b.f)
+	return benchscenario.Write(rep, o.out)
+}
+
+const benchUser, benchPassword = "bench@vsphere.local", "bench-password"
+
+// bench is the cluster scenarios' state: the simulator, the config and VM names, the running
+// ccm, and the figures and extra rows taken so far.
+type bench struct {
+	o       options
+	cl      *benchscenario.Cluster
+	s       *sim.Sim
+	cfgPath string
+	names   []string
+	ccm     *testenv.CCM
+	f       *benchscenario.Figures
+	extra   []benchreport.Row
+}
+
+// setUp creates the N VMs (the last name is kept for the node-added scenario) and writes the
+// cloud config.
+func (b *bench) setUp(ctx context.Context) error {
+	o := b.o
+	b.names = make([]string, o.nodes+1) // the last one is the node-added scenario's
 	fmt.Printf("bench: creating %d VMs\n", o.nodes)
-	for i := range names {
-		names[i] = fmt.Sprintf("bench-%04d", i)
+	for i := range b.names {
+		b.names[i] = fmt.Sprintf("bench-%04d", i)
 		if i < o.nodes {
-			if err := addVM(i); err != nil {
+			if err := b.addVM(ctx, i); err != nil {
 				return err
 			}
 		}
@@ -101,32 +137,37 @@ func run(o options) error {
 	// cache-ttl below the refresh period, so every refresh round reads vCenter (the worst case).
 	cfg := fmt.Sprintf("[Global]\nserver = %s\nport = %s\nuser = %q\npassword = %q\ninsecure-flag = 1\ndatacenters = %q\ncache-ttl = %s\n\n"+
 		"[Labels]\nzone = k8s-zone\nregion = k8s-region\n\n[Pool \"bench\"]\ncidr = 10.128.0.0/16\n",
-		s.Host(), s.Port(), user, password, strings.Join(dcList, ","), o.refresh/2)
-	cfgPath := filepath.Join(env.Dir, "vsphere.conf")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return err
-	}
-	start := func(name string) (*testenv.CCM, error) {
-		return benchscenario.StartLeader(ctx, env, testenv.CCMOptions{Name: name, Binary: cl.Binary, Provider: "vsphere", CloudConfig: cfgPath,
-			Args: []string{"--node-status-update-frequency=" + o.refresh.String()}})
-	}
-	quiet := func(d time.Duration) { benchscenario.QuietFor(ctx, d, func() int { return s.Calls().Total }) }
-	ccm, err := start("ccm-1")
-	if err != nil {
-		return err
-	}
-	quiet(time.Second)
-	f := &benchscenario.Figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: max(o.services, o.nodeAdded)}
+		b.s.Host(), b.s.Port(), benchUser, benchPassword, strings.Join(dcList, ","), o.refresh/2)
+	b.cfgPath = filepath.Join(b.cl.Env.Dir, "vsphere.conf")
+	return os.WriteFile(b.cfgPath, []byte(cfg), 0o600)
+}
 
-	// N Nodes at once.
+func (b *bench) addVM(ctx context.Context, i int) error {
+	_, err := b.s.AddVM(ctx, b.names[i], i%b.o.dcs, 0, []sim.NIC{{Network: "VM Network", IPs: []string{fmt.Sprintf("10.8.%d.%d", i/250, i%250+1)}}})
+	return err
+}
+
+func (b *bench) start(ctx context.Context, name string) (*testenv.CCM, error) {
+	return benchscenario.StartLeader(ctx, b.cl.Env, testenv.CCMOptions{Name: name, Binary: b.cl.Binary, Provider: "vsphere", CloudConfig: b.cfgPath,
+		Args: []string{"--node-status-update-frequency=" + b.o.refresh.String()}})
+}
+
+func (b *bench) quiet(ctx context.Context, d time.Duration) {
+	benchscenario.QuietFor(ctx, d, func() int { return b.s.Calls().Total })
+}
+
+// registerNodes: N Nodes at once, with the sessions their initialisation opens.
+func (b *bench) registerNodes(ctx context.Context) error {
+	o, s := b.o, b.s
 	fmt.Printf("bench: registering %d Nodes at once\n", o.nodes)
 	c0 := s.Calls()
-	if f.NodeTimes, err = benchscenario.RegisterNodes(ctx, cl, ccm, names[:o.nodes]); err != nil {
+	var err error
+	if b.f.NodeTimes, err = benchscenario.RegisterNodes(ctx, b.cl, b.ccm, b.names[:o.nodes]); err != nil {
 		return err
 	}
 	time.Sleep(500 * time.Millisecond) // the last calls land
 	init := sub(s.Calls(), c0)
-	f.NodeCalls = float64(init.Total)
+	b.f.NodeCalls = float64(init.Total)
 	sessions := 0
 	for op, n := range init.PerOp {
 		if strings.HasPrefix(op, "POST ") && strings.HasSuffix(op, "/session") {
@@ -134,77 +175,97 @@ func run(o options) error {
 		}
 	}
 	scen := fmt.Sprintf("%d Nodes at once (%d datacenters)", o.nodes, o.dcs)
-	extra = append(extra,
+	b.extra = append(b.extra,
 		benchreport.Row{Key: "provider.node_init.soap_logins", Scenario: scen, Measure: "SOAP sessions opened (Login)", Value: float64(init.PerOp["Login"]),
 			Target: "<= 1 per vCenter", Met: benchreport.Met(init.PerOp["Login"] <= 1)},
 		benchreport.Row{Key: "provider.node_init.vapi_sessions", Scenario: scen, Measure: "vAPI (tagging) sessions opened", Value: float64(sessions)})
 	fmt.Printf("bench: initialisation calls by operation: %s\n", benchscenario.Format(init.PerOp))
+	return nil
+}
 
-	// Periodic address refresh: count the bursts of calls (one per round) over a few rounds,
-	// so the figure is per observed round.
-	if o.rounds > 0 {
-		fmt.Printf("bench: watching %d address refresh rounds of %v\n", o.rounds, o.refresh)
-		r0 := s.Calls()
-		prev, bursts, lastChange := r0.Total, 0, time.Time{}
-		for end := time.Now().Add(time.Duration(o.rounds)*o.refresh + o.refresh/2); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
-			if t := s.Calls().Total; t != prev {
-				if time.Since(lastChange) > o.refresh/2 {
-					bursts++
-				}
-				prev, lastChange = t, time.Now()
-			}
-		}
-		time.Sleep(500 * time.Millisecond)
-		ref := sub(s.Calls(), r0)
-		perRound := float64(ref.Total) / float64(max(bursts, 1))
-		rs := fmt.Sprintf("address refresh of %d Nodes every %v (%d rounds seen)", o.nodes, o.refresh, bursts)
-		extra = append(extra,
-			benchreport.Row{Key: "provider.refresh.calls_per_round", Scenario: rs, Measure: "vCenter calls per refresh of all Nodes", Value: perRound},
-			benchreport.Row{Key: "provider.refresh.calls_per_node", Scenario: rs, Measure: "vCenter calls per Node per refresh", Value: perRound / float64(o.nodes),
-				Target: "<= 0.6", Met: benchreport.Met(perRound/float64(o.nodes) <= 0.6)},
-			benchreport.Row{Key: "provider.refresh.writes", Scenario: rs, Measure: "vCenter writes", Value: float64(ref.Writes), Target: "0", Met: benchreport.Met(ref.Writes == 0)})
-		fmt.Printf("bench: refresh calls by operation: %s\n", benchscenario.Format(ref.PerOp))
+// refreshRounds watches the periodic address refresh: it counts the bursts of calls (one per
+// round) over a few rounds, so the figure is per observed round (--rounds 0: skipped).
+func (b *bench) refreshRounds(context.Context) error {
+	o, s := b.o, b.s
+	if o.rounds <= 0 {
+		return nil
 	}
+	fmt.Printf("bench: watching %d address refresh rounds of %v\n", o.rounds, o.refresh)
+	r0 := s.Calls()
+	prev, bursts, lastChange := r0.Total, 0, time.Time{}
+	for end := time.Now().Add(time.Duration(o.rounds)*o.refresh + o.refresh/2); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		if t := s.Calls().Total; t != prev {
+			if time.Since(lastChange) > o.refresh/2 {
+				bursts++
+			}
+			prev, lastChange = t, time.Now()
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	ref := sub(s.Calls(), r0)
+	perRound := float64(ref.Total) / float64(max(bursts, 1))
+	rs := fmt.Sprintf("address refresh of %d Nodes every %v (%d rounds seen)", o.nodes, o.refresh, bursts)
+	b.extra = append(b.extra,
+		benchreport.Row{Key: "provider.refresh.calls_per_round", Scenario: rs, Measure: "vCenter calls per refresh of all Nodes", Value: perRound},
+		benchreport.Row{Key: "provider.refresh.calls_per_node", Scenario: rs, Measure: "vCenter calls per Node per refresh", Value: perRound / float64(o.nodes),
+			Target: "<= 0.6", Met: benchreport.Met(perRound/float64(o.nodes) <= 0.6)},
+		benchreport.Row{Key: "provider.refresh.writes", Scenario: rs, Measure: "vCenter writes", Value: float64(ref.Writes), Target: "0", Met: benchreport.Met(ref.Writes == 0)})
+	fmt.Printf("bench: refresh calls by operation: %s\n", benchscenario.Format(ref.PerOp))
+	return nil
+}
 
-	// M Services at once.
+// createServices: M Services at once.
+func (b *bench) createServices(ctx context.Context) error {
+	o, s := b.o, b.s
 	fmt.Printf("bench: creating %d LoadBalancer Services at once\n", o.services)
-	c0 = s.Calls()
-	if f.ServiceTimes, err = benchscenario.CreateServices(ctx, cl, ccm, "bench", o.services, nil); err != nil {
+	c0 := s.Calls()
+	var err error
+	if b.f.ServiceTimes, err = benchscenario.CreateServices(ctx, b.cl, b.ccm, "bench", o.services, nil); err != nil {
 		return err
 	}
-	quiet(2 * time.Second)
+	b.quiet(ctx, 2*time.Second)
 	lb := sub(s.Calls(), c0)
-	f.LBCalls = float64(lb.Total)
-	extra = append(extra, benchreport.Row{Key: "provider.lb.writes_per_service", Scenario: fmt.Sprintf("%d LB Services at once", o.services),
+	b.f.LBCalls = float64(lb.Total)
+	b.extra = append(b.extra, benchreport.Row{Key: "provider.lb.writes_per_service", Scenario: fmt.Sprintf("%d LB Services at once", o.services),
 		Measure: "cloud writes per Service", Value: float64(lb.Writes) / float64(o.services)})
 	fmt.Printf("bench: LB calls by operation: %s\n", benchscenario.Format(lb.PerOp))
+	return nil
+}
 
-	// Restart with nothing changed: a new process re-ensures every Service. Its periodic
-	// address refresh runs too; those reads count, as they would on a real restart.
-	c0 = s.Calls()
-	if ccm, err = benchscenario.Restart(ctx, cl, ccm, start, o.services); err != nil {
+// restart with nothing changed: a new process re-ensures every Service. Its periodic
+// address refresh runs too; those reads count, as they would on a real restart.
+func (b *bench) restart(ctx context.Context) error {
+	o, s := b.o, b.s
+	c0 := s.Calls()
+	var err error
+	if b.ccm, err = benchscenario.Restart(ctx, b.cl, b.ccm, func(name string) (*testenv.CCM, error) { return b.start(ctx, name) }, o.services); err != nil {
 		return err
 	}
-	quiet(2 * time.Second)
+	b.quiet(ctx, 2*time.Second)
 	rs := sub(s.Calls(), c0)
-	f.RestartWrites, f.RestartReads = float64(rs.Writes), float64(rs.Total-rs.Writes)
+	b.f.RestartWrites, b.f.RestartReads = float64(rs.Writes), float64(rs.Total-rs.Writes)
 	fmt.Printf("bench: restart calls by operation: %s\n", benchscenario.Format(rs.PerOp))
 	restartScen := fmt.Sprintf("restart, %d unchanged LBs", o.services)
-	extra = append(extra, benchreport.Row{Key: "provider.restart.reads_per_lb", Scenario: restartScen,
+	b.extra = append(b.extra, benchreport.Row{Key: "provider.restart.reads_per_lb", Scenario: restartScen,
 		Measure: "vCenter reads per LB (node refresh and logins included)", Value: float64(rs.Total-rs.Writes) / float64(o.services)})
+	return nil
+}
 
-	// Periodic resync of unchanged LBs: every Service is synced again (an annotation the
-	// provider does not read makes the service controller re-ensure it). Each sync compares
-	// its record with vCenter's: one read each, no write.
-	if err := resync(ctx, cl, ccm, o.services, s, quiet, &extra); err != nil {
+// resyncUnchanged: periodic resync of unchanged LBs: every Service is synced again (an
+// annotation the provider does not read makes the service controller re-ensure it). Each sync
+// compares its record with vCenter's: one read each, no write.
+func (b *bench) resyncUnchanged(ctx context.Context) error {
+	return resync(ctx, b.cl, b.ccm, b.o.services, b.s, func(d time.Duration) { b.quiet(ctx, d) }, &b.extra)
+}
+
+// nodeAdded: one Node added, every LB record (its fingerprint covers the members) is
+// rewritten. A timeout is printed, not returned: the figures show how far it got.
+func (b *bench) nodeAdded(ctx context.Context) error {
+	o, s, f := b.o, b.s, b.f
+	if err := benchscenario.TopUpServices(ctx, b.cl, b.ccm, o.services, f.NodeAddedLBs, nil); err != nil {
 		return err
 	}
-
-	// One Node added: every LB record (its fingerprint covers the members) is rewritten.
-	if err := benchscenario.TopUpServices(ctx, cl, ccm, o.services, f.NodeAddedLBs, nil); err != nil {
-		return err
-	}
-	quiet(2 * time.Second)
+	b.quiet(ctx, 2*time.Second)
 	fmt.Printf("bench: adding one Node to %d load balancers\n", f.NodeAddedLBs)
 	old, err := s.TagsInCategory(ctx, sim.LBCategory)
 	if err != nil {
@@ -213,13 +274,13 @@ func run(o options) error {
 	if len(old) != f.NodeAddedLBs {
 		return fmt.Errorf("node added: %d load balancer records before, want %d", len(old), f.NodeAddedLBs)
 	}
-	if err := addVM(o.nodes); err != nil {
+	if err := b.addVM(ctx, o.nodes); err != nil {
 		return err
 	}
-	quiet(time.Second)
-	c0 = s.Calls()
+	b.quiet(ctx, time.Second)
+	c0 := s.Calls()
 	t0 := time.Now()
-	if err := testenv.RegisterNode(ctx, env.Client, names[o.nodes]); err != nil {
+	if err := testenv.RegisterNode(ctx, b.cl.Env.Client, b.names[o.nodes]); err != nil {
 		return err
 	}
 	err = benchscenario.Poll(ctx, 3*time.Minute, "every load balancer record with the new Node", func() (bool, error) {
@@ -239,17 +300,11 @@ func run(o options) error {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 	}
-	quiet(3 * time.Second)
+	b.quiet(ctx, 3*time.Second)
 	na := sub(s.Calls(), c0)
 	f.NodeAddedWrites = float64(na.Writes)
 	fmt.Printf("bench: node-added calls by operation: %s\n", benchscenario.Format(na.PerOp))
-	ccm.Stop(10 * time.Second)
-
-	rep := benchreport.New("vsphere")
-	rep.Command = o.command
-	rep.Rows = append(benchscenario.Rows(f), extra...)
-	rep.Latencies = benchscenario.Latencies(f)
-	return benchscenario.Write(rep, o.out)
+	return nil
 }
 
 // resync re-ensures the m bench Services with nothing changed and adds its rows.
