@@ -250,9 +250,10 @@ func upstreamOnly(name string, svc *v1.Service) string {
 // upstreamNLBRule says whether a node rule is one upstream added for the NLB up, which must be
 // the Service's upstream NLB, proven its own by its tags (else ""): the rule's description names
 // it (client or health rule). Upstream's ICMP rule for MTU discovery names no NLB (it is shared
-// by all of them): nlbMTURules keeps it while a client rule admits its range, then revokes it.
+// by all of them): sgrules.NLBMTURules keeps it while a client rule admits its range, then
+// revokes it.
 func upstreamNLBRule(up string, r rule) bool {
-	return up != "" && r.cidr != "" && (r.desc == "kubernetes.io/rule/nlb/client="+up || r.desc == "kubernetes.io/rule/nlb/health="+up)
+	return up != "" && r.CIDR != "" && (r.Desc == "kubernetes.io/rule/nlb/client="+up || r.Desc == "kubernetes.io/rule/nlb/health="+up)
 }
 
 // redescribe gives the rules of a group that ccm wants and upstream added (same rule, upstream's
@@ -265,8 +266,8 @@ func (l *loadBalancers) redescribe(ctx context.Context, groupID string, have, wa
 		if !upstream(h) {
 			continue
 		}
-		if j := slices.IndexFunc(want, func(r rule) bool { return r.key() == h.key() }); j >= 0 {
-			out[i].desc = want[j].desc
+		if j := slices.IndexFunc(want, func(r rule) bool { return r.Key() == h.Key() }); j >= 0 {
+			out[i].Desc = want[j].Desc
 			change = append(change, out[i])
 		}
 	}
@@ -280,7 +281,7 @@ func (l *loadBalancers) redescribe(ctx context.Context, groupID string, have, wa
 	}
 	var notes []string
 	for _, r := range change {
-		notes = append(notes, fmt.Sprintf("ingress rule %s of security group %s taken over from the upstream CCM", r.text(), groupID))
+		notes = append(notes, fmt.Sprintf("ingress rule %s of security group %s taken over from the upstream CCM", r.Text(), groupID))
 	}
 	return out, notes, nil
 }

@@ -111,24 +111,3 @@ func TestPlanELB(t *testing.T) {
 		})
 	}
 }
-
-func TestPlanRules(t *testing.T) {
-	own := func(r rule) bool { return strings.HasPrefix(r.desc, "ccm:") }
-	web := rule{proto: "tcp", from: 80, to: 80, cidr: "0.0.0.0/0", desc: "ccm:me"}
-	ssh := rule{proto: "tcp", from: 22, to: 22, cidr: "10.0.0.0/8", desc: "by hand"}
-	for _, tc := range []struct {
-		name          string
-		have, want    []rule
-		nAdd, nDelete int
-	}{
-		{"as desired", []rule{web, ssh}, []rule{web}, 0, 0},
-		{"revoked by hand", []rule{ssh}, []rule{web}, 1, 0},
-		{"ours, no longer wanted", []rule{web, ssh}, nil, 0, 1},
-		{"a rule made by hand stays", []rule{ssh}, nil, 0, 0},
-	} {
-		add, del := planRules(tc.have, tc.want, own)
-		if len(add) != tc.nAdd || len(del) != tc.nDelete {
-			t.Errorf("%s: add %v, delete %v; want %d and %d", tc.name, add, del, tc.nAdd, tc.nDelete)
-		}
-	}
-}

@@ -9,6 +9,8 @@ import (
 	"unicode"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
 
 // Fuzz targets for every parser of tenant input (Service annotations and spec fields).
@@ -124,7 +126,7 @@ func FuzzSourceRanges(f *testing.F) {
 			if err != nil || p.Masked().String() != r {
 				t.Fatalf("%q: %q is not a canonical prefix", v, r)
 			}
-			if isIPv6(r) == p.Addr().Is4() {
+			if sgrules.IsIPv6(r) == p.Addr().Is4() {
 				t.Fatalf("%q: %q would go to the wrong rule family", v, r)
 			}
 		}
@@ -159,26 +161,6 @@ func FuzzLists(f *testing.F) {
 					t.Fatalf("%s=%q: item %q", suffix, v, item)
 				}
 			}
-		}
-	})
-}
-
-// halves of any prefix are two prefixes one bit longer that together are exactly it.
-func FuzzHalves(f *testing.F) {
-	f.Add("0.0.0.0/0")
-	f.Add("2001:db8::/127")
-	f.Fuzz(func(t *testing.T, cidr string) {
-		a, b, ok := halves(cidr)
-		p, err := netip.ParsePrefix(cidr)
-		if !ok {
-			if err == nil && p.Bits() < p.Addr().BitLen() {
-				t.Fatalf("%q not split", cidr)
-			}
-			return
-		}
-		pa, pb := netip.MustParsePrefix(a), netip.MustParsePrefix(b)
-		if pa.Bits() != p.Bits()+1 || pb.Bits() != p.Bits()+1 || pa == pb || !p.Contains(pa.Addr()) || !p.Contains(pb.Addr()) || pa.Addr() != p.Masked().Addr() {
-			t.Fatalf("halves(%q) = %s %s", cidr, a, b)
 		}
 	})
 }

@@ -35,6 +35,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
 
 // nlbGroupModeManaged is the NLBSecurityGroupMode value that turns NLB groups on (upstream's
@@ -96,13 +97,13 @@ func nlbGroupRules(id ownership.Identity, want *nlbDesired) []rule {
 			if p.Protocol == "UDP" {
 				proto = "udp"
 			}
-			r := rule{proto: proto, from: p.Port, to: p.Port, cidr: cidr, desc: desc}
-			if !slices.ContainsFunc(out, func(o rule) bool { return o.key() == r.key() }) {
+			r := rule{Proto: proto, From: p.Port, To: p.Port, CIDR: cidr, Desc: desc}
+			if !slices.ContainsFunc(out, func(o rule) bool { return o.Key() == r.Key() }) {
 				out = append(out, r)
 			}
 		}
-		if !isIPv6(cidr) {
-			out = append(out, rule{proto: "icmp", from: 3, to: 4, cidr: cidr, desc: desc})
+		if !sgrules.IsIPv6(cidr) {
+			out = append(out, rule{Proto: "icmp", From: 3, To: 4, CIDR: cidr, Desc: desc})
 		}
 	}
 	return out

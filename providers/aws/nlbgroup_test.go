@@ -254,10 +254,10 @@ func TestNLBGroupRules(t *testing.T) {
 	} {
 		var got []string
 		for _, r := range nlbGroupRules(id, &nlbDesired{Ports: tc.ports, SourceRanges: tc.ranges}) {
-			if r.desc != ruleDescription(id, "client") {
-				t.Errorf("rule %v: description %q", r, r.desc)
+			if r.Desc != ruleDescription(id, "client") {
+				t.Errorf("rule %v: description %q", r, r.Desc)
 			}
-			got = append(got, fmt.Sprintf("%s %d-%d %s", r.proto, r.from, r.to, r.cidr))
+			got = append(got, fmt.Sprintf("%s %d-%d %s", r.Proto, r.From, r.To, r.CIDR))
 		}
 		sort.Strings(got)
 		if !slices.Equal(got, tc.want) {

@@ -14,104 +14,8 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
+	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
-
-// The MTU rules a node group should hold, from its client rules, and which MTU rules may go.
-func TestNLBMTURules(t *testing.T) {
-	const cluster = "prod"
-	svcA := ownership.Identity{Cluster: cluster, Namespace: "ns", Name: "a", UID: "uid-a"}
-	svcB := ownership.Identity{Cluster: cluster, Namespace: "ns", Name: "b", UID: "uid-b"}
-	other := ownership.Identity{Cluster: "staging", Namespace: "ns", Name: "a", UID: "uid-o"}
-	client := func(id ownership.Identity, proto, cidr string) rule {
-		return rule{proto: proto, from: 30080, to: 30080, cidr: cidr, desc: ruleDescription(id, "client")}
-	}
-	ours := mtuDescription(cluster)
-	upClient := rule{proto: "tcp", from: 30081, to: 30081, cidr: "0.0.0.0/0", desc: "kubernetes.io/rule/nlb/client=a6f1c0002"}
-	upMTU := mtuRule("0.0.0.0/0", upstreamNLBMTUDescription)
-	for _, tc := range []struct {
-		name     string
-		rules    []rule
-		want     []rule
-		mine     []rule // MTU rules of the group that may be revoked
-		notMine  []rule
-		add, del []rule // the plan for a group holding rules
-	}{
-		{name: "one range of one NLB", rules: []rule{client(svcA, "tcp", "0.0.0.0/0")},
-			want: []rule{mtuRule("0.0.0.0/0", ours)}, add: []rule{mtuRule("0.0.0.0/0", ours)}},
-		{name: "one rule per range, whatever the ports, protocols and Services",
-			rules: []rule{client(svcA, "tcp", "10.0.0.0/8"), client(svcA, "udp", "10.0.0.0/8"), client(svcB, "tcp", "10.0.0.0/8"), client(svcB, "tcp", "192.0.2.0/24")},
-			want:  []rule{mtuRule("10.0.0.0/8", ours), mtuRule("192.0.2.0/24", ours)}, add: []rule{mtuRule("10.0.0.0/8", ours), mtuRule("192.0.2.0/24", ours)}},
-		{name: "IPv6 ranges get none, as upstream (IpRanges only)",
-			rules: []rule{client(svcA, "tcp", "2001:db8::/32"), client(svcA, "tcp", "192.0.2.0/24")},
-			want:  []rule{mtuRule("192.0.2.0/24", ours)}, add: []rule{mtuRule("192.0.2.0/24", ours)}},
-		{name: "health rules are not client rules",
-			rules: []rule{{proto: "tcp", from: 32100, to: 32100, cidr: "10.0.1.0/24", desc: ruleDescription(svcA, "health")}}},
-		{name: "upstream's client rule not yet taken over keeps the range",
-			rules: []rule{upClient}, want: []rule{mtuRule("0.0.0.0/0", ours)}, add: []rule{mtuRule("0.0.0.0/0", ours)}},
-		{name: "another cluster's client rule is not this cluster's",
-			rules: []rule{client(other, "tcp", "0.0.0.0/0")}},
-		{name: "upstream's MTU rule taken over while a client rule admits its range: no write",
-			rules: []rule{client(svcA, "tcp", "0.0.0.0/0"), upMTU},
-			want:  []rule{mtuRule("0.0.0.0/0", ours)}, notMine: []rule{upMTU}},
-		{name: "upstream's MTU rule kept for another cluster's NLB",
-			rules: []rule{client(other, "tcp", "0.0.0.0/0"), upMTU}, notMine: []rule{upMTU}},
-		{name: "upstream's MTU rule without a client rule of its range goes",
-			rules: []rule{client(svcA, "tcp", "10.0.0.0/8"), upMTU},
-			want:  []rule{mtuRule("10.0.0.0/8", ours)}, mine: []rule{upMTU},
-			add: []rule{mtuRule("10.0.0.0/8", ours)}, del: []rule{upMTU}},
-		{name: "ccm's MTU rule without a client rule goes; a user's, another cluster's, an IPv6 one stay",
-			rules: []rule{mtuRule("0.0.0.0/0", ours), mtuRule("10.0.0.0/8", ""), mtuRule("192.0.2.0/24", mtuDescription("staging")),
-				{proto: "icmp", from: 3, to: 4, group: "sg-1", desc: ours}, {proto: "tcp", from: 3, to: 4, cidr: "0.0.0.0/0", desc: upstreamNLBMTUDescription}},
-			mine:    []rule{mtuRule("0.0.0.0/0", ours)},
-			notMine: []rule{mtuRule("10.0.0.0/8", ""), mtuRule("192.0.2.0/24", mtuDescription("staging")), {proto: "icmp", from: 3, to: 4, group: "sg-1", desc: ours}, {proto: "tcp", from: 3, to: 4, cidr: "0.0.0.0/0", desc: upstreamNLBMTUDescription}},
-			del:     []rule{mtuRule("0.0.0.0/0", ours)}},
-		{name: "ccm's MTU rule there: no write",
-			rules: []rule{client(svcA, "tcp", "0.0.0.0/0"), mtuRule("0.0.0.0/0", ours)},
-			want:  []rule{mtuRule("0.0.0.0/0", ours)}, mine: []rule{mtuRule("0.0.0.0/0", ours)}},
-		{name: "another cluster's MTU rule holds the range: ours as its halves, as client rules",
-			rules: []rule{client(svcA, "tcp", "0.0.0.0/0"), mtuRule("0.0.0.0/0", mtuDescription("staging"))},
-			want:  []rule{mtuRule("0.0.0.0/0", ours)}, notMine: []rule{mtuRule("0.0.0.0/0", mtuDescription("staging"))},
-			add: []rule{mtuRule("0.0.0.0/1", ours), mtuRule("128.0.0.0/1", ours)}},
-		{name: "client rules split into halves beside the range they halve: one rule, for the range",
-			rules: []rule{client(other, "tcp", "0.0.0.0/0"), client(svcA, "tcp", "0.0.0.0/1"), client(svcA, "tcp", "128.0.0.0/1"), client(svcA, "tcp", "0.0.0.0/0")},
-			want:  []rule{mtuRule("0.0.0.0/0", ours)}, add: []rule{mtuRule("0.0.0.0/0", ours)}},
-		{name: "ccm's MTU rules of the halves go once the range has its own",
-			rules: []rule{client(svcA, "tcp", "0.0.0.0/1"), client(svcA, "tcp", "128.0.0.0/1"), client(svcA, "tcp", "0.0.0.0/0"),
-				mtuRule("0.0.0.0/1", ours), mtuRule("128.0.0.0/1", ours)},
-			want: []rule{mtuRule("0.0.0.0/0", ours)}, mine: []rule{mtuRule("0.0.0.0/1", ours)},
-			add: []rule{mtuRule("0.0.0.0/0", ours)}, del: []rule{mtuRule("0.0.0.0/1", ours), mtuRule("128.0.0.0/1", ours)}},
-		{name: "a range inside another gets none; disjoint and IPv6 ranges are not covered",
-			rules: []rule{client(svcA, "tcp", "10.0.0.0/8"), client(svcB, "udp", "10.1.0.0/16"), client(svcB, "tcp", "11.0.0.0/16"), client(svcA, "tcp", "::/0")},
-			want:  []rule{mtuRule("10.0.0.0/8", ours), mtuRule("11.0.0.0/16", ours)}, add: []rule{mtuRule("10.0.0.0/8", ours), mtuRule("11.0.0.0/16", ours)}},
-		{name: "a user's rule already admitting the range: left alone, nothing added",
-			rules: []rule{client(svcA, "tcp", "0.0.0.0/0"), mtuRule("0.0.0.0/0", "")},
-			want:  []rule{mtuRule("0.0.0.0/0", ours)}, notMine: []rule{mtuRule("0.0.0.0/0", "")}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			want, mine := nlbMTURules(cluster, tc.rules)
-			if !slices.Equal(want, tc.want) {
-				t.Errorf("want %v, expected %v", want, tc.want)
-			}
-			for _, r := range tc.mine {
-				if !mine(r) {
-					t.Errorf("%v (%q) is not taken as ours", r.text(), r.desc)
-				}
-			}
-			for _, r := range tc.notMine {
-				if mine(r) {
-					t.Errorf("%v (%q) is taken as ours", r.text(), r.desc)
-				}
-			}
-			add, del := planRules(tc.rules, want, mine)
-			if !slices.Equal(add, tc.add) || !slices.Equal(del, tc.del) {
-				t.Errorf("plan: add %v del %v, expected add %v del %v", add, del, tc.add, tc.del)
-			}
-		})
-	}
-	if d := mtuDescription(cluster); d != "ccm:prod - - nlb-mtu" || ownership.DescribedBy(svcA, d) {
-		t.Errorf("ccm's MTU rule description %q: want the cluster's, no Service's", d)
-	}
-}
 
 // icmpRules are the ICMP rules of the node group.
 func icmpRules(t *testing.T, h *harness) []fakeaws.Rule {
@@ -134,7 +38,7 @@ func TestNLBMTURuleLifecycle(t *testing.T) {
 		nodes = append(nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}})
 	}
 	before := h.fake.Inventory()
-	desc := mtuDescription("mtu")
+	desc := sgrules.MTUDescription("mtu")
 	a := lbService("a", map[string]string{annotationPrefix + annType: "nlb"})
 	a.UID = "uid-a"
 	a.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8", "192.0.2.0/24", "2001:db8::/32"}
@@ -326,7 +230,7 @@ func TestNLBMTURuleAtTheRuleLimit(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
-	want := []fakeaws.Rule{{Protocol: "icmp", From: 3, To: 4, CIDR: "192.0.2.0/24", Description: mtuDescription("lim")}}
+	want := []fakeaws.Rule{{Protocol: "icmp", From: 3, To: 4, CIDR: "192.0.2.0/24", Description: sgrules.MTUDescription("lim")}}
 	if got := icmpRules(t, h); !slices.Equal(got, want) {
 		t.Errorf("quota raised: ICMP rules %v, want %v", got, want)
 	}
@@ -409,7 +313,7 @@ func TestNLBMTURuleDecidedUnderGroupLock(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", a, nodes); err != nil {
 		t.Fatal(err)
 	}
-	want := []fakeaws.Rule{{Protocol: "icmp", From: 3, To: 4, CIDR: "10.0.0.0/8", Description: mtuDescription("race")}}
+	want := []fakeaws.Rule{{Protocol: "icmp", From: 3, To: 4, CIDR: "10.0.0.0/8", Description: sgrules.MTUDescription("race")}}
 	if got := icmpRules(t, h); !slices.Equal(got, want) {
 		t.Fatalf("ICMP rules %v, want %v", got, want)
 	}

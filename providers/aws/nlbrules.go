@@ -12,6 +12,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
+	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
 
 // nodeGroupsTag lists (space-separated) the node security groups an NLB's rules were added to,
@@ -57,7 +58,7 @@ func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, up st
 		// added for this Service's NLB are taken over: those ccm wants get its description in
 		// place, the others are revoked after ccm's own are added (syncRules adds first).
 		upstream := func(r rule) bool { return upstreamNLBRule(up, r) }
-		mine := func(r rule) bool { return r.cidr != "" && (ownership.DescribedBy(id, r.desc) || upstream(r)) }
+		mine := func(r rule) bool { return r.CIDR != "" && (ownership.DescribedBy(id, r.Desc) || upstream(r)) }
 		have, redescribed, err := l.redescribe(ctx, gid, rulesOf(g), rs, upstream)
 		if err != nil {
 			return nil, err
@@ -70,7 +71,7 @@ func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, up st
 		changes = append(changes, changed...)
 		// The shared MTU rules follow the client rules; they are settled below, after every
 		// group's client rules, where this sync changed those or the MTU rules look out of step.
-		if len(redescribed)+len(changed) > 0 || mtuOutOfStep(id.Cluster, afterSync(have, rs, mine), rs) {
+		if len(redescribed)+len(changed) > 0 || sgrules.MTUOutOfStep(id.Cluster, sgrules.After(have, rs, mine), rs) {
 			mtu[gid] = rs
 		}
 	}
@@ -118,7 +119,7 @@ func (l *loadBalancers) checkNamespaceRules(id ownership.Identity, gs []types.Se
 		have := rulesOf(&gs[i])
 		adds := 0
 		for _, r := range need {
-			if !slices.ContainsFunc(have, func(h rule) bool { return h.key() == r.key() && ownership.DescribedBy(id, h.desc) }) {
+			if !slices.ContainsFunc(have, func(h rule) bool { return h.Key() == r.Key() && ownership.DescribedBy(id, h.Desc) }) {
 				adds++
 			}
 		}
@@ -127,7 +128,7 @@ func (l *loadBalancers) checkNamespaceRules(id ownership.Identity, gs []types.Se
 		}
 		var descs []string
 		for _, r := range have {
-			descs = append(descs, r.desc)
+			descs = append(descs, r.Desc)
 		}
 		if err := reach.NamespaceShare(id, descs, len(need), limit, "rules in node security group "+aws.ToString(gs[i].GroupId),
 			"[Global] NodeSecurityGroupRulesPerNamespace"); err != nil {
@@ -150,7 +151,7 @@ func nlbNodeRules(id ownership.Identity, want *nlbDesired) []rule {
 			proto = "udp"
 		}
 		for _, cidr := range want.SourceRanges {
-			need = append(need, rule{proto: proto, from: p.NodePort, to: p.NodePort, cidr: cidr, desc: ruleDescription(id, "client")})
+			need = append(need, rule{Proto: proto, From: p.NodePort, To: p.NodePort, CIDR: cidr, Desc: ruleDescription(id, "client")})
 		}
 	}
 	// The health checks come from the NLB's subnets: admitted where the rules above do not
@@ -158,8 +159,8 @@ func nlbNodeRules(id ownership.Identity, want *nlbDesired) []rule {
 	if len(want.HealthCIDRs) > 0 {
 		for _, port := range want.uncoveredHealthPorts() {
 			for _, cidr := range want.HealthCIDRs {
-				r := rule{proto: "tcp", from: port, to: port, cidr: cidr, desc: ruleDescription(id, "health")}
-				if !slices.ContainsFunc(need, func(n rule) bool { return n.key() == r.key() }) {
+				r := rule{Proto: "tcp", From: port, To: port, CIDR: cidr, Desc: ruleDescription(id, "health")}
+				if !slices.ContainsFunc(need, func(n rule) bool { return n.Key() == r.Key() }) {
 					need = append(need, r)
 				}
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
+	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
 
 // Issue 14: a Service never touches what it does not own, and two clusters in one account
@@ -43,7 +44,7 @@ func covers(t *testing.T, h *harness, id ownership.Identity, proto string, port 
 		if slices.Contains(have, p) {
 			return true
 		}
-		a, b, ok := halves(p)
+		a, b, ok := sgrules.Halves(p)
 		return ok && depth < 8 && cover(a, depth+1) && cover(b, depth+1)
 	}
 	return cover("0.0.0.0/0", 0)
@@ -303,22 +304,6 @@ func TestErrorsCarryNoAccountOrARN(t *testing.T) {
 				t.Errorf("the error lost the operation or the code %s: %v", tc.code, err)
 			}
 		})
-	}
-}
-
-// halves splits a range into two that together are it, for IPv4 and IPv6.
-func TestHalves(t *testing.T) {
-	for in, want := range map[string][2]string{
-		"0.0.0.0/0": {"0.0.0.0/1", "128.0.0.0/1"}, "192.0.2.0/24": {"192.0.2.0/25", "192.0.2.128/25"},
-		"10.0.0.0/7": {"10.0.0.0/8", "11.0.0.0/8"}, "2001:db8::/32": {"2001:db8::/33", "2001:db8:8000::/33"},
-	} {
-		a, b, ok := halves(in)
-		if !ok || a != want[0] || b != want[1] {
-			t.Errorf("halves(%s) = %s %s %v, want %v", in, a, b, ok, want)
-		}
-	}
-	if _, _, ok := halves("192.0.2.1/32"); ok {
-		t.Error("a single address split")
 	}
 }
 

@@ -3,7 +3,6 @@ package aws
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
+	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
 
 // groupName is the name of the security group made for one ELB.
@@ -105,42 +105,30 @@ func (l *loadBalancers) describeGroups(ctx context.Context, ids []string) ([]typ
 	return gs, nil
 }
 
-// rule is one ingress permission in a comparable form. EC2 identifies a rule by everything but
-// its description; the description says whose it is (ownership.Description).
-type rule struct {
-	proto    string
-	from, to int32
-	cidr     string // IPv4 or IPv6
-	group    string
-	desc     string
-}
-
-// key is the rule as EC2 compares it: without the description.
-func (r rule) key() rule {
-	r.desc = ""
-	return r
-}
+// rule is one ingress permission in a comparable form; its algebra (keys, claims, plans) is
+// package sgrules, pure. This package converts it from and to the EC2 API's permissions.
+type rule = sgrules.Rule
 
 func rulesOf(g *types.SecurityGroup) []rule {
 	var out []rule
 	for _, p := range g.IpPermissions {
-		r := rule{proto: aws.ToString(p.IpProtocol), from: aws.ToInt32(p.FromPort), to: aws.ToInt32(p.ToPort)}
-		if r.proto == "-1" {
-			r.from, r.to = 0, 0
+		r := rule{Proto: aws.ToString(p.IpProtocol), From: aws.ToInt32(p.FromPort), To: aws.ToInt32(p.ToPort)}
+		if r.Proto == "-1" {
+			r.From, r.To = 0, 0
 		}
 		for _, ip := range p.IpRanges {
 			c := r
-			c.cidr, c.desc = aws.ToString(ip.CidrIp), aws.ToString(ip.Description)
+			c.CIDR, c.Desc = aws.ToString(ip.CidrIp), aws.ToString(ip.Description)
 			out = append(out, c)
 		}
 		for _, ip := range p.Ipv6Ranges {
 			c := r
-			c.cidr, c.desc = aws.ToString(ip.CidrIpv6), aws.ToString(ip.Description)
+			c.CIDR, c.Desc = aws.ToString(ip.CidrIpv6), aws.ToString(ip.Description)
 			out = append(out, c)
 		}
 		for _, ug := range p.UserIdGroupPairs {
 			c := r
-			c.group, c.desc = aws.ToString(ug.GroupId), aws.ToString(ug.Description)
+			c.Group, c.Desc = aws.ToString(ug.GroupId), aws.ToString(ug.Description)
 			out = append(out, c)
 		}
 	}
@@ -152,95 +140,32 @@ func rulesOf(g *types.SecurityGroup) []rule {
 func permissions(rs []rule, withDesc bool) []types.IpPermission {
 	var out []types.IpPermission
 	for _, r := range rs {
-		p := types.IpPermission{IpProtocol: aws.String(r.proto)}
-		if r.proto != "-1" {
-			p.FromPort, p.ToPort = aws.Int32(r.from), aws.Int32(r.to)
+		p := types.IpPermission{IpProtocol: aws.String(r.Proto)}
+		if r.Proto != "-1" {
+			p.FromPort, p.ToPort = aws.Int32(r.From), aws.Int32(r.To)
 		}
 		var desc *string
-		if withDesc && r.desc != "" {
-			desc = aws.String(r.desc)
+		if withDesc && r.Desc != "" {
+			desc = aws.String(r.Desc)
 		}
 		switch {
-		case r.cidr == "":
-			p.UserIdGroupPairs = []types.UserIdGroupPair{{GroupId: aws.String(r.group), Description: desc}}
-		case isIPv6(r.cidr):
-			p.Ipv6Ranges = []types.Ipv6Range{{CidrIpv6: aws.String(r.cidr), Description: desc}}
+		case r.CIDR == "":
+			p.UserIdGroupPairs = []types.UserIdGroupPair{{GroupId: aws.String(r.Group), Description: desc}}
+		case sgrules.IsIPv6(r.CIDR):
+			p.Ipv6Ranges = []types.Ipv6Range{{CidrIpv6: aws.String(r.CIDR), Description: desc}}
 		default:
-			p.IpRanges = []types.IpRange{{CidrIp: aws.String(r.cidr), Description: desc}}
+			p.IpRanges = []types.IpRange{{CidrIp: aws.String(r.CIDR), Description: desc}}
 		}
 		out = append(out, p)
 	}
 	return out
 }
 
-func isIPv6(cidr string) bool {
-	p, err := netip.ParsePrefix(cidr)
-	return err == nil && p.Addr().Is6() && !p.Addr().Is4In6()
-}
-
-// halves splits a CIDR into its two halves; ok is false for a single address.
-func halves(cidr string) (a, b string, ok bool) {
-	p, err := netip.ParsePrefix(cidr)
-	if err != nil || p.Bits() >= p.Addr().BitLen() {
-		return "", "", false
-	}
-	lo := netip.PrefixFrom(p.Masked().Addr(), p.Bits()+1)
-	raw := lo.Addr().AsSlice()
-	raw[p.Bits()/8] |= 0x80 >> (p.Bits() % 8)
-	hiAddr, _ := netip.AddrFromSlice(raw)
-	return lo.String(), netip.PrefixFrom(hiAddr, p.Bits()+1).String(), true
-}
-
-// claim resolves want against the rules a group has. A wanted rule whose key is held by a rule
-// that is not ours (mine false: another Service's or cluster's, in a node group shared by two
-// clusters with the same nodePorts) must not be taken over, or one cluster's delete would
-// remove the other's access: a CIDR rule is then wanted as its two halves, which carry our
-// description, so each owner removes only its own rules and both admit the same clients. A
-// rule from a group, or from one address, cannot be split: the other's rule admits the same
-// traffic and is left alone. A rule with the key and no ccm description (made by hand or by an
-// earlier version) admits the traffic too and is never removed.
-//
-// Within one cluster nodePorts are unique, so only clusters sharing a node group collide.
-// Splitting goes at most maxSplit levels deep (up to 2^maxSplit rules for one range): the
-// first 1+maxSplit owners of a range each hold rules of their own; further ones rely on theirs.
-func claim(have, want []rule, mine func(rule) bool) []rule {
-	var out []rule
-	var visit func(r rule, depth int)
-	visit = func(r rule, depth int) {
-		i := slices.IndexFunc(have, func(h rule) bool { return h.key() == r.key() })
-		switch {
-		case i < 0 || mine(have[i]):
-			if !slices.ContainsFunc(out, func(o rule) bool { return o.key() == r.key() }) {
-				out = append(out, r)
-			}
-			return
-		case r.cidr != "" && depth < maxSplit:
-			if _, _, isCCM := ownership.ParseDescription(have[i].desc); isCCM {
-				if a, b, ok := halves(r.cidr); ok {
-					lo, hi := r, r
-					lo.cidr, hi.cidr = a, b
-					visit(lo, depth+1)
-					visit(hi, depth+1)
-					return
-				}
-			}
-		}
-		klog.V(2).InfoS("An ingress rule that is not ours already admits this traffic; leaving it alone", "rule", r.key())
-	}
-	for _, r := range want {
-		visit(r, 0)
-	}
-	return out
-}
-
-// maxSplit bounds how far claim splits a range (see there).
-const maxSplit = 2
-
 // syncRules authorizes the missing wanted rules and revokes those of ours (mine) that are not
 // wanted. Rules that are not ours are never revoked, whatever their ports or sources. It
 // returns what it changed, one phrase per rule.
 func (l *loadBalancers) syncRules(ctx context.Context, groupID string, have, want []rule, mine func(rule) bool) ([]string, error) {
-	add, del := planRules(have, want, mine)
+	add, del := sgrules.Plan(have, want, mine)
 	var changed []string
 	if len(add)+len(del) > 0 {
 		l.gsnap.forgetAll() // the listing no longer holds this group as it is
@@ -250,7 +175,7 @@ func (l *loadBalancers) syncRules(ctx context.Context, groupID string, have, wan
 			return nil, fmt.Errorf("aws: AuthorizeSecurityGroupIngress %s: %w", groupID, err)
 		}
 		for _, r := range add {
-			changed = append(changed, fmt.Sprintf("ingress rule %s of security group %s was missing", r.text(), groupID))
+			changed = append(changed, fmt.Sprintf("ingress rule %s of security group %s was missing", r.Text(), groupID))
 		}
 	}
 	if len(del) > 0 {
@@ -258,32 +183,10 @@ func (l *loadBalancers) syncRules(ctx context.Context, groupID string, have, wan
 			return nil, fmt.Errorf("aws: RevokeSecurityGroupIngress %s: %w", groupID, err)
 		}
 		for _, r := range del {
-			changed = append(changed, fmt.Sprintf("ingress rule %s of security group %s was not wanted", r.text(), groupID))
+			changed = append(changed, fmt.Sprintf("ingress rule %s of security group %s was not wanted", r.Text(), groupID))
 		}
 	}
 	return changed, nil
-}
-
-// planRules is the difference syncRules writes: the wanted rules the group lacks, and those of
-// ours it holds that are not wanted.
-func planRules(have, want []rule, mine func(rule) bool) (add, del []rule) {
-	want = claim(have, want, mine)
-	for _, r := range want {
-		if !slices.ContainsFunc(have, func(h rule) bool { return h.key() == r.key() }) {
-			add = append(add, r)
-		}
-	}
-	for _, h := range have {
-		if mine(h) && !slices.ContainsFunc(want, func(r rule) bool { return r.key() == h.key() }) {
-			del = append(del, h)
-		}
-	}
-	return add, del
-}
-
-// text is the rule for an Event: protocol, ports and source.
-func (r rule) text() string {
-	return fmt.Sprintf("%s/%d-%d from %s%s", r.proto, r.from, r.to, r.cidr, r.group)
 }
 
 // checkNamedGroups checks the security groups a Service names by annotation: each must exist
@@ -368,7 +271,7 @@ func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, n
 		for _, ls := range want.Listeners {
 			port := listenerOf(ls).LoadBalancerPort
 			for _, cidr := range want.SourceRanges {
-				rs = append(rs, rule{proto: "tcp", from: port, to: port, cidr: cidr, desc: ruleDescription(id, "client")})
+				rs = append(rs, rule{Proto: "tcp", From: port, To: port, CIDR: cidr, Desc: ruleDescription(id, "client")})
 			}
 		}
 		// The whole group is this Service's (its tags say so): every rule in it is ours.
@@ -403,12 +306,12 @@ func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, n
 	from := want.groupIDs[0]
 	var need []rule
 	for _, p := range want.nodePorts() {
-		need = append(need, rule{proto: "tcp", from: p, to: p, group: from, desc: ruleDescription(id, "elb")})
+		need = append(need, rule{Proto: "tcp", From: p, To: p, Group: from, Desc: ruleDescription(id, "elb")})
 	}
 	// The ELB's rules in node groups are from a group (the Service's NLB rules, from CIDRs, are
 	// not these). Rules from the ELB's own group are its own, described or not (earlier versions
 	// admitted all traffic from it without a description).
-	mine := func(r rule) bool { return r.group != "" && (ownership.DescribedBy(id, r.desc) || r.group == ownID) }
+	mine := func(r rule) bool { return r.Group != "" && (ownership.DescribedBy(id, r.Desc) || r.Group == ownID) }
 	for i := range groups {
 		g := &groups[i]
 		changed, err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), need, mine)
@@ -432,7 +335,7 @@ func (l *loadBalancers) revokeRulesFrom(ctx context.Context, id ownership.Identi
 		return fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
 	}
 	mine := func(r rule) bool {
-		return (ownership.DescribedBy(id, r.desc) && slices.Contains(sources, r.group)) || (ownID != "" && r.group == ownID)
+		return (ownership.DescribedBy(id, r.Desc) && slices.Contains(sources, r.Group)) || (ownID != "" && r.Group == ownID)
 	}
 	for i := range refs.SecurityGroups {
 		ref := &refs.SecurityGroups[i]
