@@ -81,7 +81,8 @@ func TestInternalAsUpstream(t *testing.T) {
 func TestAnnotationsForTheOtherTypeAdvised(t *testing.T) {
 	nlb := map[string]string{annotationPrefix + "type": "nlb"}
 	// security-groups is read for an NLB (used in NLBSecurityGroupMode = Managed, else advised:
-	// planNLBGroups), parsed as for a classic ELB; an empty list is none, as upstream reads it.
+	// nlbplan.PlanSecurityGroups), parsed as for a classic ELB; an empty list is none, as
+	// upstream reads it.
 	o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "security-groups": " sg-1 , sg-2 "}))
 	if err != nil || len(o.Advice) != 0 || !slices.Equal(o.SecurityGroups, []string{"sg-1", "sg-2"}) {
 		t.Errorf("nlb with security-groups: %v, %+v; want [sg-1 sg-2], no advice", err, o)

@@ -61,7 +61,7 @@ type nlbDesired struct {
 	Bucket    string `json:",omitempty"`
 	Prefix    string `json:",omitempty"`
 	// ManagedGroup: NLBSecurityGroupMode Managed, the NLB has a group of its own (nlbgroup.go),
-	// or, with NamedGroups (the security-groups annotation), those (nlbgroupplan.go).
+	// or, with NamedGroups (the security-groups annotation), those (nlbplan.PlanSecurityGroups).
 	ManagedGroup bool     `json:",omitempty"`
 	NamedGroups  []string `json:",omitempty"`
 	// Addresses are the Elastic IP allocations or private IPv4 addresses, one per subnet in
@@ -273,7 +273,7 @@ type nlbSync struct {
 	cur       *v2types.LoadBalancer
 	tags      map[string]string // nil: made by this reconcile
 	want      *nlbDesired
-	groups    nlbGroupPlan
+	groups    nlbplan.SecurityGroups
 	group     *types.SecurityGroup           // the NLB's own (nlbgroup.go)
 	named     map[string]v2types.TargetGroup // target groups looked up by name before a creation
 	recreated bool
@@ -408,7 +408,7 @@ func (l *loadBalancers) prepareNLB(ctx context.Context, s *nlbSync) error {
 	if kept {
 		curGroups = s.cur.SecurityGroups
 	}
-	s.groups = planNLBGroups(want.ManagedGroup, s.opts.SecurityGroups, kept, curGroups, groupIDOf(s.group))
+	s.groups = nlbplan.PlanSecurityGroups(annotationPrefix+annSecurityGroup, want.ManagedGroup, s.opts.SecurityGroups, kept, curGroups, groupIDOf(s.group))
 	if s.groups.Advice != "" {
 		l.c.events.Advise(s.svc, reasonUnusedAnnotation, s.groups.Advice)
 	}

@@ -14,7 +14,7 @@ package aws
 // by adding ccm's tags. The group is deleted with the NLB, after it (in AWS, a group stays in
 // use for a while after its NLB is gone: the delete is retried), whatever the mode: upstream
 // deletes it so too. With the security-groups annotation the NLB has the named groups instead
-// (nlbgroupplan.go): the Service's own group is then detached and deleted.
+// (nlbplan.PlanSecurityGroups): the Service's own group is then detached and deleted.
 
 import (
 	"context"
@@ -35,6 +35,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
 
@@ -148,7 +149,7 @@ func groupIDOf(g *types.SecurityGroup) string {
 // setNLBGroups gives the existing NLB cur the groups plan wants (its own group g, or the
 // named ones) when it has others, with SetSecurityGroups, as upstream. It returns what
 // differed.
-func (l *loadBalancers) setNLBGroups(ctx context.Context, svc *v1.Service, cur *v2types.LoadBalancer, plan nlbGroupPlan, g *types.SecurityGroup) ([]string, error) {
+func (l *loadBalancers) setNLBGroups(ctx context.Context, svc *v1.Service, cur *v2types.LoadBalancer, plan nlbplan.SecurityGroups, g *types.SecurityGroup) ([]string, error) {
 	want := plan.Named
 	if plan.Own {
 		want = []string{groupIDOf(g)}

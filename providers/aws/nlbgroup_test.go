@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/aws/smithy-go"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/cloud-provider/api"
 
@@ -287,6 +289,28 @@ func TestUpstreamNLBGroupIsTheServicesOwn(t *testing.T) {
 	for name, want := range map[string]bool{own: true, other: false, otherCluster: false} {
 		if got := l.isUpstreamNLBGroup(id, svc, group(name)); got != want {
 			t.Errorf("group %s: %v, want %v", name, got, want)
+		}
+	}
+}
+
+// AWS refusing a group (InvalidSecurityGroup) is the annotation's fault only when the
+// annotation named the groups; refusing the Service's own group is reported as AWS's answer.
+func TestSetNLBGroupsError(t *testing.T) {
+	invalid := &smithy.GenericAPIError{Code: "InvalidSecurityGroup", Message: "sg-1 is not in vpc-1"}
+	other := &smithy.GenericAPIError{Code: "InvalidConfigurationRequest"}
+	for _, c := range []struct {
+		named     bool
+		err       error
+		annotated bool
+	}{
+		{true, invalid, true},
+		{false, invalid, false},
+		{true, other, false},
+		{false, other, false},
+	} {
+		err := setNLBGroupsError("k8s-x", c.named, c.err)
+		if got := strings.Contains(err.Error(), annotationPrefix+annSecurityGroup); got != c.annotated || !strings.Contains(err.Error(), c.err.Error()) {
+			t.Errorf("named %v, %v: %v; want naming the annotation %v", c.named, c.err, err, c.annotated)
 		}
 	}
 }

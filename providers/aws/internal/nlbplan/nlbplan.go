@@ -2,7 +2,8 @@
 // holds, as steps: its target groups (made, health check, attributes, deleted), listeners
 // (made, changed, deleted), targets (registered, deregistered), the NLB's attributes and its
 // tags. It is pure: the caller reads the cloud into Observed, and writes the Plan in the order
-// its fields are declared. Each step carries the words the drift Event says about it.
+// its fields are declared. Each step carries the words the drift Event says about it. Which
+// security groups the NLB has is decided apart, before the plan (PlanSecurityGroups).
 package nlbplan
 
 import (

@@ -1,8 +1,9 @@
-package aws
+package nlbplan
 
 // Which security groups an NLB is to have: NLBSecurityGroupMode and the security-groups
 // annotation against the NLB as it is, decided as upstream HEAD does (ensureNLBSecurityGroup,
-// since its "BYO security groups for NLB", not yet released):
+// since its "BYO security groups for NLB", not yet released). Package aws reads the NLB and
+// its groups and applies the decision:
 //
 //   - without Managed mode the NLB's groups are left as they are and the annotation is ignored
 //     (ccm says so in a Warning);
@@ -21,8 +22,8 @@ import (
 	"slices"
 )
 
-// nlbGroupPlan is the decision.
-type nlbGroupPlan struct {
+// SecurityGroups is the decision.
+type SecurityGroups struct {
 	// Own: the Service's own group (found or made, its rules synced) is the NLB's only group.
 	Own bool
 	// Named: the annotation's groups are the NLB's groups; checked before use, never written.
@@ -34,24 +35,24 @@ type nlbGroupPlan struct {
 	Advice string
 }
 
-// planNLBGroups decides. managed: NLBSecurityGroupMode = Managed; named: the security-groups
-// annotation's IDs; exists: the NLB exists (current: its groups); own: the ID of the Service's
-// own group among current ("" if none).
-func planNLBGroups(managed bool, named []string, exists bool, current []string, own string) nlbGroupPlan {
-	ann := annotationPrefix + annSecurityGroup
+// PlanSecurityGroups decides. ann: the security-groups annotation's name, which the advice
+// names; managed: NLBSecurityGroupMode = Managed; named: the annotation's IDs; exists: the NLB
+// exists (current: its groups); own: the ID of the Service's own group among current ("" if
+// none).
+func PlanSecurityGroups(ann string, managed bool, named []string, exists bool, current []string, own string) SecurityGroups {
 	switch {
 	case !managed:
 		if len(named) > 0 {
-			return nlbGroupPlan{Advice: fmt.Sprintf("%s is used for an NLB only with [Global] NLBSecurityGroupMode = Managed; ignored, as upstream ignores it", ann)}
+			return SecurityGroups{Advice: fmt.Sprintf("%s is used for an NLB only with [Global] NLBSecurityGroupMode = Managed; ignored, as upstream ignores it", ann)}
 		}
-		return nlbGroupPlan{}
+		return SecurityGroups{}
 	case exists && len(current) == 0:
 		if len(named) > 0 {
-			return nlbGroupPlan{Advice: fmt.Sprintf("%s not applied: the NLB was created without security groups and AWS cannot add any to it (as upstream, it is left so); recreate the Service to apply it", ann)}
+			return SecurityGroups{Advice: fmt.Sprintf("%s not applied: the NLB was created without security groups and AWS cannot add any to it (as upstream, it is left so); recreate the Service to apply it", ann)}
 		}
-		return nlbGroupPlan{}
+		return SecurityGroups{}
 	case len(named) > 0:
-		return nlbGroupPlan{Named: named, DropOwn: own != "" && !slices.Contains(named, own)}
+		return SecurityGroups{Named: named, DropOwn: own != "" && !slices.Contains(named, own)}
 	}
-	return nlbGroupPlan{Own: true}
+	return SecurityGroups{Own: true}
 }
