@@ -89,7 +89,9 @@ type hcOptions struct {
 }
 
 // elbAttrs are the load balancer attributes upstream reconciles: idle timeout, draining and
-// access logs on classic ELBs, access logs on NLBs (cross-zone is lbOptions.CrossZone).
+// access logs on classic ELBs, access logs on NLBs (cross-zone is lbOptions.CrossZone). Its
+// fields are elbplan.Attrs's, so the plan takes it by conversion; it stays here for its JSON
+// tags, which keep the fingerprints of ELBs made before.
 type elbAttrs struct {
 	IdleTimeout     int32  `json:",omitempty"` // classic: upstream's default 60
 	Draining        bool   `json:",omitempty"`

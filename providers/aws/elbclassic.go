@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
@@ -16,31 +14,16 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
 )
-
-func listenerOf(s string) elbtypes.Listener {
-	f := strings.SplitN(s, ":", 5)
-	port, _ := strconv.Atoi(f[1])
-	iport, _ := strconv.Atoi(f[3])
-	l := elbtypes.Listener{Protocol: aws.String(f[0]), LoadBalancerPort: int32(port), InstanceProtocol: aws.String(f[2]), InstancePort: aws.Int32(int32(iport))}
-	if f[4] != "" {
-		l.SSLCertificateId = aws.String(f[4])
-	}
-	return l
-}
-
-func listenerKey(l elbtypes.Listener) string {
-	return fmt.Sprintf("%s:%d:%s:%d:%s", strings.ToUpper(aws.ToString(l.Protocol)), l.LoadBalancerPort,
-		strings.ToUpper(aws.ToString(l.InstanceProtocol)), aws.ToInt32(l.InstancePort), aws.ToString(l.SSLCertificateId))
-}
 
 // create makes the ELB with its listeners, subnets, groups and tags, and returns it as created
 // (ELB's defaults for the rest), for the plan to write the remaining settings.
-func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, want *desired) (observedELB, error) {
+func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, want *desired) (elbplan.Observed, error) {
 	var ls []elbtypes.Listener
 	var lds []elbtypes.ListenerDescription
 	for _, s := range want.Listeners {
-		ls = append(ls, listenerOf(s))
+		ls = append(ls, elbplan.ListenerOf(s))
 		lds = append(lds, elbtypes.ListenerDescription{Listener: &ls[len(ls)-1]})
 	}
 	tags := ownTags(l.identity(svc), opts.ExtraTags, nil)
@@ -54,18 +37,18 @@ func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *lbOpt
 		// carry on with it if it is this Service's, else leave it alone.
 		cur, err := l.adoptOwn(ctx, svc, name)
 		if err != nil {
-			return observedELB{}, err
+			return elbplan.Observed{}, err
 		}
 		crossZone, attrs, err := l.attributesOf(ctx, name)
-		return observedELB{desc: cur, crossZone: crossZone, attrs: attrs}, err
+		return elbplan.Observed{Desc: cur, CrossZone: crossZone, Attrs: attrs}, err
 	case err != nil:
-		return observedELB{}, fmt.Errorf("aws: CreateLoadBalancer %s: %w", name, err)
+		return elbplan.Observed{}, fmt.Errorf("aws: CreateLoadBalancer %s: %w", name, err)
 	case aws.ToString(out.DNSName) == "":
-		return observedELB{}, errEmptyAnswer("CreateLoadBalancer", name)
+		return elbplan.Observed{}, errEmptyAnswer("CreateLoadBalancer", name)
 	}
 	klog.InfoS("Created ELB", "service", klog.KObj(svc), "name", name)
-	return observedELB{desc: &elbtypes.LoadBalancerDescription{LoadBalancerName: aws.String(name), DNSName: out.DNSName, Scheme: aws.String(want.Scheme),
-		Subnets: want.Subnets, SecurityGroups: want.groupIDs, ListenerDescriptions: lds}, attrs: newELBAttrs}, nil
+	return elbplan.Observed{Desc: &elbtypes.LoadBalancerDescription{LoadBalancerName: aws.String(name), DNSName: out.DNSName, Scheme: aws.String(want.Scheme),
+		Subnets: want.Subnets, SecurityGroups: want.groupIDs, ListenerDescriptions: lds}, Attrs: elbplan.NewAttrs}, nil
 }
 
 // adoptOwn reads the existing ELB name and returns it if its tags say it is svc's.
@@ -88,10 +71,6 @@ func (l *loadBalancers) adoptOwn(ctx context.Context, svc *v1.Service, name stri
 	return cur, nil
 }
 
-// proxyPolicyName is the ELB policy (type ProxyProtocolPolicyType) this provider creates once
-// per ELB for the proxy-protocol annotation; upstream's name, so ELBs it made keep working.
-const proxyPolicyName = "k8s-proxyprotocol-enabled"
-
 func (l *loadBalancers) configureHealthCheck(ctx context.Context, name string, want *desired) error {
 	_, err := l.c.api.elb.ConfigureHealthCheck(ctx, &elb.ConfigureHealthCheckInput{LoadBalancerName: aws.String(name), HealthCheck: &elbtypes.HealthCheck{
 		Target: aws.String(want.HealthCheck), Interval: aws.Int32(want.HC.Interval), Timeout: aws.Int32(want.HC.Timeout),
@@ -100,14 +79,6 @@ func (l *loadBalancers) configureHealthCheck(ctx context.Context, name string, w
 		return fmt.Errorf("aws: ConfigureHealthCheck %s: %w", name, err)
 	}
 	return nil
-}
-
-func instanceIDs(d *elbtypes.LoadBalancerDescription) []string {
-	var out []string
-	for _, in := range d.Instances {
-		out = append(out, aws.ToString(in.InstanceId))
-	}
-	return out
 }
 
 func elbTags(m map[string]string) []elbtypes.Tag {

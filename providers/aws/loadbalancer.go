@@ -26,6 +26,7 @@ import (
 	"github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/svcevents"
+	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
 )
 
 // fingerprintTag holds fingerprint.Of(the desired configuration) on each ELB, so a restart with
@@ -96,7 +97,7 @@ func (d *desired) attrs() elbAttrs {
 func (d *desired) nodePorts() []int32 {
 	var out []int32
 	for _, s := range d.Listeners {
-		out = append(out, aws.ToInt32(listenerOf(s).InstancePort))
+		out = append(out, aws.ToInt32(elbplan.ListenerOf(s).InstancePort))
 	}
 	if _, rest, ok := strings.Cut(d.HealthCheck, ":"); ok {
 		digits, _, _ := strings.Cut(rest, "/")
@@ -332,22 +333,22 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 		return nil, err
 	}
 	repairs = append(repairs, groupRepairs...)
-	var plan elbPlan
+	var plan elbplan.Plan
 	created := cur == nil
 	if cur != nil {
 		plan, err = l.planExisting(ctx, svc, name, want, r.members, cur)
-		wrote = wrote || plan.recreate
+		wrote = wrote || plan.Recreate
 		if err != nil {
 			return nil, err
 		}
-		if plan.recreate {
+		if plan.Recreate {
 			cur, applied = nil, false
 		}
 	}
 	if cur == nil {
 		wrote, created = true, true
 		var lost bool
-		if cur, plan, lost, err = l.createClassic(ctx, svc, opts, name, want, r.members, plan.recreate); err != nil {
+		if cur, plan, lost, err = l.createClassic(ctx, svc, opts, name, want, r.members, plan.Recreate); err != nil {
 			return nil, err
 		}
 		if lost {
@@ -355,8 +356,8 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 			applied = true
 		}
 	}
-	klog.V(2).InfoS("Reconciling ELB", "service", klog.KObj(svc), "name", name, "changes", len(plan.repairs)+len(groupRepairs))
-	wrote = wrote || !plan.empty()
+	klog.V(2).InfoS("Reconciling ELB", "service", klog.KObj(svc), "name", name, "changes", len(plan.Repairs)+len(groupRepairs))
+	wrote = wrote || !plan.Empty()
 	if err := l.applyELB(ctx, name, want, plan); err != nil {
 		return nil, err
 	}
@@ -367,7 +368,7 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 		}
 	}
 	if !created {
-		repairs = append(repairs, plan.repairs...) // after a creation the plan is the rest of it, no repair
+		repairs = append(repairs, plan.Repairs...) // after a creation the plan is the rest of it, no repair
 	}
 	if applied {
 		l.c.events.Repaired(svc, repairs)
@@ -455,15 +456,15 @@ func (l *loadBalancers) adviseKeptTLSClassic(svc *v1.Service, opts *lbOptions, c
 	}
 }
 
-// planExisting plans the changes to the existing ELB cur; when its scheme must change (plan.recreate)
+// planExisting plans the changes to the existing ELB cur; when its scheme must change (plan.Recreate)
 // it is deleted, to be created again.
-func (l *loadBalancers) planExisting(ctx context.Context, svc *v1.Service, name string, want *desired, members []string, cur *elbtypes.LoadBalancerDescription) (elbPlan, error) {
+func (l *loadBalancers) planExisting(ctx context.Context, svc *v1.Service, name string, want *desired, members []string, cur *elbtypes.LoadBalancerDescription) (elbplan.Plan, error) {
 	crossZone, attrs, err := l.attributesOf(ctx, name)
 	if err != nil {
-		return elbPlan{}, err
+		return elbplan.Plan{}, err
 	}
-	plan := planELB(want, members, observedELB{desc: cur, crossZone: crossZone, attrs: attrs})
-	if plan.recreate {
+	plan := elbplan.Compute(want.planDesired(), members, elbplan.Observed{Desc: cur, CrossZone: crossZone, Attrs: attrs})
+	if plan.Recreate {
 		// ELB cannot change the scheme of an ELB: a new one gets a new DNS name.
 		l.c.events.Event(svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
 			fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which ELB cannot do in place; its DNS name changes", name, want.Scheme))
@@ -477,18 +478,18 @@ func (l *loadBalancers) planExisting(ctx context.Context, svc *v1.Service, name 
 // createClassic creates the ELB and plans the rest of it (what create does not set). lost: it
 // was not recreated on purpose, the Service had an address and no NLB took its place, so it
 // was deleted out of band.
-func (l *loadBalancers) createClassic(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, want *desired, members []string, recreate bool) (*elbtypes.LoadBalancerDescription, elbPlan, bool, error) {
+func (l *loadBalancers) createClassic(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, want *desired, members []string, recreate bool) (*elbtypes.LoadBalancerDescription, elbplan.Plan, bool, error) {
 	// Creating: this may be a type change, so the Service's NLB goes first.
 	hadNLB, err := l.deleteNLB(ctx, svc)
 	if err != nil {
-		return nil, elbPlan{}, false, err
+		return nil, elbplan.Plan{}, false, err
 	}
 	lost := !hadNLB && !recreate && len(svc.Status.LoadBalancer.Ingress) > 0
 	have, err := l.create(ctx, svc, opts, name, want)
 	if err != nil {
-		return nil, elbPlan{}, false, err
+		return nil, elbplan.Plan{}, false, err
 	}
-	return have.desc, planELB(want, members, have), lost, nil
+	return have.Desc, elbplan.Compute(want.planDesired(), members, have), lost, nil
 }
 
 // tagsHold reports whether have carries every tag of want with its value.

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -153,13 +154,13 @@ func TestClassicELBProxyProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ := h.fake.ClassicLB(name)
-	p, ok := e.Policies[proxyPolicyName]
+	p, ok := e.Policies[elbplan.ProxyPolicyName]
 	if !ok || p.Type != "ProxyProtocolPolicyType" || p.Attributes["ProxyProtocol"] != "true" {
-		t.Fatalf("policies %+v, want %s of type ProxyProtocolPolicyType with ProxyProtocol=true", e.Policies, proxyPolicyName)
+		t.Fatalf("policies %+v, want %s of type ProxyProtocolPolicyType with ProxyProtocol=true", e.Policies, elbplan.ProxyPolicyName)
 	}
 	for _, port := range []int{30443, 30080} {
-		if !slices.Equal(e.BackendPolicies[port], []string{proxyPolicyName}) {
-			t.Errorf("backend port %d policies %v, want [%s]", port, e.BackendPolicies[port], proxyPolicyName)
+		if !slices.Equal(e.BackendPolicies[port], []string{elbplan.ProxyPolicyName}) {
+			t.Errorf("backend port %d policies %v, want [%s]", port, e.BackendPolicies[port], elbplan.ProxyPolicyName)
 		}
 	}
 	// The policy as ELB's own API describes it, through the SDK.
@@ -193,7 +194,7 @@ func TestClassicELBProxyProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ = h.fake.ClassicLB(name)
-	if !slices.Equal(e.BackendPolicies[30808], []string{proxyPolicyName}) || calls("SetLoadBalancerPoliciesForBackendServer")-set != 1 || calls("CreateLoadBalancerPolicy") != 1 {
+	if !slices.Equal(e.BackendPolicies[30808], []string{elbplan.ProxyPolicyName}) || calls("SetLoadBalancerPoliciesForBackendServer")-set != 1 || calls("CreateLoadBalancerPolicy") != 1 {
 		t.Errorf("new port: backend policies %v, Set calls +%d, Create calls %d; want the policy on 30808, +1, 1",
 			e.BackendPolicies, calls("SetLoadBalancerPoliciesForBackendServer")-set, calls("CreateLoadBalancerPolicy"))
 	}

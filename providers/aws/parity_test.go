@@ -24,6 +24,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -248,7 +249,7 @@ func TestClassicELBSettingsAsUpstream(t *testing.T) {
 	if len(e.SecurityGroups) != 2 || e.SecurityGroups[1] != extra {
 		t.Errorf("security groups %v, want the ELB's own and %s", e.SecurityGroups, extra)
 	}
-	pol := sslPolicyName("ELBSecurityPolicy-TLS-1-2-2017-01")
+	pol := elbplan.SSLPolicyName("ELBSecurityPolicy-TLS-1-2-2017-01")
 	if p, ok := e.Policies[pol]; !ok || p.Type != "SSLNegotiationPolicyType" || p.Attributes["Reference-Security-Policy"] != "ELBSecurityPolicy-TLS-1-2-2017-01" ||
 		!slices.Equal(e.ListenerPolicies[443], []string{pol}) || len(e.ListenerPolicies[80]) != 0 {
 		t.Errorf("policies %v, listener policies %v; want %s on the SSL listener only", e.Policies, e.ListenerPolicies, pol)

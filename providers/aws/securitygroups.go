@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
+	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
 
@@ -269,7 +270,7 @@ func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, n
 		}
 		var rs []rule
 		for _, ls := range want.Listeners {
-			port := listenerOf(ls).LoadBalancerPort
+			port := elbplan.ListenerOf(ls).LoadBalancerPort
 			for _, cidr := range want.SourceRanges {
 				rs = append(rs, rule{Proto: "tcp", From: port, To: port, CIDR: cidr, Desc: ruleDescription(id, "client")})
 			}
