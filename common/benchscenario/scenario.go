@@ -318,3 +318,23 @@ func Short(c *testenv.CCM, what string, got, want int) error {
 	}
 	return fmt.Errorf("%d of %d %s%s (ccm log %s)", got, want, what, why, c.LogPath)
 }
+
+// RunAll runs a provider's scenarios in order and stops at the first that fails.
+func RunAll(ctx context.Context, scenarios ...func(context.Context) error) error {
+	for _, s := range scenarios {
+		if err := s(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Report prints and writes a provider's figures: the rows and latencies every provider has,
+// then its own rows.
+func Report(provider, command string, f *Figures, out string, extra ...benchreport.Row) error {
+	rep := benchreport.New(provider)
+	rep.Command = command
+	rep.Rows = append(Rows(f), extra...)
+	rep.Latencies = Latencies(f)
+	return Write(rep, out)
+}

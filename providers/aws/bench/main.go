@@ -93,18 +93,12 @@ func run(o options) error {
 	if o.lbType == "nlb" {
 		b.f.Delay = o.provisioning
 	}
-	for _, scenario := range []func(context.Context) error{b.registerNodes, b.createServices, b.restart, b.resync, b.nodeAdded, b.throttledServices} {
-		if err := scenario(ctx); err != nil {
-			return err
-		}
+	if err := benchscenario.RunAll(ctx, b.registerNodes, b.createServices, b.restart, b.resync, b.nodeAdded, b.throttledServices); err != nil {
+		return err
 	}
 	b.ccm.Stop(10 * time.Second)
 
-	rep := benchreport.New("aws")
-	rep.Command = o.command
-	rep.Rows = append(benchscenario.Rows(b.f), b.extra...)
-	rep.Latencies = benchscenario.Latencies(b.f)
-	return benchscenario.Write(rep, o.out)
+	return benchscenario.Report("aws", o.command, b.f, o.out, b.extra...)
 }
 
 // bench is the scenarios' state: the fake, the config and Node names, the Services'

@@ -83,18 +83,12 @@ func run(o options) error {
 		return err
 	}
 	b.f = &benchscenario.Figures{Nodes: o.nodes, Services: o.services, Delay: o.delay, RestartLBs: o.services, NodeAddedLBs: max(o.services, o.nodeAdded)}
-	for _, scenario := range []func(context.Context) error{b.registerNodes, b.createServices, b.restart, b.nodeAdded} {
-		if err := scenario(ctx); err != nil {
-			return err
-		}
+	if err := benchscenario.RunAll(ctx, b.registerNodes, b.createServices, b.restart, b.nodeAdded); err != nil {
+		return err
 	}
 	b.ccm.Stop(10 * time.Second)
 
-	rep := benchreport.New("openstack")
-	rep.Command = o.command
-	rep.Rows = append(append(benchscenario.Rows(b.f), b.extra...), steadyRows...)
-	rep.Latencies = benchscenario.Latencies(b.f)
-	return benchscenario.Write(rep, o.out)
+	return benchscenario.Report("openstack", o.command, b.f, o.out, append(b.extra, steadyRows...)...)
 }
 
 // steadyState measures, in-process, the restart, resync and takeover cost of n unchanged load

@@ -87,18 +87,12 @@ func run(o options) error {
 	}
 	b.quiet(ctx, time.Second)
 	b.f = &benchscenario.Figures{Nodes: o.nodes, Services: o.services, RestartLBs: o.services, NodeAddedLBs: max(o.services, o.nodeAdded)}
-	for _, scenario := range []func(context.Context) error{b.registerNodes, b.refreshRounds, b.createServices, b.restart, b.resyncUnchanged, b.nodeAdded} {
-		if err := scenario(ctx); err != nil {
-			return err
-		}
+	if err := benchscenario.RunAll(ctx, b.registerNodes, b.refreshRounds, b.createServices, b.restart, b.resyncUnchanged, b.nodeAdded); err != nil {
+		return err
 	}
 	b.ccm.Stop(10 * time.Second)
 
-	rep := benchreport.New("vsphere")
-	rep.Command = o.command
-	rep.Rows = append(benchscenario.Rows(b.f), b.extra...)
-	rep.Latencies = benchscenario.Latencies(b.f)
-	return benchscenario.Write(rep, o.out)
+	return benchscenario.Report("vsphere", o.command, b.f, o.out, b.extra...)
 }
 
 const benchUser, benchPassword = "bench@vsphere.local", "bench-password"
