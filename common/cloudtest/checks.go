@@ -37,6 +37,8 @@ var Checks = []Check{
 	{Name: "OutOfBandChangesAreRepaired", LoadBalancer: true, Drift: true, Run: driftRepaired},
 	{Name: "UpstreamStateIsTakenOverInPlace", LoadBalancer: true, Run: migrationTakesOver},
 	{Name: "OrphanListingIsOwnedAndRechecked", LoadBalancer: true, Hostile: true, Run: orphansListedAndChecked},
+	{Name: "RoutesFollowNodes", Routes: true, Run: routesFollowNodes},
+	{Name: "OtherOwnersRoutesAreUntouched", Routes: true, Run: routesOfOthersUntouched},
 }
 
 var ctx = context.Background()

@@ -17,6 +17,7 @@ import (
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
+	"github.com/ccm-project/ccm/common/routes"
 	"github.com/ccm-project/ccm/common/servicecontroller"
 	"github.com/ccm-project/ccm/common/sourceranges"
 	"github.com/ccm-project/ccm/common/svcevents"
@@ -51,6 +52,10 @@ const (
 	listsForeign       breakage = "the owned listing reports any tagged load balancer"
 	deletesUnchecked   breakage = "an orphan is deleted without checking its marks again"
 	skipsReach         breakage = "annotation values are not checked by their reach"
+	routesListAll      breakage = "lists every route on the router as its own"
+	routesByHopOnly    breakage = "owns routes by their hop only, with no record"
+	routesAlwaysWrite  breakage = "names a route's Node by its address and re-adds routes"
+	routesNoRepair     breakage = "trusts its record that a route exists"
 )
 
 // Upstream's marks on the load balancers it made, in the fake's world.
@@ -87,6 +92,10 @@ type sim struct {
 	// are upstream's per-Service groups (Service key -> group name).
 	lbCreates, servingDeletes int
 	upstreamGroups            map[string]string
+	// routes are the shared router's; records the clusters' records of theirs
+	// ("<cluster>|<route>").
+	routes  []routes.Route
+	records map[string]bool
 }
 
 type simLB struct {
@@ -106,7 +115,7 @@ type fakeHarness struct {
 }
 
 func newFake(b breakage) *fakeHarness {
-	return &fakeHarness{sim: &sim{machines: map[string]cloudprovider.InstanceMetadata{}, lbs: map[string]simLB{}, upstreamGroups: map[string]string{}}, brk: b, events: NewEventSink()}
+	return &fakeHarness{sim: &sim{machines: map[string]cloudprovider.InstanceMetadata{}, lbs: map[string]simLB{}, upstreamGroups: map[string]string{}, records: map[string]bool{}}, brk: b, events: NewEventSink()}
 }
 
 func (h *fakeHarness) NewCloud(T) cloudprovider.Interface {
@@ -116,9 +125,10 @@ func (h *fakeHarness) NewCloud(T) cloudprovider.Interface {
 }
 
 func (h *fakeHarness) AddInstance(_ T, name string) (*v1.Node, cloudprovider.InstanceMetadata) {
-	md := cloudprovider.InstanceMetadata{ProviderID: "fake:///" + name, InstanceType: "t1", Zone: "z1", Region: "r1",
-		NodeAddresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}}}
 	h.sim.mu.Lock()
+	n := len(h.sim.machines)
+	md := cloudprovider.InstanceMetadata{ProviderID: "fake:///" + name, InstanceType: "t1", Zone: "z1", Region: "r1",
+		NodeAddresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: fmt.Sprintf("10.0.%d.%d", n/250, n%250+1)}}}
 	h.sim.machines[name] = md
 	h.sim.mu.Unlock()
 	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, md

@@ -61,6 +61,7 @@ type Check struct {
 	LoadBalancer bool // needs a LoadBalancer implementation
 	Hostile      bool // needs a HostileHarness (every provider with load balancers has one)
 	Drift        bool // needs a DriftHarness (every provider with load balancers has one)
+	Routes       bool // needs a RouteHarness (every provider whose cloud has Routes() has one)
 	Run          func(t T, c Config)
 }
 
@@ -69,9 +70,17 @@ func Run(t *testing.T, c Config) {
 	if c.ClusterName == "" {
 		c.ClusterName = "conformance"
 	}
+	_, routeHarness := c.Harness.(RouteHarness)
+	if _, routes := c.Harness.NewCloud(t).Routes(); routes && !routeHarness {
+		t.Errorf("the provider's cloud has Routes() but its harness is no cloudtest.RouteHarness: the routes group cannot run")
+	}
 	for _, check := range Checks {
 		if check.LoadBalancer && c.SkipLoadBalancer {
 			t.Logf("%s: not applicable, the provider has no load balancers", check.Name)
+			continue
+		}
+		if check.Routes && !routeHarness {
+			t.Logf("%s: not applicable, the provider has no routes", check.Name)
 			continue
 		}
 		t.Run(check.Name, func(t *testing.T) { check.Run(t, c) })

@@ -64,6 +64,10 @@ func TestSuiteCatchesEachBreakage(t *testing.T) {
 		listsForeign:       "OrphanListingIsOwnedAndRechecked",
 		deletesUnchecked:   "OrphanListingIsOwnedAndRechecked",
 		skipsReach:         "GeneratedHostileAnnotationsAreRefused",
+		routesListAll:      "OtherOwnersRoutesAreUntouched",
+		routesByHopOnly:    "RoutesFollowNodes",
+		routesAlwaysWrite:  "RoutesFollowNodes",
+		routesNoRepair:     "RoutesFollowNodes",
 	}
 	covered := map[string]bool{}
 	for brk, want := range catches {
