@@ -42,6 +42,12 @@ type Options struct {
 	// TrustID is the Keystone trust the fake knows (default "trust-ccm"): a token scoped to it
 	// acts in the project.
 	TrustID string
+	// MaxRoutes is Neutron's max_routes, how many routes a router holds: 0 is Neutron's
+	// default of 30, negative no limit.
+	MaxRoutes int
+	// NoExtraRouteAtomic is a Neutron without the extraroute-atomic extension: routes are
+	// changed only by replacing a router's whole list.
+	NoExtraRouteAtomic bool
 }
 
 // Fault is an injected failure: Status is answered (with a JSON error body) Count times, or
@@ -84,6 +90,7 @@ type Cloud struct {
 	monitors       map[string]*monitor
 	sgs            map[string]*secGroup
 	sgRules        map[string]*sgRule
+	routers        map[string]*router
 	tls            map[string]string // Barbican: "containers/<id>" or "secrets/<id>" -> name
 	// errorNext makes the next N created load balancers end in ERROR instead of ACTIVE.
 	errorNext int
@@ -143,7 +150,7 @@ func New(o Options) *Cloud {
 		servers: map[string]*server{}, flavors: map[string]string{}, ports: map[string]*port{},
 		networks: map[string]*network{}, subnets: map[string]*subnet{}, fips: map[string]*floatingIP{},
 		lbs: map[string]*loadBalancer{}, lis: map[string]*listener{}, pools: map[string]*pool{}, monitors: map[string]*monitor{},
-		sgs: map[string]*secGroup{}, sgRules: map[string]*sgRule{}, tls: map[string]string{}}
+		sgs: map[string]*secGroup{}, sgRules: map[string]*sgRule{}, routers: map[string]*router{}, tls: map[string]string{}}
 	c.networks[PrivateNetworkID] = &network{ID: PrivateNetworkID, Name: "private"}
 	c.subnets[PrivateSubnetID] = &subnet{ID: PrivateSubnetID, NetworkID: PrivateNetworkID, CIDR: "10.0.0.0/16", IPVersion: 4}
 	c.subnets[PrivateSubnetV6ID] = &subnet{ID: PrivateSubnetV6ID, NetworkID: PrivateNetworkID, CIDR: "fd00::/64", IPVersion: 6}

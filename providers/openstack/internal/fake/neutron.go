@@ -3,6 +3,7 @@ package fake
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -47,6 +48,16 @@ type port struct {
 	// NoPortSecurity is port_security_enabled false (Neutron's default is true): such a port
 	// takes no security groups (SetPortSecurity, updatePort).
 	NoPortSecurity bool
+	// AllowedAddressPairs are the other sources the port's anti-spoofing lets through (a pod
+	// CIDR routed to the node, a VIP held by keepalived); each stored with its MAC filled in.
+	AllowedAddressPairs []AddressPair
+}
+
+// AddressPair is one of a port's allowed address pairs: IPAddress is an address or a CIDR,
+// MACAddress the source MAC allowed with it (the port's own when the request named none).
+type AddressPair struct {
+	IPAddress  string `json:"ip_address"`
+	MACAddress string `json:"mac_address"`
 }
 
 // sortedPorts are the ports by ID (creation order), as Neutron lists by primary key.
@@ -149,6 +160,7 @@ func (c *Cloud) neutronRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /network/v2.0/ports/{id}", c.op("neutron.GetPort", c.getPort))
 	m.HandleFunc("PUT /network/v2.0/ports/{id}", c.op("neutron.UpdatePort", c.updatePort))
 	c.securityGroupRoutes(m)
+	c.routerEndpoints(m)
 	m.HandleFunc("GET /network/v2.0/networks", c.op("neutron.ListNetworks", c.listNetworks))
 	m.HandleFunc("GET /network/v2.0/subnets", c.op("neutron.ListSubnets", c.listSubnets))
 	m.HandleFunc("GET /network/v2.0/subnets/{id}", c.op("neutron.GetSubnet", c.getSubnet))
@@ -214,7 +226,7 @@ func portJSON(p *port) map[string]any {
 	out := map[string]any{"id": p.ID, "network_id": p.NetworkID, "device_id": p.DeviceID,
 		"device_owner": p.DeviceOwner, "fixed_ips": ips, "security_groups": sgs, "status": status, "admin_state_up": true,
 		"revision_number": p.Revision, "mac_address": macOf(p.ID), "tags": append([]string{}, p.Tags...),
-		"port_security_enabled": !p.NoPortSecurity}
+		"port_security_enabled": !p.NoPortSecurity, "allowed_address_pairs": withPortMAC(p, p.AllowedAddressPairs)}
 	if p.TrunkID != "" {
 		subs := []any{}
 		for i, id := range p.SubPorts {
@@ -248,7 +260,30 @@ func (c *Cloud) setPortGroups(p *port, groups []string) {
 	p.Revision++
 }
 
-// updatePort is PUT /ports/{id}; only security_groups is supported (the provider's use).
+// ifMatchRefused applies Neutron's compare-and-swap: an "If-Match: revision_number=N" header
+// for another N than revision is answered 412 (400 when unreadable). It returns the status
+// written, 0 when the request may go on.
+func ifMatchRefused(w http.ResponseWriter, r *http.Request, revision int) int {
+	m := r.Header.Get("If-Match")
+	if m == "" {
+		return 0
+	}
+	v, ok := strings.CutPrefix(m, "revision_number=")
+	n, err := strconv.Atoi(v)
+	if !ok || err != nil {
+		writeErr(w, http.StatusBadRequest, "Invalid If-Match header")
+		return http.StatusBadRequest
+	}
+	if n != revision {
+		writeErr(w, http.StatusPreconditionFailed, fmt.Sprintf("Constrained to %s, but current revision is %d", m, revision))
+		return http.StatusPreconditionFailed
+	}
+	return 0
+}
+
+// updatePort is PUT /ports/{id}; security_groups and allowed_address_pairs are supported (the
+// provider's uses). Everything is checked before anything changes, and one update is one
+// revision.
 func (c *Cloud) updatePort(w http.ResponseWriter, r *http.Request) {
 	p := c.ports[r.PathValue("id")]
 	if p == nil {
@@ -259,44 +294,132 @@ func (c *Cloud) updatePort(w http.ResponseWriter, r *http.Request) {
 		c.beforePortUpdate = nil
 		c.setPortGroups(p, change(slices.Clone(p.SecurityGroups)))
 	}
-	if m := r.Header.Get("If-Match"); m != "" {
-		v, ok := strings.CutPrefix(m, "revision_number=")
-		n, err := strconv.Atoi(v)
-		if !ok || err != nil {
-			writeErr(w, http.StatusBadRequest, "Invalid If-Match header")
-			return
-		}
-		if n != p.Revision {
+	if st := ifMatchRefused(w, r, p.Revision); st != 0 {
+		if st == http.StatusPreconditionFailed {
 			c.preconditionFailed++
-			writeErr(w, http.StatusPreconditionFailed, fmt.Sprintf("Constrained to %s, but current revision is %d", m, p.Revision))
-			return
 		}
+		return
 	}
 	var b struct {
 		Port struct {
-			SecurityGroups *[]string `json:"security_groups"`
+			SecurityGroups      *[]string      `json:"security_groups"`
+			AllowedAddressPairs *[]AddressPair `json:"allowed_address_pairs"`
 		} `json:"port"`
 	}
 	if err := decode(r, &b); err != nil {
 		writeErr(w, http.StatusBadRequest, "malformed request")
 		return
 	}
-	if b.Port.SecurityGroups != nil {
-		if p.NoPortSecurity && len(*b.Port.SecurityGroups) > 0 {
+	groups, pairs := b.Port.SecurityGroups, b.Port.AllowedAddressPairs
+	var checked []AddressPair
+	if pairs != nil {
+		// The pairs' format is the API's check, before the plugin looks at groups.
+		var f *refusal
+		if checked, f = checkAddressPairs(p, *pairs); f != nil {
+			f.write(w)
+			return
+		}
+	}
+	if groups != nil {
+		if p.NoPortSecurity && len(*groups) > 0 {
 			// Neutron's portsecurity extension (an InvalidInput, so 400).
 			writeNeutronErr(w, http.StatusBadRequest, "PortSecurityAndIPRequiredForSecurityGroups",
 				"Port security must be enabled and port must have an IP address in order to use security groups.")
 			return
 		}
-		for _, g := range *b.Port.SecurityGroups {
+		for _, g := range *groups {
 			if c.sgs[g] == nil {
 				writeErr(w, http.StatusNotFound, fmt.Sprintf("Security group %s does not exist", g))
 				return
 			}
 		}
-		c.setPortGroups(p, *b.Port.SecurityGroups)
+	}
+	if pairs != nil && p.NoPortSecurity && len(checked) > 0 {
+		writeNeutronErr(w, http.StatusConflict, "AddressPairAndPortSecurityRequired",
+			"Port Security must be enabled in order to have allowed address pairs on a port.")
+		return
+	}
+	if groups != nil {
+		p.SecurityGroups = slices.Clone(*groups)
+	}
+	if pairs != nil {
+		p.AllowedAddressPairs = checked
+	}
+	if groups != nil || pairs != nil {
+		p.Revision++
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"port": portJSON(p)})
+}
+
+// checkAddressPairs is the API's check of a port's new allowed address pairs: each needs an
+// ip_address that is an address or a CIDR, a mac_address (if any) that is a MAC, and no pair
+// may come twice. The pairs come back with the port's MAC where they named none, as stored.
+func checkAddressPairs(p *port, in []AddressPair) ([]AddressPair, *refusal) {
+	out := make([]AddressPair, 0, len(in))
+	for _, ap := range in {
+		if ap.IPAddress == "" {
+			return nil, &refusal{http.StatusBadRequest, "AllowedAddressPairsMissingIP", "AllowedAddressPair must contain ip_address"}
+		}
+		if ap.MACAddress != "" {
+			if hw, err := net.ParseMAC(ap.MACAddress); err != nil || len(hw) != 6 {
+				return nil, invalidInput("allowed_address_pairs", fmt.Sprintf("'%s' is not a valid MAC address", ap.MACAddress))
+			}
+		}
+		ap = withPortMAC(p, []AddressPair{ap})[0]
+		if slices.Contains(out, ap) {
+			return nil, &refusal{http.StatusBadRequest, "DuplicateAddressPairInRequest",
+				fmt.Sprintf("Request contains duplicate address pair: mac_address %s ip_address %s.", ap.MACAddress, ap.IPAddress)}
+		}
+		if !isAddrOrPrefix(ap.IPAddress) {
+			return nil, invalidInput("allowed_address_pairs", fmt.Sprintf("'%s' is neither a valid IP address, nor is it a valid IP subnet", ap.IPAddress))
+		}
+		out = append(out, ap)
+	}
+	return out, nil
+}
+
+// isAddrOrPrefix: s is an IP address, or an address with a prefix length.
+func isAddrOrPrefix(s string) bool {
+	if strings.Contains(s, "/") {
+		_, err := netip.ParsePrefix(s)
+		return err == nil
+	}
+	a, err := netip.ParseAddr(s)
+	return err == nil && a.Zone() == ""
+}
+
+// withPortMAC is a copy of pairs (never nil) with p's MAC where a pair has none, as Neutron
+// shows and stores them.
+func withPortMAC(p *port, pairs []AddressPair) []AddressPair {
+	out := make([]AddressPair, len(pairs))
+	for i, ap := range pairs {
+		if ap.MACAddress == "" {
+			ap.MACAddress = macOf(p.ID)
+		}
+		out[i] = ap
+	}
+	return out
+}
+
+// PortAddressPairs are a port's allowed address pairs as Neutron shows them (nil for no port).
+func (c *Cloud) PortAddressPairs(portID string) []AddressPair {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.ports[portID]; p != nil {
+		return withPortMAC(p, p.AllowedAddressPairs)
+	}
+	return nil
+}
+
+// SetPortAddressPairs replaces a port's allowed address pairs, as an operator would, without
+// the API's checks; a pair without a MAC gets the port's. It bumps the port's revision.
+func (c *Cloud) SetPortAddressPairs(portID string, pairs []AddressPair) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.ports[portID]; p != nil {
+		p.AllowedAddressPairs = withPortMAC(p, pairs)
+		p.Revision++
+	}
 }
 
 func (c *Cloud) listNetworks(w http.ResponseWriter, r *http.Request) {
@@ -611,4 +734,18 @@ func (c *Cloud) deleteFIP(w http.ResponseWriter, r *http.Request) {
 // writeNeutronErr answers as Neutron does: {"NeutronError": {"type", "message", "detail"}}.
 func writeNeutronErr(w http.ResponseWriter, status int, typ, msg string) {
 	writeJSON(w, status, map[string]any{"NeutronError": map[string]any{"type": typ, "message": msg, "detail": ""}})
+}
+
+// refusal is a Neutron error not yet answered: the verdict of a check that runs before any
+// change, so a refused request leaves the state as it was.
+type refusal struct {
+	status   int
+	typ, msg string
+}
+
+func (f *refusal) write(w http.ResponseWriter) { writeNeutronErr(w, f.status, f.typ, f.msg) }
+
+// invalidInput is Neutron's 400 for an attribute its API refuses.
+func invalidInput(attr, reason string) *refusal {
+	return &refusal{http.StatusBadRequest, "InvalidInput", fmt.Sprintf("Invalid input for %s. Reason: %s.", attr, reason)}
 }
