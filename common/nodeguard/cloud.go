@@ -4,6 +4,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedv1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -29,6 +30,14 @@ func WrapWith(cloud cloudprovider.Interface, s Settings) cloudprovider.Interface
 		return cloud
 	}
 	return &Cloud{Interface: cloud, guard: NewWith(inst, cloud.ProviderName(), s)}
+}
+
+// SetInformers implements cloudprovider.InformerUser: the library hands the informers to the
+// cloud it runs, which is this wrapper; the provider's own cloud gets them if it uses them.
+func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
+	if u, ok := c.Interface.(cloudprovider.InformerUser); ok {
+		u.SetInformers(f)
+	}
 }
 
 // InstancesV2 returns the guarded instances.

@@ -17,6 +17,7 @@ import (
 	ccmmetrics "github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/provider"
+	"github.com/ccm-project/ccm/common/routes"
 	"github.com/ccm-project/ccm/common/svcevents"
 )
 
@@ -38,6 +39,8 @@ type Cloud struct {
 	annotator serviceAnnotator
 	lb        *loadBalancers
 	events    *svcevents.Recorder // logs only until Initialize connects it; messages redacted
+	// rt is the router whose routes ccm manages ([Route] router-id), nil without one.
+	rt *routeTable
 	// regionalIDs: OS_CCM_REGIONAL=true, new Nodes get openstack://<region>/<server-id> (instances.go).
 	regionalIDs bool
 }
@@ -45,6 +48,8 @@ type Cloud struct {
 var (
 	_ cloudprovider.Interface     = (*Cloud)(nil)
 	_ ownership.ClusterNameScoped = (*Cloud)(nil)
+	_ routes.ClusterCIDRScoped    = (*Cloud)(nil)
+	_ cloudprovider.InformerUser  = (*Cloud)(nil)
 )
 
 // Factory reads and validates cloud.conf. No network I/O: the first cloud call authenticates.
@@ -66,6 +71,9 @@ func New(r io.Reader) (*Cloud, error) {
 	c.sess = newSession(&c.cfg)
 	c.events = svcevents.New(c.cfg.redact)
 	c.lb = newLoadBalancers(c)
+	if id := c.cfg.Route.RouterID; id != nil && *id != "" {
+		c.rt = &routeTable{c: c, routerID: *id}
+	}
 	ccmmetrics.Register()
 	return c, nil
 }
@@ -99,9 +107,6 @@ func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
 
 // Clusters implements cloudprovider.Interface.
 func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
-
-// Routes implements cloudprovider.Interface: tenant networks route pod traffic via the CNI.
-func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
 
 // ProviderName implements cloudprovider.Interface.
 func (c *Cloud) ProviderName() string { return ProviderName }

@@ -28,6 +28,10 @@ type harness struct {
 	mu     sync.Mutex
 	n      int
 	ips    map[string]string // node name -> its address (AddInstance)
+	// routerID is the router every RouteCloud shares (routes_test.go); providerIDs the
+	// routes tests' Nodes'.
+	routerID    string
+	providerIDs map[string]string
 }
 
 // newHarness is a harness over a new fake whose clouds record Events into one sink.
@@ -38,7 +42,7 @@ func newHarness(t *testing.T, extra string) *harness { return newHarnessWith(t, 
 var pendingOptions = fake.Options{ProvisionDelay: 60 * time.Millisecond, UpdateDelay: 15 * time.Millisecond}
 
 func newHarnessWith(t *testing.T, extra string, o fake.Options) *harness {
-	h := &harness{fake: newFake(t, o), extra: extra, events: cloudtest.NewEventSink(), stop: make(chan struct{})}
+	h := &harness{fake: newFake(t, o), extra: extra, events: cloudtest.NewEventSink(), stop: make(chan struct{}), providerIDs: map[string]string{}}
 	t.Cleanup(func() { close(h.stop) })
 	return h
 }

@@ -336,34 +336,13 @@ func (l *loadBalancers) memberPorts(ctx context.Context, cl *clients, nodes []*v
 	return out, nil
 }
 
-// portUpdateAttempts bounds the compare-and-swap retries of one port's group list.
-const portUpdateAttempts = 5
-
 // updatePortGroups applies change to a port's security group list with Neutron's
-// compare-and-swap: the update carries If-Match: revision_number=N of the port as read, and a
-// 412 (someone changed the port meanwhile) reads it again and re-applies change to the fresh
-// list. Nothing is written when change leaves the list as it is.
+// compare-and-swap (casPort). Nothing is written when change leaves the list as it is.
 func updatePortGroups(ctx context.Context, cl *clients, p ports.Port, change func([]string) []string) error {
-	for attempt := 1; ; attempt++ {
+	return casPort(ctx, cl, p, "the security groups", func(p ports.Port) (ports.UpdateOpts, bool) {
 		groups := change(slices.Clone(p.SecurityGroups))
-		if slices.Equal(groups, p.SecurityGroups) {
-			return nil
-		}
-		rev := p.RevisionNumber
-		_, err := ports.Update(ctx, cl.network, p.ID, ports.UpdateOpts{SecurityGroups: &groups, RevisionNumber: &rev}).Extract()
-		if err == nil {
-			return nil
-		}
-		if !gophercloud.ResponseCodeIs(err, http.StatusPreconditionFailed) || attempt == portUpdateAttempts {
-			return fmt.Errorf("setting the security groups of port %s: %w", p.ID, err)
-		}
-		klog.V(2).InfoS("Port changed since it was read; reading it again", "port", p.ID, "revision", rev)
-		fresh, err := ports.Get(ctx, cl.network, p.ID).Extract()
-		if err != nil {
-			return fmt.Errorf("getting port %s: %w", p.ID, err)
-		}
-		p = *fresh
-	}
+		return ports.UpdateOpts{SecurityGroups: &groups}, !slices.Equal(groups, p.SecurityGroups)
+	})
 }
 
 // syncRules creates the missing ingress rules and deletes the ingress rules of the Service's

@@ -159,9 +159,8 @@ var upstreamKeys = []upstreamKey{
 	implWhy(secMeta, "request-timeout", "10s",
 		"as upstream: the timeout of every OpenStack API call, not only of metadata look-ups (unset or 0: 60s)"),
 
-	notUsed(secRoute, "router-id", "rid",
-		"ccm does not implement Routes: it neither adds nor removes Neutron router routes (existing ones stay)",
-		"use a CNI that does not need cloud routes (an overlay or BGP), or keep the upstream CCM for routes"),
+	implWhy(secRoute, "router-id", "rid",
+		"as upstream: each Node's Pod CIDR is routed on this router through the Node's address and allowed on its port; ccm lists, changes and deletes only the routes it recorded as this cluster's or that go through one of this cluster's Nodes"),
 
 	notUsed(secBS, "bs-version", "v3", blockStorageWhy, blockStorageInstead),
 	notUsed(secBS, "trust-device-path", "false", blockStorageWhy, blockStorageInstead),

@@ -2,6 +2,8 @@ package app
 
 import (
 	"bytes"
+	"fmt"
+	"net/netip"
 	"io"
 	"strings"
 	"testing"
@@ -93,5 +95,34 @@ func TestCommandRefusesDefaultClusterName(t *testing.T) {
 	err := cmd.Execute()
 	if err == nil || !strings.Contains(err.Error(), "--cluster-name is the default") {
 		t.Fatalf("Execute = %v, want the default cluster name refused", err)
+	}
+}
+
+// cidrScoped records the cluster CIDRs ccm hands over.
+type cidrScoped struct {
+	scopedCloud
+	cidrs []netip.Prefix
+}
+
+func (c *cidrScoped) UseClusterCIDRs(cidrs []netip.Prefix) { c.cidrs = cidrs }
+
+func TestClusterCIDRsHandedOver(t *testing.T) {
+	c := &cidrScoped{}
+	if err := applyClusterCIDRs(c, "10.244.0.0/16,fd10::/56"); err != nil || fmt.Sprint(c.cidrs) != "[10.244.0.0/16 fd10::/56]" {
+		t.Errorf("applyClusterCIDRs = %v, CIDRs %v", err, c.cidrs)
+	}
+	if err := applyClusterCIDRs(&cidrScoped{}, "10.244.0.0/16,x"); err == nil || !strings.Contains(err.Error(), "--cluster-cidr") {
+		t.Errorf("a bad --cluster-cidr: %v", err)
+	}
+}
+
+func TestRouteControllerOn(t *testing.T) {
+	for list, want := range map[string]bool{
+		"*": true, "*,-route": false, "cloud-node,service": false, "cloud-node,route": true,
+		"node-route-controller": true, "*,-node-route-controller": false, "": false,
+	} {
+		if got := routeControllerOn(strings.Split(list, ",")); got != want {
+			t.Errorf("routeControllerOn(%q) = %v, want %v", list, got, want)
+		}
 	}
 }

@@ -157,6 +157,9 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		if err := applyClusterName(c, opts.KubeCloudShared.ClusterName, *allowDefaultName); err != nil {
 			return err
 		}
+		if err := applyClusterCIDRs(c, opts.KubeCloudShared.ClusterCIDR); err != nil {
+			return err
+		}
 		if err := serviceOpts.validate(); err != nil {
 			return err
 		}
@@ -166,7 +169,7 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		}
 		// The library would fail on this only after winning the leader election, with a
 		// message about CIDR parsing; say what to change before anything starts.
-		if _, ok := c.Routes(); ok && opts.KubeCloudShared.ConfigureCloudRoutes && opts.KubeCloudShared.ClusterCIDR == "" {
+		if _, ok := c.Routes(); ok && opts.KubeCloudShared.ConfigureCloudRoutes && routeControllerOn(opts.Generic.Controllers) && opts.KubeCloudShared.ClusterCIDR == "" {
 			return fmt.Errorf("provider %q manages routes and --configure-cloud-routes is on (the default), but --cluster-cidr is empty: "+
 				"set --cluster-cidr to the Pods' CIDR, or --configure-cloud-routes=false if the network (e.g. a CNI) routes Pods itself", name)
 		}

@@ -321,7 +321,7 @@ func (c *Cloud) deleteRouterTag(w http.ResponseWriter, r *http.Request) {
 	tag := r.PathValue("tag")
 	i := slices.Index(rt.Tags, tag)
 	if i < 0 {
-		writeNeutronErr(w, http.StatusNotFound, "TagNotFound", fmt.Sprintf("Tag %s could not be found for router %s.", tag, rt.ID))
+		writeNeutronErr(w, http.StatusNotFound, "TagNotFound", fmt.Sprintf("Tag %s could not be found.", tag))
 		return
 	}
 	rt.Tags = slices.Delete(rt.Tags, i, i+1)

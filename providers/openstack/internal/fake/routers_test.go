@@ -271,7 +271,7 @@ func TestRouterTags(t *testing.T) {
 		t.Errorf("delete: %v", err)
 	}
 	err = attributestags.Delete(ctx, nc, "routers", id, v4).ExtractErr()
-	if !refused(err, http.StatusNotFound, "TagNotFound") || !strings.Contains(err.Error(), "Tag "+v4+" could not be found for router "+id+".") {
+	if !refused(err, http.StatusNotFound, "TagNotFound") || !strings.Contains(err.Error(), "Tag "+v4+" could not be found.") {
 		t.Errorf("delete again: %v, want 404 TagNotFound", err)
 	}
 	// A client escaping the tag in the path gets the tag itself stored.
