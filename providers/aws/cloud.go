@@ -8,9 +8,11 @@ package aws
 import (
 	"context"
 	"io"
+	"net/netip"
 	"sync"
 	"time"
 
+	corelisters "k8s.io/client-go/listers/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
@@ -45,6 +47,11 @@ type Cloud struct {
 	topo    *nodeTopology       // the topology.k8s.aws/* Node labels
 	events  *svcevents.Recorder // Service Events: drift repairs, recreations
 	retry   retryPolicy         // the SDK's retries (defaultRetry; tests shorten the back-off)
+
+	// What makes a route this cluster's (routes.go): --cluster-cidr's CIDRs (UseClusterCIDRs)
+	// and the cluster's Nodes (SetInformers; nil until the library hands the informers over).
+	clusterCIDRs []netip.Prefix
+	nodes        corelisters.NodeLister
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -151,7 +158,7 @@ func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
 	if c.init() != nil {
 		return nil, false
 	}
-	return routes{c}, true
+	return vpcRoutes{c}, true
 }
 
 // ProviderName implements cloudprovider.Interface.

@@ -34,6 +34,8 @@ type harness struct {
 	mu  sync.Mutex
 	n   int
 	ids map[string]string // instance ID by private DNS name (= Node name)
+	// foreign are the instances of AddForeignRoute's routes: no Node's, no cluster's.
+	foreign map[string]bool
 	// upstreamNLB: SeedUpstream leaves NLBs (the Services it returns ask for one), else classic ELBs.
 	upstreamNLB bool
 	// managedSG: upstream and ccm run with NLBSecurityGroupMode = Managed (upstream's NLBs

@@ -64,7 +64,7 @@ func idsOf(t *testing.T, nodes []*v1.Node) []string {
 func TestRouteTableLookupFollowsPages(t *testing.T) {
 	h := newHarness(t, "rtpages")
 	h.fake.SetPageLimit(1)
-	c := h.cloud(t, "")
+	c := h.routeCloud(t, h.cfg, podCIDRs)
 	rs, _ := c.Routes()
 	ctx := context.Background()
 	if _, err := rs.ListRoutes(ctx, "rtpages"); err != nil {

@@ -1,6 +1,7 @@
 package fakeaws
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 )
@@ -36,6 +37,35 @@ func (s *Server) RouteTable(id string) (RouteTable, bool) {
 	c := *t
 	c.Routes = slices.Clone(t.Routes)
 	return c, true
+}
+
+// AddRoute adds a route as an operator or another tool would, outside the API (no write is
+// counted); a route already there for cidr is replaced, as EC2 holds one per destination.
+// Exactly one of instance and gateway is set.
+func (s *Server) AddRoute(table, cidr, instance, gateway string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tables[table]
+	if !ok {
+		return fmt.Errorf("no route table %s", table)
+	}
+	t.Routes = slices.DeleteFunc(t.Routes, func(r Route) bool { return r.CIDR == cidr })
+	t.Routes = append(t.Routes, Route{CIDR: cidr, Instance: instance, Gateway: gateway})
+	return nil
+}
+
+// RemoveRoute removes the route to cidr outside the API (as an operator at the console); it
+// reports whether there was one.
+func (s *Server) RemoveRoute(table, cidr string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tables[table]
+	if !ok {
+		return false
+	}
+	n := len(t.Routes)
+	t.Routes = slices.DeleteFunc(t.Routes, func(r Route) bool { return r.CIDR == cidr })
+	return len(t.Routes) < n
 }
 
 // SourceDestCheck reports an instance's source/destination check.
