@@ -14,7 +14,9 @@ type informed struct {
 	got informers.SharedInformerFactory
 }
 
-func (c *informed) InstancesV2() (cloudprovider.InstancesV2, bool) { return &scripted{exists: true}, true }
+func (c *informed) InstancesV2() (cloudprovider.InstancesV2, bool) {
+	return &scripted{exists: true}, true
+}
 func (c *informed) ProviderName() string                           { return "informed" }
 func (c *informed) SetInformers(f informers.SharedInformerFactory) { c.got = f }
 

@@ -87,11 +87,11 @@ func TestOwned(t *testing.T) {
 		recorded bool
 		want     bool
 	}{
-		{rt("10.244.1.0/24", "10.0.0.5"), false, true},  // through a Node: taken over
-		{rt("10.244.1.0/24", "10.0.0.99"), true, true},  // recorded, its Node gone
+		{rt("10.244.1.0/24", "10.0.0.5"), false, true},   // through a Node: taken over
+		{rt("10.244.1.0/24", "10.0.0.99"), true, true},   // recorded, its Node gone
 		{rt("10.244.1.0/24", "10.0.0.99"), false, false}, // another cluster's (same CIDR)
-		{rt("10.245.1.0/24", "10.0.0.5"), true, false},  // outside the cluster CIDR
-		{rt("10.0.0.0/8", "10.0.0.5"), false, false},    // wider than the cluster CIDR
+		{rt("10.245.1.0/24", "10.0.0.5"), true, false},   // outside the cluster CIDR
+		{rt("10.0.0.0/8", "10.0.0.5"), false, false},     // wider than the cluster CIDR
 		{rt("fd10::/64", "fd00::5"), false, true},
 		{rt("fd10:0:0:100::/64", "fd00::5"), true, false}, // outside fd10::/56
 	} {

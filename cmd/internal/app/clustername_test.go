@@ -3,8 +3,8 @@ package app
 import (
 	"bytes"
 	"fmt"
-	"net/netip"
 	"io"
+	"net/netip"
 	"strings"
 	"testing"
 
