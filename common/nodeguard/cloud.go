@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/common/provider"
 )
 
 // Cloud is a provider's cloud with its InstancesV2 guarded.
@@ -35,9 +37,7 @@ func WrapWith(cloud cloudprovider.Interface, s Settings) cloudprovider.Interface
 // SetInformers implements cloudprovider.InformerUser: the library hands the informers to the
 // cloud it runs, which is this wrapper; the provider's own cloud gets them if it uses them.
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
-	if u, ok := c.Interface.(cloudprovider.InformerUser); ok {
-		u.SetInformers(f)
-	}
+	provider.PassInformers(c.Interface, f)
 }
 
 // InstancesV2 returns the guarded instances.

@@ -1,6 +1,11 @@
 package leader
 
-import cloudprovider "k8s.io/cloud-provider"
+import (
+	"k8s.io/client-go/informers"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccm-project/ccm/common/provider"
+)
 
 // gated holds the library back until this process leads: the library initialises the cloud
 // before it starts any controller, so blocking Initialize keeps a standby idle (no cloud calls,
@@ -21,4 +26,9 @@ func (g *gated) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan 
 		g.Interface.Initialize(b, stop)
 	case <-stop:
 	}
+}
+
+// SetInformers implements cloudprovider.InformerUser for the cloud inside.
+func (g *gated) SetInformers(f informers.SharedInformerFactory) {
+	provider.PassInformers(g.Interface, f)
 }

@@ -6,7 +6,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccm-project/ccm/common/provider"
 )
 
 // Tracked is a cloud whose writing calls (load balancers, routes) are counted while in flight,
@@ -23,6 +26,11 @@ type Tracked struct {
 	mu    sync.Mutex
 	n     int
 	idle  *sync.Cond
+}
+
+// SetInformers implements cloudprovider.InformerUser for the cloud inside.
+func (t *Tracked) SetInformers(f informers.SharedInformerFactory) {
+	provider.PassInformers(t.Interface, f)
 }
 
 // Track wraps cloud; a writing call may run grace past its caller's cancellation.

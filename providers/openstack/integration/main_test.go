@@ -70,17 +70,21 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer cloud.Close()
+	// The router is shared: an operator's route in the cluster CIDR is there before ccm starts.
+	routerID = cloud.AddRouter("k8s-router")
+	cloud.SetRouterRoutes(routerID, []fake.RouterRoute{operatorRoute})
 	conf := filepath.Join(env.Dir, "cloud.conf")
 	// TestLoadBalancerLifecycle brings a floating IP allocated by hand: the operator allows it.
 	if err := os.WriteFile(conf, []byte(cloud.CloudConfig("floating-network-id = "+fake.PublicNetworkID, "create-monitor = true", "pending-retry = 500ms",
-		"allowed-resource-ids = "+userFIP)), 0o600); err != nil {
+		"allowed-resource-ids = "+userFIP, "\n[Route]\nrouter-id = "+routerID)), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	// One worker for Services: load balancers provisioning in parallel must not need more.
 	ccm, err = env.StartCCM(ctx, testenv.CCMOptions{Name: "ccm-openstack", Binary: filepath.Join(bin, "ccm-openstack"),
 		Provider: "openstack", CloudConfig: conf,
-		Args: []string{"--v=10", "--concurrent-service-syncs=1", "--node-deletion-confirmation=" + deletionWindow.String()}})
+		Args: []string{"--v=10", "--concurrent-service-syncs=1", "--node-deletion-confirmation=" + deletionWindow.String(),
+			"--configure-cloud-routes=true", "--cluster-cidr=10.244.0.0/16", "--route-reconciliation-period=1s"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting ccm:", err)
 		return 1
