@@ -306,3 +306,62 @@ func TestRoutesOnlyWithARouter(t *testing.T) {
 		t.Error("no Routes() with [Route] router-id")
 	}
 }
+
+// The route writes for 100 Nodes, counted at the fake (docs/performance.md):
+//
+//	go test -count=1 -v -run TestRouteWritesFor100Nodes ./providers/openstack/
+//
+// A route costs its record, itself and its port's address pair; a restart costs none.
+func TestRouteWritesFor100Nodes(t *testing.T) {
+	const n = 100
+	e := newRouteEnv(t, fake.Options{MaxRoutes: -1}, "c")
+	for i := range n {
+		e.addNode(t, fmt.Sprintf("n%03d", i))
+	}
+	pass := func(what string) (writes, reads int) {
+		t.Helper()
+		w, all := e.h.fake.Writes(), sum(e.h.fake.Calls())
+		listed := e.list(t)
+		for i := range len(e.nodes) {
+			name := fmt.Sprintf("n%03d", i)
+			if !slices.ContainsFunc(listed, func(r *cloudprovider.Route) bool { return string(r.TargetNode) == name }) {
+				e.create(t, name, fmt.Sprintf("10.244.%d.%d/28", i/16, i%16*16))
+			}
+		}
+		writes = e.h.fake.Writes() - w
+		reads = sum(e.h.fake.Calls()) - all - writes
+		t.Logf("%-28s %4d writes %4d reads", what, writes, reads)
+		return writes, reads
+	}
+	if w, _ := pass("start, 100 Nodes"); w != 3*n {
+		t.Errorf("start: %d writes, want %d (record, route, address pair each)", w, 3*n)
+	}
+	if w, _ := pass("next pass"); w != 0 {
+		t.Errorf("next pass: %d writes, want 0", w)
+	}
+	e2 := *e
+	e2.c = e.h.RouteCloud(t, "c", []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}).(*Cloud)
+	f := informers.NewSharedInformerFactory(e.client, 0)
+	e2.c.SetInformers(f)
+	f.Start(make(chan struct{}))
+	f.WaitForCacheSync(make(chan struct{}))
+	e2.rs, _ = e2.c.Routes()
+	*e = e2
+	if w, _ := pass("first pass after a restart"); w != 0 {
+		t.Errorf("restart: %d writes, want 0", w)
+	}
+	e.addNode(t, fmt.Sprintf("n%03d", n))
+	if w, _ := pass("a Node added"); w != 3 {
+		t.Errorf("a Node added: %d writes, want 3", w)
+	}
+}
+
+func sum(calls map[string]int) int {
+	total := 0
+	for op, v := range calls {
+		if op != "keystone.CreateToken" {
+			total += v
+		}
+	}
+	return total
+}

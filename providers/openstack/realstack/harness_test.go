@@ -44,6 +44,7 @@ type harness struct {
 	servers []servers.Server // the project's servers, handed out in turn by AddInstance
 	next    int
 	ips     map[string]string // node name -> its server's address (AddInstance)
+	names   map[string]string // a server's address -> the name it was last given
 
 	foreignNet, foreignSubnet string // made once for the generated hostile group (reach_test.go)
 }
@@ -134,6 +135,10 @@ func (h *harness) AddInstance(t cloudtest.T, name string) (*v1.Node, cloudprovid
 		h.ips = map[string]string{}
 	}
 	h.ips[name] = ip
+	if h.names == nil {
+		h.names = map[string]string{}
+	}
+	h.names[ip] = name
 	h.mu.Unlock()
 	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}, cloudprovider.InstanceMetadata{
 		ProviderID: "openstack:///" + s.ID, InstanceType: flavor, Zone: s.AvailabilityZone, Region: rs.ids["REGION"],
