@@ -13,12 +13,20 @@ import (
 
 // Pool is a set of load balancer addresses: CIDRs and ranges of one or both families, minus
 // reserved addresses. For IPv4 CIDRs wider than /31 the network and broadcast addresses are
-// left out, as routers would not deliver to them.
+// left out, as routers would not deliver to them, unless skip-end-addresses is false (what
+// kube-vip-cloud-provider and MetalLB hand out by default, kept by a pool moved from them).
 type Pool struct {
 	name       string
 	namespaces []string
 	ranges     []ipRange
 	reserved   map[netip.Addr]bool
+	// descending hands out the highest free address first (kube-vip's search-order desc).
+	descending bool
+	// manual pools hand out only the addresses Services ask for (MetalLB's autoAssign false).
+	manual bool
+	// avoidBuggy leaves out IPv4 addresses ending in .0 or .255, which some clients treat as
+	// network or broadcast addresses (MetalLB's avoidBuggyIPs; kube-vip-cloud-provider always).
+	avoidBuggy bool
 }
 
 type ipRange struct{ first, last netip.Addr }
@@ -29,6 +37,15 @@ type Config struct {
 	Range     []string // e.g. 192.0.2.10-192.0.2.20
 	Namespace []string // namespaces served; a pool without namespaces serves all others
 	Reserved  []string // addresses never handed out
+	// SkipEndAddresses (default true): an IPv4 cidr line wider than /31 leaves out its first
+	// and last address.
+	SkipEndAddresses *bool `gcfg:"skip-end-addresses"`
+	// Order is ascending (the default: the lowest free address first) or descending.
+	Order string `gcfg:"order"`
+	// AutoAssign (default true): false hands out only addresses a Service asks for.
+	AutoAssign *bool `gcfg:"auto-assign"`
+	// AvoidBuggyIPs leaves out IPv4 addresses ending in .0 or .255.
+	AvoidBuggyIPs bool `gcfg:"avoid-buggy-ips"`
 }
 
 // Error names the config key of a pool that is wrong and why.
@@ -38,7 +55,16 @@ func (e *Error) Error() string { return e.Key + ": " + e.Msg }
 
 // New parses a pool's config.
 func New(name string, c *Config) (*Pool, *Error) {
-	p := &Pool{name: name, namespaces: c.Namespace, reserved: map[netip.Addr]bool{}}
+	p := &Pool{name: name, namespaces: c.Namespace, reserved: map[netip.Addr]bool{},
+		manual: c.AutoAssign != nil && !*c.AutoAssign, avoidBuggy: c.AvoidBuggyIPs}
+	switch strings.ToLower(strings.TrimSpace(c.Order)) {
+	case "", "ascending":
+	case "descending":
+		p.descending = true
+	default:
+		return nil, &Error{"order", fmt.Sprintf("%q is neither ascending nor descending", c.Order)}
+	}
+	skipEnds := c.SkipEndAddresses == nil || *c.SkipEndAddresses
 	for _, s := range c.CIDR {
 		pfx, err := netip.ParsePrefix(strings.TrimSpace(s))
 		if err != nil {
@@ -46,7 +72,7 @@ func New(name string, c *Config) (*Pool, *Error) {
 		}
 		pfx = pfx.Masked()
 		first, last := pfx.Addr(), lastAddr(pfx)
-		if first.Is4() && pfx.Bits() < 31 {
+		if skipEnds && first.Is4() && pfx.Bits() < 31 {
 			first, last = first.Next(), last.Prev()
 		}
 		p.ranges = append(p.ranges, ipRange{first, last})
@@ -94,9 +120,27 @@ func (p *Pool) Serves(namespace string, anyNamed bool) bool {
 	return !anyNamed
 }
 
-// Contains reports whether a can be handed out by the pool.
+// Contains reports whether a can be handed out by the pool (asked for, or by Next).
 func (p *Pool) Contains(a netip.Addr) bool {
-	return !p.reserved[a] && p.inRanges(a)
+	return p.allowed(a) && p.inRanges(a)
+}
+
+// AutoAssign reports whether Next hands out addresses: false for a pool of addresses that
+// are only ever asked for.
+func (p *Pool) AutoAssign() bool { return !p.manual }
+
+// allowed: a is neither reserved nor left out as buggy.
+func (p *Pool) allowed(a netip.Addr) bool {
+	return !p.reserved[a] && !(p.avoidBuggy && buggy(a))
+}
+
+// buggy: an IPv4 address ending in .0 or .255.
+func buggy(a netip.Addr) bool {
+	if !a.Is4() {
+		return false
+	}
+	last := a.As4()[3]
+	return last == 0 || last == 255
 }
 
 func (p *Pool) inRanges(a netip.Addr) bool {
@@ -108,15 +152,26 @@ func (p *Pool) inRanges(a netip.Addr) bool {
 	return false
 }
 
-// Next returns the first address of family v6 that used does not hold. It scans at most
-// len(used)+len(reserved)+1 addresses per range, so a huge IPv6 range is no cost.
+// Next returns the first free address of family v6 in the pool's order (the lowest, or with
+// order descending the highest), one used does not hold; none from a pool with auto-assign
+// false. It scans at most len(used)+len(reserved)+1 addresses per range (plus the .0 and .255
+// ones it skips), so a huge IPv6 range is no cost.
 func (p *Pool) Next(v6 bool, used func(netip.Addr) bool) (netip.Addr, bool) {
-	for _, r := range p.ranges {
+	if p.manual {
+		return netip.Addr{}, false
+	}
+	for i := range p.ranges {
+		r := p.ranges[i]
+		start, step, done := r.first, netip.Addr.Next, func(a netip.Addr) bool { return r.last.Less(a) }
+		if p.descending {
+			r = p.ranges[len(p.ranges)-1-i]
+			start, step, done = r.last, netip.Addr.Prev, func(a netip.Addr) bool { return a.Less(r.first) }
+		}
 		if r.first.Is6() != v6 {
 			continue
 		}
-		for a := r.first; a.IsValid() && !r.last.Less(a); a = a.Next() {
-			if !p.reserved[a] && !used(a) {
+		for a := start; a.IsValid() && !done(a); a = step(a) {
+			if p.allowed(a) && !used(a) {
 				return a, true
 			}
 		}
@@ -132,8 +187,13 @@ func (p *Pool) Size() float64 {
 		total.Add(total, n.Add(n, big.NewInt(1)))
 	}
 	for a := range p.reserved {
-		if p.inRanges(a) {
+		if p.inRanges(a) && !(p.avoidBuggy && buggy(a)) {
 			total.Sub(total, big.NewInt(1))
+		}
+	}
+	if p.avoidBuggy {
+		for _, r := range p.ranges {
+			total.Sub(total, big.NewInt(buggyIn(r)))
 		}
 	}
 	f, _ := new(big.Float).SetInt(total).Float64()
@@ -151,4 +211,20 @@ func For(pools []*Pool, namespace string) []*Pool {
 		}
 	}
 	return out
+}
+
+// buggyIn counts the IPv4 addresses of r ending in .0 or .255.
+func buggyIn(r ipRange) int64 {
+	if !r.first.Is4() {
+		return 0
+	}
+	f, l := u64(r.first), u64(r.last)
+	// the multiples of 256 in [f, l], and the numbers one below them (x+1 a multiple)
+	count := func(f, l uint64) int64 { return int64(l/256 - (f+255)/256 + 1) }
+	return count(f, l) + count(f+1, l+1)
+}
+
+func u64(a netip.Addr) uint64 {
+	b := a.As4()
+	return uint64(b[0])<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3])
 }

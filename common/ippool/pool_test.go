@@ -1,6 +1,7 @@
 package ippool
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 )
@@ -98,4 +99,63 @@ func FuzzConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// allocate hands out every address of family v6 in turn.
+func allocate(p *Pool, v6 bool) []string {
+	used := map[netip.Addr]bool{}
+	var got []string
+	for {
+		a, ok := p.Next(v6, func(a netip.Addr) bool { return used[a] })
+		if !ok {
+			return got
+		}
+		used[a] = true
+		got = append(got, a.String())
+	}
+}
+
+func TestPoolSettings(t *testing.T) {
+	no, yes := false, true
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want string
+		size float64
+	}{
+		{"default: a CIDR's ends skipped", Config{CIDR: []string{"192.0.2.0/30"}}, "[192.0.2.1 192.0.2.2]", 2},
+		{"skip-end-addresses true", Config{CIDR: []string{"192.0.2.0/30"}, SkipEndAddresses: &yes}, "[192.0.2.1 192.0.2.2]", 2},
+		{"skip-end-addresses false: as kube-vip-cloud-provider and MetalLB", Config{CIDR: []string{"192.0.2.0/30"}, SkipEndAddresses: &no}, "[192.0.2.0 192.0.2.1 192.0.2.2 192.0.2.3]", 4},
+		{"descending", Config{CIDR: []string{"192.0.2.0/30"}, Range: []string{"198.51.100.5-198.51.100.6"}, Order: "Descending"}, "[198.51.100.6 198.51.100.5 192.0.2.2 192.0.2.1]", 4},
+		{"descending without ends, a reserved address", Config{CIDR: []string{"192.0.2.0/29"}, Reserved: []string{"192.0.2.6"}, Order: "descending", SkipEndAddresses: &no}, "[192.0.2.7 192.0.2.5 192.0.2.4 192.0.2.3 192.0.2.2 192.0.2.1 192.0.2.0]", 7},
+		{"auto-assign false", Config{CIDR: []string{"192.0.2.0/30"}, AutoAssign: &no}, "[]", 2},
+		{"avoid-buggy-ips", Config{Range: []string{"192.0.2.254-192.0.3.1"}, AvoidBuggyIPs: true}, "[192.0.2.254 192.0.3.1]", 2},
+		{"avoid-buggy-ips with a reserved buggy address", Config{Range: []string{"192.0.2.254-192.0.3.1"}, Reserved: []string{"192.0.2.255", "192.0.3.1"}, AvoidBuggyIPs: true}, "[192.0.2.254]", 1},
+		{"avoid-buggy-ips over a /16", Config{CIDR: []string{"10.1.0.0/16"}, AvoidBuggyIPs: true, SkipEndAddresses: &no}, "", 65536 - 512},
+	} {
+		p, perr := New("p", &c.cfg)
+		if perr != nil {
+			t.Fatalf("%s: %v", c.name, perr)
+		}
+		if c.want == "" { // too large to hand out one by one
+		} else if got := fmt.Sprint(allocate(p, false)); got != c.want {
+			t.Errorf("%s: handed out %s, want %s", c.name, got, c.want)
+		}
+		if s := p.Size(); s != c.size {
+			t.Errorf("%s: size %v, want %v", c.name, s, c.size)
+		}
+	}
+	manual, _ := New("m", &Config{CIDR: []string{"192.0.2.0/30"}, AutoAssign: &no})
+	if !manual.Contains(netip.MustParseAddr("192.0.2.1")) || manual.AutoAssign() {
+		t.Error("an auto-assign false pool must still hold the addresses Services ask for, and say it hands none out")
+	}
+	buggyPool, _ := New("b", &Config{CIDR: []string{"10.1.0.0/16"}, AvoidBuggyIPs: true})
+	for addr, want := range map[string]bool{"10.1.2.0": false, "10.1.2.255": false, "10.1.2.1": true} {
+		if got := buggyPool.Contains(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("avoid-buggy-ips: Contains(%s) = %v, want %v", addr, got, want)
+		}
+	}
+	if _, perr := New("o", &Config{CIDR: []string{"192.0.2.0/30"}, Order: "random"}); perr == nil || perr.Key != "order" {
+		t.Errorf("order random: %v", perr)
+	}
 }

@@ -180,3 +180,28 @@ func TestFailedWriteKeepsHeldAddresses(t *testing.T) {
 		t.Error("record kept after a failed write")
 	}
 }
+
+// The pool settings of a pool moved from kube-vip-cloud-provider (ends handed out, highest
+// first) and of one whose addresses are only asked for (auto-assign false).
+func TestPoolSettingsInTheConfig(t *testing.T) {
+	lb := lbOf(t, "[Pool \"kubevip\"]\ncidr = 192.0.2.0/30\nskip-end-addresses = false\norder = descending\n\n"+
+		"[Pool \"manual\"]\nrange = 198.51.100.5-198.51.100.6\nauto-assign = false\n")
+	ctx := context.Background()
+	a, err := lb.EnsureLoadBalancer(ctx, "c", svcWith("a", nil, 80), nil)
+	if err != nil || ips(a)[0] != "192.0.2.3" {
+		t.Fatalf("a got %v (%v), want the CIDR's last address 192.0.2.3", ips(a), err)
+	}
+	b, err := lb.EnsureLoadBalancer(ctx, "c", svcWith("b", map[string]string{AnnotationLoadBalancerIPs: "198.51.100.6"}, 80), nil)
+	if err != nil || ips(b)[0] != "198.51.100.6" {
+		t.Fatalf("b asked for an address of the auto-assign false pool: %v (%v)", ips(b), err)
+	}
+	for _, name := range []string{"c", "d", "e"} {
+		s, err := lb.EnsureLoadBalancer(ctx, "c", svcWith(name, nil, 80), nil)
+		if err != nil || strings.HasPrefix(ips(s)[0], "198.51.100.") {
+			t.Fatalf("%s got %v (%v): an auto-assign false pool must not hand out addresses", name, ips(s), err)
+		}
+	}
+	if _, err := New(strings.NewReader("[Pool \"p\"]\ncidr = 192.0.2.0/30\norder = random\n")); err == nil || !strings.Contains(err.Error(), "order") {
+		t.Errorf("order random: %v", err)
+	}
+}

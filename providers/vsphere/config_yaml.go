@@ -100,6 +100,11 @@ type yamlPool struct {
 	Range     []string `yaml:"range"`
 	Namespace []string `yaml:"namespace"`
 	Reserved  []string `yaml:"reserved"`
+	// The pool settings of [Pool] (common/ippool), in the YAML's camelCase.
+	SkipEndAddresses *bool  `yaml:"skipEndAddresses"`
+	Order            string `yaml:"order"`
+	AutoAssign       *bool  `yaml:"autoAssign"`
+	AvoidBuggyIPs    bool   `yaml:"avoidBuggyIPs"`
 }
 
 type yamlVC struct {
@@ -327,7 +332,8 @@ func (y *yamlConfig) into(c *Config) config.Problems {
 		if c.Pool == nil {
 			c.Pool = map[string]*PoolConfig{}
 		}
-		c.Pool[name] = &PoolConfig{CIDR: p.CIDR, Range: p.Range, Namespace: p.Namespace, Reserved: p.Reserved}
+		c.Pool[name] = &PoolConfig{CIDR: p.CIDR, Range: p.Range, Namespace: p.Namespace, Reserved: p.Reserved,
+			SkipEndAddresses: p.SkipEndAddresses, Order: p.Order, AutoAssign: p.AutoAssign, AvoidBuggyIPs: p.AvoidBuggyIPs}
 	}
 	lb := &c.LoadBalancer
 	lb.upstreamLBClass = y.LoadBalancer.into()
