@@ -24,6 +24,19 @@ const (
 	// AnnotationSharedIP opts a Service into sharing an address with the other Services that
 	// carry the same value, as long as their ports and protocols do not collide.
 	AnnotationSharedIP = "dummy.ccm.io/allow-shared-ip"
+	// MetalLB's names for the requested addresses and the sharing key, current and older,
+	// accepted for migration with the same meaning and checks as ccm's own.
+	AnnotationMetalLBLoadBalancerIPs       = "metallb.io/loadBalancerIPs"
+	AnnotationMetalLBLegacyLoadBalancerIPs = "metallb.universe.tf/loadBalancerIPs"
+	AnnotationMetalLBSharedIP              = "metallb.io/allow-shared-ip"
+	AnnotationMetalLBLegacySharedIP        = "metallb.universe.tf/allow-shared-ip"
+)
+
+// requestedIPAnnotations and sharedIPAnnotations are each read alike, in this order.
+var (
+	requestedIPAnnotations = []string{AnnotationLoadBalancerIPs, AnnotationKubeVIPLoadBalancerIPs,
+		AnnotationMetalLBLoadBalancerIPs, AnnotationMetalLBLegacyLoadBalancerIPs}
+	sharedIPAnnotations = []string{AnnotationSharedIP, AnnotationMetalLBSharedIP, AnnotationMetalLBLegacySharedIP}
 )
 
 // holders is which Services use each address: usually one, several when they share it.
@@ -148,7 +161,7 @@ func requested(svc *v1.Service) (map[bool]netip.Addr, map[netip.Addr]string, err
 	if err := add("spec.loadBalancerIP", svc.Spec.LoadBalancerIP); err != nil {
 		return nil, nil, err
 	}
-	for _, ann := range []string{AnnotationLoadBalancerIPs, AnnotationKubeVIPLoadBalancerIPs} {
+	for _, ann := range requestedIPAnnotations {
 		if err := add("annotation "+ann, svc.Annotations[ann]); err != nil {
 			return nil, nil, err
 		}
@@ -159,19 +172,28 @@ func requested(svc *v1.Service) (map[bool]netip.Addr, map[netip.Addr]string, err
 // maxSharingKeyLen bounds the sharing key: it is stored in every sharing Service's record.
 const maxSharingKeyLen = 253
 
-// sharingKey reads AnnotationSharedIP: "" for none. The key is printable text of at most
-// maxSharingKeyLen bytes; surrounding spaces do not count. It is scoped to the Service's
+// sharingKey reads the sharing key (AnnotationSharedIP, or MetalLB's name for it): "" for
+// none. The key is printable text of at most maxSharingKeyLen bytes; surrounding spaces do not
+// count. Two of the names with different values are refused. It is scoped to the Service's
 // cluster and namespace: Services of another namespace or cluster with the same value never
 // share an address with it.
 func sharingKey(svc *v1.Service) (string, error) {
-	k := strings.TrimSpace(svc.Annotations[AnnotationSharedIP])
-	switch {
-	case len(k) > maxSharingKeyLen:
-		return "", fmt.Errorf("annotation %s: the sharing key is %d bytes long, at most %d are allowed", AnnotationSharedIP, len(k), maxSharingKeyLen)
-	case !utf8.ValidString(k) || strings.ContainsFunc(k, func(r rune) bool { return !unicode.IsPrint(r) }):
-		return "", fmt.Errorf("annotation %s: the sharing key must be printable text", AnnotationSharedIP)
+	key, from := "", ""
+	for _, ann := range sharedIPAnnotations {
+		k := strings.TrimSpace(svc.Annotations[ann])
+		switch {
+		case k == "":
+			continue
+		case len(k) > maxSharingKeyLen:
+			return "", fmt.Errorf("annotation %s: the sharing key is %d bytes long, at most %d are allowed", ann, len(k), maxSharingKeyLen)
+		case !utf8.ValidString(k) || strings.ContainsFunc(k, func(r rune) bool { return !unicode.IsPrint(r) }):
+			return "", fmt.Errorf("annotation %s: the sharing key must be printable text", ann)
+		case key != "" && k != key:
+			return "", fmt.Errorf("annotation %s: the sharing key %q differs from %q of annotation %s", ann, k, key, from)
+		}
+		key, from = k, ann
 	}
-	return k, nil
+	return key, nil
 }
 
 // addressesFor picks the Service's addresses, one per IP family it asks for. It honours a

@@ -205,3 +205,30 @@ func TestPoolSettingsInTheConfig(t *testing.T) {
 		t.Errorf("order random: %v", err)
 	}
 }
+
+// MetalLB's annotations, as a Service moved from MetalLB carries them: the requested address
+// and the sharing key are read as ccm's own, with the same checks.
+func TestMetalLBAnnotations(t *testing.T) {
+	lb := lbOf(t, "[Pool \"p\"]\nrange = 192.0.2.10-192.0.2.12\n")
+	ctx := context.Background()
+	a, err := lb.EnsureLoadBalancer(ctx, "c", svcWith("a", map[string]string{AnnotationMetalLBLoadBalancerIPs: "192.0.2.12", AnnotationMetalLBSharedIP: "web"}, 80), nil)
+	if err != nil || ips(a)[0] != "192.0.2.12" {
+		t.Fatalf("a asked for 192.0.2.12 through %s: %v (%v)", AnnotationMetalLBLoadBalancerIPs, ips(a), err)
+	}
+	b, err := lb.EnsureLoadBalancer(ctx, "c", svcWith("b", map[string]string{AnnotationMetalLBLegacyLoadBalancerIPs: "192.0.2.12", AnnotationMetalLBLegacySharedIP: "web"}, 443), nil)
+	if err != nil || ips(b)[0] != "192.0.2.12" {
+		t.Fatalf("b shares a's address through MetalLB's older names: %v (%v)", ips(b), err)
+	}
+	_, err = lb.EnsureLoadBalancer(ctx, "c", svcWith("c", map[string]string{AnnotationMetalLBLoadBalancerIPs: "192.0.2.12"}, 8080), nil)
+	if err == nil || !strings.Contains(err.Error(), "already in use") {
+		t.Errorf("c asked for a's address without the sharing key: %v", err)
+	}
+	_, err = lb.EnsureLoadBalancer(ctx, "c", svcWith("d", map[string]string{AnnotationSharedIP: "x", AnnotationMetalLBSharedIP: "y"}, 80), nil)
+	if err == nil || !strings.Contains(err.Error(), "differs from") {
+		t.Errorf("two sharing keys that differ: %v", err)
+	}
+	_, err = lb.EnsureLoadBalancer(ctx, "c", svcWith("e", map[string]string{AnnotationMetalLBLoadBalancerIPs: "192.0.2.99"}, 80), nil)
+	if err == nil || !strings.Contains(err.Error(), AnnotationMetalLBLoadBalancerIPs) {
+		t.Errorf("an address of no pool through %s: %v", AnnotationMetalLBLoadBalancerIPs, err)
+	}
+}

@@ -12,8 +12,14 @@ var annotations = reach.Table{
 		Check: "in a pool serving the Service's namespace and held by no other Service (unless both opt into sharing)"},
 	{Name: AnnotationKubeVIPLoadBalancerIPs, Reach: reach.Object, Object: "address", List: true,
 		Check: "in a pool serving the Service's namespace and held by no other Service (unless both opt into sharing)"},
+	{Name: AnnotationMetalLBLoadBalancerIPs, Reach: reach.Object, Object: "address", List: true,
+		Check: "in a pool serving the Service's namespace and held by no other Service (unless both opt into sharing)"},
+	{Name: AnnotationMetalLBLegacyLoadBalancerIPs, Reach: reach.Object, Object: "address", List: true,
+		Check: "in a pool serving the Service's namespace and held by no other Service (unless both opt into sharing)"},
 	{Name: sourceranges.Annotation, Reach: reach.Ranges, Check: "not enforced here (no firewall): a Warning says so"},
 	{Name: AnnotationSharedIP, Reach: reach.Text, Max: maxSharingKeyLen, Check: "scoped to the Service's cluster and namespace"},
+	{Name: AnnotationMetalLBSharedIP, Reach: reach.Text, Max: maxSharingKeyLen, Check: "scoped to the Service's cluster and namespace"},
+	{Name: AnnotationMetalLBLegacySharedIP, Reach: reach.Text, Max: maxSharingKeyLen, Check: "scoped to the Service's cluster and namespace"},
 }
 
 var checker = &reach.Checker{Table: annotations, Prefixes: []string{"dummy.ccm.io/"}}
