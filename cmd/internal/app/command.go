@@ -134,7 +134,8 @@ This binary: %s.
 Pick one with --cloud-provider=NAME. Providers are compiled in with Go build tags:
   go build -tags dummy,aws,vsphere,openstack ./cmd/ccm
 Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers" lists providers;
-"ccm gc" lists the cluster's orphaned load balancers ("ccm gc --delete" deletes them).`,
+"ccm gc" lists the cluster's orphaned load balancers ("ccm gc --delete" deletes them);
+"ccm convert" turns kube-vip-cloud-provider's or MetalLB's pools into [Pool] sections.`,
 		provider.Describe())
 	cmd.SilenceUsage = true // a bad flag value prints its error, not two screens of flags
 	// Build the cloud before the library runs, so a bad --cloud-provider or --cloud-config is
@@ -194,7 +195,7 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		}
 		return err
 	}
-	for _, sub := range []*cobra.Command{newCheckConfigCommand(), newProvidersCommand(), newGCCommand()} {
+	for _, sub := range []*cobra.Command{newCheckConfigCommand(), newProvidersCommand(), newGCCommand(), newConvertCommand()} {
 		ownHelp(sub)
 		cmd.AddCommand(sub)
 	}
