@@ -160,6 +160,12 @@ func (p *Pool) Next(v6 bool, used func(netip.Addr) bool) (netip.Addr, bool) {
 	if p.manual {
 		return netip.Addr{}, false
 	}
+	return p.NextNamed(v6, used)
+}
+
+// NextNamed is Next for a Service that names the pool: a pool with auto-assign false hands
+// out to it too.
+func (p *Pool) NextNamed(v6 bool, used func(netip.Addr) bool) (netip.Addr, bool) {
 	for i := range p.ranges {
 		r := p.ranges[i]
 		start, step, done := r.first, netip.Addr.Next, func(a netip.Addr) bool { return r.last.Less(a) }

@@ -30,14 +30,46 @@ const (
 	AnnotationMetalLBLegacyLoadBalancerIPs = "metallb.universe.tf/loadBalancerIPs"
 	AnnotationMetalLBSharedIP              = "metallb.io/allow-shared-ip"
 	AnnotationMetalLBLegacySharedIP        = "metallb.universe.tf/allow-shared-ip"
+	// AnnotationAddressPool picks the pool the Service's addresses come from, among those
+	// serving its namespace; a pool with auto-assign = false hands out to a Service naming it.
+	AnnotationAddressPool = "dummy.ccm.io/address-pool"
+	// MetalLB's names for it.
+	AnnotationMetalLBAddressPool       = "metallb.io/address-pool"
+	AnnotationMetalLBLegacyAddressPool = "metallb.universe.tf/address-pool"
 )
 
 // requestedIPAnnotations and sharedIPAnnotations are each read alike, in this order.
 var (
 	requestedIPAnnotations = []string{AnnotationLoadBalancerIPs, AnnotationKubeVIPLoadBalancerIPs,
 		AnnotationMetalLBLoadBalancerIPs, AnnotationMetalLBLegacyLoadBalancerIPs}
-	sharedIPAnnotations = []string{AnnotationSharedIP, AnnotationMetalLBSharedIP, AnnotationMetalLBLegacySharedIP}
+	sharedIPAnnotations    = []string{AnnotationSharedIP, AnnotationMetalLBSharedIP, AnnotationMetalLBLegacySharedIP}
+	addressPoolAnnotations = []string{AnnotationAddressPool, AnnotationMetalLBAddressPool, AnnotationMetalLBLegacyAddressPool}
 )
+
+// namedPool narrows pools (those serving the Service's namespace) to the one the Service
+// names, if it names one; named is true then. A pool that does not serve the namespace, or
+// two names that differ, are refused with the annotation named.
+func namedPool(svc *v1.Service, pools []*ippool.Pool) (out []*ippool.Pool, named bool, _ error) {
+	name, from := "", ""
+	for _, ann := range addressPoolAnnotations {
+		v := strings.TrimSpace(svc.Annotations[ann])
+		switch {
+		case v == "":
+			continue
+		case name != "" && v != name:
+			return nil, false, fmt.Errorf("annotation %s: pool %q differs from %q of annotation %s", ann, v, name, from)
+		}
+		name, from = v, ann
+	}
+	if name == "" {
+		return pools, false, nil
+	}
+	i := slices.IndexFunc(pools, func(p *ippool.Pool) bool { return p.Name() == name })
+	if i < 0 {
+		return nil, false, fmt.Errorf("annotation %s: no pool named %q serves namespace %q", from, name, svc.Namespace)
+	}
+	return pools[i : i+1], true, nil
+}
 
 // holders is which Services use each address: usually one, several when they share it.
 type holders map[netip.Addr][]string
@@ -217,6 +249,10 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, id ownership.Identity, k s
 	if len(pools) == 0 {
 		return nil, fmt.Errorf("no address pool serves namespace %q: add a [Pool] with namespace = %s, or one without namespaces", svc.Namespace, svc.Namespace)
 	}
+	pools, named, err := namedPool(svc, pools)
+	if err != nil {
+		return nil, err
+	}
 	ports := ippool.Ports(svc)
 	ok := func(a netip.Addr, v6 bool) bool {
 		return a.Is6() == v6 && slices.ContainsFunc(pools, func(p *ippool.Pool) bool { return p.Contains(a) }) && l.usable(a, k, id, shareKey, ports)
@@ -252,7 +288,12 @@ func (l *loadBalancers) addressesFor(svc *v1.Service, id ownership.Identity, k s
 			if got.IsValid() {
 				break
 			}
-			got, _ = p.Next(v6, func(a netip.Addr) bool { return len(l.owner[a]) > 0 })
+			free := func(a netip.Addr) bool { return len(l.owner[a]) > 0 }
+			if named {
+				got, _ = p.NextNamed(v6, free)
+			} else {
+				got, _ = p.Next(v6, free)
+			}
 		}
 		if !got.IsValid() {
 			if i > 0 && svc.Spec.IPFamilyPolicy != nil && *svc.Spec.IPFamilyPolicy == v1.IPFamilyPolicyPreferDualStack {

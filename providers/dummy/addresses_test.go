@@ -232,3 +232,32 @@ func TestMetalLBAnnotations(t *testing.T) {
 		t.Errorf("an address of no pool through %s: %v", AnnotationMetalLBLoadBalancerIPs, err)
 	}
 }
+
+// A Service picks its pool by name (ccm's or MetalLB's annotation), among the pools serving
+// its namespace; a pool with auto-assign = false hands out to a Service naming it.
+func TestAddressPoolAnnotation(t *testing.T) {
+	lb := lbOf(t, "[Pool \"a\"]\nrange = 192.0.2.10-192.0.2.12\n\n[Pool \"b\"]\nrange = 198.51.100.5-198.51.100.6\nauto-assign = false\n\n"+
+		"[Pool \"theirs\"]\nrange = 203.0.113.1-203.0.113.2\nnamespace = other\n")
+	ctx := context.Background()
+	s, err := lb.EnsureLoadBalancer(ctx, "c", svcWith("s", map[string]string{AnnotationMetalLBAddressPool: "b"}, 80), nil)
+	if err != nil || ips(s)[0] != "198.51.100.5" {
+		t.Fatalf("s named pool b (auto-assign false): %v (%v)", ips(s), err)
+	}
+	d, err := lb.EnsureLoadBalancer(ctx, "c", svcWith("d", nil, 80), nil)
+	if err != nil || ips(d)[0] != "192.0.2.10" {
+		t.Fatalf("d names no pool: %v (%v)", ips(d), err)
+	}
+	for _, c := range []struct {
+		ann  map[string]string
+		want string
+	}{
+		{map[string]string{AnnotationAddressPool: "theirs"}, `annotation dummy.ccm.io/address-pool: no pool named "theirs" serves namespace "ns"`},
+		{map[string]string{AnnotationMetalLBLegacyAddressPool: "nope"}, `annotation metallb.universe.tf/address-pool: no pool named "nope"`},
+		{map[string]string{AnnotationAddressPool: "a", AnnotationMetalLBAddressPool: "b"}, "differs from"},
+		{map[string]string{AnnotationAddressPool: "a", AnnotationLoadBalancerIPs: "198.51.100.6"}, "is not in a pool"},
+	} {
+		if _, err := lb.EnsureLoadBalancer(ctx, "c", svcWith("x", c.ann, 80), nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.ann, err, c.want)
+		}
+	}
+}

@@ -72,7 +72,7 @@ func (h *harness) NewCloud(t cloudtest.T) cloudprovider.Interface { return h.new
 func (h *harness) newCloud(t cloudtest.T) *Cloud {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	cfg := fmt.Sprintf("[Global]\nregion = lab\ninventory = %s\n\n[Pool \"p\"]\ncidr = 192.0.2.0/24\ncidr = 2001:db8:c::/120\n", h.inventoryPath())
+	cfg := fmt.Sprintf("[Global]\nregion = lab\ninventory = %s\n\n[Pool \"p\"]\ncidr = 192.0.2.0/24\ncidr = 2001:db8:c::/120\n\n[Pool \"elsewhere\"]\nrange = 198.51.100.1-198.51.100.9\nnamespace = cloudtest-elsewhere\n", h.inventoryPath())
 	c, err := New(strings.NewReader(cfg))
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -353,7 +353,11 @@ func (h *harness) Annotations() reach.Table { return annotations }
 // Foreign: addresses no attacking Service holds: the victim cluster's, and one an operator
 // reserved by hand in the store.
 func (h *harness) Foreign(t cloudtest.T, kind, victim string, victimSvc *v1.Service, attacker string) []cloudtest.Foreign {
-	if kind != "address" {
+	switch kind {
+	case "address pool": // a pool that serves another namespace only, and one that does not exist
+		return []cloudtest.Foreign{{Flavour: cloudtest.OtherNamespace, Value: "elsewhere"}, {Flavour: cloudtest.Unowned, Value: "no-such-pool"}}
+	case "address":
+	default:
 		t.Errorf("the dummy harness makes no foreign %s", kind)
 		return nil
 	}
