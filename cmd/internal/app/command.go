@@ -138,48 +138,14 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 "ccm convert" turns kube-vip-cloud-provider's or MetalLB's pools into [Pool] sections.`,
 		provider.Describe())
 	cmd.SilenceUsage = true // a bad flag value prints its error, not two screens of flags
-	// Build the cloud before the library runs, so a bad --cloud-provider or --cloud-config is
-	// a clear error and exit code 1, not a klog.Fatal in the library.
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		if versionRequested(cmd, os.Stdout) {
 			os.Exit(0)
 		}
-		ccmversion.RegisterMetric()
-		name := opts.KubeCloudShared.CloudProvider.Name
-		path := opts.KubeCloudShared.CloudProvider.CloudConfigFile
-		provider.SetUserAgent(*userAgent)
-		c, err := provider.New(name, path)
-		if err != nil {
-			return err
-		}
-		if err := provider.Prepare(context.Background(), name, c); err != nil {
-			return err
-		}
-		if err := applyClusterName(c, opts.KubeCloudShared.ClusterName, *allowDefaultName); err != nil {
-			return err
-		}
-		if err := applyClusterCIDRs(c, opts.KubeCloudShared.ClusterCIDR); err != nil {
-			return err
-		}
-		if err := serviceOpts.validate(); err != nil {
-			return err
-		}
-		serviceOpts.useCloud(c)
-		if *deletionWindow < 0 {
-			return fmt.Errorf("--node-deletion-confirmation must not be negative, got %v", *deletionWindow)
-		}
-		// The library would fail on this only after winning the leader election, with a
-		// message about CIDR parsing; say what to change before anything starts.
-		if _, ok := c.Routes(); ok && opts.KubeCloudShared.ConfigureCloudRoutes && routeControllerOn(opts.Generic.Controllers) && opts.KubeCloudShared.ClusterCIDR == "" {
-			return fmt.Errorf("provider %q manages routes and --configure-cloud-routes is on (the default), but --cluster-cidr is empty: "+
-				"set --cluster-cidr to the Pods' CIDR, or --configure-cloud-routes=false if the network (e.g. a CNI) routes Pods itself", name)
-		}
-		settings, err := nodeSettings(*deletionWindow, *nodeLabels, os.LookupEnv)
-		if err != nil {
-			return err
-		}
-		base, cloud = c, nodeguard.WrapWith(c, settings)
-		return nil
+		var err error
+		base, cloud, err = prepareCloud(startFlags{opts: opts, userAgent: *userAgent, allowDefaultName: *allowDefaultName,
+			service: serviceOpts, deletionWindow: *deletionWindow, nodeLabels: *nodeLabels})
+		return err
 	}
 	// A graceful stop ends with the Lease released, so the standby takes over at once.
 	run := cmd.RunE
@@ -200,4 +166,55 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		cmd.AddCommand(sub)
 	}
 	return cmd
+}
+
+// startFlags are the flags prepareCloud reads, as parsed.
+type startFlags struct {
+	opts             *options.CloudControllerManagerOptions
+	userAgent        []string
+	allowDefaultName bool
+	service          *serviceControllerOptions
+	deletionWindow   time.Duration
+	nodeLabels       map[string]string
+}
+
+// prepareCloud builds the provider's cloud before the library runs, so that a bad
+// --cloud-provider, --cloud-config or flag is a clear error and exit code 1, not a klog.Fatal
+// in the library; it returns the provider's cloud and the one the library runs (guarded).
+func prepareCloud(f startFlags) (base, wrapped cloudprovider.Interface, _ error) {
+	ccmversion.RegisterMetric()
+	shared := f.opts.KubeCloudShared
+	name, path := shared.CloudProvider.Name, shared.CloudProvider.CloudConfigFile
+	provider.SetUserAgent(f.userAgent)
+	c, err := provider.New(name, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := provider.Prepare(context.Background(), name, c); err != nil {
+		return nil, nil, err
+	}
+	if err := applyClusterName(c, shared.ClusterName, f.allowDefaultName); err != nil {
+		return nil, nil, err
+	}
+	if err := applyClusterCIDRs(c, shared.ClusterCIDR); err != nil {
+		return nil, nil, err
+	}
+	if err := f.service.validate(); err != nil {
+		return nil, nil, err
+	}
+	f.service.useCloud(c)
+	if f.deletionWindow < 0 {
+		return nil, nil, fmt.Errorf("--node-deletion-confirmation must not be negative, got %v", f.deletionWindow)
+	}
+	// The library would fail on this only after winning the leader election, with a
+	// message about CIDR parsing; say what to change before anything starts.
+	if _, ok := c.Routes(); ok && shared.ConfigureCloudRoutes && routeControllerOn(f.opts.Generic.Controllers) && shared.ClusterCIDR == "" {
+		return nil, nil, fmt.Errorf("provider %q manages routes and --configure-cloud-routes is on (the default), but --cluster-cidr is empty: "+
+			"set --cluster-cidr to the Pods' CIDR, or --configure-cloud-routes=false if the network (e.g. a CNI) routes Pods itself", name)
+	}
+	settings, err := nodeSettings(f.deletionWindow, f.nodeLabels, os.LookupEnv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, nodeguard.WrapWith(c, settings), nil
 }
