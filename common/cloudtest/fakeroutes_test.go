@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -178,6 +177,3 @@ func (c *fakeRouteCloud) apply(steps []routes.Step) {
 }
 
 var _ cloudprovider.InformerUser = &fakeRouteCloud{}
-
-// a Node as the route checks give it to clouds: used by the fake's scope only.
-var _ = v1.NodeInternalIP

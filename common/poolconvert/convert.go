@@ -65,8 +65,8 @@ func Render(r Result, source string) string {
 	return b.String()
 }
 
-// addresses sorts one source entry (a CIDR, a range "a-b", or a single address) into p's
-// cidr or range lines; a bad entry is an error naming where it came from.
+// add sorts one source entry (a CIDR, a range "a-b", or a single address) into p's cidr or
+// range lines; a bad entry is an error naming where it came from.
 func (p *Pool) add(where, entry string) error {
 	entry = strings.TrimSpace(entry)
 	if entry == "" {

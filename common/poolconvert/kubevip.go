@@ -24,7 +24,7 @@ func FromKubeVIP(data map[string]string) (Result, error) {
 	scopes := map[string]*Pool{}
 	var order []string
 	for _, key := range sortedKeys(data) {
-		_, scope, ok := cutScope(key)
+		scope, ok := cutScope(key)
 		if !ok {
 			if note := unconverted(key, data[key]); note != "" {
 				r.Notes = append(r.Notes, note)
@@ -66,14 +66,14 @@ func FromKubeVIP(data map[string]string) (Result, error) {
 	return r, nil
 }
 
-// cutScope splits cidr-<scope> and range-<scope>.
-func cutScope(key string) (kind, scope string, ok bool) {
+// cutScope is the scope of a cidr-<scope> or range-<scope> key.
+func cutScope(key string) (scope string, ok bool) {
 	for _, k := range []string{"cidr-", "range-"} {
 		if s, found := strings.CutPrefix(key, k); found && s != "" {
-			return strings.TrimSuffix(k, "-"), s, true
+			return s, true
 		}
 	}
-	return "", "", false
+	return "", false
 }
 
 // unconverted is the note for a key that is not a pool: "" for those the conversion used.

@@ -27,6 +27,9 @@ type IPAddressPool struct {
 func FromMetalLB(pools []IPAddressPool) (Result, error) {
 	var r Result
 	for _, mp := range pools {
+		if strings.TrimSpace(mp.Name) == "" {
+			return Result{}, fmt.Errorf("an IPAddressPool has no metadata.name")
+		}
 		p := Pool{Name: mp.Name, Comment: "IPAddressPool " + mp.Name, AvoidBuggy: mp.Spec.AvoidBuggyIPs,
 			Manual: mp.Spec.AutoAssign != nil && !*mp.Spec.AutoAssign}
 		for _, a := range mp.Spec.Addresses {
@@ -49,9 +52,6 @@ func FromMetalLB(pools []IPAddressPool) (Result, error) {
 		if len(p.CIDR)+len(p.Range) == 0 {
 			r.Notes = append(r.Notes, fmt.Sprintf("IPAddressPool %s has no addresses: left out", mp.Name))
 			continue
-		}
-		if strings.TrimSpace(mp.Name) == "" {
-			return Result{}, fmt.Errorf("an IPAddressPool has no metadata.name")
 		}
 		r.Pools = append(r.Pools, p)
 	}

@@ -101,13 +101,19 @@ type routeEnv struct {
 func newRouteEnv(t *testing.T, o fake.Options, cluster string) *routeEnv {
 	h := newHarnessWith(t, "", o)
 	e := &routeEnv{h: h, client: k8sfake.NewClientset(), nodes: map[string]*v1.Node{}}
-	e.c = h.RouteCloud(t, cluster, []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}).(*Cloud)
+	e.restart(t, cluster)
+	return e
+}
+
+// restart is a new process: a new cloud of cluster over the same fake and Nodes, with a new
+// informer.
+func (e *routeEnv) restart(t *testing.T, cluster string) {
+	e.c = e.h.RouteCloud(t, cluster, []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}).(*Cloud)
 	f := informers.NewSharedInformerFactory(e.client, 0)
 	e.c.SetInformers(f)
 	f.Start(make(chan struct{}))
 	f.WaitForCacheSync(make(chan struct{}))
 	e.rs, _ = e.c.Routes()
-	return e
 }
 
 // addNode makes a server and its Node, and waits until the informer has it.
@@ -339,14 +345,7 @@ func TestRouteWritesFor100Nodes(t *testing.T) {
 	if w, _ := pass("next pass"); w != 0 {
 		t.Errorf("next pass: %d writes, want 0", w)
 	}
-	e2 := *e
-	e2.c = e.h.RouteCloud(t, "c", []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}).(*Cloud)
-	f := informers.NewSharedInformerFactory(e.client, 0)
-	e2.c.SetInformers(f)
-	f.Start(make(chan struct{}))
-	f.WaitForCacheSync(make(chan struct{}))
-	e2.rs, _ = e2.c.Routes()
-	*e = e2
+	e.restart(t, "c")
 	if w, _ := pass("first pass after a restart"); w != 0 {
 		t.Errorf("restart: %d writes, want 0", w)
 	}
