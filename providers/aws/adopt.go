@@ -23,7 +23,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
-	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -201,35 +200,29 @@ func (l *loadBalancers) adoptGroup(ctx context.Context, svc *v1.Service, lbName 
 
 // adoptTargetGroup finds, among the target groups attached to svc's NLB, one upstream made
 // for port p (its name shape, the port's target protocol and nodePort). With verify (the NLB has not
-// been reconciled by ccm yet), its tags must prove it svc's (ccm's or upstream's), and ccm's
-// ownership tags are added; after that, being attached to the Service's own NLB under
-// upstream's name shape is what identifies it.
-func (l *loadBalancers) adoptTargetGroup(ctx context.Context, svc *v1.Service, p nlbPort, attached []v2types.TargetGroup, verify bool) (*v2types.TargetGroup, error) {
+// been reconciled by ccm yet), its tags must prove it svc's (ccm's or upstream's), and untagged
+// says ccm's ownership tags are to be added; after that, being attached to the Service's own
+// NLB under upstream's name shape is what identifies it.
+func (l *loadBalancers) adoptTargetGroup(ctx context.Context, svc *v1.Service, p nlbPort, attached []v2types.TargetGroup, verify bool) (_ *v2types.TargetGroup, untagged bool, _ error) {
 	i := slices.IndexFunc(attached, func(tg v2types.TargetGroup) bool {
 		return upstreamTGNameRE.MatchString(aws.ToString(tg.TargetGroupName)) && string(tg.Protocol) == p.backend() && aws.ToInt32(tg.Port) == p.NodePort
 	})
 	if i < 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	tg := attached[i]
 	if !verify {
-		return &tg, nil
+		return &tg, false, nil
 	}
 	id := l.identity(svc)
 	tags, err := l.tagsV2(ctx, aws.ToString(tg.TargetGroupArn))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !ownership.Is(id, tags) && !upstreamOwned(id, tags) {
-		return nil, nil // not provably this Service's: leave it, make ccm's own
+		return nil, false, nil // not provably this Service's: leave it, make ccm's own
 	}
-	if want := id.Tags(); !tagsHold(tags, want) {
-		if _, err := l.c.api.elbv2.AddTags(ctx, &elbv2.AddTagsInput{ResourceArns: []string{aws.ToString(tg.TargetGroupArn)}, Tags: v2Tags(want)}); err != nil {
-			return nil, fmt.Errorf("aws: AddTags (v2) %s: %w", aws.ToString(tg.TargetGroupName), err)
-		}
-		klog.InfoS("Took over the upstream CCM's target group", "service", klog.KObj(svc), "targetGroup", aws.ToString(tg.TargetGroupName))
-	}
-	return &tg, nil
+	return &tg, !tagsHold(tags, id.Tags()), nil
 }
 
 // ownsTG says whether a target group's tags make it svc's: ccm's tags, or upstream's on a group
@@ -254,34 +247,4 @@ func upstreamOnly(name string, svc *v1.Service) string {
 // revokes it.
 func upstreamNLBRule(up string, r rule) bool {
 	return up != "" && r.CIDR != "" && (r.Desc == "kubernetes.io/rule/nlb/client="+up || r.Desc == "kubernetes.io/rule/nlb/health="+up)
-}
-
-// redescribe gives the rules of a group that ccm wants and upstream added (same rule, upstream's
-// description) ccm's description, in place: the traffic they admit never stops. It returns
-// have as it then is.
-func (l *loadBalancers) redescribe(ctx context.Context, groupID string, have, want []rule, upstream func(rule) bool) ([]rule, []string, error) {
-	var change []rule
-	out := slices.Clone(have)
-	for i, h := range out {
-		if !upstream(h) {
-			continue
-		}
-		if j := slices.IndexFunc(want, func(r rule) bool { return r.Key() == h.Key() }); j >= 0 {
-			out[i].Desc = want[j].Desc
-			change = append(change, out[i])
-		}
-	}
-	if len(change) == 0 {
-		return have, nil, nil
-	}
-	l.gsnap.forgetAll()
-	if _, err := l.c.api.ec2.UpdateSecurityGroupRuleDescriptionsIngress(ctx, &ec2.UpdateSecurityGroupRuleDescriptionsIngressInput{
-		GroupId: aws.String(groupID), IpPermissions: permissions(change, true)}); err != nil {
-		return nil, nil, fmt.Errorf("aws: UpdateSecurityGroupRuleDescriptionsIngress %s: %w", groupID, err)
-	}
-	var notes []string
-	for _, r := range change {
-		notes = append(notes, fmt.Sprintf("ingress rule %s of security group %s taken over from the upstream CCM", r.Text(), groupID))
-	}
-	return out, notes, nil
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
-	"github.com/ccm-project/ccm/common/svcevents"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
 )
 
@@ -265,99 +264,67 @@ func nlbStatus(lb *v2types.LoadBalancer) *v1.LoadBalancerStatus {
 	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: strings.ToLower(aws.ToString(lb.DNSName))}}}
 }
 
-// nlbSync is one reconcile of an NLB: what it found and decided before the plan.
-type nlbSync struct {
-	svc       *v1.Service
-	opts      *lbOptions
-	name      string
-	cur       *v2types.LoadBalancer
-	tags      map[string]string // nil: made by this reconcile
-	want      *nlbDesired
-	groups    nlbplan.SecurityGroups
-	group     *types.SecurityGroup           // the NLB's own (nlbgroup.go)
-	named     map[string]v2types.TargetGroup // target groups looked up by name before a creation
-	recreated bool
-	repairs   []string
-	// applied: the desired state is the one last applied (its fingerprint is on the NLB), so
-	// a difference is drift.
-	applied bool
-	// lbStale: the NLB's entry in the listing is no longer what the cloud holds (it was made
-	// or its groups changed here; or an error left that unknown).
-	lbStale bool
-}
-
-// ensureNLB is EnsureLoadBalancer for type nlb: desired against observed (the cluster's
-// listing, else one Describe; its listeners, target groups, their attributes and targets; the
-// node rules), then only the difference is written. The NLB itself (made, or made again for a
-// scheme change) and its security groups come first; then its parts as observe → plan → apply
-// (nlbapply.go). The fingerprint tag says what was last applied: a difference while it still
-// matches is drift, reported as an Event.
+// ensureNLB is EnsureLoadBalancer for type nlb, as observe → plan → apply. It reads the NLB
+// (the cluster's listing, else one Describe), its security groups and the node groups, and,
+// for an NLB that stays, its listeners, target groups, their attributes and targets; it plans
+// the frame (nlbplan.PlanFrame: the NLB made or made again, its groups, the node rules) and the
+// parts (nlbplan.Compute); it confirms the NLB's owner once when it decided on the listing's
+// tags and something is to be written; then it writes the frame and the parts in their plans'
+// order. A new NLB's parts are planned once it exists (it has none to read). The fingerprint
+// tag says what was last applied: a difference while it still matches is drift, an Event.
 func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (_ *v1.LoadBalancerStatus, err error) {
-	if opts.nlbGroupIDErr != nil && l.c.cfg.nlbGroupsManaged() {
-		return nil, opts.nlbGroupIDErr
-	}
-	members, nodeGroups, err := l.members(ctx, opts, nodes)
+	s, err := l.observeNLBFrame(ctx, svc, opts, nodes, mustExist)
 	if err != nil {
 		return nil, err
 	}
-	// ccm's NLB, or the one the upstream CCM made for this Service (taken over in place); from
-	// the listing when it holds it active, else read.
-	name, cur, tags, listed, err := l.findNLB(ctx, svc)
-	if err != nil {
-		return nil, err
-	}
-	if err := l.adviseKeptTLS(ctx, svc, opts, cur); err != nil {
-		return nil, err
-	}
-	want, err := l.nlbDesired(ctx, svc, opts)
-	if err != nil {
-		return nil, err
-	}
-	want.NodeGroups = nodeGroups
-	if err := l.checkNamespaceRulesBefore(ctx, l.identity(svc), want); err != nil {
-		return nil, err
-	}
-	if cur == nil && mustExist {
-		return nil, errNotCreatedYet
-	}
-	if listed {
-		// Decided on the listing's tags: read them again before the first write, if any.
-		ctx = confirmBeforeWrites(ctx, l.nlbOwnerCheck(svc, name, aws.ToString(cur.LoadBalancerArn)))
-	}
-	s := &nlbSync{svc: svc, opts: opts, name: name, cur: cur, tags: tags, want: want, lbStale: true}
+	s.lbStale = true
 	defer func() {
 		if s.lbStale || err != nil { // after an error, whatever was written is unknown
-			l.nsnap.forget(name)
+			l.nsnap.forget(s.name)
 		}
 	}()
-	if err := l.prepareNLB(ctx, s); err != nil {
+	frame := nlbplan.PlanFrame(s.frameDesired(l.identity(svc)), s.have)
+	var parts *nlbplan.Plan
+	if !frame.Create {
+		s.lbStale = false
+		if parts, err = l.planNLBParts(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	if s.listed && (frame.Writes() || parts.Writes()) {
+		// Decided on the listing's tags, which may be its lifetime old: read them again once.
+		if err := l.nlbOwnerCheck(svc, s.name, aws.ToString(s.cur.LoadBalancerArn))(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.applyNLBFrame(ctx, s, frame); err != nil {
 		return nil, err
 	}
-	if s.cur == nil {
-		err = l.createNLB(ctx, s)
-	} else {
-		err = l.existingNLBGroups(ctx, s)
+	if parts == nil {
+		if parts, err = l.planNLBParts(ctx, s); err != nil {
+			return nil, err
+		}
 	}
+	repairs, pending, err := l.applyNLB(ctx, svc, s.target, s.parts, *parts)
+	s.repairs = append(s.repairs, repairs...)
 	if err != nil {
 		return nil, err
 	}
-	if s.groups.DropOwn || (len(s.groups.Named) > 0 && s.group == nil) {
-		// Detached (or on the NLB a scheme change replaced): the Service's own group goes.
-		l.dropOwnNLBGroup(ctx, svc, name, want, s.group)
-	}
-	pending, err := l.syncNLBParts(ctx, s, members)
-	if err != nil {
-		return nil, err
-	}
+	return l.nlbOutcome(s, pending)
+}
+
+// nlbOutcome reports the repairs of an NLB whose desired state was applied before, and its
+// status once it is active and no listener waits.
+func (l *loadBalancers) nlbOutcome(s *nlbSync, pending bool) (*v1.LoadBalancerStatus, error) {
 	if s.applied {
-		l.c.events.Repaired(svc, s.repairs)
+		l.c.events.Repaired(s.svc, s.repairs)
 	}
 	if pending {
 		// Not applied yet: the tags stay as they are, so the next pass goes on with it.
-		return nil, api.NewRetryError(fmt.Sprintf("NLB %s: a listener waits for a healthy target in its new target group", name), nlbPoll)
+		return nil, api.NewRetryError(fmt.Sprintf("NLB %s: a listener waits for a healthy target in its new target group", s.name), nlbPoll)
 	}
 	if s.cur.State == nil || s.cur.State.Code != v2types.LoadBalancerStateEnumActive {
-		return nil, api.NewRetryError(fmt.Sprintf("NLB %s is provisioning", name), nlbPoll)
+		return nil, api.NewRetryError(fmt.Sprintf("NLB %s is provisioning", s.name), nlbPoll)
 	}
 	return nlbStatus(s.cur), nil
 }
@@ -382,192 +349,26 @@ func (l *loadBalancers) adviseKeptTLS(ctx context.Context, svc *v1.Service, opts
 	return nil
 }
 
-// prepareNLB checks what must hold before anything is written (the NLB is the Service's, the
-// Elastic IPs of an NLB about to be made, the named groups), plans the NLB's security groups,
-// and deletes an NLB whose scheme changes.
-func (l *loadBalancers) prepareNLB(ctx context.Context, s *nlbSync) error {
-	id, want := l.identity(s.svc), s.want
-	if s.cur != nil {
-		if err := checkLB(id, s.svc, s.name, s.tags); err != nil {
-			return err
-		}
-		if want.ManagedGroup {
-			var err error
-			if s.group, err = l.nlbGroupOf(ctx, s.svc, s.cur); err != nil {
-				return err
-			}
-		}
-	}
-	if len(s.opts.EIPs) > 0 && (s.cur == nil || string(s.cur.Scheme) != want.Scheme) {
-		if err := l.checkEIPs(ctx, id, s.opts.EIPs); err != nil {
-			return err
-		}
-	}
-	kept := s.cur != nil && string(s.cur.Scheme) == want.Scheme
-	var curGroups []string
-	if kept {
-		curGroups = s.cur.SecurityGroups
-	}
-	s.groups = nlbplan.PlanSecurityGroups(annotationPrefix+annSecurityGroup, want.ManagedGroup, s.opts.SecurityGroups, kept, curGroups, groupIDOf(s.group))
-	if s.groups.Advice != "" {
-		l.c.events.Advise(s.svc, reasonUnusedAnnotation, s.groups.Advice)
-	}
-	if len(s.groups.Named) > 0 {
-		if err := l.checkNamedGroups(ctx, id, annSecurityGroup, s.groups.Named); err != nil {
-			return err
-		}
-	}
-	if s.cur == nil || kept {
-		return nil
-	}
-	// An NLB cannot change its scheme: it is deleted and made again, with new addresses and DNS
-	// name. Its target groups stay and are attached to the new one. Owned: checkLB above, on
-	// tags read now or, when listed, read again before this first write (confirmBeforeWrites).
-	l.c.events.Event(s.svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
-		fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which an NLB cannot do in place; its addresses and DNS name change", s.name, want.Scheme))
-	if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: s.cur.LoadBalancerArn}); err != nil {
-		return fmt.Errorf("aws: DeleteLoadBalancer (v2) %s: %w", s.name, err)
-	}
-	klog.InfoS("Deleted NLB to change its scheme", "service", klog.KObj(s.svc), "name", s.name, "scheme", want.Scheme)
-	l.tsnap.forget(aws.ToString(s.cur.LoadBalancerArn)) // its target groups are listed by its ARN
-	s.cur, s.tags, s.recreated = nil, nil, true
-	return nil
-}
-
-// createNLB makes the NLB, after its own group and rules (so it admits its clients from the
-// start), once the target groups its names would take are proven none of anyone else's.
-func (l *loadBalancers) createNLB(ctx context.Context, s *nlbSync) error {
-	id, want, svc := l.identity(s.svc), s.want, s.svc
-	var err error
-	if s.named, err = l.targetGroupsByName(ctx, id, want); err != nil {
-		return err
-	}
-	// Creating: this may be a type change, so the Service's classic ELB goes first.
-	hadELB, err := l.deleteClassic(ctx, svc)
-	if err != nil {
-		return err
-	}
-	if !hadELB && !s.recreated && len(svc.Status.LoadBalancer.Ingress) > 0 {
-		s.repairs = append(s.repairs, "the load balancer was deleted")
-		s.applied = true
-	}
-	in := &elbv2.CreateLoadBalancerInput{Name: aws.String(s.name), Type: v2types.LoadBalancerTypeEnumNetwork,
-		Scheme: v2types.LoadBalancerSchemeEnum(want.Scheme), Subnets: want.Subnets, Tags: v2Tags(ownTags(id, s.opts.ExtraTags, nil))}
-	switch {
-	case s.groups.Own:
-		// The group kept from the NLB a scheme change replaced, else ccm's.
-		if s.group == nil {
-			if s.group, err = l.newNLBGroup(ctx, svc, s.name, want); err != nil {
-				return err
-			}
-		}
-		if _, err := l.syncNLBGroup(ctx, svc, s.group, want); err != nil {
-			return err
-		}
-		in.SecurityGroups = []string{aws.ToString(s.group.GroupId)}
-	case len(s.groups.Named) > 0:
-		in.SecurityGroups = s.groups.Named
-	}
-	if len(want.Addresses) > 0 {
-		in.Subnets = nil
-		for i, sn := range want.Subnets {
-			m := v2types.SubnetMapping{SubnetId: aws.String(sn)}
-			if len(s.opts.EIPs) > 0 {
-				m.AllocationId = aws.String(want.Addresses[i])
-			} else {
-				m.PrivateIPv4Address = aws.String(want.Addresses[i])
-			}
-			in.SubnetMappings = append(in.SubnetMappings, m)
-		}
-	}
-	out, err := l.c.api.elbv2.CreateLoadBalancer(ctx, in)
-	if err != nil {
-		return fmt.Errorf("aws: CreateLoadBalancer (v2) %s: %w", s.name, err)
-	}
-	if len(out.LoadBalancers) == 0 || aws.ToString(out.LoadBalancers[0].LoadBalancerArn) == "" {
-		return errEmptyAnswer("CreateLoadBalancer (v2)", s.name)
-	}
-	s.cur, s.tags = &out.LoadBalancers[0], nil
-	klog.InfoS("Created NLB", "service", klog.KObj(svc), "name", s.name)
-	return nil
-}
-
-// existingNLBGroups makes an existing NLB's security groups the planned ones: its own group's
-// rules, and the groups it has.
-func (l *loadBalancers) existingNLBGroups(ctx context.Context, s *nlbSync) error {
-	s.applied = !fingerprint.Changed(s.tags[fingerprintTag], fingerprint.Of(s.want)) && !ownership.NeedsUID(l.identity(s.svc), s.tags)
-	if s.groups.Own {
-		if s.group == nil {
-			// Its groups are none of the Service's own (it named them until now): its own
-			// replaces them, as upstream. They are the user's and stay as they are, where
-			// upstream deletes a detached one tagged cluster-owned: a deliberate difference.
-			var err error
-			if s.group, err = l.newNLBGroup(ctx, s.svc, s.name, s.want); err != nil {
-				return err
-			}
-		}
-		changes, err := l.syncNLBGroup(ctx, s.svc, s.group, s.want)
-		if err != nil {
-			return err
-		}
-		s.repairs = append(s.repairs, changes...)
-	} else if s.want.ManagedGroup && len(s.cur.SecurityGroups) == 0 {
-		klog.V(2).InfoS("NLB has no security group and AWS cannot add one; left as it is (as upstream)", "service", klog.KObj(s.svc), "name", s.name)
-	}
-	changes, err := l.setNLBGroups(ctx, s.svc, s.cur, s.groups, s.group)
-	if err != nil {
-		return err
-	}
-	s.repairs = append(s.repairs, changes...)
-	s.lbStale = len(changes) > 0 // the NLB's groups, as the listing holds them
-	return nil
-}
-
-// syncNLBParts makes the node rules, then the NLB's target groups, listeners, attributes,
-// targets and tags, as observe → plan → apply. It says whether a listener still waits for a
-// healthy target in its new target group.
-func (l *loadBalancers) syncNLBParts(ctx context.Context, s *nlbSync, members []string) (bool, error) {
+// planNLBParts reads the NLB's parts and plans them: its target groups (upstream's taken over
+// only when their tags prove them this Service's, until ccm has completed a reconcile of it),
+// listeners, attributes, targets and tags.
+func (l *loadBalancers) planNLBParts(ctx context.Context, s *nlbSync) (*nlbplan.Plan, error) {
 	arn, svc, want := aws.ToString(s.cur.LoadBalancerArn), s.svc, s.want
-	if s.tags != nil && len(want.Addresses) > 0 && !sameAddresses(s.cur, want.Addresses) {
-		l.c.events.Advise(svc, reasonUnusedAnnotation, fmt.Sprintf("%s%s / %s: the NLB's addresses are not the ones named; AWS sets them only when an NLB is created (as upstream, ccm does not recreate it): recreate the Service to apply them",
-			annotationPrefix, annEIPAllocations, annPrivateAddresses))
-	}
-	// Until ccm has completed a reconcile of it (its fingerprint is on it), target groups the
-	// upstream CCM attached are taken over only when their tags prove them this Service's.
-	verify := s.name == upstreamName(svc) && s.tags[fingerprintTag] == ""
-	if err := l.syncNLBRules(ctx, s, verify); err != nil {
-		return false, err
-	}
-	tgs, err := l.targetGroupsOf(ctx, arn)
-	if err != nil {
-		return false, err
-	}
-	t := nlbTarget{name: s.name, arn: arn, want: want, members: members, tags: s.tags,
-		newTags: ownTags(l.identity(svc), s.opts.ExtraTags, map[string]string{fingerprintTag: fingerprint.Of(want), nodeGroupsTag: strings.Join(want.NodeGroups, " ")})}
-	have, err := l.observeNLB(ctx, svc, t, tgs, s.named, verify)
-	if err != nil {
-		return false, err
-	}
-	repairs, pending, err := l.applyNLB(ctx, svc, t, have, nlbplan.Compute(t.planInput(), have))
-	s.repairs = append(s.repairs, repairs...)
-	return pending, err
-}
-
-// syncNLBRules makes the node groups admit the NLB's clients and health checks, and revokes the
-// Service's rules from the groups of an earlier reconcile (the NLB's tag says which).
-func (l *loadBalancers) syncNLBRules(ctx context.Context, s *nlbSync, verify bool) error {
-	prevGroups := groupIDs(s.tags[nodeGroupsTag])
-	if verify {
-		// Upstream's node rules for this NLB are in the node groups (it named none in a tag).
-		groups, err := l.clusterGroups(ctx)
-		if err != nil {
-			return err
+	var tgs []v2types.TargetGroup
+	if s.tags != nil { // one just made has none
+		var err error
+		if tgs, err = l.targetGroupsOf(ctx, arn); err != nil {
+			return nil, err
 		}
-		prevGroups = append(prevGroups, groups...)
 	}
-	changes, err := l.nodeRulesNLB(ctx, s.svc, upstreamOnly(s.name, s.svc), append(slices.Clone(s.want.NodeGroups), prevGroups...), s.want)
-	s.repairs = append(s.repairs, changes...)
-	return err
+	s.target = nlbTarget{name: s.name, arn: arn, want: want, members: s.members, tags: s.tags,
+		newTags: ownTags(l.identity(svc), s.opts.ExtraTags, map[string]string{fingerprintTag: fingerprint.Of(want), nodeGroupsTag: strings.Join(want.NodeGroups, " ")})}
+	var err error
+	if s.parts, err = l.observeNLB(ctx, svc, s.target, tgs, s.named, s.verify); err != nil {
+		return nil, err
+	}
+	p := nlbplan.Compute(s.target.planInput(), s.parts)
+	return &p, nil
 }
 
 func (l *loadBalancers) attachedTGs(ctx context.Context, arn string) ([]v2types.TargetGroup, error) {
@@ -692,7 +493,7 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 		if err != nil {
 			return false, err
 		}
-		if _, err := l.nodeRulesNLB(ctx, svc, upstreamOnly(name, svc), append(groups, groupIDs(tags[nodeGroupsTag])...), nil); err != nil {
+		if err := l.removeNodeRulesNLB(ctx, svc, upstreamOnly(name, svc), append(groups, groupIDs(tags[nodeGroupsTag])...)); err != nil {
 			return false, err
 		}
 		if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: cur.LoadBalancerArn}); err != nil {
@@ -706,7 +507,7 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 		if err != nil {
 			return false, err
 		}
-		if _, err := l.nodeRulesNLB(ctx, svc, "", groups, nil); err != nil {
+		if err := l.removeNodeRulesNLB(ctx, svc, "", groups); err != nil {
 			return false, err
 		}
 	}

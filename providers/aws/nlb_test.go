@@ -138,7 +138,7 @@ func TestNLBDeleteFindsLeftoverTargetGroups(t *testing.T) {
 	}
 	// Simulate a crash of deleteNLB after its first steps (node rules revoked, NLB deleted).
 	nlb, _, _, _ := h.fake.NLBByName(c.lb.name(svc))
-	if _, err := c.lb.nodeRulesNLB(ctx, svc, "", []string{fakeaws.NodeGroup}, nil); err != nil {
+	if err := c.lb.removeNodeRulesNLB(ctx, svc, "", []string{fakeaws.NodeGroup}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.api.elbv2.DeleteLoadBalancer(ctx, deleteNLBInput(nlb.ARN)); err != nil {

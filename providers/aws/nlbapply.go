@@ -72,12 +72,14 @@ func (l *loadBalancers) observeNLB(ctx context.Context, svc *v1.Service, t nlbTa
 		if slices.ContainsFunc(attached, func(tg v2types.TargetGroup) bool { return aws.ToString(tg.TargetGroupName) == p.TG }) {
 			continue
 		}
-		found, err := l.findTargetGroup(ctx, svc, p, attached, named, verify)
+		found, untagged, err := l.findTargetGroup(ctx, svc, p, attached, named, verify)
 		if err != nil {
 			return have, err
 		}
 		if found != nil {
-			have.Found[p.TG] = planGroup(*found)
+			g := planGroup(*found)
+			g.Untagged = untagged
+			have.Found[p.TG] = g
 		}
 	}
 	out, err := describeListenersAll(ctx, l.c.api.elbv2, &elbv2.DescribeListenersInput{LoadBalancerArn: aws.String(t.arn)})
@@ -123,18 +125,20 @@ func (l *loadBalancers) observeNLB(ctx context.Context, svc *v1.Service, t nlbTa
 
 // findTargetGroup is p's target group when no listener forwards to it: maybe the upstream CCM's
 // for this port (taken over, so its listener stays), or made by an earlier, interrupted try.
-func (l *loadBalancers) findTargetGroup(ctx context.Context, svc *v1.Service, p nlbPort, attached []v2types.TargetGroup, named map[string]v2types.TargetGroup, verify bool) (*v2types.TargetGroup, error) {
-	found, err := l.adoptTargetGroup(ctx, svc, p, attached, verify)
+// untagged: upstream's, proven this Service's, without ccm's tags yet.
+func (l *loadBalancers) findTargetGroup(ctx context.Context, svc *v1.Service, p nlbPort, attached []v2types.TargetGroup, named map[string]v2types.TargetGroup, verify bool) (_ *v2types.TargetGroup, untagged bool, _ error) {
+	found, untagged, err := l.adoptTargetGroup(ctx, svc, p, attached, verify)
 	if err != nil || found != nil {
-		return found, err
+		return found, untagged, err
 	}
 	if t, known := named[p.TG]; known {
-		return &t, nil
+		return &t, false, nil
 	}
 	if named != nil {
-		return nil, nil
+		return nil, false, nil
 	}
-	return l.ownTargetGroup(ctx, l.identity(svc), p.TG)
+	tg, err := l.ownTargetGroup(ctx, l.identity(svc), p.TG)
+	return tg, false, err
 }
 
 func planListener(ls v2types.Listener) nlbplan.Listener {
@@ -223,7 +227,7 @@ func (l *loadBalancers) applyNLB(ctx context.Context, svc *v1.Service, t nlbTarg
 	if len(p.Unknown) > 0 {
 		a.adviseUnknown(p.Unknown)
 	}
-	for _, step := range []func(context.Context, nlbplan.Plan) error{a.groups, a.listeners, a.deleteGroups, a.attributes, a.targets} {
+	for _, step := range []func(context.Context, nlbplan.Plan) error{a.takeOver, a.groups, a.listeners, a.deleteGroups, a.attributes, a.targets} {
 		if err := step(ctx, p); err != nil {
 			return nil, false, err
 		}
@@ -261,11 +265,24 @@ func (a *nlbApply) adviseUnknown(keys []string) {
 		annotationPrefix, annTGAttributes, strings.Join(keys, ", ")))
 }
 
+// takeOver adds ccm's ownership tags to the upstream CCM's target groups the plan keeps.
+func (a *nlbApply) takeOver(ctx context.Context, p nlbplan.Plan) error {
+	tags := v2Tags(a.l.identity(a.svc).Tags())
+	for _, r := range p.TagGroups {
+		a.stale.groups = true
+		if _, err := a.l.c.api.elbv2.AddTags(ctx, &elbv2.AddTagsInput{ResourceArns: []string{r.ARN}, Tags: tags}); err != nil {
+			return fmt.Errorf("aws: AddTags (v2) %s: %w", r.Name, err)
+		}
+		klog.InfoS("Took over the upstream CCM's target group", "service", klog.KObj(a.svc), "targetGroup", r.Name)
+	}
+	return nil
+}
+
 // groups makes the missing target groups (each given the members and the asked attributes it
 // has at once), then repairs health checks and attributes.
 func (a *nlbApply) groups(ctx context.Context, p nlbplan.Plan) error {
 	api, want := a.l.c.api.elbv2, a.t.want
-	a.stale.groups = p.ChangesGroups()
+	a.stale.groups = a.stale.groups || p.ChangesGroups()
 	for _, c := range p.CreateGroups {
 		h := c.Health
 		in := &elbv2.CreateTargetGroupInput{Name: aws.String(c.Port.Group), Protocol: v2types.ProtocolEnum(c.Port.Backend), Port: aws.Int32(c.Port.NodePort),

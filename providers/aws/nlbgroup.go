@@ -146,25 +146,23 @@ func groupIDOf(g *types.SecurityGroup) string {
 	return aws.ToString(g.GroupId)
 }
 
-// setNLBGroups gives the existing NLB cur the groups plan wants (its own group g, or the
-// named ones) when it has others, with SetSecurityGroups, as upstream. It returns what
-// differed.
-func (l *loadBalancers) setNLBGroups(ctx context.Context, svc *v1.Service, cur *v2types.LoadBalancer, plan nlbplan.SecurityGroups, g *types.SecurityGroup) ([]string, error) {
-	want := plan.Named
-	if plan.Own {
-		want = []string{groupIDOf(g)}
+// setNLBGroups gives the existing NLB the groups the frame wants (its own group, or the named
+// ones), with SetSecurityGroups, as upstream.
+func (l *loadBalancers) setNLBGroups(ctx context.Context, s *nlbSync, f nlbplan.Frame) error {
+	want, cur, name := f.Named, s.cur.SecurityGroups, aws.ToString(s.cur.LoadBalancerName)
+	if f.Own != nil {
+		want = []string{groupIDOf(s.group)}
 	}
-	if len(want) == 0 || sameSet(want, cur.SecurityGroups) {
-		return nil, nil
+	if _, err := l.c.api.elbv2.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: s.cur.LoadBalancerArn, SecurityGroups: want}); err != nil {
+		return setNLBGroupsError(name, len(f.Named) > 0, err)
 	}
-	if _, err := l.c.api.elbv2.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: cur.LoadBalancerArn, SecurityGroups: want}); err != nil {
-		return nil, setNLBGroupsError(aws.ToString(cur.LoadBalancerName), len(plan.Named) > 0, err)
-	}
-	klog.InfoS("Set the NLB's security groups", "service", klog.KObj(svc), "name", aws.ToString(cur.LoadBalancerName), "was", cur.SecurityGroups, "groups", want)
+	s.lbStale = true // the NLB's groups, as the listing holds them
+	klog.InfoS("Set the NLB's security groups", "service", klog.KObj(s.svc), "name", name, "was", cur, "groups", want)
 	// Said on the Service: after an upgrade from a ccm that ignored the annotation on an NLB,
 	// this first sync is where its clients' traffic starts to depend on the named groups' rules.
-	l.c.events.Event(svc, v1.EventTypeNormal, reasonNLBGroupsReplaced, nlbGroupsReplacedMessage(aws.ToString(cur.LoadBalancerName), cur.SecurityGroups, want, len(plan.Named) > 0))
-	return []string{fmt.Sprintf("security groups were %v, not %v", cur.SecurityGroups, want)}, nil
+	l.c.events.Event(s.svc, v1.EventTypeNormal, reasonNLBGroupsReplaced, nlbGroupsReplacedMessage(name, cur, want, len(f.Named) > 0))
+	s.repairs = append(s.repairs, fmt.Sprintf("security groups were %v, not %v", cur, want))
+	return nil
 }
 
 // setNLBGroupsError names the security-groups annotation when AWS refuses a group it named
@@ -190,12 +188,11 @@ func nlbGroupsReplacedMessage(lbName string, was, now []string, named bool) stri
 	return fmt.Sprintf("security groups of NLB %s replaced: were %s, now %s (%s)", lbName, strings.Join(was, ","), strings.Join(now, ","), why)
 }
 
-// dropOwnNLBGroup deletes svc's own group once its NLB uses the named groups instead: g, just
-// detached, or else one left detached by an earlier try (found in the cluster's group listing
-// by ccm's or upstream's name). Only a group proven the Service's own goes. A failure (AWS may
-// hold a detached group in use for a while) is logged: the next sync finds it again, and the
-// Service's delete deletes it too.
-func (l *loadBalancers) dropOwnNLBGroup(ctx context.Context, svc *v1.Service, name string, want *nlbDesired, g *types.SecurityGroup) {
+// detachedOwnNLBGroup is the Service's own group once its NLB is to use the named groups
+// instead: g, on the NLB now, or else one left detached by an earlier try (found in the
+// cluster's group listing by ccm's or upstream's name); nil when none is proven the Service's
+// own or the annotation names it.
+func (l *loadBalancers) detachedOwnNLBGroup(ctx context.Context, svc *v1.Service, name string, want *nlbDesired, g *types.SecurityGroup) *types.SecurityGroup {
 	if g == nil {
 		clusterName, _ := l.clusterName.Load().(string)
 		for _, gname := range []string{nlbGroupName(name), upstreamNLBGroupName(clusterName, svc)} {
@@ -206,37 +203,46 @@ func (l *loadBalancers) dropOwnNLBGroup(ctx context.Context, svc *v1.Service, na
 		}
 	}
 	if g == nil || slices.Contains(want.NamedGroups, aws.ToString(g.GroupId)) || !l.isOwnNLBGroup(svc, name, g) {
-		return
+		return nil
 	}
-	if err := l.deleteGroup(ctx, svc, g); err != nil {
-		klog.InfoS("The Service's own NLB security group is not deleted yet", "service", klog.KObj(svc), "group", aws.ToString(g.GroupId), "err", err)
+	return g
+}
+
+// dropOwnNLBGroup deletes the Service's own group gid, detached from its NLB. A failure (AWS
+// may hold a detached group in use for a while) is logged: the next sync finds it again, and
+// the Service's delete deletes it too.
+func (l *loadBalancers) dropOwnNLBGroup(ctx context.Context, svc *v1.Service, gid string) {
+	if err := l.deleteGroup(ctx, svc, &types.SecurityGroup{GroupId: aws.String(gid)}); err != nil {
+		klog.InfoS("The Service's own NLB security group is not deleted yet", "service", klog.KObj(svc), "group", gid, "err", err)
 	}
 }
 
-// newNLBGroup returns the group for the NLB name about to be created: one an interrupted try
-// left (found by its name, it must be svc's by its tags), else a new one.
-func (l *loadBalancers) newNLBGroup(ctx context.Context, svc *v1.Service, name string, want *nlbDesired) (*types.SecurityGroup, error) {
-	id := l.identity(svc)
+// findOwnNLBGroup finds the group ccm names for the NLB name by that name: left by an
+// interrupted try, it must be the Service's by its tags. nil: none.
+func (l *loadBalancers) findOwnNLBGroup(ctx context.Context, id ownership.Identity, name, vpc string) (*types.SecurityGroup, error) {
 	gname := nlbGroupName(name)
-	if g, _ := l.gsnap.get(ctx, "name:"+want.vpc+"/"+gname, l.listGroups); g != nil {
-		if err := ownership.Check(id, "security group", gname, groupTags(g)); err != nil {
-			return nil, err
+	g, _ := l.gsnap.get(ctx, "name:"+vpc+"/"+gname, l.listGroups)
+	if g == nil {
+		out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+			filter("group-name", gname), filter("vpc-id", vpc)}})
+		if err != nil {
+			return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
 		}
-		return g, nil
-	}
-	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
-		filter("group-name", gname), filter("vpc-id", want.vpc)}})
-	if err != nil {
-		return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
-	}
-	if len(out.SecurityGroups) > 0 {
-		g := &out.SecurityGroups[0]
-		if err := ownership.Check(id, "security group", gname, groupTags(g)); err != nil {
-			return nil, err
+		if len(out.SecurityGroups) == 0 {
+			return nil, nil
 		}
-		return g, nil
+		g = &out.SecurityGroups[0]
 	}
-	tags := ownTags(id, want.ExtraTags, nil)
+	if err := ownership.Check(id, "security group", gname, groupTags(g)); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// createNLBGroup makes the group of the NLB name, tagged for the Service.
+func (l *loadBalancers) createNLBGroup(ctx context.Context, svc *v1.Service, name string, want *nlbDesired) (*types.SecurityGroup, error) {
+	gname := nlbGroupName(name)
+	tags := ownTags(l.identity(svc), want.ExtraTags, nil)
 	var ts []types.Tag
 	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		ts = append(ts, types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
@@ -255,30 +261,6 @@ func (l *loadBalancers) newNLBGroup(ctx context.Context, svc *v1.Service, name s
 	l.gsnap.forgetAll()
 	klog.InfoS("Created NLB security group", "service", klog.KObj(svc), "group", aws.ToString(created.GroupId))
 	return &types.SecurityGroup{GroupId: created.GroupId, GroupName: aws.String(gname), Tags: ts}, nil
-}
-
-// syncNLBGroup makes g, the NLB's own group, svc's by its tags (taking upstream's over in
-// place: same group, its rules kept) and its rules the wanted ones, writing only the
-// difference. Every rule in the group is the Service's (the whole group is).
-func (l *loadBalancers) syncNLBGroup(ctx context.Context, svc *v1.Service, g *types.SecurityGroup, want *nlbDesired) ([]string, error) {
-	id := l.identity(svc)
-	gid := aws.ToString(g.GroupId)
-	tags := groupTags(g)
-	if err := ownership.Check(id, "security group", gid, tags); err != nil {
-		if !l.isUpstreamNLBGroup(id, svc, g) {
-			return nil, err
-		}
-		var ts []types.Tag
-		for _, k := range slices.Sorted(maps.Keys(id.Tags())) {
-			ts = append(ts, types.Tag{Key: aws.String(k), Value: aws.String(id.Tags()[k])})
-		}
-		if _, err := l.c.api.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{gid}, Tags: ts}); err != nil {
-			return nil, fmt.Errorf("aws: CreateTags %s: %w", gid, err)
-		}
-		l.gsnap.forgetAll()
-		klog.InfoS("Took over the upstream CCM's NLB security group", "service", klog.KObj(svc), "group", gid)
-	}
-	return l.syncRules(ctx, gid, rulesOf(g), nlbGroupRules(id, want), func(rule) bool { return true })
 }
 
 // deleteNLBGroup deletes the NLB's own group once the NLB is gone. g was found attached to the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
-	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
+	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
 )
 
 // nodeGroupsTag lists (space-separated) the node security groups an NLB's rules were added to,
@@ -21,72 +21,37 @@ import (
 // annotation can set a ccm.k8s.io/ tag).
 const nodeGroupsTag = "ccm.k8s.io/node-groups"
 
-// nodeRulesNLB makes the node groups admit want's source ranges on its nodePorts (and health
-// check nodePort), or, with want nil, removes the rules; it returns what it changed. The rules it manages are those
-// carrying this Service's description (ownership.Description): nodePorts are unique only
-// within a cluster, and two clusters may share a node group.
-// up is the name of the Service's NLB when it is the upstream CCM's, taken over ("" otherwise):
-// the node rules upstream described with that name are then this Service's too. In each group it
-// also keeps the cluster's shared ICMP rules for path-MTU discovery (nlbmtu.go), after the client
-// rules (adds and revokes) of every group, in calls of their own.
-func (l *loadBalancers) nodeRulesNLB(ctx context.Context, svc *v1.Service, up string, groups []string, want *nlbDesired) ([]string, error) {
+// removeNodeRulesNLB removes the Service's NLB rules from the node groups (read as they are
+// now), and settles the shared MTU rules there. The rules it removes are those carrying this
+// Service's description (ownership.Description): nodePorts are unique only within a cluster,
+// and two clusters may share a node group. up is the name of the Service's NLB when it is the
+// upstream CCM's, taken over ("" otherwise): the node rules upstream described with that name
+// are then this Service's too.
+func (l *loadBalancers) removeNodeRulesNLB(ctx context.Context, svc *v1.Service, up string, groups []string) error {
 	groups = slices.Compact(slices.Sorted(slices.Values(groups)))
-	if len(groups) == 0 || (want != nil && l.c.cfg.Global.DisableSecurityGroupIngress) {
-		return nil, nil
-	}
-	id := l.identity(svc)
-	need := nlbNodeRules(id, want)
-	read := l.groupsByID // a reconcile may use the listing
-	if want == nil {
-		read = l.describeGroups // a delete reads them as they are
-	}
-	gs, err := read(ctx, groups)
-	if err != nil {
-		return nil, err
-	}
-	var changes []string
-	mtu := map[string][]rule{} // groups whose MTU rules are to be looked at: their wanted client rules
-	for i := range gs {
-		g := &gs[i]
-		gid := aws.ToString(g.GroupId)
-		var rs []rule
-		if slices.Contains(want.nodeGroups(), gid) {
-			rs = need
-		}
-		// An NLB's rules are from CIDRs; the Service's classic ELB rules (from its group) are not
-		// these, during a type change either. The client and health rules the upstream CCM
-		// added for this Service's NLB are taken over: those ccm wants get its description in
-		// place, the others are revoked after ccm's own are added (syncRules adds first).
-		upstream := func(r rule) bool { return upstreamNLBRule(up, r) }
-		mine := func(r rule) bool { return r.CIDR != "" && (ownership.DescribedBy(id, r.Desc) || upstream(r)) }
-		have, redescribed, err := l.redescribe(ctx, gid, rulesOf(g), rs, upstream)
-		if err != nil {
-			return nil, err
-		}
-		changes = append(changes, redescribed...)
-		changed, err := l.syncRules(ctx, gid, have, rs, mine)
-		if err != nil {
-			return nil, err
-		}
-		changes = append(changes, changed...)
-		// The shared MTU rules follow the client rules; they are settled below, after every
-		// group's client rules, where this sync changed those or the MTU rules look out of step.
-		if len(redescribed)+len(changed) > 0 || sgrules.MTUOutOfStep(id.Cluster, sgrules.After(have, rs, mine), rs) {
-			mtu[gid] = rs
-		}
-	}
-	changed, err := l.syncMTURules(ctx, svc, id.Cluster, mtu)
-	if err != nil {
-		return nil, err
-	}
-	return append(changes, changed...), nil
-}
-
-func (d *nlbDesired) nodeGroups() []string {
-	if d == nil {
+	if len(groups) == 0 {
 		return nil
 	}
-	return d.NodeGroups
+	gs, err := l.describeGroups(ctx, groups)
+	if err != nil {
+		return err
+	}
+	var read []nlbplan.RuleGroup
+	for i := range gs {
+		read = append(read, nlbplan.RuleGroup{ID: aws.ToString(gs[i].GroupId), Rules: rulesOf(&gs[i])})
+	}
+	changes, mtu := nlbplan.PlanNodeRules(nodeRuleOwners(l.identity(svc), up), read)
+	_, err = l.applyNodeRules(ctx, svc, changes, mtu)
+	return err
+}
+
+// nodeRuleOwners says which node rules are the Service's: an NLB's rules are from CIDRs (the
+// Service's classic ELB rules, from its group, are not these, during a type change either) and
+// carry its description, or are upstream's for its NLB up, taken over. No rule is wanted.
+func nodeRuleOwners(id ownership.Identity, up string) nlbplan.NodeRules {
+	upstream := func(r rule) bool { return upstreamNLBRule(up, r) }
+	return nlbplan.NodeRules{Cluster: id.Cluster, Upstream: upstream,
+		Mine: func(r rule) bool { return r.CIDR != "" && (ownership.DescribedBy(id, r.Desc) || upstream(r)) }}
 }
 
 // defaultRulesPerNamespace is NodeSecurityGroupRulesPerNamespace's default: two thirds of AWS's

@@ -167,6 +167,11 @@ func permissions(rs []rule, withDesc bool) []types.IpPermission {
 // returns what it changed, one phrase per rule.
 func (l *loadBalancers) syncRules(ctx context.Context, groupID string, have, want []rule, mine func(rule) bool) ([]string, error) {
 	add, del := sgrules.Plan(have, want, mine)
+	return l.writeRules(ctx, groupID, add, del)
+}
+
+// writeRules authorizes add and revokes del in the group; it returns what it changed.
+func (l *loadBalancers) writeRules(ctx context.Context, groupID string, add, del []rule) ([]string, error) {
 	var changed []string
 	if len(add)+len(del) > 0 {
 		l.gsnap.forgetAll() // the listing no longer holds this group as it is

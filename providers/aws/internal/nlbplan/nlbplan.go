@@ -59,6 +59,9 @@ type Group struct {
 	Attributes map[string]string // nil: not read (no attribute asked)
 	Targets    []string
 	Healthy    bool // a target passes its health check
+	// Untagged: the upstream CCM's, proven the Service's by its tags, without ccm's yet: they
+	// are added before anything else is written.
+	Untagged bool
 }
 
 // Listener is a listener as read. Forward is the target group it forwards to when it has one
@@ -127,6 +130,7 @@ type Targets struct {
 
 // Plan is the difference, in the order it is written. Its zero value is nothing to do.
 type Plan struct {
+	TagGroups       []Ref // upstream's target groups taken over: ccm's ownership tags added
 	CreateGroups    []CreateGroup
 	ModifyHealth    []Ref
 	GroupAttributes []SetAttributes
@@ -158,6 +162,11 @@ func (p *Plan) ChangesGroups() bool {
 	return len(p.CreateGroups)+len(p.ModifyHealth)+len(p.DeleteListeners)+len(p.ModifyListeners)+len(p.CreateListeners)+len(p.DeleteGroups) > 0
 }
 
+// Writes says whether the plan writes anything (nil: a plan not made yet, which will).
+func (p *Plan) Writes() bool {
+	return p == nil || p.ChangesGroups() || len(p.TagGroups)+len(p.GroupAttributes)+len(p.Attributes)+len(p.Register)+len(p.Deregister) > 0 || p.Tags != nil
+}
+
 // Compute is the plan that makes have what want says.
 func Compute(want Desired, have Observed) Plan {
 	var p Plan
@@ -181,6 +190,9 @@ func (p *Plan) planGroups(want Desired, have Observed) ([]Ref, map[string]bool) 
 		g, ok := groupNamed(have.Attached, port.Group)
 		if !ok {
 			g, ok = have.Found[port.Group]
+			if ok && g.Untagged && !slices.ContainsFunc(p.TagGroups, func(r Ref) bool { return r.ARN == g.ARN }) {
+				p.TagGroups = append(p.TagGroups, Ref{ARN: g.ARN, Name: g.Name})
+			}
 		}
 		if !ok {
 			if !made[port.Group] {
