@@ -23,7 +23,9 @@ func client(cidr string, port int32, desc string) sgrules.Rule {
 func nodeRules(want []sgrules.Rule, in ...string) NodeRules {
 	upstream := func(r sgrules.Rule) bool { return r.Desc == upDesc }
 	return NodeRules{Want: want, In: in, Cluster: "c", Upstream: upstream,
-		Mine: func(r sgrules.Rule) bool { return r.CIDR != "" && (ownership.DescribedBy(svcID, r.Desc) || upstream(r)) }}
+		Mine: func(r sgrules.Rule) bool {
+			return r.CIDR != "" && (ownership.DescribedBy(svcID, r.Desc) || upstream(r))
+		}}
 }
 
 // Each kind of frame step, one case each: a case fails when PlanFrame stops making its step
