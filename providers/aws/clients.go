@@ -34,7 +34,7 @@ func newClients(ctx context.Context, cfg *Config, policy retryPolicy) (*clients,
 		awsconfig.WithRegion(cfg.region()),
 		awsconfig.WithClientLogMode(0),
 		awsconfig.WithRetryer(policy.retryer),
-		awsconfig.WithAPIOptions([]func(*middleware.Stack) error{countCalls, ownerCheckBeforeWrites}),
+		awsconfig.WithAPIOptions([]func(*middleware.Stack) error{countCalls}),
 	}
 	if f := cfg.Global.CredentialsFile; f != "" {
 		opts = append(opts,

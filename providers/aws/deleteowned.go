@@ -96,10 +96,9 @@ func (l *loadBalancers) clusterGroups(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// dropUnusedOwnGroup deletes the ELB's own group (and the rules from it) once the ELB uses
-// groups named by annotation or config instead. It looks only in the cluster's group listing,
-// so a Service with named groups pays no read for it per sync.
-func (l *loadBalancers) dropUnusedOwnGroup(ctx context.Context, svc *v1.Service, lbName, vpc string) error {
+// unusedOwnGroup is the ELB's own group when the ELB uses named groups instead (nil: none, or
+// not proven the Service's).
+func (l *loadBalancers) unusedOwnGroup(ctx context.Context, svc *v1.Service, lbName, vpc string) *types.SecurityGroup {
 	if vpc == "" {
 		return nil
 	}
@@ -108,9 +107,14 @@ func (l *loadBalancers) dropUnusedOwnGroup(ctx context.Context, svc *v1.Service,
 	if g == nil || (!ownership.Is(id, groupTags(g)) && !isUpstreamGroup(id, svc, lbName, g)) {
 		return nil
 	}
+	return g
+}
+
+// dropUnusedOwnGroup deletes the ELB's own group g, no longer used, after the rules from it.
+func (l *loadBalancers) dropUnusedOwnGroup(ctx context.Context, svc *v1.Service, g *types.SecurityGroup) error {
 	own := *g
 	ownID := aws.ToString(own.GroupId)
-	if err := l.revokeRulesFrom(ctx, id, []string{ownID}, ownID); err != nil {
+	if err := l.revokeRulesFrom(ctx, l.identity(svc), []string{ownID}, ownID); err != nil {
 		return err
 	}
 	return l.deleteGroup(ctx, svc, &own)

@@ -78,10 +78,9 @@ type desired struct {
 	SSLPolicy   string   `json:",omitempty"`
 	ExtraGroups []string `json:",omitempty"`
 
-	groupIDs     []string // the groups to attach; not fingerprinted (an ID is known only after creation)
-	groupCreated bool     // ensureGroupRules created the ELB's own group
-	named        bool     // SecurityGroups come from the annotation (checked before use), not the config
-	vpc          string
+	groupIDs []string // the groups to attach; not fingerprinted (an ID is known only after creation)
+	named    bool     // SecurityGroups come from the annotation (checked before use), not the config
+	vpc      string
 }
 
 // attrs are the ELB's attributes, upstream's defaults when the Service sets none.
@@ -167,7 +166,8 @@ func (l *loadBalancers) leftovers(ctx context.Context, svc *v1.Service) (bool, e
 }
 
 // elbOwnerCheck reads the ELB's tags and checks that svc owns it (see checkLB): run before
-// the first write of a reconcile that decided on the listing's tags (see confirmBeforeWrites).
+// the first write of a reconcile that decided on the listing's tags (which may be the
+// listing's lifetime old: someone may have retagged it since).
 func (l *loadBalancers) elbOwnerCheck(svc *v1.Service, name string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		tags, err := l.tags(ctx, name)
@@ -308,134 +308,183 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	return st, err
 }
 
-// ensureClassic reconciles svc's classic ELB: desired (from the Service) against observed
-// (the cluster's listing, else one Describe; the cross-zone attribute; the security group
-// rules), then writes the plan, the difference. Nothing differs: no write. The fingerprint tag
-// says what was last applied: a difference while it still matches is drift, reported as an Event.
-func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
-	ctx, r, err := l.prepareClassic(ctx, svc, opts, nodes, mustExist)
+// ensureClassic reconciles svc's classic ELB as observe → plan → apply: it reads the ELB (the
+// cluster's listing, else one Describe; the cross-zone attribute), its groups and the node
+// groups; plans the groups' writes (planELBGroups) and the ELB's (elbplan.Compute); confirms
+// the ELB's owner once when it decided on the listing's tags and something is to be written;
+// then writes the groups, the ELB (made, or made again for a scheme change), the plan, the
+// unused own group's delete and the tags. Nothing differs: no write. The fingerprint tag says
+// what was last applied: a difference while it still matches is drift, reported as an Event.
+func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (_ *v1.LoadBalancerStatus, err error) {
+	r, err := l.observeClassic(ctx, svc, opts, nodes, mustExist)
 	if err != nil {
 		return nil, err
 	}
-	name, cur, tags, want, id := r.name, r.cur, r.tags, r.want, r.id
-	wrote := false
+	planELBGroups(r.id, r.want, r.groups)
+	r.planExisting()
 	defer func() {
-		if wrote {
-			l.snap.forget(name) // the next look reads the ELB as written
+		if r.stale || err != nil { // the next look reads the ELB as written
+			l.snap.forget(r.name)
 		}
 	}()
-	var repairs []string
-	// The desired state is the one last applied: any difference found now was made out of band.
-	applied := cur != nil && !fingerprint.Changed(tags[fingerprintTag], r.fp) && !ownership.NeedsUID(id, tags)
-	groupRepairs, err := l.ensureGroupRules(ctx, svc, name, want)
-	wrote = err != nil || len(groupRepairs) > 0 || want.groupCreated
+	if r.listed && r.writes() {
+		// Decided on the listing's tags, which may be its lifetime old: read them again once.
+		if err := l.elbOwnerCheck(svc, r.name)(ctx); err != nil {
+			return nil, err
+		}
+	}
+	groupRepairs, err := l.applyELBGroups(ctx, svc, r.name, r.want, r.groups)
 	if err != nil {
 		return nil, err
 	}
-	repairs = append(repairs, groupRepairs...)
-	var plan elbplan.Plan
-	created := cur == nil
-	if cur != nil {
-		plan, err = l.planExisting(ctx, svc, name, want, r.members, cur)
-		wrote = wrote || plan.Recreate
-		if err != nil {
-			return nil, err
-		}
-		if plan.Recreate {
-			cur, applied = nil, false
-		}
-	}
-	if cur == nil {
-		wrote, created = true, true
-		var lost bool
-		if cur, plan, lost, err = l.createClassic(ctx, svc, opts, name, want, r.members, plan.Recreate); err != nil {
-			return nil, err
-		}
-		if lost {
-			repairs = append(repairs, "the load balancer was deleted")
-			applied = true
-		}
-	}
-	klog.V(2).InfoS("Reconciling ELB", "service", klog.KObj(svc), "name", name, "changes", len(plan.Repairs)+len(groupRepairs))
-	wrote = wrote || !plan.Empty()
-	if err := l.applyELB(ctx, name, want, plan); err != nil {
+	repairs, err := l.applyClassic(ctx, r, opts)
+	if err != nil {
 		return nil, err
 	}
-	if !want.OwnGroup {
-		// Groups named now (annotation, ElbSecurityGroup): the group ccm made before goes.
-		if err := l.dropUnusedOwnGroup(ctx, svc, name, want.vpc); err != nil {
-			return nil, err
-		}
+	if r.applied {
+		l.c.events.Repaired(svc, append(groupRepairs, repairs...))
 	}
-	if !created {
-		repairs = append(repairs, plan.Repairs...) // after a creation the plan is the rest of it, no repair
+	if err := l.tagClassic(ctx, r); err != nil {
+		return nil, err
 	}
-	if applied {
-		l.c.events.Repaired(svc, repairs)
-	}
-	// The fingerprint goes last: a failure above leaves the old one, so the next try rewrites.
-	// The ownership tags go with it (after the user's), so a load balancer written before
-	// UIDs were recorded gets its Service's UID.
-	if tags == nil || fingerprint.Changed(tags[fingerprintTag], r.fp) || ownership.NeedsUID(id, tags) || !tagsHold(tags, ownTags(id, opts.ExtraTags, nil)) {
-		wrote = true
-		tags := ownTags(id, opts.ExtraTags, map[string]string{fingerprintTag: r.fp})
-		if _, err := l.c.api.elb.AddTags(ctx, &elb.AddTagsInput{LoadBalancerNames: []string{name}, Tags: elbTags(tags)}); err != nil {
-			return nil, fmt.Errorf("aws: AddTags %s: %w", name, err)
-		}
-	}
-	return status(cur), nil
+	return status(r.cur), nil
 }
 
-// classicRun is what ensureClassic reads before its first write: the members, the ELB found
-// (cur nil: none; tags its tags), and the desired state with its fingerprint.
+// classicRun is one reconcile of an ELB: the members, the ELB found (cur nil: none; tags its
+// tags; listed: both from the listing), the desired state with its fingerprint, its groups,
+// and its plan.
 type classicRun struct {
+	svc     *v1.Service
 	name    string
 	cur     *elbtypes.LoadBalancerDescription
 	tags    map[string]string
+	listed  bool
 	members []string
 	want    *desired
 	fp      string
 	id      ownership.Identity
+	groups  *elbGroups
+	have    elbplan.Observed // cur's attributes, read
+	plan    elbplan.Plan
+	planned bool // plan is computed (an existing ELB whose groups are known)
+	// applied: the desired state is the one last applied, so a difference is drift.
+	applied bool
+	stale   bool // the ELB's entry in the listing is no longer what the cloud holds
 }
 
-// prepareClassic reads the members and the Service's ELB and builds the desired state; the
-// context it returns confirms the ELB's owner before the first write when the ELB was found in
-// the shared listing. A missing ELB with mustExist is errNotCreatedYet; an ELB found that is
-// not the Service's (checkLB) is an error.
-func (l *loadBalancers) prepareClassic(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (context.Context, classicRun, error) {
-	var r classicRun
+// observeClassic reads the members, the Service's ELB, its attributes and groups, and builds
+// the desired state. A missing ELB with mustExist is errNotCreatedYet; an ELB found that is not
+// the Service's (checkLB) is an error.
+func (l *loadBalancers) observeClassic(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (*classicRun, error) {
+	r := &classicRun{svc: svc, id: l.identity(svc)}
 	members, nodeGroups, err := l.members(ctx, opts, nodes)
 	if err != nil {
-		return ctx, r, err
+		return nil, err
 	}
 	r.members = members
 	// ccm's ELB, or the one the upstream CCM made for this Service (taken over in place).
-	// listed: tags from the shared listing, up to its age old.
-	name, cur, tags, listed, err := l.findClassic(ctx, svc)
-	if err != nil {
-		return ctx, r, err
+	if r.name, r.cur, r.tags, r.listed, err = l.findClassic(ctx, svc); err != nil {
+		return nil, err
 	}
-	r.name, r.cur, r.tags = name, cur, tags
-	if listed {
-		// Decided on the listing's tags: read them again before the first write, if any (the
-		// security group rules and the group made by desired included).
-		ctx = confirmBeforeWrites(ctx, l.elbOwnerCheck(svc, name))
-	}
-	l.adviseKeptTLSClassic(svc, opts, cur)
-	if r.want, err = l.desired(ctx, svc, opts, name, nodeGroups); err != nil {
-		return ctx, r, err
+	l.adviseKeptTLSClassic(svc, opts, r.cur)
+	if r.want, err = l.desired(ctx, svc, opts, r.name, nodeGroups); err != nil {
+		return nil, err
 	}
 	r.fp = fingerprint.Of(r.want)
-	r.id = l.identity(svc)
-	if cur == nil && mustExist {
-		return ctx, r, errNotCreatedYet
+	if r.cur == nil && mustExist {
+		return nil, errNotCreatedYet
 	}
-	if cur != nil {
-		if err := checkLB(r.id, svc, name, tags); err != nil {
-			return ctx, r, err
+	if r.cur != nil {
+		if err := checkLB(r.id, svc, r.name, r.tags); err != nil {
+			return nil, err
+		}
+		r.applied = !fingerprint.Changed(r.tags[fingerprintTag], r.fp) && !ownership.NeedsUID(r.id, r.tags)
+		r.have.Desc = r.cur
+		if r.have.CrossZone, r.have.Attrs, err = l.attributesOf(ctx, r.name); err != nil {
+			return nil, err
 		}
 	}
-	return ctx, r, nil
+	if r.groups, err = l.observeELBGroups(ctx, svc, r.name, r.want); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// planExisting plans the existing ELB's changes once the groups it is to have are known.
+func (r *classicRun) planExisting() {
+	if r.cur != nil && r.groups.planned {
+		r.plan, r.planned = elbplan.Compute(r.want.planDesired(), r.members, r.have), true
+	}
+}
+
+// tagsDue says whether the ELB's tags are to be written: its fingerprint or ownership tags
+// (after the user's) are not what they should be.
+func (r *classicRun) tagsDue() bool {
+	return r.tags == nil || fingerprint.Changed(r.tags[fingerprintTag], r.fp) || ownership.NeedsUID(r.id, r.tags) || !tagsHold(r.tags, ownTags(r.id, r.want.ExtraTags, nil))
+}
+
+// writes says whether the reconcile writes anything: a plan not computed yet (a group to
+// make first) does.
+func (r *classicRun) writes() bool {
+	return r.cur == nil || r.groups.writes() || !r.planned || !r.plan.Empty() || r.tagsDue()
+}
+
+// applyClassic makes the ELB (deleting it first when its scheme changes, which ELB cannot do
+// in place), writes its plan and drops the own group it no longer uses. It returns what the
+// plan repaired on an ELB that was there.
+func (l *loadBalancers) applyClassic(ctx context.Context, r *classicRun, opts *lbOptions) ([]string, error) {
+	svc := r.svc
+	r.planExisting() // now, if the ELB's own group was made first
+	if r.planned && r.plan.Recreate {
+		// A new ELB gets a new DNS name.
+		l.c.events.Event(svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
+			fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which ELB cannot do in place; its DNS name changes", r.name, r.want.Scheme))
+		r.stale = true
+		if _, err := l.c.api.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(r.name)}); err != nil {
+			return nil, fmt.Errorf("aws: DeleteLoadBalancer %s: %w", r.name, err)
+		}
+	}
+	var repairs []string
+	if r.cur == nil || r.plan.Recreate {
+		r.stale = true
+		cur, plan, lost, err := l.createClassic(ctx, svc, opts, r.name, r.want, r.members, r.plan.Recreate)
+		if err != nil {
+			return nil, err
+		}
+		r.cur, r.plan, r.applied = cur, plan, lost
+		if lost {
+			repairs = append(repairs, "the load balancer was deleted")
+		}
+	} else {
+		repairs = append(repairs, r.plan.Repairs...) // after a creation the plan is the rest of it, no repair
+	}
+	klog.V(2).InfoS("Reconciling ELB", "service", klog.KObj(svc), "name", r.name, "changes", len(r.plan.Repairs))
+	r.stale = r.stale || !r.plan.Empty()
+	if err := l.applyELB(ctx, r.name, r.want, r.plan); err != nil {
+		return nil, err
+	}
+	if r.groups.unused != nil {
+		// Groups named now (annotation, ElbSecurityGroup): the group ccm made before goes.
+		if err := l.dropUnusedOwnGroup(ctx, svc, r.groups.unused); err != nil {
+			return nil, err
+		}
+	}
+	return repairs, nil
+}
+
+// tagClassic writes the fingerprint last: a failure above leaves the old one, so the next try
+// rewrites. The ownership tags go with it (after the user's), so a load balancer written before
+// UIDs were recorded gets its Service's UID.
+func (l *loadBalancers) tagClassic(ctx context.Context, r *classicRun) error {
+	if !r.tagsDue() {
+		return nil
+	}
+	r.stale = true
+	tags := ownTags(r.id, r.want.ExtraTags, map[string]string{fingerprintTag: r.fp})
+	if _, err := l.c.api.elb.AddTags(ctx, &elb.AddTagsInput{LoadBalancerNames: []string{r.name}, Tags: elbTags(tags)}); err != nil {
+		return fmt.Errorf("aws: AddTags %s: %w", r.name, err)
+	}
+	return nil
 }
 
 // adviseKeptTLSClassic is adviseKeptTLS for an ELB, whose description holds its listeners:
@@ -454,25 +503,6 @@ func (l *loadBalancers) adviseKeptTLSClassic(svc *v1.Service, opts *lbOptions, c
 	if msg := opts.keepTLSListeners(svc, current); msg != "" {
 		l.c.events.Advise(svc, reasonListenerKeptTLS, msg)
 	}
-}
-
-// planExisting plans the changes to the existing ELB cur; when its scheme must change (plan.Recreate)
-// it is deleted, to be created again.
-func (l *loadBalancers) planExisting(ctx context.Context, svc *v1.Service, name string, want *desired, members []string, cur *elbtypes.LoadBalancerDescription) (elbplan.Plan, error) {
-	crossZone, attrs, err := l.attributesOf(ctx, name)
-	if err != nil {
-		return elbplan.Plan{}, err
-	}
-	plan := elbplan.Compute(want.planDesired(), members, elbplan.Observed{Desc: cur, CrossZone: crossZone, Attrs: attrs})
-	if plan.Recreate {
-		// ELB cannot change the scheme of an ELB: a new one gets a new DNS name.
-		l.c.events.Event(svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
-			fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which ELB cannot do in place; its DNS name changes", name, want.Scheme))
-		if _, err := l.c.api.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(name)}); err != nil {
-			return plan, fmt.Errorf("aws: DeleteLoadBalancer %s: %w", name, err)
-		}
-	}
-	return plan, nil
 }
 
 // createClassic creates the ELB and plans the rest of it (what create does not set). lost: it

@@ -22,6 +22,7 @@ import (
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/svcevents"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
+	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
 
 // nlbSync is one reconcile of an NLB: what it read, and what its writes learnt.
@@ -149,7 +150,7 @@ func (l *loadBalancers) observeOwnNLBGroup(ctx context.Context, s *nlbSync) erro
 	}
 	if s.groups.Own && s.group != nil {
 		g := s.group
-		seen := &nlbplan.OwnGroupSeen{RuleGroup: nlbplan.RuleGroup{ID: aws.ToString(g.GroupId), Rules: rulesOf(g)}}
+		seen := &sgrules.Group{ID: aws.ToString(g.GroupId), Rules: rulesOf(g)}
 		if err := ownership.Check(id, "security group", seen.ID, groupTags(g)); err != nil {
 			// Upstream's group for this Service is taken over in place: same group, its rules kept.
 			if !l.isUpstreamNLBGroup(id, s.svc, g) {
@@ -191,7 +192,7 @@ func (l *loadBalancers) observeNodeGroups(ctx context.Context, s *nlbSync) error
 		return err
 	}
 	for i := range gs {
-		s.have.Nodes = append(s.have.Nodes, nlbplan.RuleGroup{ID: aws.ToString(gs[i].GroupId), Rules: rulesOf(&gs[i])})
+		s.have.Nodes = append(s.have.Nodes, sgrules.Group{ID: aws.ToString(gs[i].GroupId), Rules: rulesOf(&gs[i])})
 	}
 	return nil
 }
@@ -284,7 +285,7 @@ func (l *loadBalancers) replaceOtherType(ctx context.Context, s *nlbSync, recrea
 
 // applyOwnNLBGroup makes the NLB's own group (or takes upstream's over: ccm's tags added, its
 // rules kept where wanted) and writes its rules' difference.
-func (l *loadBalancers) applyOwnNLBGroup(ctx context.Context, s *nlbSync, own *nlbplan.OwnGroup) error {
+func (l *loadBalancers) applyOwnNLBGroup(ctx context.Context, s *nlbSync, own *sgrules.Own) error {
 	gid := own.ID
 	if own.Create {
 		g, err := l.createNLBGroup(ctx, s.svc, s.name, s.want)
@@ -349,7 +350,7 @@ func (l *loadBalancers) createNLB(ctx context.Context, s *nlbSync, f nlbplan.Fra
 
 // applyNodeRules writes the node groups' rule changes, then settles the shared MTU rules of
 // the groups in mtu. It returns what it changed.
-func (l *loadBalancers) applyNodeRules(ctx context.Context, svc *v1.Service, changes []nlbplan.RuleChange, mtu map[string][]rule) ([]string, error) {
+func (l *loadBalancers) applyNodeRules(ctx context.Context, svc *v1.Service, changes []sgrules.Change, mtu map[string][]rule) ([]string, error) {
 	var notes []string
 	for _, c := range changes {
 		if len(c.Redescribe) > 0 {
@@ -358,7 +359,7 @@ func (l *loadBalancers) applyNodeRules(ctx context.Context, svc *v1.Service, cha
 				GroupId: aws.String(c.Group), IpPermissions: permissions(c.Redescribe, true)}); err != nil {
 				return nil, fmt.Errorf("aws: UpdateSecurityGroupRuleDescriptionsIngress %s: %w", c.Group, err)
 			}
-			notes = append(notes, c.RedescribedNotes...)
+			notes = append(notes, c.Notes...)
 		}
 		changed, err := l.writeRules(ctx, c.Group, c.Add, c.Del)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
+	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
 
 // nodeGroupsTag lists (space-separated) the node security groups an NLB's rules were added to,
@@ -36,9 +37,9 @@ func (l *loadBalancers) removeNodeRulesNLB(ctx context.Context, svc *v1.Service,
 	if err != nil {
 		return err
 	}
-	var read []nlbplan.RuleGroup
+	var read []sgrules.Group
 	for i := range gs {
-		read = append(read, nlbplan.RuleGroup{ID: aws.ToString(gs[i].GroupId), Rules: rulesOf(&gs[i])})
+		read = append(read, sgrules.Group{ID: aws.ToString(gs[i].GroupId), Rules: rulesOf(&gs[i])})
 	}
 	changes, mtu := nlbplan.PlanNodeRules(nodeRuleOwners(l.identity(svc), up), read)
 	_, err = l.applyNodeRules(ctx, svc, changes, mtu)

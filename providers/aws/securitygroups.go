@@ -16,7 +16,6 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
-	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
 
@@ -224,109 +223,6 @@ func (l *loadBalancers) checkNamedGroups(ctx context.Context, id ownership.Ident
 		}
 	}
 	return nil
-}
-
-// ensureGroupRules makes the ELB's own security group (when it has one) with ingress on its
-// listener ports from the source ranges, and lets the ELB's group reach the node groups on the
-// Service's nodePorts. Every rule it adds carries the Service's description. It sets
-// want.groupIDs. Groups named by annotation are checked before anything is written.
-func (l *loadBalancers) ensureGroupRules(ctx context.Context, svc *v1.Service, name string, want *desired) ([]string, error) {
-	id := l.identity(svc)
-	ownID := ""
-	var repairs []string
-	if !want.OwnGroup {
-		if want.named {
-			if err := l.checkNamedGroups(ctx, id, annSecurityGroup, want.SecurityGroups); err != nil {
-				return nil, err
-			}
-		}
-		want.groupIDs = want.SecurityGroups
-	} else {
-		g, err := l.ownGroup(ctx, name, want.vpc)
-		if err != nil {
-			return nil, err
-		}
-		if g != nil {
-			// Found by its name alone: a group someone else made with this name is not ours.
-			// Upstream's group for this Service's ELB becomes ours in place (adoptGroup).
-			if err := l.adoptGroup(ctx, svc, name, g); err != nil {
-				return nil, err
-			}
-		} else {
-			var ts []types.Tag
-			for k, v := range id.Tags() {
-				ts = append(ts, types.Tag{Key: aws.String(k), Value: aws.String(v)})
-			}
-			slices.SortFunc(ts, func(a, b types.Tag) int { return strings.Compare(aws.ToString(a.Key), aws.ToString(b.Key)) })
-			out, err := l.c.api.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
-				GroupName: aws.String(groupName(name)), VpcId: aws.String(want.vpc),
-				Description:       aws.String(fmt.Sprintf("Kubernetes ELB %s for %s/%s", name, svc.Namespace, svc.Name)),
-				TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSecurityGroup, Tags: ts}},
-			})
-			if err != nil {
-				return nil, fmt.Errorf("aws: CreateSecurityGroup %s: %w", groupName(name), err)
-			}
-			if aws.ToString(out.GroupId) == "" {
-				return nil, errEmptyAnswer("CreateSecurityGroup", groupName(name))
-			}
-			l.gsnap.forgetAll()
-			g = &types.SecurityGroup{GroupId: out.GroupId}
-			want.groupCreated = true
-		}
-		var rs []rule
-		for _, ls := range want.Listeners {
-			port := elbplan.ListenerOf(ls).LoadBalancerPort
-			for _, cidr := range want.SourceRanges {
-				rs = append(rs, rule{Proto: "tcp", From: port, To: port, CIDR: cidr, Desc: ruleDescription(id, "client")})
-			}
-		}
-		// The whole group is this Service's (its tags say so): every rule in it is ours.
-		changed, err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), rs, func(rule) bool { return true })
-		if err != nil {
-			return nil, err
-		}
-		repairs = append(repairs, changed...)
-		ownID = aws.ToString(g.GroupId)
-		want.groupIDs = []string{ownID}
-	}
-	if len(want.ExtraGroups) > 0 {
-		// extra-security-groups: attached besides the ELB's groups, as upstream; the node rules
-		// stay from the first group.
-		if err := l.checkNamedGroups(ctx, id, annExtraGroups, want.ExtraGroups); err != nil {
-			return nil, err
-		}
-		want.groupIDs = slices.Clone(want.groupIDs)
-		for _, g := range want.ExtraGroups {
-			if !slices.Contains(want.groupIDs, g) {
-				want.groupIDs = append(want.groupIDs, g)
-			}
-		}
-	}
-	if l.c.cfg.Global.DisableSecurityGroupIngress || len(want.NodeGroups) == 0 || len(want.groupIDs) == 0 {
-		return repairs, nil
-	}
-	groups, err := l.groupsByID(ctx, want.NodeGroups)
-	if err != nil {
-		return nil, err
-	}
-	from := want.groupIDs[0]
-	var need []rule
-	for _, p := range want.nodePorts() {
-		need = append(need, rule{Proto: "tcp", From: p, To: p, Group: from, Desc: ruleDescription(id, "elb")})
-	}
-	// The ELB's rules in node groups are from a group (the Service's NLB rules, from CIDRs, are
-	// not these). Rules from the ELB's own group are its own, described or not (earlier versions
-	// admitted all traffic from it without a description).
-	mine := func(r rule) bool { return r.Group != "" && (ownership.DescribedBy(id, r.Desc) || r.Group == ownID) }
-	for i := range groups {
-		g := &groups[i]
-		changed, err := l.syncRules(ctx, aws.ToString(g.GroupId), rulesOf(g), need, mine)
-		if err != nil {
-			return nil, err
-		}
-		repairs = append(repairs, changed...)
-	}
-	return repairs, nil
 }
 
 // revokeRulesFrom removes, from every group with a rule whose source is one of sources, the

@@ -14,20 +14,6 @@ import (
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
 
-// RuleGroup is a security group as read: its ID and ingress rules.
-type RuleGroup struct {
-	ID    string
-	Rules []sgrules.Rule
-}
-
-// OwnGroupSeen is the Service's own group as read: on the NLB, or found by its name.
-type OwnGroupSeen struct {
-	RuleGroup
-	// Upstream: the upstream CCM made it for this Service and it has not ccm's tags yet (it is
-	// taken over in place: tagged, its rules kept where wanted).
-	Upstream bool
-}
-
 // NodeRules is what the Service wants in the node groups.
 type NodeRules struct {
 	// Want are the rules wanted in each group of In; in the other groups read, the Service's
@@ -57,28 +43,10 @@ type FrameObserved struct {
 	Scheme string
 	Groups []string // the NLB's security groups
 	// Own is the Service's own group (nil: none, it is made when wanted).
-	Own *OwnGroupSeen
+	Own *sgrules.Group
 	// Detached is the Service's own group, not wanted any more, found off the NLB or on it.
 	Detached string
-	Nodes    []RuleGroup // the node groups read: wanted now, and those of an earlier reconcile
-}
-
-// OwnGroup is the writes to the NLB's own group: made (ID "" until then), taken over (ccm's
-// tags added), its rules added and revoked.
-type OwnGroup struct {
-	ID       string
-	Create   bool
-	TakeOver bool
-	Add, Del []sgrules.Rule
-}
-
-// RuleChange is one node group's writes: upstream's rules given ccm's description in place,
-// then the rules added, then revoked.
-type RuleChange struct {
-	Group            string
-	Redescribe       []sgrules.Rule
-	Add, Del         []sgrules.Rule
-	RedescribedNotes []string
+	Nodes    []sgrules.Group // the node groups read: wanted now, and those of an earlier reconcile
 }
 
 // Frame is the frame's writes, in the order they are made.
@@ -86,7 +54,7 @@ type Frame struct {
 	// Recreate deletes the NLB first (its scheme changes; AWS cannot do it in place).
 	Recreate bool
 	// Own: the NLB's own group's writes; nil when the NLB is not to have one.
-	Own *OwnGroup
+	Own *sgrules.Own
 	// Create makes the NLB (with the groups Groups says).
 	Create bool
 	// SetGroups gives the existing NLB its groups: Named, or its own group.
@@ -97,7 +65,7 @@ type Frame struct {
 	// Nodes are the node groups' client and health rules; MTU the groups whose shared
 	// path-MTU rules are then settled (under each group's lock, from a fresh read), with the
 	// Service's wanted client rules there.
-	Nodes []RuleChange
+	Nodes []sgrules.Change
 	MTU   map[string][]sgrules.Rule
 }
 
@@ -105,7 +73,7 @@ type Frame struct {
 // client rules changed or look out of step, so a listed group there is a write too).
 func (f Frame) Writes() bool {
 	return f.Recreate || f.Create || f.SetGroups || f.Drop != "" || len(f.Nodes) > 0 || len(f.MTU) > 0 ||
-		(f.Own != nil && (f.Own.Create || f.Own.TakeOver || len(f.Own.Add)+len(f.Own.Del) > 0))
+		f.Own.Writes()
 }
 
 // PlanFrame is the frame that makes have what want says.
@@ -114,7 +82,7 @@ func PlanFrame(want FrameDesired, have FrameObserved) Frame {
 	f.Recreate = have.Exists && have.Scheme != want.Scheme
 	f.Create = !have.Exists || f.Recreate
 	if want.Groups.Own {
-		f.Own = planOwnGroup(have.Own, want.OwnRules)
+		f.Own = sgrules.PlanOwn(have.Own, want.OwnRules)
 	}
 	if !f.Create && (want.Groups.Own || len(want.Groups.Named) > 0) {
 		if want.Groups.Own {
@@ -131,20 +99,11 @@ func PlanFrame(want FrameDesired, have FrameObserved) Frame {
 	return f
 }
 
-// planOwnGroup is the own group's writes: every rule in it is the Service's.
-func planOwnGroup(seen *OwnGroupSeen, want []sgrules.Rule) *OwnGroup {
-	if seen == nil {
-		return &OwnGroup{Create: true, Add: slices.Clone(want)}
-	}
-	add, del := sgrules.Plan(seen.Rules, want, func(sgrules.Rule) bool { return true })
-	return &OwnGroup{ID: seen.ID, TakeOver: seen.Upstream, Add: add, Del: del}
-}
-
 // PlanNodeRules is each node group's writes and the groups whose shared MTU rules are to be
 // settled after them: those whose client rules change, or whose MTU rules look out of step.
 // A group appears in groups once, however often it is read.
-func PlanNodeRules(want NodeRules, groups []RuleGroup) ([]RuleChange, map[string][]sgrules.Rule) {
-	var changes []RuleChange
+func PlanNodeRules(want NodeRules, groups []sgrules.Group) ([]sgrules.Change, map[string][]sgrules.Rule) {
+	var changes []sgrules.Change
 	mtu := map[string][]sgrules.Rule{}
 	seen := map[string]bool{}
 	for _, g := range groups {
@@ -173,8 +132,8 @@ func PlanNodeRules(want NodeRules, groups []RuleGroup) ([]RuleChange, map[string
 
 // redescribe gives the rules of g that are wanted and upstream's (same rule, upstream's
 // description) the wanted description. It returns g's rules as they are then.
-func redescribe(g RuleGroup, want []sgrules.Rule, upstream func(sgrules.Rule) bool) ([]sgrules.Rule, RuleChange) {
-	c := RuleChange{Group: g.ID}
+func redescribe(g sgrules.Group, want []sgrules.Rule, upstream func(sgrules.Rule) bool) ([]sgrules.Rule, sgrules.Change) {
+	c := sgrules.Change{Group: g.ID}
 	if upstream == nil {
 		return g.Rules, c
 	}
@@ -186,7 +145,7 @@ func redescribe(g RuleGroup, want []sgrules.Rule, upstream func(sgrules.Rule) bo
 		if j := slices.IndexFunc(want, func(r sgrules.Rule) bool { return r.Key() == h.Key() }); j >= 0 {
 			out[i].Desc = want[j].Desc
 			c.Redescribe = append(c.Redescribe, out[i])
-			c.RedescribedNotes = append(c.RedescribedNotes, fmt.Sprintf("ingress rule %s of security group %s taken over from the upstream CCM", out[i].Text(), g.ID))
+			c.Notes = append(c.Notes, fmt.Sprintf("ingress rule %s of security group %s taken over from the upstream CCM", out[i].Text(), g.ID))
 		}
 	}
 	if len(c.Redescribe) == 0 {

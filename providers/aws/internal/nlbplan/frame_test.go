@@ -33,7 +33,7 @@ func nodeRules(want []sgrules.Rule, in ...string) NodeRules {
 func TestPlanFrame(t *testing.T) {
 	r80 := client("10.0.0.0/8", 80, svcDesc)
 	r81 := client("10.0.0.0/8", 81, svcDesc)
-	own := &OwnGroupSeen{RuleGroup: RuleGroup{ID: "sg-own", Rules: []sgrules.Rule{r80}}}
+	own := &sgrules.Group{ID: "sg-own", Rules: []sgrules.Rule{r80}}
 	existing := FrameObserved{Exists: true, Scheme: "internet-facing", Groups: []string{"sg-own"}, Own: own}
 	for _, tc := range []struct {
 		name   string
@@ -47,27 +47,27 @@ func TestPlanFrame(t *testing.T) {
 			plan: Frame{Create: true}, writes: true},
 		{name: "new NLB with its own group: group made with its rules, then the NLB",
 			want: FrameDesired{Scheme: "internet-facing", Groups: SecurityGroups{Own: true}, OwnRules: []sgrules.Rule{r80}},
-			plan: Frame{Create: true, Own: &OwnGroup{Create: true, Add: []sgrules.Rule{r80}}}, writes: true},
+			plan: Frame{Create: true, Own: &sgrules.Own{Create: true, Add: []sgrules.Rule{r80}}}, writes: true},
 		{name: "nothing differs: no step",
 			want: FrameDesired{Scheme: "internet-facing", Groups: SecurityGroups{Own: true}, OwnRules: []sgrules.Rule{r80}},
 			have: existing,
-			plan: Frame{Own: &OwnGroup{ID: "sg-own"}}},
+			plan: Frame{Own: &sgrules.Own{ID: "sg-own"}}},
 		{name: "scheme changes: deleted and made again, its own group kept",
 			want: FrameDesired{Scheme: "internal", Groups: SecurityGroups{Own: true}, OwnRules: []sgrules.Rule{r80}},
 			have: existing,
-			plan: Frame{Recreate: true, Create: true, Own: &OwnGroup{ID: "sg-own"}}, writes: true},
+			plan: Frame{Recreate: true, Create: true, Own: &sgrules.Own{ID: "sg-own"}}, writes: true},
 		{name: "own group's rules: added and revoked",
 			want: FrameDesired{Scheme: "internet-facing", Groups: SecurityGroups{Own: true}, OwnRules: []sgrules.Rule{r81}},
 			have: existing,
-			plan: Frame{Own: &OwnGroup{ID: "sg-own", Add: []sgrules.Rule{r81}, Del: []sgrules.Rule{r80}}}, writes: true},
+			plan: Frame{Own: &sgrules.Own{ID: "sg-own", Add: []sgrules.Rule{r81}, Del: []sgrules.Rule{r80}}}, writes: true},
 		{name: "upstream's own group: taken over",
 			want: FrameDesired{Scheme: "internet-facing", Groups: SecurityGroups{Own: true}, OwnRules: []sgrules.Rule{r80}},
-			have: FrameObserved{Exists: true, Scheme: "internet-facing", Groups: []string{"sg-own"}, Own: &OwnGroupSeen{RuleGroup: own.RuleGroup, Upstream: true}},
-			plan: Frame{Own: &OwnGroup{ID: "sg-own", TakeOver: true}}, writes: true},
+			have: FrameObserved{Exists: true, Scheme: "internet-facing", Groups: []string{"sg-own"}, Own: &sgrules.Group{ID: own.ID, Rules: own.Rules, Upstream: true}},
+			plan: Frame{Own: &sgrules.Own{ID: "sg-own", TakeOver: true}}, writes: true},
 		{name: "own group missing on an NLB with named groups: made and set",
 			want: FrameDesired{Scheme: "internet-facing", Groups: SecurityGroups{Own: true}, OwnRules: []sgrules.Rule{r80}},
 			have: FrameObserved{Exists: true, Scheme: "internet-facing", Groups: []string{"sg-byo"}},
-			plan: Frame{Own: &OwnGroup{Create: true, Add: []sgrules.Rule{r80}}, SetGroups: true}, writes: true},
+			plan: Frame{Own: &sgrules.Own{Create: true, Add: []sgrules.Rule{r80}}, SetGroups: true}, writes: true},
 		{name: "named groups replace the own group, which is dropped",
 			want: FrameDesired{Scheme: "internet-facing", Groups: SecurityGroups{Named: []string{"sg-byo"}, DropOwn: true}},
 			have: FrameObserved{Exists: true, Scheme: "internet-facing", Groups: []string{"sg-own"}, Detached: "sg-own"},
@@ -78,8 +78,8 @@ func TestPlanFrame(t *testing.T) {
 			plan: Frame{Named: []string{"sg-byo"}}},
 		{name: "node rules: added where wanted, the Service's revoked elsewhere, MTU looked at in both",
 			want: FrameDesired{Scheme: "internet-facing", Nodes: nodeRules([]sgrules.Rule{r80}, "sg-node")},
-			have: FrameObserved{Exists: true, Scheme: "internet-facing", Nodes: []RuleGroup{{ID: "sg-node"}, {ID: "sg-old", Rules: []sgrules.Rule{r80, client("10.0.0.0/8", 80, otherDesc)}}}},
-			plan: Frame{Nodes: []RuleChange{{Group: "sg-node", Add: []sgrules.Rule{r80}}, {Group: "sg-old", Del: []sgrules.Rule{r80}}},
+			have: FrameObserved{Exists: true, Scheme: "internet-facing", Nodes: []sgrules.Group{{ID: "sg-node"}, {ID: "sg-old", Rules: []sgrules.Rule{r80, client("10.0.0.0/8", 80, otherDesc)}}}},
+			plan: Frame{Nodes: []sgrules.Change{{Group: "sg-node", Add: []sgrules.Rule{r80}}, {Group: "sg-old", Del: []sgrules.Rule{r80}}},
 				MTU: map[string][]sgrules.Rule{"sg-node": {r80}, "sg-old": nil}}, writes: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,8 +100,8 @@ func TestPlanNodeRulesTakesUpstreamsOver(t *testing.T) {
 	want := client("10.0.0.0/8", 80, svcDesc)
 	upWanted := client("10.0.0.0/8", 80, upDesc)
 	upStale := client("10.0.0.0/8", 99, upDesc)
-	g := RuleGroup{ID: "sg-node", Rules: []sgrules.Rule{upWanted, upStale}}
-	changes, mtu := PlanNodeRules(nodeRules([]sgrules.Rule{want}, "sg-node"), []RuleGroup{g, g})
+	g := sgrules.Group{ID: "sg-node", Rules: []sgrules.Rule{upWanted, upStale}}
+	changes, mtu := PlanNodeRules(nodeRules([]sgrules.Rule{want}, "sg-node"), []sgrules.Group{g, g})
 	if len(changes) != 1 {
 		t.Fatalf("changes %+v: want one group's", changes)
 	}
@@ -109,8 +109,8 @@ func TestPlanNodeRulesTakesUpstreamsOver(t *testing.T) {
 	if !reflect.DeepEqual(c.Redescribe, []sgrules.Rule{want}) || len(c.Add) != 0 || !reflect.DeepEqual(c.Del, []sgrules.Rule{upStale}) {
 		t.Errorf("change %+v: want the wanted rule redescribed, nothing added, the stale one revoked", c)
 	}
-	if len(c.RedescribedNotes) != 1 || !strings.Contains(c.RedescribedNotes[0], "taken over") {
-		t.Errorf("notes %q", c.RedescribedNotes)
+	if len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "taken over") {
+		t.Errorf("notes %q", c.Notes)
 	}
 	if _, ok := mtu["sg-node"]; !ok {
 		t.Errorf("MTU groups %v: want the changed group", mtu)
@@ -121,7 +121,7 @@ func TestPlanNodeRulesTakesUpstreamsOver(t *testing.T) {
 func TestPlanNodeRulesNothingToDo(t *testing.T) {
 	r := client("10.0.0.0/8", 80, svcDesc)
 	mtu := sgrules.Rule{Proto: "icmp", From: 3, To: 4, CIDR: "10.0.0.0/8", Desc: sgrules.MTUDescription("c")}
-	changes, groups := PlanNodeRules(nodeRules([]sgrules.Rule{r}, "sg-node"), []RuleGroup{{ID: "sg-node", Rules: []sgrules.Rule{r, mtu}}})
+	changes, groups := PlanNodeRules(nodeRules([]sgrules.Rule{r}, "sg-node"), []sgrules.Group{{ID: "sg-node", Rules: []sgrules.Rule{r, mtu}}})
 	if len(changes) != 0 || groups != nil {
 		t.Errorf("changes %+v, MTU %v: want none", changes, groups)
 	}

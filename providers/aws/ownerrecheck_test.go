@@ -22,48 +22,6 @@ import (
 	"github.com/ccm-project/ccm/common/svcevents"
 )
 
-func TestIsWriteOperation(t *testing.T) {
-	for op, want := range map[string]bool{
-		"DescribeLoadBalancers": false, "DescribeTags": false, "GetConsoleOutput": false, "ListTagsForResource": false,
-		"CreateLoadBalancer": true, "ModifyTargetGroupAttributes": true, "AuthorizeSecurityGroupIngress": true,
-		"RegisterTargets": true, "AddTags": true, "ApplySecurityGroupsToLoadBalancer": true, "SetSubnets": true,
-		"": false,
-	} {
-		if got := isWriteOperation(op); got != want {
-			t.Errorf("isWriteOperation(%q) = %v, want %v", op, got, want)
-		}
-	}
-}
-
-// The pending check runs once, before the first write only, and a failed one fails every
-// later write of that reconcile; reads never run it.
-func TestOwnerCheckRunsOnceBeforeTheFirstWrite(t *testing.T) {
-	h := newHarness(t, "guard")
-	c := h.cloud(t, "")
-	runs := 0
-	refuse := errors.New("refused")
-	ctx := confirmBeforeWrites(context.Background(), func(context.Context) error { runs++; return refuse })
-	ctx = confirmBeforeWrites(ctx, func(context.Context) error { t.Error("a second check replaced the first"); return nil })
-	if _, err := c.api.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{}); err != nil || runs != 0 {
-		t.Fatalf("a read: %v, check ran %d times; want no error, 0", err, runs)
-	}
-	w := h.fake.Writes()
-	for range 2 {
-		_, err := c.api.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String("g"), Description: aws.String("d"), VpcId: aws.String("vpc-1")})
-		if !errors.Is(err, refuse) {
-			t.Errorf("a write after a failed check = %v, want the check's error", err)
-		}
-	}
-	if runs != 1 || h.fake.Writes() != w {
-		t.Errorf("check ran %d times, %d writes reached the cloud; want 1, 0", runs, h.fake.Writes()-w)
-	}
-	if _, err := c.api.ec2.DescribeSecurityGroups(context.Background(), &ec2.DescribeSecurityGroupsInput{}); err != nil {
-		t.Errorf("a context without a check: %v", err)
-	}
-}
-
-// nlbAfterRestart makes svc's NLB, then returns a provider restarted with a listing that
-// holds it (its first, unchanged sync writes nothing).
 func nlbAfterRestart(t *testing.T, h *harness, svc *v1.Service, nodes []*v1.Node) *loadBalancers {
 	t.Helper()
 	ctx := context.Background()
