@@ -68,6 +68,11 @@ func TestUsageErrors(t *testing.T) {
 		{"funclen"},
 		{"funclen", "-max", "x", "testdata"},
 		{"funclen", "testdata/does-not-exist"},
+		{"follow"},
+		{"follow", "-pkg", "testdata/follow/walk"},
+		{"follow", "-pkg", "testdata/follow/walk", "-from", "Root", "-resolve", "guess"},
+		{"follow", "-pkg", "testdata/follow/walk", "-from", "NoSuchFunction"},
+		{"follow", "-pkg", "testdata/follow/walk", "-from", "helperInTest"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if status := run(args, &stdout, &stderr); status != 2 || stderr.Len() == 0 {

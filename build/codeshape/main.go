@@ -1,5 +1,5 @@
-// Command codeshape measures the shape of the Go code: how long its functions are (funclen).
-// See README.md.
+// Command codeshape measures the shape of the Go code: how long its functions are (funclen)
+// and how many files a reader passes through to follow one call path (follow). See README.md.
 package main
 
 import (
@@ -10,6 +10,7 @@ import (
 
 const usage = `usage:
   codeshape funclen [-max 100] DIR...
+  codeshape follow -pkg DIR -from Type.Method|func [-resolve types|names] [-tree]
 `
 
 func main() {
@@ -26,6 +27,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "funclen":
 		return funclenCommand(args[1:], stdout, stderr)
+	case "follow":
+		return followCommand(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "codeshape: unknown command %q\n%s", args[0], usage)
 	return 2
