@@ -27,7 +27,7 @@ help:
 	@echo "make test        unit, fuzz and integration tests (builds the test control plane once)"
 	@echo "make build       bin/ccm with every provider: $(PROVIDERS)"
 	@echo "make build-NAME  bin/ccm-NAME with one provider"
-	@echo "make verify      gofmt, vet and build of every tag combination, tidy modules, tag rules"
+	@echo "make verify      gofmt, vet and build of every tag combination, tidy modules, tag rules, function length"
 	@echo "make faults      fault scenarios for every provider (make test runs them with --short)"
 	@echo "make bench       figures for every provider on the local control plane and its simulator"
 	@echo "make bench-scale the service controller at 10,000 load balancers (SCALE_ARGS=--services=2000 for a quick run)"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make verify: formatting, vet and build of every combination of provider tags, tidy modules,
-# go.work in sync, and the rule that build tags live only in cmd/ccm/provider_*.go.
+# go.work in sync, the rule that build tags live only in cmd/ccm/provider_*.go, and functions
+# of at most 100 lines in providers and common.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
@@ -51,6 +52,16 @@ for mod in $(go list -m -f '{{.Dir}}'); do
 done
 
 (cd build/image && GOWORK=off go vet ./...) || problem "vet failed in build/image"
+
+# build/codeshape decides the next check, so its own tests run here (a second or two).
+echo "verify: functions of at most 100 lines in providers and common (build/codeshape funclen)"
+if (cd build/codeshape && GOWORK=off go vet ./... && GOWORK=off go test -count=1 ./... &&
+  GOWORK=off go build -o "$bin/codeshape" .); then
+  "$bin/codeshape" funclen -max 100 providers common ||
+    problem "functions over 100 lines (listed above; fakes and simulators are not checked, see build/codeshape/README.md)"
+else
+  problem "vet, tests or build failed in build/codeshape"
+fi
 
 echo "verify: go.work lists every module (build/testbin modules stay outside)"
 want=$(git ls-files -co --exclude-standard '*go.mod' | grep -v '^build/' | xargs -n1 dirname | sed 's|^|./|' | sort)

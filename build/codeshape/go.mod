@@ -1,0 +1,10 @@
+module github.com/ccm-project/ccm/build/codeshape
+
+go 1.26.0
+
+require golang.org/x/tools v0.49.0
+
+require (
+	golang.org/x/mod v0.39.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)

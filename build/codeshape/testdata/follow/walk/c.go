@@ -1,0 +1,8 @@
+package walk
+
+func c1() {
+	b1() // read already
+	c2()
+}
+
+func c2() {}
