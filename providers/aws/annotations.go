@@ -328,17 +328,6 @@ func (h *hcOptions) setTimings(nlb, local bool) {
 	fill(&h.Interval, d.Interval)
 }
 
-// adviseUnused records o's advice as one Warning on svc (once an hour while it holds).
-func (l *loadBalancers) adviseUnused(svc *v1.Service, o *lbOptions) {
-	if len(o.Advice) > 0 {
-		l.c.events.Advise(svc, reasonUnusedAnnotation, strings.Join(o.Advice, "; "))
-	}
-}
-
-// reasonUnusedAnnotation is the Warning's reason for annotations accepted but not used; the
-// OpenStack provider's word for the same.
-const reasonUnusedAnnotation = "UnsupportedAnnotation"
-
 // parseRange reads a number as upstream's strconv.ParseInt does: not trimmed (" 60" is refused
 // there too), a sign allowed.
 func parseRange(suffix, v string, lo, hi int) (int32, error) {

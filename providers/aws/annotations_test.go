@@ -291,16 +291,6 @@ func TestExtraTagsOwnershipKeysRefused(t *testing.T) {
 			t.Errorf("ownership tag %s is not reserved", k)
 		}
 	}
-	for _, k := range []string{fingerprintTag, nodeGroupsTag, legacyClusterTag, ownership.ClusterTagPrefix + "other"} {
-		if !reservedTag(k) {
-			t.Errorf("%s is not reserved", k)
-		}
-	}
-	// An accepted kubernetes.io/ key is written with the ownership tags, which it cannot replace.
-	tags := ownTags(id, map[string]string{"kubernetes.io/x": "y", ownership.ServiceTag: "forged"}, nil)
-	if tags["kubernetes.io/x"] != "y" || tags[ownership.ServiceTag] != id.Service() || tags[ownership.ClusterTagPrefix+"prod"] != ownership.Owned {
-		t.Errorf("ownTags %v", tags)
-	}
 }
 
 // backend-protocol on a classic ELB as upstream compares it: case-sensitively in the listeners

@@ -237,16 +237,6 @@ var supported = func() []string {
 	return out
 }()
 
-// checker is the table's checks that need no cloud call; the shared kube-proxy probe port is
-// the operator's, so a health check may name it.
-func (c *Config) checker() *reach.Checker {
-	ch := &reach.Checker{Table: annotations, Prefixes: []string{annotationPrefix}, Words: []string{trafficPort}}
-	if p, _, ok := c.sharedProbe(); ok {
-		ch.ExtraPorts = []int32{p}
-	}
-	return ch
-}
-
 // checkUnreadable decides the named objects whose ownership ccm cannot read (a certificate, a
 // bucket): only the operator can allow them. Before any cloud call.
 func checkUnreadable(id ownership.Identity, opts *lbOptions, allow ownership.Allow) error {

@@ -1,15 +1,12 @@
 package aws
 
 import (
-	"context"
 	"go/ast"
 	"go/token"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
-
-	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/reach"
 	"github.com/ccm-project/ccm/common/sourceranges"
@@ -20,28 +17,6 @@ import (
 func TestAnnotationTableDocumented(t *testing.T) {
 	if err := annotations.Documented("../../docs/security.md", "aws", os.Getenv("UPDATE_DOCS") != ""); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// spec.loadBalancerIP and sessionAffinity ClientIP are refused before any write, naming the
-// field, for both load balancer types.
-func TestUnsupportedSpecRefused(t *testing.T) {
-	h := newHarness(t, "spec")
-	lb, _ := h.cloud(t, "").LoadBalancer()
-	nodes := []*v1.Node{node(h, "spec-a")}
-	for _, typ := range []string{"", "nlb"} {
-		for field, mutate := range map[string]func(*v1.Service){
-			"spec.loadBalancerIP":  func(s *v1.Service) { s.Spec.LoadBalancerIP = "203.0.113.9" }, //nolint:staticcheck // the field refused
-			"spec.sessionAffinity": func(s *v1.Service) { s.Spec.SessionAffinity = v1.ServiceAffinityClientIP },
-		} {
-			svc := lbService("s", map[string]string{annotationPrefix + annType: typ})
-			mutate(svc)
-			w := h.fake.Writes()
-			_, err := lb.EnsureLoadBalancer(context.Background(), "x", svc, nodes)
-			if err == nil || !strings.Contains(err.Error(), field) || h.fake.Writes() != w {
-				t.Errorf("type %q, %s: %v, %d writes; want a refusal naming the field and none", typ, field, err, h.fake.Writes()-w)
-			}
-		}
 	}
 }
 

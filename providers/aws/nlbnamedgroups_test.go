@@ -371,7 +371,7 @@ func TestNLBMalformedNamedGroupsOnlyRefusedInManagedMode(t *testing.T) {
 		typ     string
 		refused bool
 	}{{"nlb", false}, {"", true}} {
-		o, err := parseOptions(svcWith(map[string]string{annotationPrefix + annType: c.typ, annotationPrefix + annSecurityGroup: "foo"}))
+		o, err := parseOptions(tcpService("s", map[string]string{annotationPrefix + annType: c.typ, annotationPrefix + annSecurityGroup: "foo"}))
 		if (err != nil) != c.refused || (err != nil && !strings.Contains(err.Error(), annotationPrefix+annSecurityGroup)) {
 			t.Errorf("type %q: %v, want refused %v", c.typ, err, c.refused)
 		}

@@ -17,9 +17,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// reasonListenerKeptTLS is the Warning's reason when a TLS listener is kept against ssl-ports.
-const reasonListenerKeptTLS = "LoadBalancerListenerKeptEncrypted"
-
 // lenientSSLPort reports whether p would terminate TLS if ssl-ports' items were trimmed and a
 // "*" anywhere in the list meant every port (an earlier ccm's reading).
 func (o *lbOptions) lenientSSLPort(p v1.ServicePort) bool {
