@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -51,7 +52,7 @@ func TestDeleteAfterInterruptedCreation(t *testing.T) {
 			svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: types.UID("uid-web")},
 				Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
 			if tc.lbType == "nlb" {
-				svc.Annotations = map[string]string{annotationPrefix + annType: "nlb"}
+				svc.Annotations = map[string]string{annotations.Prefix + annotations.Type: "nlb"}
 			}
 			before := h.fake.Dump()
 			h.fake.SetFaults(fakeaws.Faults{DenyOps: map[string]bool{tc.failAt: true}})

@@ -23,6 +23,7 @@ import (
 	"github.com/ccm-project/ccm/common/cloudtest"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -55,7 +56,7 @@ func nlbAnnotation(svc *v1.Service) {
 	if svc.Annotations == nil {
 		svc.Annotations = map[string]string{}
 	}
-	svc.Annotations[annotationPrefix+annType] = "nlb"
+	svc.Annotations[annotations.Prefix+annotations.Type] = "nlb"
 }
 
 func must(t cloudtest.T, what string, err error) {
@@ -172,7 +173,7 @@ func (h *harness) DriftCases(t cloudtest.T) []cloudtest.DriftCase {
 			}},
 		{Name: "nlb: target group attribute changed", Mutate: func(svc *v1.Service) {
 			nlbAnnotation(svc)
-			svc.Annotations[annotationPrefix+annTGAttributes] = "proxy_protocol_v2.enabled=false,deregistration_delay.timeout_seconds=30"
+			svc.Annotations[annotations.Prefix+annotations.TGAttributes] = "proxy_protocol_v2.enabled=false,deregistration_delay.timeout_seconds=30"
 		}, MaxWrites: 1, Mentions: "attribute proxy_protocol_v2.enabled was \"true\"",
 			Break: func(t cloudtest.T, cluster string, svc *v1.Service) {
 				_, _, tgs := nlb(cluster, svc)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 // checkEIPs decides the Elastic IPs an NLB is about to be made with (eip-allocations): each
@@ -18,7 +19,7 @@ import (
 // tags), or allowed by the operator by ID or namespace. One DescribeAddresses, before the
 // NLB's first write: a tenant must not take another team's (or cluster's) address.
 func (l *loadBalancers) checkEIPs(ctx context.Context, id ownership.Identity, eips []string) error {
-	a, _ := annotations.Lookup(annotationPrefix + annEIPAllocations)
+	a, _ := annotations.Table.Lookup(annotations.Prefix + annotations.EIPAllocations)
 	allow := l.c.cfg.allow()
 	var ask []string
 	for _, e := range eips {

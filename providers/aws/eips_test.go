@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 // eip-allocations takes only Elastic IPs tagged for the Service and free, or allowed by the
@@ -15,7 +16,7 @@ func TestEIPAllocationsMustBeTheServices(t *testing.T) {
 	h := newHarness(t, "eips")
 	ctx := context.Background()
 	nodes := parityNodes(h, "eip-a")
-	svc := tcpService("eip", map[string]string{annotationPrefix + "type": "nlb"})
+	svc := tcpService("eip", map[string]string{annotations.Prefix + "type": "nlb"})
 	own := ownership.Of("eips", svc).Tags()
 	other := tcpService("other", nil)
 	other.UID = "uid-other"
@@ -38,7 +39,7 @@ func TestEIPAllocationsMustBeTheServices(t *testing.T) {
 		{"the Service's and one the operator allowed", []string{h.fake.AddAddress(own), allowed, h.fake.AddAddress(own)}, true},
 	} {
 		lb, _ := h.cloud(t, "[Global]\nAllowedResourceIDs = "+allowed+"\n").LoadBalancer()
-		svc.Annotations[annotationPrefix+annEIPAllocations] = strings.Join(tc.allocs, ",")
+		svc.Annotations[annotations.Prefix+annotations.EIPAllocations] = strings.Join(tc.allocs, ",")
 		w := h.fake.Writes()
 		_, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes)
 		if tc.ok {
@@ -50,7 +51,7 @@ func TestEIPAllocationsMustBeTheServices(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), "annotation "+annotationPrefix+annEIPAllocations) {
+		if err == nil || !strings.Contains(err.Error(), "annotation "+annotations.Prefix+annotations.EIPAllocations) {
 			t.Errorf("%s: %v, want a refusal naming the annotation", tc.name, err)
 		}
 		if d := h.fake.Writes() - w; d != 0 {

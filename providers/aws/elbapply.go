@@ -13,6 +13,7 @@ import (
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
 
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
 )
 
@@ -80,7 +81,7 @@ func (l *loadBalancers) applyELB(ctx context.Context, name string, want *desired
 			LoadBalancerName: lbName, PolicyName: aws.String(p.SSLPolicy), PolicyTypeName: aws.String("SSLNegotiationPolicyType"),
 			PolicyAttributes: []elbtypes.PolicyAttribute{{AttributeName: aws.String("Reference-Security-Policy"), AttributeValue: aws.String(want.SSLPolicy)}}})
 		if err != nil && !isCode(err, "DuplicatePolicyName") {
-			return annotationError(annSSLPolicy, "CreateLoadBalancerPolicy %s: %v", name, err)
+			return annotations.Error(annotations.SSLPolicy, "CreateLoadBalancerPolicy %s: %v", name, err)
 		}
 	}
 	for _, port := range p.SSLListeners {

@@ -14,12 +14,13 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
 )
 
 // create makes the ELB with its listeners, subnets, groups and tags, and returns it as created
 // (ELB's defaults for the rest), for the plan to write the remaining settings.
-func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, want *desired) (elbplan.Observed, error) {
+func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *annotations.Options, name string, want *desired) (elbplan.Observed, error) {
 	var ls []elbtypes.Listener
 	var lds []elbtypes.ListenerDescription
 	for _, s := range want.Listeners {

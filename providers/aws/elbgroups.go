@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
@@ -53,7 +54,7 @@ func (l *loadBalancers) observeELBGroups(ctx context.Context, svc *v1.Service, n
 	g := &elbGroups{}
 	if !want.OwnGroup {
 		if want.named {
-			if err := l.checkNamedGroups(ctx, id, annSecurityGroup, want.SecurityGroups); err != nil {
+			if err := l.checkNamedGroups(ctx, id, annotations.SecurityGroup, want.SecurityGroups); err != nil {
 				return nil, err
 			}
 		}
@@ -63,7 +64,7 @@ func (l *loadBalancers) observeELBGroups(ctx context.Context, svc *v1.Service, n
 		return nil, err
 	}
 	if len(want.ExtraGroups) > 0 {
-		if err := l.checkNamedGroups(ctx, id, annExtraGroups, want.ExtraGroups); err != nil {
+		if err := l.checkNamedGroups(ctx, id, annotations.ExtraGroups, want.ExtraGroups); err != nil {
 			return nil, err
 		}
 	}

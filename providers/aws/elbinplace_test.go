@@ -17,6 +17,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/svcevents"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 // Subnets and security groups of a classic ELB change in place (its DNS name stays, no
@@ -43,7 +44,7 @@ func TestClassicELBChangesInPlace(t *testing.T) {
 	ops := func() map[string]int { return h.fake.Operations() }
 
 	// One subnet by annotation: attach/detach, nothing recreated.
-	svc.Annotations[annotationPrefix+annSubnets] = first.Subnets[0]
+	svc.Annotations[annotations.Prefix+annotations.Subnets] = first.Subnets[0]
 	o0 := ops()
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
@@ -80,8 +81,8 @@ func TestClassicELBChangesInPlace(t *testing.T) {
 
 	// internal (back in a ccm without ElbSecurityGroup): ELB cannot change the scheme, so the
 	// ELB is recreated, with an Event.
-	svc.Annotations[annotationPrefix+annInternal] = "true"
-	delete(svc.Annotations, annotationPrefix+annSubnets)
+	svc.Annotations[annotations.Prefix+annotations.Internal] = "true"
+	delete(svc.Annotations, annotations.Prefix+annotations.Subnets)
 	lb, _ = h.cloud(t, "").LoadBalancer()
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -20,12 +21,12 @@ func TestEmptyAnnotationsReconciledAsUnset(t *testing.T) {
 	c := h.cloud(t, "")
 	lb, _ := c.LoadBalancer()
 	ann := map[string]string{}
-	for _, s := range supported {
-		if emptyIsUnset(s, false) {
-			ann[annotationPrefix+s] = ""
+	for _, s := range annotations.Supported {
+		if annotations.EmptyIsUnset(s, false) {
+			ann[annotations.Prefix+s] = ""
 		}
 	}
-	ann[annSourceRanges] = ""
+	ann[annotations.SourceRanges] = ""
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "chart", Annotations: ann},
 		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nil); err != nil {
@@ -60,10 +61,10 @@ func TestTakeoverWithUpstreamValueShapes(t *testing.T) {
 	nodes := migNodes(h)
 	svc := migService(7, true)
 	tlsService(svc, 7)
-	svc.Annotations[annotationPrefix+annBackend] = ""
-	svc.Annotations[annotationPrefix+annSSLPorts] = "80, 443"
-	for _, s := range []string{annCrossZone, annAccessLog, annSecurityGroup, annExtraTags, annNodeLabels, annTGAttributes, annSSLPolicy, annHCPath} {
-		svc.Annotations[annotationPrefix+s] = ""
+	svc.Annotations[annotations.Prefix+annotations.Backend] = ""
+	svc.Annotations[annotations.Prefix+annotations.SSLPorts] = "80, 443"
+	for _, s := range []string{annotations.CrossZone, annotations.AccessLog, annotations.SecurityGroup, annotations.ExtraTags, annotations.NodeLabels, annotations.TGAttributes, annotations.SSLPolicy, annotations.HCPath} {
+		svc.Annotations[annotations.Prefix+s] = ""
 	}
 	addr := seedAs(h, migCluster, svc, nodes)
 	c := h.cloud(t, "")

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
+
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 // goldenFile pins what ccm writes into the cloud and finds its objects by after a restart or an
@@ -36,11 +38,11 @@ func TestGoldenNamesAndFingerprints(t *testing.T) {
 	}
 	web := lbService("web", nil)
 	web.Spec.Ports = web.Spec.Ports[:1]
-	ranged := lbService("ranged", map[string]string{annotationPrefix + annInternal: "true"})
+	ranged := lbService("ranged", map[string]string{annotations.Prefix + annotations.Internal: "true"})
 	ranged.Spec.Ports = ranged.Spec.Ports[:1]
 	ranged.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24", "2001:db8::/64"}
-	api2 := lbService("api", map[string]string{annotationPrefix + annType: "nlb"})
-	local := lbService("local", map[string]string{annotationPrefix + annType: "nlb"})
+	api2 := lbService("api", map[string]string{annotations.Prefix + annotations.Type: "nlb"})
+	local := lbService("local", map[string]string{annotations.Prefix + annotations.Type: "nlb"})
 	local.Spec.ExternalTrafficPolicy, local.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, 32000
 	var names []string
 	for i, svc := range []*v1.Service{web, ranged, api2, local} {

@@ -11,6 +11,7 @@ import (
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -53,7 +54,7 @@ func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Servi
 	victimSubnet := h.fake.AddSubnet(fakeaws.VPC, "us-east-1a", "10.0.200.0/24", map[string]string{
 		ownership.ClusterTagPrefix + victim: ownership.Owned, "kubernetes.io/role/elb": "1"})
 	forged := fmt.Sprintf("%s%s=owned,%s=%s/%s,%s=%s", ownership.ClusterTagPrefix, victim, ownership.ServiceTag, victimSvc.Namespace, victimSvc.Name, ownership.ServiceUIDTag, victimSvc.UID)
-	typeNLB := annotationPrefix + annType
+	typeNLB := annotations.Prefix + annotations.Type
 	ann := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -63,24 +64,24 @@ func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Servi
 	}
 	cases := []cloudtest.HostileCase{
 		{Name: "additional-resource-tags forge the victim's ownership (classic)", Reason: "reserved",
-			Annotations: ann(annotationPrefix+annExtraTags, forged)},
+			Annotations: ann(annotations.Prefix+annotations.ExtraTags, forged)},
 		{Name: "additional-resource-tags forge the victim's ownership (nlb)", Reason: "reserved",
-			Annotations: ann(annotationPrefix+annExtraTags, forged, typeNLB, "nlb")},
+			Annotations: ann(annotations.Prefix+annotations.ExtraTags, forged, typeNLB, "nlb")},
 		{Name: "additional-resource-tags forge ccm's bookkeeping (node groups, fingerprint)", Reason: "reserved",
-			Annotations: ann(annotationPrefix+annExtraTags, nodeGroupsTag+"="+fakeaws.NodeGroup+","+fingerprintTag+"=x", typeNLB, "nlb")},
+			Annotations: ann(annotations.Prefix+annotations.ExtraTags, nodeGroupsTag+"="+fakeaws.NodeGroup+","+fingerprintTag+"=x", typeNLB, "nlb")},
 		{Name: "security-groups names the victim cluster's ELB group", Reason: "does not own",
-			Annotations: ann(annotationPrefix+annSecurityGroup, victimSG)},
+			Annotations: ann(annotations.Prefix+annotations.SecurityGroup, victimSG)},
 		{Name: "security-groups names a group made by hand", Reason: "does not own",
-			Annotations: ann(annotationPrefix+annSecurityGroup, handSG)},
+			Annotations: ann(annotations.Prefix+annotations.SecurityGroup, handSG)},
 		{Name: "security-groups names the shared node group", Reason: "does not own",
-			Annotations: ann(annotationPrefix+annSecurityGroup, fakeaws.NodeGroup)},
+			Annotations: ann(annotations.Prefix+annotations.SecurityGroup, fakeaws.NodeGroup)},
 		{Name: "a group named k8s-elb-<the Service's ELB> exists with the victim's tags", Reason: "not this Service's"},
 		{Name: "a target group with ccm's name for the Service exists with the victim's tags", Reason: "not this Service's",
 			Annotations: ann(typeNLB, "nlb")},
 		{Name: "subnets names a subnet tagged for the victim cluster only (classic)", Reason: "not tagged",
-			Annotations: ann(annotationPrefix+annSubnets, victimSubnet)},
+			Annotations: ann(annotations.Prefix+annotations.Subnets, victimSubnet)},
 		{Name: "subnets names a subnet tagged for the victim cluster only (nlb)", Reason: "not tagged",
-			Annotations: ann(annotationPrefix+annSubnets, victimSubnet, typeNLB, "nlb")},
+			Annotations: ann(annotations.Prefix+annotations.Subnets, victimSubnet, typeNLB, "nlb")},
 		{Name: "an ELB with the Service's name exists with the victim's tags", Reason: "not this Service's"},
 		{Name: "an NLB with the Service's name exists without tags", Reason: "not this Service's",
 			Annotations: ann(typeNLB, "nlb")},
@@ -99,7 +100,7 @@ func (h *harness) Snapshot(cloudtest.T) string { return h.fake.Dump() }
 
 var _ cloudtest.ReachHarness = (*harness)(nil)
 
-func (h *harness) Annotations() reach.Table { return annotations }
+func (h *harness) Annotations() reach.Table { return annotations.Table }
 
 // Foreign seeds objects of kind that no attacking Service owns: the victim cluster's, another
 // namespace's of the attacker's own cluster, an operator's untagged one, one an upstream CCM

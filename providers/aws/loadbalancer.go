@@ -26,6 +26,7 @@ import (
 	"github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/svcevents"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
 )
 
@@ -62,7 +63,7 @@ type desired struct {
 	SecurityGroups []string
 	Listeners      []string
 	HealthCheck    string
-	HC             hcOptions
+	HC             annotations.HCOptions
 	CrossZone      bool
 	ExtraTags      map[string]string
 	SourceRanges   []string
@@ -73,7 +74,7 @@ type desired struct {
 	ProxyProtocol bool `json:",omitempty"`
 	// Attrs are the idle timeout, draining and access log attributes; nil when they are
 	// upstream's defaults (60s, off, off), so the fingerprints of ELBs made before hold.
-	Attrs *elbAttrs `json:",omitempty"`
+	Attrs *annotations.ELBAttrs `json:",omitempty"`
 	// SSLPolicy and ExtraGroups likewise.
 	SSLPolicy   string   `json:",omitempty"`
 	ExtraGroups []string `json:",omitempty"`
@@ -84,9 +85,9 @@ type desired struct {
 }
 
 // attrs are the ELB's attributes, upstream's defaults when the Service sets none.
-func (d *desired) attrs() elbAttrs {
+func (d *desired) attrs() annotations.ELBAttrs {
 	if d.Attrs == nil {
-		return elbAttrs{IdleTimeout: 60}
+		return annotations.ELBAttrs{IdleTimeout: 60}
 	}
 	return *d.Attrs
 }
@@ -119,7 +120,7 @@ func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1
 
 // GetLoadBalancer implements cloudprovider.LoadBalancer.
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	if externalType(svc) {
+	if annotations.ExternalType(svc) {
 		return nil, false, nil // another controller's (upstream answers the same)
 	}
 	st, err := l.loadBalancerStatus(ctx, svc)
@@ -138,7 +139,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.S
 
 // loadBalancerStatus is the status of svc's load balancer of the type it asks for, or nil.
 func (l *loadBalancers) loadBalancerStatus(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, error) {
-	if svc.Annotations[annotationPrefix+annType] == "nlb" {
+	if svc.Annotations[annotations.Prefix+annotations.Type] == "nlb" {
 		_, lb, _, _, err := l.findNLB(ctx, svc)
 		if err != nil || lb == nil {
 			return nil, err
@@ -235,7 +236,7 @@ var errNotCreatedYet = errors.New("no load balancer to update")
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	l.clusterName.Store(clusterName)
-	if externalType(svc) {
+	if annotations.ExternalType(svc) {
 		return nil, cloudprovider.ImplementedElsewhere
 	}
 	start := time.Now()
@@ -256,7 +257,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 // (requeued with the current Nodes), so that is no error.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
 	l.clusterName.Store(clusterName)
-	if externalType(svc) {
+	if annotations.ExternalType(svc) {
 		return cloudprovider.ImplementedElsewhere
 	}
 	start := time.Now()
@@ -279,14 +280,14 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err := l.c.cfg.checker().Values(svc); err != nil {
 		return nil, err
 	}
-	if err := unsupportedSpec(svc); err != nil {
+	if err := annotations.UnsupportedSpec(svc); err != nil {
 		return nil, err
 	}
-	opts, err := parseOptions(svc)
+	opts, err := annotations.Parse(svc)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkUnreadable(l.identity(svc), opts, l.c.cfg.allow()); err != nil {
+	if err := annotations.CheckUnreadable(l.identity(svc), opts, l.c.cfg.allow()); err != nil {
 		return nil, err
 	}
 	l.adviseUnused(svc, opts)
@@ -315,7 +316,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 // then writes the groups, the ELB (made, or made again for a scheme change), the plan, the
 // unused own group's delete and the tags. Nothing differs: no write. The fingerprint tag says
 // what was last applied: a difference while it still matches is drift, reported as an Event.
-func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (_ *v1.LoadBalancerStatus, err error) {
+func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts *annotations.Options, nodes []*v1.Node, mustExist bool) (_ *v1.LoadBalancerStatus, err error) {
 	r, err := l.observeClassic(ctx, svc, opts, nodes, mustExist)
 	if err != nil {
 		return nil, err
@@ -375,7 +376,7 @@ type classicRun struct {
 // observeClassic reads the members, the Service's ELB, its attributes and groups, and builds
 // the desired state. A missing ELB with mustExist is errNotCreatedYet; an ELB found that is not
 // the Service's (checkLB) is an error.
-func (l *loadBalancers) observeClassic(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (*classicRun, error) {
+func (l *loadBalancers) observeClassic(ctx context.Context, svc *v1.Service, opts *annotations.Options, nodes []*v1.Node, mustExist bool) (*classicRun, error) {
 	r := &classicRun{svc: svc, id: l.identity(svc)}
 	members, nodeGroups, err := l.members(ctx, opts, nodes)
 	if err != nil {
@@ -432,7 +433,7 @@ func (r *classicRun) writes() bool {
 // applyClassic makes the ELB (deleting it first when its scheme changes, which ELB cannot do
 // in place), writes its plan and drops the own group it no longer uses. It returns what the
 // plan repaired on an ELB that was there.
-func (l *loadBalancers) applyClassic(ctx context.Context, r *classicRun, opts *lbOptions) ([]string, error) {
+func (l *loadBalancers) applyClassic(ctx context.Context, r *classicRun, opts *annotations.Options) ([]string, error) {
 	svc := r.svc
 	r.planExisting() // now, if the ELB's own group was made first
 	if r.planned && r.plan.Recreate {
@@ -490,8 +491,8 @@ func (l *loadBalancers) tagClassic(ctx context.Context, r *classicRun) error {
 // adviseKeptTLSClassic is adviseKeptTLS for an ELB, whose description holds its listeners:
 // it says which TLS listeners are kept when the Service's ssl-ports are some upstream reads
 // as plain.
-func (l *loadBalancers) adviseKeptTLSClassic(svc *v1.Service, opts *lbOptions, cur *elbtypes.LoadBalancerDescription) {
-	if cur == nil || len(opts.portsReadPlainOnlyByUpstream(svc)) == 0 {
+func (l *loadBalancers) adviseKeptTLSClassic(svc *v1.Service, opts *annotations.Options, cur *elbtypes.LoadBalancerDescription) {
+	if cur == nil || len(opts.PortsReadPlainOnlyByUpstream(svc)) == 0 {
 		return
 	}
 	current := map[int32]string{}
@@ -500,7 +501,7 @@ func (l *loadBalancers) adviseKeptTLSClassic(svc *v1.Service, opts *lbOptions, c
 			current[ld.Listener.LoadBalancerPort] = aws.ToString(ld.Listener.Protocol)
 		}
 	}
-	if msg := opts.keepTLSListeners(svc, current); msg != "" {
+	if msg := opts.KeepTLSListeners(svc, current); msg != "" {
 		l.c.events.Advise(svc, reasonListenerKeptTLS, msg)
 	}
 }
@@ -508,7 +509,7 @@ func (l *loadBalancers) adviseKeptTLSClassic(svc *v1.Service, opts *lbOptions, c
 // createClassic creates the ELB and plans the rest of it (what create does not set). lost: it
 // was not recreated on purpose, the Service had an address and no NLB took its place, so it
 // was deleted out of band.
-func (l *loadBalancers) createClassic(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, want *desired, members []string, recreate bool) (*elbtypes.LoadBalancerDescription, elbplan.Plan, bool, error) {
+func (l *loadBalancers) createClassic(ctx context.Context, svc *v1.Service, opts *annotations.Options, name string, want *desired, members []string, recreate bool) (*elbtypes.LoadBalancerDescription, elbplan.Plan, bool, error) {
 	// Creating: this may be a type change, so the Service's NLB goes first.
 	hadNLB, err := l.deleteNLB(ctx, svc)
 	if err != nil {
@@ -532,11 +533,11 @@ func tagsHold(have, want map[string]string) bool {
 	return true
 }
 
-func (l *loadBalancers) desired(ctx context.Context, svc *v1.Service, opts *lbOptions, name string, nodeGroups []string) (*desired, error) {
+func (l *loadBalancers) desired(ctx context.Context, svc *v1.Service, opts *annotations.Options, name string, nodeGroups []string) (*desired, error) {
 	d := &desired{Scheme: "internet-facing", HC: opts.HC, CrossZone: opts.CrossZone, ExtraTags: opts.ExtraTags, NodeGroups: nodeGroups, ProxyProtocol: opts.ProxyProtocol,
 		SSLPolicy: opts.SSLPolicy, ExtraGroups: opts.ExtraGroups}
 	d.HC.Protocol, d.HC.Port, d.HC.Path = "", "", "" // in HealthCheck
-	if opts.Attrs != (elbAttrs{IdleTimeout: 60}) {
+	if opts.Attrs != (annotations.ELBAttrs{IdleTimeout: 60}) {
 		a := opts.Attrs
 		d.Attrs = &a
 	}
@@ -559,13 +560,13 @@ func (l *loadBalancers) desired(ctx context.Context, svc *v1.Service, opts *lbOp
 		// elsewhere only "http" makes an HTTP listener, and https or ssl are plain TCP (their
 		// health check is SSL, below).
 		proto, iproto := strings.ToUpper(opts.Backend), strings.ToUpper(opts.Backend)
-		if opts.sslPort(p) {
+		if opts.SSLPort(p) {
 			proto = map[string]string{"HTTP": "HTTPS", "HTTPS": "HTTPS", "TCP": "SSL", "SSL": "SSL"}[iproto]
 		} else if iproto == "HTTPS" || iproto == "SSL" {
 			proto, iproto = "TCP", "TCP"
 		}
 		cert := ""
-		if opts.sslPort(p) {
+		if opts.SSLPort(p) {
 			cert = opts.SSLCert
 		}
 		d.Listeners = append(d.Listeners, fmt.Sprintf("%s:%d:%s:%d:%s", proto, p.Port, iproto, p.NodePort, cert))
@@ -579,7 +580,7 @@ func (l *loadBalancers) desired(ctx context.Context, svc *v1.Service, opts *lbOp
 // backend-protocol https or ssl) on the first nodePort, or the shared kube-proxy probe of
 // ClusterServiceLoadBalancerHealthProbeMode Shared; then the healthcheck-protocol, -port
 // ("traffic-port": the first nodePort) and -path annotations (path default /).
-func (l *loadBalancers) classicHealth(svc *v1.Service, opts *lbOptions) string {
+func (l *loadBalancers) classicHealth(svc *v1.Service, opts *annotations.Options) string {
 	first := firstNodePort(svc)
 	var proto, path string
 	var port int32
@@ -598,7 +599,7 @@ func (l *loadBalancers) classicHealth(svc *v1.Service, opts *lbOptions) string {
 	}
 	switch opts.HC.Port {
 	case "":
-	case trafficPort:
+	case annotations.TrafficPort:
 		port = first
 	default:
 		n, _ := strconv.Atoi(opts.HC.Port)
@@ -626,10 +627,10 @@ func firstNodePort(svc *v1.Service) int32 {
 // members maps the Nodes (filtered by target-node-labels) to instance IDs and returns the
 // security groups of those instances. Nodes with a providerID cost no call beyond the shared,
 // batched, cached DescribeInstances.
-func (l *loadBalancers) members(ctx context.Context, opts *lbOptions, nodes []*v1.Node) (ids, groups []string, err error) {
+func (l *loadBalancers) members(ctx context.Context, opts *annotations.Options, nodes []*v1.Node) (ids, groups []string, err error) {
 	var byID []string
 	for _, n := range nodes {
-		if !opts.NodeLabels.selects(n.Labels) {
+		if !opts.NodeLabels.Selects(n.Labels) {
 			continue
 		}
 		if n.Spec.ProviderID == "" {
@@ -731,10 +732,10 @@ func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) (exi
 		}
 		klog.InfoS("Deleted ELB", "service", klog.KObj(svc), "name", name)
 	}
-	if cur != nil || svc.Annotations[annotationPrefix+annType] != "nlb" {
+	if cur != nil || svc.Annotations[annotations.Prefix+annotations.Type] != "nlb" {
 		// The ELB may be gone already (an interrupted delete): the groups it could have used.
-		for _, g := range splitList(svc.Annotations[annotationPrefix+annSecurityGroup]) {
-			if sgIDRE.MatchString(g) {
+		for _, g := range annotations.SplitList(svc.Annotations[annotations.Prefix+annotations.SecurityGroup]) {
+			if annotations.SecurityGroupIDRE.MatchString(g) {
 				sources = append(sources, g)
 			}
 		}

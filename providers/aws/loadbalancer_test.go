@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
@@ -37,10 +38,10 @@ func TestClassicELBFromAnnotations(t *testing.T) {
 	}
 	before := h.fake.Inventory()
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop", Annotations: map[string]string{
-		annotationPrefix + "internal":           "true",
-		annotationPrefix + "ssl-cert":           "arn:aws:acm:us-east-1:1:certificate/x",
-		annotationPrefix + "ssl-ports":          "443",
-		annotationPrefix + "target-node-labels": "pool=web",
+		annotations.Prefix + "internal":           "true",
+		annotations.Prefix + "ssl-cert":           "arn:aws:acm:us-east-1:1:certificate/x",
+		annotations.Prefix + "ssl-ports":          "443",
+		annotations.Prefix + "target-node-labels": "pool=web",
 	}}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal, HealthCheckNodePort: 32000,
 		LoadBalancerSourceRanges: []string{"192.0.2.0/24"},
 		Ports:                    []v1.ServicePort{{Name: "https", Port: 443, NodePort: 30443, Protocol: v1.ProtocolTCP}, {Name: "http", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
@@ -145,7 +146,7 @@ func TestClassicELBProxyProtocol(t *testing.T) {
 	lb, _ := c.LoadBalancer()
 	_, md := h.machine("pp-a")
 	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "pp-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}}}
-	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pp", Annotations: map[string]string{annotationPrefix + "proxy-protocol": "*"}},
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pp", Annotations: map[string]string{annotations.Prefix + "proxy-protocol": "*"}},
 		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
 			Ports: []v1.ServicePort{{Name: "a", Port: 443, NodePort: 30443, Protocol: v1.ProtocolTCP}, {Name: "b", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
 	name := c.lb.name(svc)
@@ -200,9 +201,9 @@ func TestClassicELBProxyProtocol(t *testing.T) {
 	}
 
 	// A bad value: refused naming the annotation, nothing changed.
-	svc.Annotations[annotationPrefix+"proxy-protocol"] = "v2"
+	svc.Annotations[annotations.Prefix+"proxy-protocol"] = "v2"
 	w = h.fake.Writes()
-	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+"proxy-protocol") {
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotations.Prefix+"proxy-protocol") {
 		t.Errorf("proxy-protocol=v2: error %v, want one naming the annotation", err)
 	}
 	if e2, _ := h.fake.ClassicLB(name); h.fake.Writes() != w || len(e2.BackendPolicies) != 3 || e2.DNSName != e.DNSName {
@@ -210,7 +211,7 @@ func TestClassicELBProxyProtocol(t *testing.T) {
 	}
 
 	// Annotation removed: the policy comes off every port, one Set call per port, same ELB.
-	delete(svc.Annotations, annotationPrefix+"proxy-protocol")
+	delete(svc.Annotations, annotations.Prefix+"proxy-protocol")
 	set = calls("SetLoadBalancerPoliciesForBackendServer")
 	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -38,7 +39,7 @@ func migService(i int, nlb bool) *v1.Service {
 		UID: types.UID(fmt.Sprintf("%08x-4b5a-4c6d-8e7f-6f1c2d3e4b5a", 0x6f1c0000+i))},
 		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Name: "http", Port: 80, NodePort: int32(30000 + i), Protocol: v1.ProtocolTCP}}}}
 	if nlb {
-		svc.Annotations[annotationPrefix+annType] = "nlb"
+		svc.Annotations[annotations.Prefix+annotations.Type] = "nlb"
 	}
 	return svc
 }
@@ -46,7 +47,7 @@ func migService(i int, nlb bool) *v1.Service {
 // seedAs leaves upstream's load balancer for svc, made for cluster, and returns its DNS name.
 func seedAs(h *harness, cluster string, svc *v1.Service, nodes []*v1.Node) string {
 	old := h.upstreamNLB
-	h.upstreamNLB = svc.Annotations[annotationPrefix+annType] == "nlb"
+	h.upstreamNLB = svc.Annotations[annotations.Prefix+annotations.Type] == "nlb"
 	defer func() { h.upstreamNLB = old }()
 	return strings.ToLower(h.fake.SeedUpstream(h.upstreamOf(cluster, svc, nodes)))
 }
@@ -73,9 +74,9 @@ func ensureOK(t *testing.T, lb cloudprovider.LoadBalancer, svc *v1.Service, node
 // tlsService adds to svc a port https 443 that ssl-ports makes TLS, with a TLS target group.
 func tlsService(svc *v1.Service, i int) {
 	svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "https", Port: 443, NodePort: int32(31000 + i), Protocol: v1.ProtocolTCP})
-	svc.Annotations[annotationPrefix+annSSLCert] = "arn:aws:acm:us-east-1:123456789012:certificate/mig"
-	svc.Annotations[annotationPrefix+annSSLPorts] = "https"
-	svc.Annotations[annotationPrefix+annBackend] = "ssl"
+	svc.Annotations[annotations.Prefix+annotations.SSLCert] = "arn:aws:acm:us-east-1:123456789012:certificate/mig"
+	svc.Annotations[annotations.Prefix+annotations.SSLPorts] = "https"
+	svc.Annotations[annotations.Prefix+annotations.Backend] = "ssl"
 }
 
 // N classic ELBs and N NLBs left by the upstream CCM (N = CCM_MIGRATION_LBS, default 5): the

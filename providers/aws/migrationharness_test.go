@@ -12,6 +12,7 @@ import (
 	"github.com/ccm-project/ccm/common/cloudtest"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -31,9 +32,9 @@ func (h *harness) upstreamOf(cluster string, svc *v1.Service, nodes []*v1.Node) 
 	u.SourceRanges = svc.Spec.LoadBalancerSourceRanges
 	// ssl-cert, ssl-ports (numbers or names) and backend-protocol "ssl", as upstream reads them
 	// (getPortSets: "" or "*" every port, else the items as written, a number when Atoi reads one).
-	if cert := svc.Annotations[annotationPrefix+annSSLCert]; cert != "" {
-		u.SSLCert, u.BackendSSL = cert, svc.Annotations[annotationPrefix+annBackend] == "ssl"
-		if v := svc.Annotations[annotationPrefix+annSSLPorts]; v != "" && v != "*" {
+	if cert := svc.Annotations[annotations.Prefix+annotations.SSLCert]; cert != "" {
+		u.SSLCert, u.BackendSSL = cert, svc.Annotations[annotations.Prefix+annotations.Backend] == "ssl"
+		if v := svc.Annotations[annotations.Prefix+annotations.SSLPorts]; v != "" && v != "*" {
 			for _, s := range strings.Split(v, ",") {
 				n, err := strconv.Atoi(s)
 				for _, p := range svc.Spec.Ports {
@@ -65,7 +66,7 @@ func (h *harness) SeedUpstream(t cloudtest.T, cluster string, svcs []*v1.Service
 			if svc.Annotations == nil {
 				svc.Annotations = map[string]string{}
 			}
-			svc.Annotations[annotationPrefix+annType] = "nlb"
+			svc.Annotations[annotations.Prefix+annotations.Type] = "nlb"
 		}
 		dns := h.fake.SeedUpstream(h.upstreamOf(cluster, svc, nodes))
 		svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{Hostname: strings.ToLower(dns)}}

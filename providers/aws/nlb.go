@@ -19,6 +19,7 @@ import (
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
 )
 
@@ -37,7 +38,7 @@ type nlbDesired struct {
 	Subnets   []string
 	Ports     []nlbPort
 	Health    string // protocol:port:path
-	HC        hcOptions
+	HC        annotations.HCOptions
 	ExtraTags map[string]string
 	// Clients reach the nodes directly (through the NLB's own group, if any), so the node groups admit
 	// SourceRanges on the Service's nodePorts.
@@ -96,7 +97,7 @@ func (p nlbPort) backend() string {
 	return p.Protocol
 }
 
-func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *lbOptions) (*nlbDesired, error) {
+func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *annotations.Options) (*nlbDesired, error) {
 	d := &nlbDesired{Scheme: "internet-facing", HC: opts.HC, ExtraTags: opts.ExtraTags, TGAttributes: opts.TGAttributes,
 		CrossZone: opts.CrossZone, AccessLog: opts.Attrs.AccessLog}
 	if d.AccessLog {
@@ -112,7 +113,7 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 	}
 	for _, p := range svc.Spec.Ports {
 		np := nlbPort{Protocol: string(p.Protocol), Port: p.Port, NodePort: p.NodePort}
-		if opts.sslPort(p) && p.Protocol == v1.ProtocolTCP {
+		if opts.SSLPort(p) && p.Protocol == v1.ProtocolTCP {
 			np.Protocol, np.Cert, np.SSLPolicy = "TLS", opts.SSLCert, opts.SSLPolicy
 			if opts.TLSBackend {
 				np.Backend = "TLS" // upstream: TLS to the nodes on every TLS listener
@@ -126,19 +127,19 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 		d.Addresses = opts.PrivateIPs
 	}
 	if len(d.Addresses) > 0 {
-		ann, scheme := annEIPAllocations, "internet-facing"
+		ann, scheme := annotations.EIPAllocations, "internet-facing"
 		if len(opts.PrivateIPs) > 0 {
-			ann, scheme = annPrivateAddresses, "internal"
+			ann, scheme = annotations.PrivateAddresses, "internal"
 		}
 		if len(d.Addresses) != len(d.Subnets) {
-			return nil, annotationError(ann, "names %d addresses for the NLB's %d subnets %v: one per subnet, in order", len(d.Addresses), len(d.Subnets), d.Subnets)
+			return nil, annotations.Error(ann, "names %d addresses for the NLB's %d subnets %v: one per subnet, in order", len(d.Addresses), len(d.Subnets), d.Subnets)
 		}
 		if d.Scheme != scheme {
-			return nil, annotationError(ann, "needs an %s NLB (see %s%s)", scheme, annotationPrefix, annInternal)
+			return nil, annotations.Error(ann, "needs an %s NLB (see %s%s)", scheme, annotations.Prefix, annotations.Internal)
 		}
 	}
 	d.Health = l.nlbHealth(svc, opts)
-	if _, port, _ := splitHealth(d.Health); port != trafficPort {
+	if _, port, _ := splitHealth(d.Health); port != annotations.TrafficPort {
 		n, _ := strconv.Atoi(port)
 		d.HCNodePort = int32(n) // admitted on the node groups as the health check NodePort is
 	}
@@ -166,8 +167,8 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *l
 // externalTrafficPolicy Local), then the healthcheck-protocol, -path and -port annotations,
 // then, for a Service with externalTrafficPolicy Cluster, the shared kube-proxy probe of
 // ClusterServiceLoadBalancerHealthProbeMode Shared, which wins over them.
-func (l *loadBalancers) nlbHealth(svc *v1.Service, opts *lbOptions) string {
-	proto, port, path := "TCP", trafficPort, ""
+func (l *loadBalancers) nlbHealth(svc *v1.Service, opts *annotations.Options) string {
+	proto, port, path := "TCP", annotations.TrafficPort, ""
 	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0
 	if local {
 		proto, port, path = "HTTP", strconv.Itoa(int(svc.Spec.HealthCheckNodePort)), "/healthz"
@@ -272,7 +273,7 @@ func nlbStatus(lb *v2types.LoadBalancer) *v1.LoadBalancerStatus {
 // tags and something is to be written; then it writes the frame and the parts in their plans'
 // order. A new NLB's parts are planned once it exists (it has none to read). The fingerprint
 // tag says what was last applied: a difference while it still matches is drift, an Event.
-func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (_ *v1.LoadBalancerStatus, err error) {
+func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *annotations.Options, nodes []*v1.Node, mustExist bool) (_ *v1.LoadBalancerStatus, err error) {
 	s, err := l.observeNLBFrame(ctx, svc, opts, nodes, mustExist)
 	if err != nil {
 		return nil, err
@@ -331,8 +332,8 @@ func (l *loadBalancers) nlbOutcome(s *nlbSync, pending bool) (*v1.LoadBalancerSt
 
 // adviseKeptTLS reads cur's listeners when the Service's ssl-ports are some upstream reads as
 // plain (rare: spaces or a "*" in a list), to say which TLS listeners are kept.
-func (l *loadBalancers) adviseKeptTLS(ctx context.Context, svc *v1.Service, opts *lbOptions, cur *v2types.LoadBalancer) error {
-	if cur == nil || len(opts.portsReadPlainOnlyByUpstream(svc)) == 0 {
+func (l *loadBalancers) adviseKeptTLS(ctx context.Context, svc *v1.Service, opts *annotations.Options, cur *v2types.LoadBalancer) error {
+	if cur == nil || len(opts.PortsReadPlainOnlyByUpstream(svc)) == 0 {
 		return nil
 	}
 	out, err := describeListenersAll(ctx, l.c.api.elbv2, &elbv2.DescribeListenersInput{LoadBalancerArn: cur.LoadBalancerArn})
@@ -343,7 +344,7 @@ func (l *loadBalancers) adviseKeptTLS(ctx context.Context, svc *v1.Service, opts
 	for _, ls := range out.Listeners {
 		current[aws.ToInt32(ls.Port)] = string(ls.Protocol)
 	}
-	if msg := opts.keepTLSListeners(svc, current); msg != "" {
+	if msg := opts.KeepTLSListeners(svc, current); msg != "" {
 		l.c.events.Advise(svc, reasonListenerKeptTLS, msg)
 	}
 	return nil
@@ -419,7 +420,7 @@ func (l *loadBalancers) ownTargetGroup(ctx context.Context, id ownership.Identit
 
 // groupIDs reads the node groups tag: security group IDs, space-separated.
 func groupIDs(v string) []string {
-	return slices.DeleteFunc(strings.Fields(v), func(g string) bool { return !sgIDRE.MatchString(g) })
+	return slices.DeleteFunc(strings.Fields(v), func(g string) bool { return !annotations.SecurityGroupIDRE.MatchString(g) })
 }
 
 // sameAddresses reports whether lb holds addrs (allocation IDs or private addresses) in its
@@ -500,7 +501,7 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 			return false, fmt.Errorf("aws: DeleteLoadBalancer (v2) %s: %w", name, err)
 		}
 		klog.InfoS("Deleted NLB", "service", klog.KObj(svc), "name", name)
-	} else if svc.Annotations[annotationPrefix+annType] == "nlb" {
+	} else if svc.Annotations[annotations.Prefix+annotations.Type] == "nlb" {
 		// No NLB (deleted by an interrupted delete, or never created): its node rules, in the
 		// groups tagged for the cluster, carry this Service's description.
 		groups, err := l.clusterGroups(ctx)
@@ -531,7 +532,7 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 	}
 	// Without its group on the NLB (deleted by an interrupted delete, or detached when the
 	// Service named groups), the Service's own is looked for by its tags.
-	if group != nil || ((cur == nil || len(cur.SecurityGroups) > 0) && l.c.cfg.nlbGroupsManaged() && svc.Annotations[annotationPrefix+annType] == "nlb") {
+	if group != nil || ((cur == nil || len(cur.SecurityGroups) > 0) && l.c.cfg.nlbGroupsManaged() && svc.Annotations[annotations.Prefix+annotations.Type] == "nlb") {
 		if err := l.deleteNLBGroup(ctx, svc, name, group); err != nil {
 			return false, err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -49,7 +50,7 @@ func TestNLBLifecycleAndTypeChange(t *testing.T) {
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", classic, nodes[:2]); err != nil {
 		t.Fatalf("classic: %v", err)
 	}
-	svc := lbService("web", map[string]string{annotationPrefix + "type": "nlb"})
+	svc := lbService("web", map[string]string{annotations.Prefix + "type": "nlb"})
 	h.fake.SetNLBProvisioning(300 * time.Millisecond)
 	_, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes[:2])
 	var retry *api.RetryError
@@ -132,7 +133,7 @@ func TestNLBDeleteFindsLeftoverTargetGroups(t *testing.T) {
 	_, md := h.machine("left-a")
 	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "left-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}}}
 	before := h.fake.Inventory()
-	svc := lbService("left", map[string]string{annotationPrefix + "type": "nlb"})
+	svc := lbService("left", map[string]string{annotations.Prefix + "type": "nlb"})
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestNLBRestartReadsListingOnly(t *testing.T) {
 	const n = 25 // more than one DescribeTags batch of 20
 	var svcs []*v1.Service
 	for i := 0; i < n; i++ {
-		svc := lbService(fmt.Sprintf("s%d", i), map[string]string{annotationPrefix + "type": "nlb"})
+		svc := lbService(fmt.Sprintf("s%d", i), map[string]string{annotations.Prefix + "type": "nlb"})
 		if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes[:2]); err != nil {
 			t.Fatal(err)
 		}
@@ -287,8 +288,8 @@ func TestNLBTargetGroupAttributes(t *testing.T) {
 	_, md := h.machine("pp-a")
 	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "pp-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}}}
 	// proxy-protocol does nothing on an NLB (upstream ignores it there): one Warning says so.
-	svc := lbService("pp", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "proxy-protocol": "*",
-		annotationPrefix + "target-group-attributes": "proxy_protocol_v2.enabled=true, deregistration_delay.timeout_seconds=30,no_such.key=1"})
+	svc := lbService("pp", map[string]string{annotations.Prefix + "type": "nlb", annotations.Prefix + "proxy-protocol": "*",
+		annotations.Prefix + "target-group-attributes": "proxy_protocol_v2.enabled=true, deregistration_delay.timeout_seconds=30,no_such.key=1"})
 	svc.UID = "uid-pp"
 	attrs := func() []string {
 		_, _, tgs, _ := h.fake.NLBByName(c.lb.name(svc))
@@ -304,7 +305,7 @@ func TestNLBTargetGroupAttributes(t *testing.T) {
 	if got := attrs(); !slices.Equal(got, []string{"true/30", "true/30"}) {
 		t.Fatalf("attributes per target group %v, want proxy v2 on and delay 30 on both", got)
 	}
-	for _, want := range []string{annotationPrefix + "proxy-protocol is not used for an NLB", "target groups have no attribute no_such.key"} {
+	for _, want := range []string{annotations.Prefix + "proxy-protocol is not used for an NLB", "target groups have no attribute no_such.key"} {
 		if ok, evs := h.events.Await(svc, 5*time.Second, "Warning UnsupportedAnnotation", want); !ok {
 			t.Errorf("events %q lack %q", evs, want)
 		}
@@ -317,17 +318,17 @@ func TestNLBTargetGroupAttributes(t *testing.T) {
 	if d := h.fake.Writes() - w; d != 0 {
 		t.Errorf("restart with target-group-attributes: %d writes, want 0", d)
 	}
-	svc.Annotations[annotationPrefix+"target-group-attributes"] = "proxy_protocol_v2.enabled"
-	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+"target-group-attributes") {
+	svc.Annotations[annotations.Prefix+"target-group-attributes"] = "proxy_protocol_v2.enabled"
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotations.Prefix+"target-group-attributes") {
 		t.Errorf("target-group-attributes without a value: %v, want an error naming the annotation", err)
 	}
 	// A bad value: AWS refuses it, the error names the annotation.
-	svc.Annotations[annotationPrefix+"target-group-attributes"] = "deregistration_delay.timeout_seconds=forever"
-	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+"target-group-attributes") {
+	svc.Annotations[annotations.Prefix+"target-group-attributes"] = "deregistration_delay.timeout_seconds=forever"
+	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotations.Prefix+"target-group-attributes") {
 		t.Errorf("bad attribute value: %v, want an error naming the annotation", err)
 	}
 	// Removed: left as they are, as upstream does (no writes).
-	delete(svc.Annotations, annotationPrefix+"target-group-attributes")
+	delete(svc.Annotations, annotations.Prefix+"target-group-attributes")
 	modify := func() int { return h.fake.Operations()["elbv2:ModifyTargetGroupAttributes"] }
 	m := modify()
 	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
@@ -337,7 +338,7 @@ func TestNLBTargetGroupAttributes(t *testing.T) {
 		t.Errorf("annotation removed: attributes %v, ModifyTargetGroupAttributes +%d; want unchanged, none", got, modify()-m)
 	}
 	// Changed: only the differing key is written, once per target group.
-	svc.Annotations[annotationPrefix+"target-group-attributes"] = "proxy_protocol_v2.enabled=false,deregistration_delay.timeout_seconds=30"
+	svc.Annotations[annotations.Prefix+"target-group-attributes"] = "proxy_protocol_v2.enabled=false,deregistration_delay.timeout_seconds=30"
 	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +356,7 @@ func TestNLBListingForgetsDeleted(t *testing.T) {
 	lb, _ := c.LoadBalancer()
 	_, md := h.machine("f-a")
 	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "f-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}}}
-	svc := lbService("f", map[string]string{annotationPrefix + "type": "nlb"})
+	svc := lbService("f", map[string]string{annotations.Prefix + "type": "nlb"})
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}

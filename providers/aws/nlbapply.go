@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
 )
 
@@ -262,7 +263,7 @@ func (a *nlbApply) arn(r nlbplan.Ref) string {
 
 func (a *nlbApply) adviseUnknown(keys []string) {
 	a.l.c.events.Advise(a.svc, reasonUnusedAnnotation, fmt.Sprintf("%s%s: target groups have no attribute %s; not set (as upstream)",
-		annotationPrefix, annTGAttributes, strings.Join(keys, ", ")))
+		annotations.Prefix, annotations.TGAttributes, strings.Join(keys, ", ")))
 }
 
 // takeOver adds ccm's ownership tags to the upstream CCM's target groups the plan keeps.
@@ -356,7 +357,7 @@ func (a *nlbApply) setGroupAttributes(ctx context.Context, arn, name string, kvs
 		attrs = append(attrs, v2types.TargetGroupAttribute{Key: aws.String(kv[0]), Value: aws.String(kv[1])})
 	}
 	if _, err := a.l.c.api.elbv2.ModifyTargetGroupAttributes(ctx, &elbv2.ModifyTargetGroupAttributesInput{TargetGroupArn: aws.String(arn), Attributes: attrs}); err != nil {
-		return annotationError(annTGAttributes, "target group %s: ModifyTargetGroupAttributes: %v", name, err)
+		return annotations.Error(annotations.TGAttributes, "target group %s: ModifyTargetGroupAttributes: %v", name, err)
 	}
 	return nil
 }
@@ -375,7 +376,7 @@ func (a *nlbApply) listeners(ctx context.Context, p nlbplan.Plan) error {
 		if m.PolicyOnly {
 			// Changed in place, as upstream does: the listener keeps serving.
 			if _, err := api.ModifyListener(ctx, &elbv2.ModifyListenerInput{ListenerArn: aws.String(m.Listener.ARN), SslPolicy: aws.String(m.Port.SSLPolicy)}); err != nil {
-				return annotationError(annSSLPolicy, "listener TLS/%d: ModifyListener: %v", m.Port.Port, err)
+				return annotations.Error(annotations.SSLPolicy, "listener TLS/%d: ModifyListener: %v", m.Port.Port, err)
 			}
 			continue
 		}
@@ -401,7 +402,7 @@ func (a *nlbApply) listeners(ctx context.Context, p nlbplan.Plan) error {
 			in.SslPolicy = aws.String(m.Port.SSLPolicy)
 		}
 		if _, err := api.ModifyListener(ctx, in); isCode(err, "SSLPolicyNotFound") {
-			return annotationError(annSSLPolicy, "listener TLS/%d: %v", m.Port.Port, err)
+			return annotations.Error(annotations.SSLPolicy, "listener TLS/%d: %v", m.Port.Port, err)
 		} else if err != nil {
 			return fmt.Errorf("aws: ModifyListener %d: %w", m.Port.Port, err)
 		}
@@ -416,7 +417,7 @@ func (a *nlbApply) listeners(ctx context.Context, p nlbplan.Plan) error {
 			in.SslPolicy = aws.String(port.SSLPolicy)
 		}
 		if _, err := api.CreateListener(ctx, in); isCode(err, "SSLPolicyNotFound") {
-			return annotationError(annSSLPolicy, "listener TLS/%d: %v", port.Port, err)
+			return annotations.Error(annotations.SSLPolicy, "listener TLS/%d: %v", port.Port, err)
 		} else if err != nil {
 			return fmt.Errorf("aws: CreateListener %d: %w", port.Port, err)
 		}

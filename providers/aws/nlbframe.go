@@ -21,6 +21,7 @@ import (
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/svcevents"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
@@ -28,7 +29,7 @@ import (
 // nlbSync is one reconcile of an NLB: what it read, and what its writes learnt.
 type nlbSync struct {
 	svc     *v1.Service
-	opts    *lbOptions
+	opts    *annotations.Options
 	name    string
 	cur     *v2types.LoadBalancer
 	tags    map[string]string // nil: made by this reconcile
@@ -57,9 +58,9 @@ type nlbSync struct {
 // hold before anything is written (the NLB is the Service's, the namespace's share of node
 // rules, the Elastic IPs of an NLB to be made, the named groups, the target groups a new NLB's
 // names would take), and reads the node groups whose rules the Service has or wants.
-func (l *loadBalancers) observeNLBFrame(ctx context.Context, svc *v1.Service, opts *lbOptions, nodes []*v1.Node, mustExist bool) (*nlbSync, error) {
-	if opts.nlbGroupIDErr != nil && l.c.cfg.nlbGroupsManaged() {
-		return nil, opts.nlbGroupIDErr
+func (l *loadBalancers) observeNLBFrame(ctx context.Context, svc *v1.Service, opts *annotations.Options, nodes []*v1.Node, mustExist bool) (*nlbSync, error) {
+	if opts.NLBGroupIDErr != nil && l.c.cfg.nlbGroupsManaged() {
+		return nil, opts.NLBGroupIDErr
 	}
 	members, nodeGroups, err := l.members(ctx, opts, nodes)
 	if err != nil {
@@ -123,15 +124,15 @@ func (l *loadBalancers) observeNLBGroups(ctx context.Context, s *nlbSync) error 
 		curGroups = s.cur.SecurityGroups
 		if len(want.Addresses) > 0 && !sameAddresses(s.cur, want.Addresses) {
 			l.c.events.Advise(s.svc, reasonUnusedAnnotation, fmt.Sprintf("%s%s / %s: the NLB's addresses are not the ones named; AWS sets them only when an NLB is created (as upstream, ccm does not recreate it): recreate the Service to apply them",
-				annotationPrefix, annEIPAllocations, annPrivateAddresses))
+				annotations.Prefix, annotations.EIPAllocations, annotations.PrivateAddresses))
 		}
 	}
-	s.groups = nlbplan.PlanSecurityGroups(annotationPrefix+annSecurityGroup, want.ManagedGroup, s.opts.SecurityGroups, kept, curGroups, groupIDOf(s.group))
+	s.groups = nlbplan.PlanSecurityGroups(annotations.Prefix+annotations.SecurityGroup, want.ManagedGroup, s.opts.SecurityGroups, kept, curGroups, groupIDOf(s.group))
 	if s.groups.Advice != "" {
 		l.c.events.Advise(s.svc, reasonUnusedAnnotation, s.groups.Advice)
 	}
 	if len(s.groups.Named) > 0 {
-		return l.checkNamedGroups(ctx, id, annSecurityGroup, s.groups.Named)
+		return l.checkNamedGroups(ctx, id, annotations.SecurityGroup, s.groups.Named)
 	}
 	return nil
 }

@@ -35,6 +35,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
@@ -115,7 +116,7 @@ func nlbGroupRules(id ownership.Identity, want *nlbDesired) []rule {
 // The groups the security-groups annotation names are the user's, whatever their tags, and
 // not even read here. nil: none (an NLB without groups, or with groups someone else manages).
 func (l *loadBalancers) nlbGroupOf(ctx context.Context, svc *v1.Service, lb *v2types.LoadBalancer) (*types.SecurityGroup, error) {
-	named := splitList(svc.Annotations[annotationPrefix+annSecurityGroup])
+	named := annotations.SplitList(svc.Annotations[annotations.Prefix+annotations.SecurityGroup])
 	ids := slices.DeleteFunc(slices.Clone(lb.SecurityGroups), func(g string) bool { return slices.Contains(named, g) })
 	if len(ids) == 0 {
 		return nil, nil
@@ -169,7 +170,7 @@ func (l *loadBalancers) setNLBGroups(ctx context.Context, s *nlbSync, f nlbplan.
 // (InvalidSecurityGroup); refusing the Service's own group is not the annotation's fault.
 func setNLBGroupsError(lbName string, named bool, err error) error {
 	if named && isCode(err, "InvalidSecurityGroup") {
-		return annotationError(annSecurityGroup, "SetSecurityGroups: %v", err)
+		return annotations.Error(annotations.SecurityGroup, "SetSecurityGroups: %v", err)
 	}
 	return fmt.Errorf("aws: SetSecurityGroups %s: %w", lbName, err)
 }
@@ -180,7 +181,7 @@ const reasonNLBGroupsReplaced = "LoadBalancerSecurityGroupsReplaced"
 // nlbGroupsReplacedMessage says which groups the NLB had and has, and why (named: the
 // security-groups annotation names them; else the Service's own group, the annotation unset).
 func nlbGroupsReplacedMessage(lbName string, was, now []string, named bool) string {
-	ann := annotationPrefix + annSecurityGroup
+	ann := annotations.Prefix + annotations.SecurityGroup
 	why := fmt.Sprintf("%s names them; ccm writes no rule into them: their rules must admit the clients on the listener ports", ann)
 	if !named {
 		why = fmt.Sprintf("%s is not set: the Service's own group, whose rules ccm keeps, replaces them; the groups detached are left as they are", ann)
@@ -270,7 +271,7 @@ func (l *loadBalancers) createNLBGroup(ctx context.Context, svc *v1.Service, nam
 // the Service's own one: never deleted, as dropOwnNLBGroup never drops it.
 func (l *loadBalancers) deleteNLBGroup(ctx context.Context, svc *v1.Service, name string, g *types.SecurityGroup) error {
 	id := l.identity(svc)
-	named := splitList(svc.Annotations[annotationPrefix+annSecurityGroup])
+	named := annotations.SplitList(svc.Annotations[annotations.Prefix+annotations.SecurityGroup])
 	if g == nil {
 		out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
 			filter("tag:"+ownership.ServiceTag, id.Service()), filter("tag-key", ownership.ClusterTagPrefix+id.Cluster)}})

@@ -17,6 +17,7 @@ import (
 	"k8s.io/cloud-provider/api"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -49,7 +50,7 @@ func TestNLBManagedGroupLifecycle(t *testing.T) {
 	c := h.cloud(t, managedMode)
 	lb, _ := c.LoadBalancer()
 	nodes := parityNodes(h, "sg-a", "sg-b")
-	svc := lbService("web", map[string]string{annotationPrefix + "type": "nlb"})
+	svc := lbService("web", map[string]string{annotations.Prefix + "type": "nlb"})
 	svc.UID = "uid-web"
 	svc.Spec.LoadBalancerSourceRanges = []string{"10.1.0.0/16"}
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
@@ -100,7 +101,7 @@ func TestNLBManagedGroupLifecycle(t *testing.T) {
 	}
 
 	// A scheme change recreates the NLB: with the same group.
-	svc.Annotations[annotationPrefix+"internal"] = "true"
+	svc.Annotations[annotations.Prefix+"internal"] = "true"
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestNLBManagedGroupLifecycle(t *testing.T) {
 
 	// Without the mode: no group, as before.
 	plain, _ := h.cloud(t, "").LoadBalancer()
-	other := lbService("plain", map[string]string{annotationPrefix + "type": "nlb"})
+	other := lbService("plain", map[string]string{annotations.Prefix + "type": "nlb"})
 	if _, err := plain.EnsureLoadBalancer(ctx, "x", other, nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestNLBManagedGroupNotOursRefused(t *testing.T) {
 	ctx := context.Background()
 	c := h.cloud(t, managedMode)
 	lb, _ := c.LoadBalancer()
-	svc := lbService("web", map[string]string{annotationPrefix + "type": "nlb"})
+	svc := lbService("web", map[string]string{annotations.Prefix + "type": "nlb"})
 	h.fake.AddSecurityGroup(nlbGroupName(c.lb.name(svc)), "someone's", map[string]string{"kubernetes.io/cluster/nlbsg": "owned", ownership.ServiceTag: "ns/other"})
 	w0 := h.fake.Writes()
 	_, err := lb.EnsureLoadBalancer(ctx, "x", svc, parityNodes(h, "sg-a"))
@@ -224,7 +225,7 @@ func TestNLBManagedGroupInterruptedDelete(t *testing.T) {
 	ctx := context.Background()
 	c := h.cloud(t, managedMode)
 	lb, _ := c.LoadBalancer()
-	svc := lbService("web", map[string]string{annotationPrefix + "type": "nlb"})
+	svc := lbService("web", map[string]string{annotations.Prefix + "type": "nlb"})
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, parityNodes(h, "sg-a")); err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +310,7 @@ func TestSetNLBGroupsError(t *testing.T) {
 		{false, other, false},
 	} {
 		err := setNLBGroupsError("k8s-x", c.named, c.err)
-		if got := strings.Contains(err.Error(), annotationPrefix+annSecurityGroup); got != c.annotated || !strings.Contains(err.Error(), c.err.Error()) {
+		if got := strings.Contains(err.Error(), annotations.Prefix+annotations.SecurityGroup); got != c.annotated || !strings.Contains(err.Error(), c.err.Error()) {
 			t.Errorf("named %v, %v: %v; want naming the annotation %v", c.named, c.err, err, c.annotated)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
@@ -39,10 +40,10 @@ func TestNLBMTURuleLifecycle(t *testing.T) {
 	}
 	before := h.fake.Inventory()
 	desc := sgrules.MTUDescription("mtu")
-	a := lbService("a", map[string]string{annotationPrefix + annType: "nlb"})
+	a := lbService("a", map[string]string{annotations.Prefix + annotations.Type: "nlb"})
 	a.UID = "uid-a"
 	a.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8", "192.0.2.0/24", "2001:db8::/32"}
-	b := lbService("b", map[string]string{annotationPrefix + annType: "nlb"})
+	b := lbService("b", map[string]string{annotations.Prefix + annotations.Type: "nlb"})
 	b.UID = "uid-b"
 	b.Spec.Ports = []v1.ServicePort{{Name: "http", Port: 80, NodePort: 30180, Protocol: v1.ProtocolTCP}}
 	b.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"}
@@ -171,7 +172,7 @@ func mtuNodes(h *harness, names ...string) []*v1.Node {
 
 // mtuService is an NLB Service with one TCP port admitting cidrs.
 func mtuService(name string, nodePort int32, cidrs ...string) *v1.Service {
-	svc := lbService(name, map[string]string{annotationPrefix + annType: "nlb"})
+	svc := lbService(name, map[string]string{annotations.Prefix + annotations.Type: "nlb"})
 	svc.UID = types.UID("uid-" + name)
 	svc.Spec.Ports = []v1.ServicePort{{Name: "http", Port: 80, NodePort: nodePort, Protocol: v1.ProtocolTCP}}
 	svc.Spec.LoadBalancerSourceRanges = cidrs

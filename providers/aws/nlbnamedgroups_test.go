@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -70,7 +71,7 @@ func TestNLBNamedGroupsLifecycle(t *testing.T) {
 	c := h.cloud(t, byoMode)
 	lb, _ := c.LoadBalancer()
 	nodes := parityNodes(h, "n1")
-	svc := lbService("web", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + annSecurityGroup: a + ", " + b})
+	svc := lbService("web", map[string]string{annotations.Prefix + "type": "nlb", annotations.Prefix + annotations.SecurityGroup: a + ", " + b})
 	svc.UID = "uid-web"
 	ops0 := h.fake.Operations()
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
@@ -104,7 +105,7 @@ func TestNLBNamedGroupsLifecycle(t *testing.T) {
 		t.Errorf("after a restart: %v, %d writes; want none", err, h.fake.Writes()-w0)
 	}
 
-	svc.Annotations[annotationPrefix+annSecurityGroup] = b
+	svc.Annotations[annotations.Prefix+annotations.SecurityGroup] = b
 	ops0 = h.fake.Operations()
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func TestNLBSwitchOwnAndNamedGroups(t *testing.T) {
 	c := h.cloud(t, byoMode)
 	lb, _ := c.LoadBalancer()
 	nodes := parityNodes(h, "n1")
-	svc := lbService("web", map[string]string{annotationPrefix + "type": "nlb"})
+	svc := lbService("web", map[string]string{annotations.Prefix + "type": "nlb"})
 	svc.UID = "uid-web"
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
@@ -153,7 +154,7 @@ func TestNLBSwitchOwnAndNamedGroups(t *testing.T) {
 		fakeaws.Rule{Protocol: "tcp", From: 443, To: 443, CIDR: "198.51.100.0/24"})
 	was := groupState(t, h, tagged)
 
-	svc.Annotations[annotationPrefix+annSecurityGroup] = tagged
+	svc.Annotations[annotations.Prefix+annotations.SecurityGroup] = tagged
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestNLBSwitchOwnAndNamedGroups(t *testing.T) {
 	if _, ok := h.fake.Group(own[0]); ok {
 		t.Errorf("the Service's own group %s left after the switch", own[0])
 	}
-	if ok, evs := h.events.Await(svc, 2*time.Second, v1.EventTypeNormal, reasonNLBGroupsReplaced, annotationPrefix+annSecurityGroup, "were "+own[0]+", now "+tagged); !ok {
+	if ok, evs := h.events.Await(svc, 2*time.Second, v1.EventTypeNormal, reasonNLBGroupsReplaced, annotations.Prefix+annotations.SecurityGroup, "were "+own[0]+", now "+tagged); !ok {
 		t.Errorf("no Normal Event saying the own group was replaced by the named one: %v", evs)
 	}
 	w0 := h.fake.Writes()
@@ -172,7 +173,7 @@ func TestNLBSwitchOwnAndNamedGroups(t *testing.T) {
 		t.Errorf("restart after the switch: %v, %d writes; want none", err, h.fake.Writes()-w0)
 	}
 
-	delete(svc.Annotations, annotationPrefix+annSecurityGroup)
+	delete(svc.Annotations, annotations.Prefix+annotations.SecurityGroup)
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestNLBSwitchOwnAndNamedGroups(t *testing.T) {
 	if g, _ := h.fake.Group(back[0]); g.Name != nlbGroupName(name) {
 		t.Errorf("switched back: group %s, want ccm's %s", g.Name, nlbGroupName(name))
 	}
-	if ok, evs := h.events.Await(svc, 2*time.Second, v1.EventTypeNormal, reasonNLBGroupsReplaced, annotationPrefix+annSecurityGroup+" is not set", "were "+tagged+", now "+back[0]); !ok {
+	if ok, evs := h.events.Await(svc, 2*time.Second, v1.EventTypeNormal, reasonNLBGroupsReplaced, annotations.Prefix+annotations.SecurityGroup+" is not set", "were "+tagged+", now "+back[0]); !ok {
 		t.Errorf("no Normal Event saying the named group was replaced by the own one: %v", evs)
 	}
 	if got := groupState(t, h, tagged); got != was {
@@ -212,10 +213,10 @@ func TestNLBNamedGroupRefused(t *testing.T) {
 	} {
 		c := h.cloud(t, tc.cfg)
 		lb, _ := c.LoadBalancer()
-		svc := lbService("web", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + annSecurityGroup: tc.groups})
+		svc := lbService("web", map[string]string{annotations.Prefix + "type": "nlb", annotations.Prefix + annotations.SecurityGroup: tc.groups})
 		w0 := h.fake.Writes()
 		_, err := lb.EnsureLoadBalancer(ctx, "x", svc, parityNodes(h, "n1"))
-		if err == nil || !strings.Contains(err.Error(), annotationPrefix+annSecurityGroup) || !strings.Contains(err.Error(), tc.want) || h.fake.Writes() != w0 {
+		if err == nil || !strings.Contains(err.Error(), annotations.Prefix+annotations.SecurityGroup) || !strings.Contains(err.Error(), tc.want) || h.fake.Writes() != w0 {
 			t.Errorf("%s: %v, %d writes; want an error naming the annotation and %q, no write", tc.groups, err, h.fake.Writes()-w0, tc.want)
 		}
 		if tc.cfg == managedMode && !errors.Is(err, ownership.ErrNotOwned) {
@@ -234,7 +235,7 @@ func TestNLBNamedGroupsIgnoredWithoutMode(t *testing.T) {
 	ctx := context.Background()
 	a := userGroup(h, "user-a")
 	lb, _ := h.cloud(t, "[Global]\nAllowedResourceNamespaces = ns\n").LoadBalancer()
-	svc := lbService("web", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + annSecurityGroup: a})
+	svc := lbService("web", map[string]string{annotations.Prefix + "type": "nlb", annotations.Prefix + annotations.SecurityGroup: a})
 	svc.UID = "uid-web"
 	nodes := parityNodes(h, "n1")
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
@@ -278,7 +279,7 @@ func TestUpstreamNLBWithNamedGroupsTakenOver(t *testing.T) {
 	a := userGroup(h, "user-a")
 	was := groupState(t, h, a)
 	svc := migService(3, true)
-	svc.Annotations[annotationPrefix+annSecurityGroup] = a
+	svc.Annotations[annotations.Prefix+annotations.SecurityGroup] = a
 	u := h.upstreamOf(migCluster, svc, nodes)
 	u.NLB, u.ManagedSG, u.BYOGroups = true, true, []string{a}
 	addr := h.fake.SeedUpstream(u)
@@ -328,7 +329,7 @@ func TestNLBDroppedOwnGroupDeletedLater(t *testing.T) {
 	c := h.cloud(t, byoMode)
 	lb, _ := c.LoadBalancer()
 	nodes := parityNodes(h, "n1")
-	svc := lbService("web", map[string]string{annotationPrefix + "type": "nlb"})
+	svc := lbService("web", map[string]string{annotations.Prefix + "type": "nlb"})
 	svc.UID = "uid-web"
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
@@ -337,7 +338,7 @@ func TestNLBDroppedOwnGroupDeletedLater(t *testing.T) {
 	own := nlbGroups(t, h, name)[0]
 	holder := h.fake.AddSecurityGroup("holder", "refers to the own group", nil, fakeaws.Rule{Protocol: "-1", SourceSG: own})
 
-	svc.Annotations[annotationPrefix+annSecurityGroup] = a
+	svc.Annotations[annotations.Prefix+annotations.SecurityGroup] = a
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatalf("switch with the own group still in use: %v", err)
 	}
@@ -371,23 +372,23 @@ func TestNLBMalformedNamedGroupsOnlyRefusedInManagedMode(t *testing.T) {
 		typ     string
 		refused bool
 	}{{"nlb", false}, {"", true}} {
-		o, err := parseOptions(tcpService("s", map[string]string{annotationPrefix + annType: c.typ, annotationPrefix + annSecurityGroup: "foo"}))
-		if (err != nil) != c.refused || (err != nil && !strings.Contains(err.Error(), annotationPrefix+annSecurityGroup)) {
+		o, err := annotations.Parse(tcpService("s", map[string]string{annotations.Prefix + annotations.Type: c.typ, annotations.Prefix + annotations.SecurityGroup: "foo"}))
+		if (err != nil) != c.refused || (err != nil && !strings.Contains(err.Error(), annotations.Prefix+annotations.SecurityGroup)) {
 			t.Errorf("type %q: %v, want refused %v", c.typ, err, c.refused)
 		}
-		if err == nil && o.nlbGroupIDErr == nil {
+		if err == nil && o.NLBGroupIDErr == nil {
 			t.Errorf("type %q: the malformed ID is not kept for Managed mode", c.typ)
 		}
 	}
 
 	h := newHarness(t, "byo")
 	ctx := context.Background()
-	svc := lbService("web", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + annSecurityGroup: "foo"})
+	svc := lbService("web", map[string]string{annotations.Prefix + "type": "nlb", annotations.Prefix + annotations.SecurityGroup: "foo"})
 	svc.UID = "uid-web"
 	nodes := parityNodes(h, "n1")
 	managed, _ := h.cloud(t, byoMode).LoadBalancer()
 	w0 := h.fake.Writes()
-	if _, err := managed.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+annSecurityGroup) || !strings.Contains(err.Error(), `"foo"`) || h.fake.Writes() != w0 {
+	if _, err := managed.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotations.Prefix+annotations.SecurityGroup) || !strings.Contains(err.Error(), `"foo"`) || h.fake.Writes() != w0 {
 		t.Errorf("Managed mode: %v, %d writes; want an error naming the annotation and \"foo\", no write", err, h.fake.Writes()-w0)
 	}
 	lb, _ := h.cloud(t, "").LoadBalancer()
@@ -413,7 +414,7 @@ func TestNLBNamedOwnGroupNotDeletedWithService(t *testing.T) {
 	c := h.cloud(t, byoMode)
 	lb, _ := c.LoadBalancer()
 	nodes := parityNodes(h, "n1")
-	svc := lbService("web", map[string]string{annotationPrefix + "type": "nlb"})
+	svc := lbService("web", map[string]string{annotations.Prefix + "type": "nlb"})
 	svc.UID = "uid-web"
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
@@ -422,7 +423,7 @@ func TestNLBNamedOwnGroupNotDeletedWithService(t *testing.T) {
 	if len(own) != 1 {
 		t.Fatalf("NLB groups %v: want its own", own)
 	}
-	svc.Annotations[annotationPrefix+annSecurityGroup] = own[0]
+	svc.Annotations[annotations.Prefix+annotations.SecurityGroup] = own[0]
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"k8s.io/cloud-provider/api"
+
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 // backend-protocol ssl on an NLB with ssl-cert, as upstream: the TLS listeners (ssl-ports)
@@ -22,8 +24,8 @@ func TestNLBBackendSSLSwitchesTargetGroups(t *testing.T) {
 	c := h.cloud(t, "")
 	lb, _ := c.LoadBalancer()
 	nodes := parityNodes(h, "tls-a", "tls-b")
-	ann := map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x",
-		annotationPrefix + "ssl-ports": "443"}
+	ann := map[string]string{annotations.Prefix + "type": "nlb", annotations.Prefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x",
+		annotations.Prefix + "ssl-ports": "443"}
 	svc := tcpService("tls", ann)
 	ensure := func() error { _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); return err }
 	// state: each listener as "protocol/port->target protocol(target group name, targets)".
@@ -51,7 +53,7 @@ func TestNLBBackendSSLSwitchesTargetGroups(t *testing.T) {
 	}
 
 	for _, step := range []struct{ backend, from, to string }{{"ssl", "tcp", "tls"}, {"tcp", "tls", "tcp"}} {
-		ann[annotationPrefix+"backend-protocol"] = step.backend
+		ann[annotations.Prefix+"backend-protocol"] = step.backend
 		// The new group's targets are not healthy yet: the listener keeps the old group.
 		h.fake.SetTargetsInitial(true)
 		ops := h.fake.Operations()

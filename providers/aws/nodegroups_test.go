@@ -13,6 +13,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -86,7 +87,7 @@ func TestNamespaceShareOfNodeGroupRules(t *testing.T) {
 		ranges[i] = fmt.Sprintf("198.51.%d.0/24", i)
 	}
 	nlb := func(ns, name string) *v1.Service {
-		svc := lbService(name, map[string]string{annotationPrefix + annType: "nlb"})
+		svc := lbService(name, map[string]string{annotations.Prefix + annotations.Type: "nlb"})
 		svc.Namespace, svc.UID = ns, types.UID("uid-"+ns+"-"+name)
 		svc.Spec.Ports = svc.Spec.Ports[:1]
 		svc.Spec.LoadBalancerSourceRanges = ranges

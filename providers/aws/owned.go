@@ -9,6 +9,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/servicecontroller"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 // Orphan collection (common/servicecontroller): the cluster's classic ELBs and NLBs are the
@@ -80,7 +81,7 @@ func (c *Cloud) DeleteOwnedLoadBalancer(ctx context.Context, _ string, lb servic
 		if tags, err = l.tagsV2(ctx, aws.ToString(nlb.LoadBalancerArn)); err != nil {
 			return publicError(err)
 		}
-		svc.Annotations = map[string]string{annotationPrefix + annType: "nlb"}
+		svc.Annotations = map[string]string{annotations.Prefix + annotations.Type: "nlb"}
 	}
 	if err := ownership.Check(id, "load balancer", lb.ID, tags); err != nil {
 		return err

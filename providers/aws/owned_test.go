@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 func opsDelta(before, after map[string]int) (int, map[string]int) {
@@ -45,7 +46,7 @@ func TestOwnedLoadBalancers(t *testing.T) {
 		svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid)},
 			Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
 		if typ == "nlb" {
-			svc.Annotations = map[string]string{annotationPrefix + annType: "nlb"}
+			svc.Annotations = map[string]string{annotations.Prefix + annotations.Type: "nlb"}
 		}
 		if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 			t.Fatal(err)

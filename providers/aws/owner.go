@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 // maxRuleDescription is EC2's limit on a security group rule's description.
@@ -20,12 +21,12 @@ func (l *loadBalancers) identity(svc *v1.Service) ownership.Identity {
 	return ownership.Of(l.c.cfg.ClusterID(), svc)
 }
 
-// ownTags are the tags of an object made for id: the user's (validated by parseOptions) with
+// ownTags are the tags of an object made for id: the user's (validated by annotations.Parse) with
 // the ownership tags last, and extra bookkeeping (the fingerprint) on top.
 func ownTags(id ownership.Identity, user map[string]string, extra map[string]string) map[string]string {
 	tags := map[string]string{}
 	for k, v := range user {
-		if !reservedTag(k) { // parseOptions refused them already; never write them regardless
+		if !annotations.ReservedTag(k) { // annotations.Parse refused them already; never write them regardless
 			tags[k] = v
 		}
 	}

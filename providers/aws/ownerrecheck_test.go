@@ -20,6 +20,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/svcevents"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 func nlbAfterRestart(t *testing.T, h *harness, svc *v1.Service, nodes []*v1.Node) *loadBalancers {
@@ -49,7 +50,7 @@ func TestNLBOwnershipReadBeforeAWrite(t *testing.T) {
 	_, md := h.machine("fn-a")
 	_, md2 := h.machine("fn-b")
 	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "fn-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}}}
-	svc := lbService("web", map[string]string{annotationPrefix + annType: "nlb"})
+	svc := lbService("web", map[string]string{annotations.Prefix + annotations.Type: "nlb"})
 	svc.UID = types.UID("uid-web")
 	lb := nlbAfterRestart(t, h, svc, nodes)
 	name := lbName("freshnlb", svc)
@@ -144,13 +145,13 @@ func TestNLBSchemeChangeRecreates(t *testing.T) {
 	h := newHarness(t, "nlbscheme")
 	_, md := h.machine("ns-a")
 	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "ns-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}}}
-	svc := lbService("web", map[string]string{annotationPrefix + annType: "nlb"})
+	svc := lbService("web", map[string]string{annotations.Prefix + annotations.Type: "nlb"})
 	svc.UID = types.UID("uid-web")
 	lb := nlbAfterRestart(t, h, svc, nodes)
 	name := lbName("nlbscheme", svc)
 	before, _, tgsBefore, _ := h.fake.NLBByName(name)
 	creates, deletes := h.fake.Operations()["elbv2:CreateTargetGroup"], h.fake.Operations()["elbv2:DeleteTargetGroup"]
-	svc.Annotations[annotationPrefix+annInternal] = "true"
+	svc.Annotations[annotations.Prefix+annotations.Internal] = "true"
 	st, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 // With EC2 answering two instances a page, look-ups by ID (batched), by private DNS name
@@ -164,7 +165,7 @@ func TestNLBEnsureFollowsPages(t *testing.T) {
 	_, md := h.machine("np-a")
 	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "np-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}}}
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nlbpaged", UID: "uid-nlbpaged",
-		Annotations: map[string]string{annotationPrefix + "type": "nlb"}},
+		Annotations: map[string]string{annotations.Prefix + "type": "nlb"}},
 		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{
 			{Name: "a", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP},
 			{Name: "b", Port: 81, NodePort: 30081, Protocol: v1.ProtocolTCP},

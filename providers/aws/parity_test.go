@@ -24,6 +24,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
@@ -54,7 +55,7 @@ func TestExternalTypesStepAside(t *testing.T) {
 	nodes := parityNodes(h, "ext-a")
 	for _, typ := range []string{"external", "nlb-ip"} {
 		svc := tcpService("ext-"+strings.ReplaceAll(typ, "-", ""), map[string]string{
-			annotationPrefix + "type": typ, annotationPrefix + "nlb-target-type": "ip", annotationPrefix + "scheme": "internal"})
+			annotations.Prefix + "type": typ, annotations.Prefix + "nlb-target-type": "ip", annotations.Prefix + "scheme": "internal"})
 		w, ops := h.fake.Writes(), h.fake.Operations()
 		if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); !errors.Is(err, cloudprovider.ImplementedElsewhere) || err != cloudprovider.ImplementedElsewhere {
 			t.Errorf("%s: EnsureLoadBalancer %v, want ImplementedElsewhere itself (the service controller compares with ==)", typ, err)
@@ -90,20 +91,20 @@ func TestBackendHTTPSWithoutCertAsUpstream(t *testing.T) {
 		want   []fakeaws.Listener
 		health string
 	}{
-		{map[string]string{annotationPrefix + "backend-protocol": "https"},
+		{map[string]string{annotations.Prefix + "backend-protocol": "https"},
 			[]fakeaws.Listener{{Protocol: "TCP", InstanceProtocol: "TCP", Port: 443, InstancePort: 30443}, {Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}, "SSL:30443"},
-		{map[string]string{annotationPrefix + "backend-protocol": "ssl", annotationPrefix + "ssl-cert": cert, annotationPrefix + "ssl-ports": "443"},
+		{map[string]string{annotations.Prefix + "backend-protocol": "ssl", annotations.Prefix + "ssl-cert": cert, annotations.Prefix + "ssl-ports": "443"},
 			[]fakeaws.Listener{{Protocol: "SSL", InstanceProtocol: "SSL", Port: 443, InstancePort: 30443, SSLCertificateID: cert}, {Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}, "SSL:30443"},
-		{map[string]string{annotationPrefix + "backend-protocol": "https", annotationPrefix + "ssl-cert": cert, annotationPrefix + "ssl-ports": "https"},
+		{map[string]string{annotations.Prefix + "backend-protocol": "https", annotations.Prefix + "ssl-cert": cert, annotations.Prefix + "ssl-ports": "https"},
 			[]fakeaws.Listener{{Protocol: "HTTPS", InstanceProtocol: "HTTPS", Port: 443, InstancePort: 30443, SSLCertificateID: cert}, {Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}, "SSL:30443"},
-		{map[string]string{annotationPrefix + "backend-protocol": "http"},
+		{map[string]string{annotations.Prefix + "backend-protocol": "http"},
 			[]fakeaws.Listener{{Protocol: "HTTP", InstanceProtocol: "HTTP", Port: 443, InstancePort: 30443}, {Protocol: "HTTP", InstanceProtocol: "HTTP", Port: 80, InstancePort: 30080}}, "TCP:30443"},
 		// Values upstream does not know: ignored off the TLS ports; empty is unset on a TLS port.
-		{map[string]string{annotationPrefix + "backend-protocol": "grpc"},
+		{map[string]string{annotations.Prefix + "backend-protocol": "grpc"},
 			[]fakeaws.Listener{{Protocol: "TCP", InstanceProtocol: "TCP", Port: 443, InstancePort: 30443}, {Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}, "TCP:30443"},
-		{map[string]string{annotationPrefix + "backend-protocol": "h2", annotationPrefix + "ssl-cert": cert, annotationPrefix + "ssl-ports": "8443"},
+		{map[string]string{annotations.Prefix + "backend-protocol": "h2", annotations.Prefix + "ssl-cert": cert, annotations.Prefix + "ssl-ports": "8443"},
 			[]fakeaws.Listener{{Protocol: "TCP", InstanceProtocol: "TCP", Port: 443, InstancePort: 30443}, {Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}, "TCP:30443"},
-		{map[string]string{annotationPrefix + "backend-protocol": "", annotationPrefix + "ssl-cert": cert, annotationPrefix + "ssl-ports": "443"},
+		{map[string]string{annotations.Prefix + "backend-protocol": "", annotations.Prefix + "ssl-cert": cert, annotations.Prefix + "ssl-ports": "443"},
 			[]fakeaws.Listener{{Protocol: "SSL", InstanceProtocol: "TCP", Port: 443, InstancePort: 30443, SSLCertificateID: cert}, {Protocol: "TCP", InstanceProtocol: "TCP", Port: 80, InstancePort: 30080}}, "TCP:30443"},
 	} {
 		svc := tcpService("be", tc.ann)
@@ -150,10 +151,10 @@ func TestHealthCheckAsUpstream(t *testing.T) {
 		for _, nlb := range []bool{false, true} {
 			ann := map[string]string{}
 			for k, v := range tc.ann {
-				ann[annotationPrefix+k] = v
+				ann[annotations.Prefix+k] = v
 			}
 			if nlb {
-				ann[annotationPrefix+"type"] = "nlb"
+				ann[annotations.Prefix+"type"] = "nlb"
 			}
 			svc := tcpService("hc", ann)
 			if tc.local {
@@ -199,11 +200,11 @@ func TestNLBHealthTimingsReconciled(t *testing.T) {
 	c := h.cloud(t, "")
 	lb, _ := c.LoadBalancer()
 	nodes := parityNodes(h, "nh-a")
-	svc := tcpService("nh", map[string]string{annotationPrefix + "type": "nlb"})
+	svc := tcpService("nh", map[string]string{annotations.Prefix + "type": "nlb"})
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
-	svc.Annotations[annotationPrefix+"healthcheck-interval"] = "10"
+	svc.Annotations[annotations.Prefix+"healthcheck-interval"] = "10"
 	before := h.fake.Operations()["elbv2:ModifyTargetGroup"]
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
@@ -226,17 +227,17 @@ func TestClassicELBSettingsAsUpstream(t *testing.T) {
 	nodes := parityNodes(h, "st-a")
 	cert := "arn:aws:acm:us-east-1:1:certificate/x"
 	svc := tcpService("st", map[string]string{
-		annotationPrefix + "connection-idle-timeout":     "300",
-		annotationPrefix + "connection-draining-enabled": "true",
-		annotationPrefix + "connection-draining-timeout": "45",
-		annotationPrefix + "access-log-enabled":          "true",
-		annotationPrefix + "access-log-emit-interval":    "5",
-		annotationPrefix + "access-log-s3-bucket-name":   "logs",
-		annotationPrefix + "access-log-s3-bucket-prefix": "elb/st",
-		annotationPrefix + "extra-security-groups":       extra,
-		annotationPrefix + "ssl-cert":                    cert,
-		annotationPrefix + "ssl-ports":                   "443",
-		annotationPrefix + "ssl-negotiation-policy":      "ELBSecurityPolicy-TLS-1-2-2017-01",
+		annotations.Prefix + "connection-idle-timeout":     "300",
+		annotations.Prefix + "connection-draining-enabled": "true",
+		annotations.Prefix + "connection-draining-timeout": "45",
+		annotations.Prefix + "access-log-enabled":          "true",
+		annotations.Prefix + "access-log-emit-interval":    "5",
+		annotations.Prefix + "access-log-s3-bucket-name":   "logs",
+		annotations.Prefix + "access-log-s3-bucket-prefix": "elb/st",
+		annotations.Prefix + "extra-security-groups":       extra,
+		annotations.Prefix + "ssl-cert":                    cert,
+		annotations.Prefix + "ssl-ports":                   "443",
+		annotations.Prefix + "ssl-negotiation-policy":      "ELBSecurityPolicy-TLS-1-2-2017-01",
 	})
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
@@ -282,7 +283,7 @@ func TestClassicELBSettingsAsUpstream(t *testing.T) {
 	// detached; the SSL policy stays (upstream leaves it).
 	for _, k := range []string{"connection-idle-timeout", "connection-draining-enabled", "connection-draining-timeout", "access-log-enabled", "access-log-emit-interval",
 		"access-log-s3-bucket-name", "access-log-s3-bucket-prefix", "extra-security-groups"} {
-		delete(svc.Annotations, annotationPrefix+k)
+		delete(svc.Annotations, annotations.Prefix+k)
 	}
 	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
@@ -295,10 +296,10 @@ func TestClassicELBSettingsAsUpstream(t *testing.T) {
 	for k, v := range map[string]string{"connection-idle-timeout": "0", "connection-draining-timeout": "1h", "access-log-emit-interval": "10",
 		"ssl-negotiation-policy": "NoSuchPolicy", "extra-security-groups": "sg-404"} {
 		bad := tcpService("st", maps.Clone(svc.Annotations))
-		bad.Annotations[annotationPrefix+k] = v
+		bad.Annotations[annotations.Prefix+k] = v
 		w := h.fake.Writes()
 		_, err := lb2.EnsureLoadBalancer(ctx, "x", bad, nodes)
-		if err == nil || !strings.Contains(err.Error(), annotationPrefix+k) {
+		if err == nil || !strings.Contains(err.Error(), annotations.Prefix+k) {
 			t.Errorf("%s=%q: %v, want an error naming the annotation", k, v, err)
 		}
 		if k != "ssl-negotiation-policy" && h.fake.Writes() != w {
@@ -318,15 +319,15 @@ func TestNLBAttributesAndAddresses(t *testing.T) {
 	c := h.cloud(t, "")
 	lb, _ := c.LoadBalancer()
 	nodes := parityNodes(h, "na-a")
-	svc := tcpService("na", map[string]string{annotationPrefix + "type": "nlb",
-		annotationPrefix + "cross-zone-load-balancing-enabled": "true",
-		annotationPrefix + "access-log-enabled":                "true",
-		annotationPrefix + "access-log-s3-bucket-name":         "logs",
-		annotationPrefix + "access-log-s3-bucket-prefix":       "nlb",
-		annotationPrefix + "eip-allocations":                   "eipalloc-1,eipalloc-2",
+	svc := tcpService("na", map[string]string{annotations.Prefix + "type": "nlb",
+		annotations.Prefix + "cross-zone-load-balancing-enabled": "true",
+		annotations.Prefix + "access-log-enabled":                "true",
+		annotations.Prefix + "access-log-s3-bucket-name":         "logs",
+		annotations.Prefix + "access-log-s3-bucket-prefix":       "nlb",
+		annotations.Prefix + "eip-allocations":                   "eipalloc-1,eipalloc-2",
 	})
 	// The NLB gets one public subnet per zone, three: two allocations are refused.
-	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+"eip-allocations") {
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotations.Prefix+"eip-allocations") {
 		t.Fatalf("2 allocations for 3 subnets: %v, want an error naming the annotation", err)
 	}
 	if _, _, _, ok := h.fake.NLBByName(c.lb.name(svc)); ok {
@@ -338,7 +339,7 @@ func TestNLBAttributesAndAddresses(t *testing.T) {
 		allocs = append(allocs, h.fake.AddAddress(ownership.Of("nlbattrs", svc).Tags()))
 	}
 
-	svc.Annotations[annotationPrefix+"eip-allocations"] = strings.Join(allocs, ",")
+	svc.Annotations[annotations.Prefix+"eip-allocations"] = strings.Join(allocs, ",")
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +378,7 @@ func TestNLBAttributesAndAddresses(t *testing.T) {
 	}
 	// Annotations removed: upstream's defaults (off); the bucket stays (ELBv2 keeps it).
 	for _, k := range []string{"cross-zone-load-balancing-enabled", "access-log-enabled", "access-log-s3-bucket-name", "access-log-s3-bucket-prefix"} {
-		delete(svc.Annotations, annotationPrefix+k)
+		delete(svc.Annotations, annotations.Prefix+k)
 	}
 	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
@@ -386,7 +387,7 @@ func TestNLBAttributesAndAddresses(t *testing.T) {
 		t.Errorf("annotations removed: %v", n.Attributes)
 	}
 	// Other allocations named later: AWS cannot change them; one Warning says so, nothing is written.
-	svc.Annotations[annotationPrefix+"eip-allocations"] = strings.ReplaceAll(strings.Join(allocs, ","), "eipalloc-", "eipalloc-9")
+	svc.Annotations[annotations.Prefix+"eip-allocations"] = strings.ReplaceAll(strings.Join(allocs, ","), "eipalloc-", "eipalloc-9")
 	w = h.fake.Writes()
 	if _, err := lb2.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
@@ -410,8 +411,8 @@ func TestNLBSSLPolicy(t *testing.T) {
 	c := h.cloud(t, "")
 	lb, _ := c.LoadBalancer()
 	nodes := parityNodes(h, "ns-a")
-	svc := tcpService("ns", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x",
-		annotationPrefix + "ssl-ports": "443", annotationPrefix + "ssl-negotiation-policy": "ELBSecurityPolicy-TLS-1-2-2017-01"})
+	svc := tcpService("ns", map[string]string{annotations.Prefix + "type": "nlb", annotations.Prefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x",
+		annotations.Prefix + "ssl-ports": "443", annotations.Prefix + "ssl-negotiation-policy": "ELBSecurityPolicy-TLS-1-2-2017-01"})
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +427,7 @@ func TestNLBSSLPolicy(t *testing.T) {
 	if got := policies(); got[443] != "TLS ELBSecurityPolicy-TLS-1-2-2017-01" || got[80] != "TCP " {
 		t.Errorf("listeners %v", got)
 	}
-	svc.Annotations[annotationPrefix+"ssl-negotiation-policy"] = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+	svc.Annotations[annotations.Prefix+"ssl-negotiation-policy"] = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 	ops := h.fake.Operations()
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
@@ -437,8 +438,8 @@ func TestNLBSSLPolicy(t *testing.T) {
 		t.Errorf("policy changed: listeners %v, ModifyListener +%d, DeleteListener +%d; want in place, one call", got,
 			after["elbv2:ModifyListener"]-ops["elbv2:ModifyListener"], after["elbv2:DeleteListener"]-ops["elbv2:DeleteListener"])
 	}
-	svc.Annotations[annotationPrefix+"ssl-negotiation-policy"] = "NoSuchPolicy"
-	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+"ssl-negotiation-policy") {
+	svc.Annotations[annotations.Prefix+"ssl-negotiation-policy"] = "NoSuchPolicy"
+	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotations.Prefix+"ssl-negotiation-policy") {
 		t.Errorf("unknown policy: %v, want an error naming the annotation", err)
 	}
 	if err := lb.EnsureLoadBalancerDeleted(ctx, "x", svc); err != nil {
@@ -456,29 +457,29 @@ var acceptedCases = []struct {
 	nlb  bool
 	warn []string
 }{
-	{"lbc", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "nlb-target-type": "instance",
-		annotationPrefix + "scheme": "internet-facing", annotationPrefix + "name": "my-nlb"}, true,
-		[]string{annotationPrefix + "nlb-target-type is not read", annotationPrefix + "scheme is not read", annotationPrefix + "name is not read"}},
-	{"lbc-internal", map[string]string{annotationPrefix + "scheme": "internal"}, false,
-		[]string{annotationPrefix + "scheme is not read", "internet-facing: write " + annotationPrefix + "internal"}},
-	{"sslports", map[string]string{annotationPrefix + "ssl-ports": "443"}, false,
-		[]string{annotationPrefix + "ssl-ports has no effect without " + annotationPrefix + "ssl-cert"}},
-	{"type-nlb-upper", map[string]string{annotationPrefix + "type": "NLB"}, false, []string{annotationPrefix + `type "NLB": a classic ELB is made`}},
-	{"type-elb", map[string]string{annotationPrefix + "type": "elb"}, false, []string{annotationPrefix + `type "elb": a classic ELB is made`}},
-	{"type-classic", map[string]string{annotationPrefix + "type": "Classic"}, false, nil},
-	{"k8s-tags", map[string]string{annotationPrefix + "additional-resource-tags": "kubernetes.io/created-for/pvc/name=data,team=a"}, false, nil},
-	{"k8s-tags-nlb", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "additional-resource-tags": "k8s.io/cluster-autoscaler/enabled=true"}, true, nil},
-	{"backend-http-upper", map[string]string{annotationPrefix + "backend-protocol": "HTTP"}, false,
-		[]string{annotationPrefix + `backend-protocol "HTTP" is read case-sensitively`, "the listeners are TCP"}},
-	{"backend-https-upper", map[string]string{annotationPrefix + "backend-protocol": "HTTPS"}, false,
-		[]string{annotationPrefix + `backend-protocol "HTTPS" is read case-sensitively`}},
+	{"lbc", map[string]string{annotations.Prefix + "type": "nlb", annotations.Prefix + "nlb-target-type": "instance",
+		annotations.Prefix + "scheme": "internet-facing", annotations.Prefix + "name": "my-nlb"}, true,
+		[]string{annotations.Prefix + "nlb-target-type is not read", annotations.Prefix + "scheme is not read", annotations.Prefix + "name is not read"}},
+	{"lbc-internal", map[string]string{annotations.Prefix + "scheme": "internal"}, false,
+		[]string{annotations.Prefix + "scheme is not read", "internet-facing: write " + annotations.Prefix + "internal"}},
+	{"sslports", map[string]string{annotations.Prefix + "ssl-ports": "443"}, false,
+		[]string{annotations.Prefix + "ssl-ports has no effect without " + annotations.Prefix + "ssl-cert"}},
+	{"type-nlb-upper", map[string]string{annotations.Prefix + "type": "NLB"}, false, []string{annotations.Prefix + `type "NLB": a classic ELB is made`}},
+	{"type-elb", map[string]string{annotations.Prefix + "type": "elb"}, false, []string{annotations.Prefix + `type "elb": a classic ELB is made`}},
+	{"type-classic", map[string]string{annotations.Prefix + "type": "Classic"}, false, nil},
+	{"k8s-tags", map[string]string{annotations.Prefix + "additional-resource-tags": "kubernetes.io/created-for/pvc/name=data,team=a"}, false, nil},
+	{"k8s-tags-nlb", map[string]string{annotations.Prefix + "type": "nlb", annotations.Prefix + "additional-resource-tags": "k8s.io/cluster-autoscaler/enabled=true"}, true, nil},
+	{"backend-http-upper", map[string]string{annotations.Prefix + "backend-protocol": "HTTP"}, false,
+		[]string{annotations.Prefix + `backend-protocol "HTTP" is read case-sensitively`, "the listeners are TCP"}},
+	{"backend-https-upper", map[string]string{annotations.Prefix + "backend-protocol": "HTTPS"}, false,
+		[]string{annotations.Prefix + `backend-protocol "HTTPS" is read case-sensitively`}},
 	// A value upstream does not know is ignored where it does not refuse it (no TLS port).
-	{"backend-grpc", map[string]string{annotationPrefix + "backend-protocol": "grpc"}, false,
-		[]string{annotationPrefix + `backend-protocol "grpc" is not http, https, ssl or tcp and is ignored`, "listeners and health check are TCP"}},
-	{"backend-tls-nlb", map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "backend-protocol": "TLS",
-		annotationPrefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x", annotationPrefix + "ssl-ports": "443"}, true,
-		[]string{annotationPrefix + `backend-protocol "TLS" is not http, https, ssl or tcp and is ignored`, "target groups and health checks are TCP"}},
-	{"backend-empty", map[string]string{annotationPrefix + "backend-protocol": ""}, false, nil},
+	{"backend-grpc", map[string]string{annotations.Prefix + "backend-protocol": "grpc"}, false,
+		[]string{annotations.Prefix + `backend-protocol "grpc" is not http, https, ssl or tcp and is ignored`, "listeners and health check are TCP"}},
+	{"backend-tls-nlb", map[string]string{annotations.Prefix + "type": "nlb", annotations.Prefix + "backend-protocol": "TLS",
+		annotations.Prefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x", annotations.Prefix + "ssl-ports": "443"}, true,
+		[]string{annotations.Prefix + `backend-protocol "TLS" is not http, https, ssl or tcp and is ignored`, "target groups and health checks are TCP"}},
+	{"backend-empty", map[string]string{annotations.Prefix + "backend-protocol": ""}, false, nil},
 }
 
 // checkAccepted checks svc's Events for case i: its Warning, or none.

@@ -16,6 +16,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
@@ -63,7 +64,7 @@ func TestNLBTwoClustersShareNodeGroup(t *testing.T) {
 	eastLB, _ := east.LoadBalancer()
 	westLB, _ := west.LoadBalancer()
 	eastNodes, westNodes := []*v1.Node{node(h, "east-a")}, []*v1.Node{node(h, "west-a")}
-	svc := lbService("web", map[string]string{annotationPrefix + annType: "nlb"})
+	svc := lbService("web", map[string]string{annotations.Prefix + annotations.Type: "nlb"})
 	svc.UID = "uid-east"
 	twin := svc.DeepCopy()
 	twin.UID = "uid-west"
@@ -123,8 +124,8 @@ func TestForgedBookkeepingTagsRevokeNothing(t *testing.T) {
 	lb, _ := c.LoadBalancer()
 	nodes := []*v1.Node{node(h, "forge-a")}
 	for _, tags := range []string{nodeGroupsTag + "=sg-x", "ccm.k8s.io/node-ports=30080", "CCM.K8S.IO/x=y", fingerprintTag + "=0"} {
-		svc := lbService("bad", map[string]string{annotationPrefix + annType: "nlb", annotationPrefix + annExtraTags: tags})
-		if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotationPrefix+annExtraTags) || !strings.Contains(err.Error(), "reserved") {
+		svc := lbService("bad", map[string]string{annotations.Prefix + annotations.Type: "nlb", annotations.Prefix + annotations.ExtraTags: tags})
+		if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err == nil || !strings.Contains(err.Error(), annotations.Prefix+annotations.ExtraTags) || !strings.Contains(err.Error(), "reserved") {
 			t.Errorf("additional-resource-tags %q: %v, want a refusal naming the annotation", tags, err)
 		}
 	}
@@ -134,7 +135,7 @@ func TestForgedBookkeepingTagsRevokeNothing(t *testing.T) {
 		{Protocol: "-1", CIDR: "10.0.0.0/8", Description: "made by hand"},
 	}
 	victim := h.fake.AddSecurityGroup("victim", "another cluster's nodes", nil, victimRules...)
-	svc := lbService("web", map[string]string{annotationPrefix + annType: "nlb"})
+	svc := lbService("web", map[string]string{annotations.Prefix + annotations.Type: "nlb"})
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestNamedSecurityGroupAllowedThenCleanedUp(t *testing.T) {
 	own := []fakeaws.Rule{{Protocol: "tcp", From: 443, To: 443, CIDR: "0.0.0.0/0", Description: "the operator's"}}
 	shared := h.fake.AddSecurityGroup("shared-elb", "made by the operator", map[string]string{"team": "net"}, own...)
 	for ns, ok := range map[string]bool{"infra": true, "shop": false} {
-		svc := lbService("web", map[string]string{annotationPrefix + annSecurityGroup: shared})
+		svc := lbService("web", map[string]string{annotations.Prefix + annotations.SecurityGroup: shared})
 		svc.Namespace = ns
 		svc.Spec.Ports = svc.Spec.Ports[:1]
 		_, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes)
@@ -174,7 +175,7 @@ func TestNamedSecurityGroupAllowedThenCleanedUp(t *testing.T) {
 			t.Fatalf("namespace %s: %v, want ok=%v", ns, err, ok)
 		}
 		if !ok {
-			if !errors.Is(err, ownership.ErrNotOwned) || !strings.Contains(err.Error(), annotationPrefix+annSecurityGroup) {
+			if !errors.Is(err, ownership.ErrNotOwned) || !strings.Contains(err.Error(), annotations.Prefix+annotations.SecurityGroup) {
 				t.Errorf("refusal %v does not name the annotation", err)
 			}
 			continue
@@ -209,7 +210,7 @@ func TestEmptyCreateAnswers(t *testing.T) {
 			svc := lbService("web", nil)
 			svc.Spec.Ports = svc.Spec.Ports[:1]
 			if tc.typ == "nlb" {
-				svc.Annotations = map[string]string{annotationPrefix + annType: "nlb"}
+				svc.Annotations = map[string]string{annotations.Prefix + annotations.Type: "nlb"}
 			}
 			h.fake.SetFaults(fakeaws.Faults{EmptyAnswers: map[string]bool{tc.op: true}})
 			_, err := lb.EnsureLoadBalancer(context.Background(), "x", svc, []*v1.Node{node(h, "e-a")})
@@ -233,7 +234,7 @@ func TestIPv6SourceRanges(t *testing.T) {
 		svc.Spec.Ports = svc.Spec.Ports[:1]
 		svc.Spec.LoadBalancerSourceRanges = []string{"2001:db8::/32", "192.0.2.0/24"}
 		if typ == "nlb" {
-			svc.Annotations = map[string]string{annotationPrefix + annType: "nlb"}
+			svc.Annotations = map[string]string{annotations.Prefix + annotations.Type: "nlb"}
 		}
 		if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 			t.Fatalf("%s: %v", typ, err)
@@ -277,7 +278,7 @@ func TestErrorsCarryNoAccountOrARN(t *testing.T) {
 			svc := lbService("web", nil)
 			svc.Spec.Ports = svc.Spec.Ports[:1]
 			if tc.typ == "nlb" {
-				svc.Annotations = map[string]string{annotationPrefix + annType: "nlb"}
+				svc.Annotations = map[string]string{annotations.Prefix + annotations.Type: "nlb"}
 			}
 			nodes := []*v1.Node{node(h, "d-a")}
 			var err error
@@ -345,7 +346,7 @@ func TestCopiedTagsWithoutUIDLeaveTargetGroups(t *testing.T) {
 	ctx := context.Background()
 	lb, _ := h.cloud(t, "").LoadBalancer()
 	nodes := []*v1.Node{node(h, "copiedtg-a")}
-	svc := lbService("web", map[string]string{annotationPrefix + annType: "nlb"})
+	svc := lbService("web", map[string]string{annotations.Prefix + annotations.Type: "nlb"})
 	svc.Spec.Ports, svc.UID = svc.Spec.Ports[:1], "6f1c0002-0000-4000-8000-000000000002"
 	ensureOK(t, lb, svc, nodes)
 	copiedTags := map[string]string{ownership.ClusterTagPrefix + "copiedtg": ownership.Owned, ownership.ServiceTag: svc.Namespace + "/" + svc.Name}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
 
@@ -197,16 +198,16 @@ func (l *loadBalancers) writeRules(ctx context.Context, groupID string, add, del
 // checkNamedGroups checks the security groups a Service names by annotation: each must exist
 // and be the Service's own by its tags, or be allowed by the operator.
 func (l *loadBalancers) checkNamedGroups(ctx context.Context, id ownership.Identity, suffix string, ids []string) error {
-	ann := annotationPrefix + suffix
+	ann := annotations.Prefix + suffix
 	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: ids})
 	if isCode(err, "InvalidGroup.NotFound", "InvalidGroupId.Malformed") {
 		// EC2 refuses the whole list: which one is missing is read one by one (this path only).
 		for _, g := range ids {
 			if _, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: []string{g}}); isCode(err, "InvalidGroup.NotFound", "InvalidGroupId.Malformed") {
-				return annotationError(suffix, "security group %q does not exist", g)
+				return annotations.Error(suffix, "security group %q does not exist", g)
 			}
 		}
-		return annotationError(suffix, "names a security group that does not exist")
+		return annotations.Error(suffix, "names a security group that does not exist")
 	}
 	if err != nil {
 		return fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
@@ -215,9 +216,9 @@ func (l *loadBalancers) checkNamedGroups(ctx context.Context, id ownership.Ident
 	for _, want := range ids {
 		i := slices.IndexFunc(out.SecurityGroups, func(g types.SecurityGroup) bool { return aws.ToString(g.GroupId) == want })
 		if i < 0 {
-			return annotationError(suffix, "security group %q does not exist", want)
+			return annotations.Error(suffix, "security group %q does not exist", want)
 		}
-		a, _ := annotations.Lookup(ann)
+		a, _ := annotations.Table.Lookup(ann)
 		if err := reach.Named(id, allow, a, want, reach.Evidence{Tags: groupTags(&out.SecurityGroups[i])}); err != nil {
 			return err
 		}

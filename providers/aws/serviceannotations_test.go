@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 // spec.loadBalancerIP and sessionAffinity ClientIP are refused before any write, naming the
@@ -21,7 +22,7 @@ func TestUnsupportedSpecRefused(t *testing.T) {
 			"spec.loadBalancerIP":  func(s *v1.Service) { s.Spec.LoadBalancerIP = "203.0.113.9" }, //nolint:staticcheck // the field refused
 			"spec.sessionAffinity": func(s *v1.Service) { s.Spec.SessionAffinity = v1.ServiceAffinityClientIP },
 		} {
-			svc := lbService("s", map[string]string{annotationPrefix + annType: typ})
+			svc := lbService("s", map[string]string{annotations.Prefix + annotations.Type: typ})
 			mutate(svc)
 			w := h.fake.Writes()
 			_, err := lb.EnsureLoadBalancer(context.Background(), "x", svc, nodes)
@@ -38,7 +39,7 @@ func TestProviderTagsReserved(t *testing.T) {
 	id := ownership.Of("prod", tcpService("s", nil))
 	id.UID = "u"
 	for _, k := range []string{fingerprintTag, nodeGroupsTag, legacyClusterTag, ownership.ClusterTagPrefix + "other"} {
-		if !reservedTag(k) {
+		if !annotations.ReservedTag(k) {
 			t.Errorf("%s is not reserved", k)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 const keptCert = "arn:aws:acm:us-east-1:1:certificate/x"
@@ -23,9 +25,9 @@ func TestSSLPortsWithSpacesKeepTLSListener(t *testing.T) {
 			c := h.cloud(t, "")
 			lb, _ := c.LoadBalancer()
 			nodes := parityNodes(h, "k-a")
-			ann := map[string]string{annotationPrefix + annSSLCert: keptCert, annotationPrefix + annSSLPorts: "443,80"}
+			ann := map[string]string{annotations.Prefix + annotations.SSLCert: keptCert, annotations.Prefix + annotations.SSLPorts: "443,80"}
 			if nlb {
-				ann[annotationPrefix+annType] = "nlb"
+				ann[annotations.Prefix+annotations.Type] = "nlb"
 			}
 			svc := tcpService("keep", ann)
 			listeners := func() map[int32]string {
@@ -47,10 +49,10 @@ func TestSSLPortsWithSpacesKeepTLSListener(t *testing.T) {
 				_, _ = lb.EnsureLoadBalancer(ctx, "x", svc, nodes)
 			}
 			before := listeners()
-			if !encryptedProtocol(before[80]) || !encryptedProtocol(before[443]) {
+			if !annotations.EncryptedProtocol(before[80]) || !annotations.EncryptedProtocol(before[443]) {
 				t.Fatalf("listeners %v, want 443 and 80 encrypted", before)
 			}
-			ann[annotationPrefix+annSSLPorts] = "443, 80"
+			ann[annotations.Prefix+annotations.SSLPorts] = "443, 80"
 			w0, ops0 := h.fake.Writes(), h.fake.Operations()
 			if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 				t.Fatal(err)
@@ -65,7 +67,7 @@ func TestSSLPortsWithSpacesKeepTLSListener(t *testing.T) {
 			if got := listeners(); !maps.Equal(got, before) {
 				t.Errorf("listeners %v, were %v", got, before)
 			}
-			if ok, evs := h.events.Await(svc, 2*time.Second, v1.EventTypeWarning, reasonListenerKeptTLS, annotationPrefix+annSSLPorts, "/80 kept encrypted"); !ok {
+			if ok, evs := h.events.Await(svc, 2*time.Second, v1.EventTypeWarning, reasonListenerKeptTLS, annotations.Prefix+annotations.SSLPorts, "/80 kept encrypted"); !ok {
 				t.Errorf("no Warning saying the listener on 80 is kept encrypted: %v", evs)
 			}
 		})

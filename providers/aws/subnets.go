@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 // subnetTTL: subnets change rarely; caching them keeps a resync from costing a read per Service.
@@ -40,12 +41,12 @@ type subnetAnswer struct {
 // only if it is tagged for this cluster (owned or shared) or the operator allowed it by the
 // Service's namespace or its ID: a tenant must not put a load balancer into another cluster's
 // (or anyone's) subnet.
-func (l *loadBalancers) subnets(ctx context.Context, svc *v1.Service, opts *lbOptions) ([]string, string, error) {
+func (l *loadBalancers) subnets(ctx context.Context, svc *v1.Service, opts *annotations.Options) ([]string, string, error) {
 	a, err := l.subnetAnswer(ctx, opts)
 	if err != nil {
 		return nil, "", err
 	}
-	ann, _ := annotations.Lookup(annotationPrefix + annSubnets)
+	ann, _ := annotations.Table.Lookup(annotations.Prefix + annotations.Subnets)
 	for _, sn := range a.untagged {
 		if err := reach.Named(l.identity(svc), l.c.cfg.allow(), ann, sn, reach.Evidence{}); err != nil {
 			return nil, "", err
@@ -54,7 +55,7 @@ func (l *loadBalancers) subnets(ctx context.Context, svc *v1.Service, opts *lbOp
 	return a.ids, a.vpc, nil
 }
 
-func (l *loadBalancers) subnetAnswer(ctx context.Context, opts *lbOptions) (subnetAnswer, error) {
+func (l *loadBalancers) subnetAnswer(ctx context.Context, opts *annotations.Options) (subnetAnswer, error) {
 	key := fmt.Sprintf("%v|%v", opts.Internal, opts.Subnets)
 	l.sn.mu.Lock()
 	a, ok := l.sn.m[key]
@@ -83,7 +84,7 @@ func (l *loadBalancers) subnetAnswer(ctx context.Context, opts *lbOptions) (subn
 	case len(opts.Subnets) == 0:
 		filters = append(filters, filter("tag-key", role))
 	case len(names) > 0 && len(in.SubnetIds) > 0:
-		return subnetAnswer{}, annotationError(annSubnets, "use either subnet IDs or Name tags, not both")
+		return subnetAnswer{}, annotations.Error(annotations.Subnets, "use either subnet IDs or Name tags, not both")
 	case len(names) > 0:
 		filters = append(filters, filter("tag:Name", names...))
 	}
@@ -91,7 +92,7 @@ func (l *loadBalancers) subnetAnswer(ctx context.Context, opts *lbOptions) (subn
 	out, err := describeSubnetsAll(ctx, l.c.api.ec2, in)
 	if err != nil {
 		if isCode(err, "InvalidSubnetID.NotFound", "InvalidSubnetID.Malformed") {
-			return subnetAnswer{}, annotationError(annSubnets, "names a subnet that does not exist")
+			return subnetAnswer{}, annotations.Error(annotations.Subnets, "names a subnet that does not exist")
 		}
 		return subnetAnswer{}, fmt.Errorf("aws: DescribeSubnets: %w", err)
 	}
@@ -124,12 +125,12 @@ func (l *loadBalancers) subnetAnswer(ctx context.Context, opts *lbOptions) (subn
 			ids = append(ids, aws.ToString(s.SubnetId))
 		}
 		if len(ids) < len(opts.Subnets) {
-			return subnetAnswer{}, annotationError(annSubnets, "found %d of the %d subnets named", len(ids), len(opts.Subnets))
+			return subnetAnswer{}, annotations.Error(annotations.Subnets, "found %d of the %d subnets named", len(ids), len(opts.Subnets))
 		}
 	}
 	if len(ids) == 0 {
 		return subnetAnswer{}, fmt.Errorf("aws: no subnet is tagged %s and %s%s (owned or shared); tag the subnets or set the annotation %s%s",
-			role, ownership.ClusterTagPrefix, l.c.cfg.ClusterID(), annotationPrefix, annSubnets)
+			role, ownership.ClusterTagPrefix, l.c.cfg.ClusterID(), annotations.Prefix, annotations.Subnets)
 	}
 	sort.Strings(ids)
 	a = subnetAnswer{ids: ids, vpc: vpc, untagged: untagged, cidrs: cidrs, at: time.Now()}

@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 // Through the SDK at the fake: "role=" registers every Node labelled role, whatever its value
@@ -27,7 +29,7 @@ func TestTargetNodeLabelsKeyOnlyRegistersAnyValue(t *testing.T) {
 		nodes = append(nodes, node)
 	}
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tnl", Annotations: map[string]string{
-		annotationPrefix + "target-node-labels": "role=",
+		annotations.Prefix + "target-node-labels": "role=",
 	}}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
@@ -44,9 +46,9 @@ func TestTargetNodeLabelsKeyOnlyRegistersAnyValue(t *testing.T) {
 	// so the targets stay (read as upstream's list it would match no Node and deregister them).
 	for _, v := range []string{"role!=spot", "role in (web,api)", "!spot", "role = web", "role==web"} {
 		before := h.fake.Writes()
-		svc.Annotations[annotationPrefix+"target-node-labels"] = v
+		svc.Annotations[annotations.Prefix+"target-node-labels"] = v
 		err := lb.UpdateLoadBalancer(ctx, "x", svc, nodes)
-		if err == nil || !strings.Contains(err.Error(), annotationPrefix+"target-node-labels") || !strings.Contains(err.Error(), "not as a label selector") {
+		if err == nil || !strings.Contains(err.Error(), annotations.Prefix+"target-node-labels") || !strings.Contains(err.Error(), "not as a label selector") {
 			t.Errorf("%q: err %v, want a refusal naming the annotation and saying it is not a selector", v, err)
 		}
 		if w := h.fake.Writes() - before; w != 0 {
@@ -74,7 +76,7 @@ func TestTargetNodeLabelsSelectorFormKeepsNLBTargets(t *testing.T) {
 		nodes = append(nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"role": "web"}}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}})
 	}
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tnlnlb", UID: "u-tnlnlb", Annotations: map[string]string{
-		annotationPrefix + "type": "nlb",
+		annotations.Prefix + "type": "nlb",
 	}}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
 	if _, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes); err != nil {
 		t.Fatal(err)
@@ -90,9 +92,9 @@ func TestTargetNodeLabelsSelectorFormKeepsNLBTargets(t *testing.T) {
 		t.Fatalf("%d targets, want 2", n)
 	}
 	before := h.fake.Writes()
-	svc.Annotations[annotationPrefix+"target-node-labels"] = "role!=spot"
+	svc.Annotations[annotations.Prefix+"target-node-labels"] = "role!=spot"
 	err := lb.UpdateLoadBalancer(ctx, "x", svc, nodes)
-	if err == nil || !strings.Contains(err.Error(), annotationPrefix+"target-node-labels") || !strings.Contains(err.Error(), `"role!=spot"`) {
+	if err == nil || !strings.Contains(err.Error(), annotations.Prefix+"target-node-labels") || !strings.Contains(err.Error(), `"role!=spot"`) {
 		t.Errorf("err %v, want a refusal naming the annotation and the item", err)
 	}
 	if w := h.fake.Writes() - before; w != 0 {

@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 // The node sync calls UpdateLoadBalancer for the Services it has cached, also just after a
@@ -23,7 +25,7 @@ func TestUpdateNeverCreates(t *testing.T) {
 			nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "u-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}}}
 			ann := map[string]string{}
 			if typ == "nlb" {
-				ann[annotationPrefix+"type"] = "nlb"
+				ann[annotations.Prefix+"type"] = "nlb"
 			}
 			empty := h.fake.Inventory()
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/config"
 	"github.com/ccm-project/ccm/common/provider"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
 )
 
@@ -252,7 +253,7 @@ func TestSharedHealthProbe(t *testing.T) {
 		nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "probe-a"}, Spec: v1.NodeSpec{ProviderID: md.ProviderID}}}
 		classic := lbService("classic", nil)
 		classic.Spec.Ports = classic.Spec.Ports[:1]
-		nlb := lbService("net", map[string]string{annotationPrefix + "type": "nlb"})
+		nlb := lbService("net", map[string]string{annotations.Prefix + "type": "nlb"})
 		nlb.Spec.Ports = nlb.Spec.Ports[:1]
 		local := lbService("local", nil)
 		local.Spec.Ports = local.Spec.Ports[:1]

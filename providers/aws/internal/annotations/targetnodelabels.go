@@ -1,4 +1,4 @@
-package aws
+package annotations
 
 import (
 	"strings"
@@ -11,9 +11,9 @@ import (
 // reads differently ("role=" is "role empty" there) would move a migrated Service's traffic
 // to other Nodes, and one it cannot parse would stop the Service from being reconciled.
 
-// nodeLabelFilter is the parsed annotation: every key must be on the Node; a value "" accepts
+// NodeLabelFilter is the parsed annotation: every key must be on the Node; a value "" accepts
 // any value of that key. Empty: every Node.
-type nodeLabelFilter map[string]string
+type NodeLabelFilter map[string]string
 
 // upstreamKeyValues reads "k1=v1,k2,k3=" as upstream's getKeyValuePropertiesFromAnnotation
 // does: the list and each item are trimmed, the rest is taken as written; "k" and "k=" give
@@ -41,7 +41,7 @@ func upstreamKeyValues(v string) map[string]string {
 // Nodes than meant) and the next sync would deregister the Service's targets. Refused, the
 // sync fails before any write and the current targets stay. Upstream's own forms (k=v, k, k=)
 // never hit this: their keys are label keys.
-func parseNodeLabels(v string) (nodeLabelFilter, error) {
+func parseNodeLabels(v string) (NodeLabelFilter, error) {
 	for _, item := range strings.Split(strings.TrimSpace(v), ",") {
 		item = strings.TrimSpace(item)
 		key, _, _ := strings.Cut(item, "=")
@@ -55,15 +55,15 @@ func parseNodeLabels(v string) (nodeLabelFilter, error) {
 			selectorLike = selectorLike || strings.Contains(item, op)
 		}
 		if selectorLike || len(validation.IsQualifiedName(key)) > 0 {
-			return nil, annotationError(annNodeLabels, "item %q is not a label key or key=value: the value is read as upstream reads it, a list k=v,k2 (every key on the Node; k or k= any value), not as a label selector; write it so (role!=spot or role in (a,b) cannot be written so), or remove the annotation", item)
+			return nil, Error(NodeLabels, "item %q is not a label key or key=value: the value is read as upstream reads it, a list k=v,k2 (every key on the Node; k or k= any value), not as a label selector; write it so (role!=spot or role in (a,b) cannot be written so), or remove the annotation", item)
 		}
 	}
 	return upstreamKeyValues(v), nil
 }
 
-// selects reports whether a Node with these labels is a target: it carries every key, with the
+// Selects reports whether a Node with these labels is a target: it carries every key, with the
 // value asked for unless that is "". A Node without labels is selected only by an empty filter.
-func (f nodeLabelFilter) selects(nodeLabels map[string]string) bool {
+func (f NodeLabelFilter) Selects(nodeLabels map[string]string) bool {
 	for k, want := range f {
 		got, ok := nodeLabels[k]
 		if !ok || (want != "" && got != want) {

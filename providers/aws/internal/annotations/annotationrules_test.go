@@ -1,4 +1,4 @@
-package aws
+package annotations
 
 import (
 	"os"
@@ -16,7 +16,7 @@ func TestAnnotationRulesComplete(t *testing.T) {
 		if (r.For == bothTypes) != (r.NotUsed == "") {
 			t.Errorf("%s: For %d with NotUsed %q; want a reason exactly when it is for one type", r.Name, r.For, r.NotUsed)
 		}
-		if _, ok := rulesBySuffix[strings.TrimPrefix(r.Name, annotationPrefix)]; ok == (r.Parse == nil) {
+		if _, ok := rulesBySuffix[strings.TrimPrefix(r.Name, Prefix)]; ok == (r.Parse == nil) {
 			t.Errorf("%s: an annotation under the prefix needs a Parse, and only those have one", r.Name)
 		}
 	}
@@ -26,18 +26,18 @@ func TestAnnotationRulesComplete(t *testing.T) {
 // compare it with fixed words, or advise). Every rule's parser is in one of the two.
 var (
 	badValues = map[string]string{
-		annSubnets: ",", annSecurityGroup: "web", annExtraGroups: "sg-1,web", annSSLCert: "my-cert",
-		annEIPAllocations: "203.0.113.9", annHCPort: "0", annExtraTags: "kubernetes.io/cluster/other=owned",
-		annNodeLabels: "role!=spot", annHCPath: "healthz", annTGAttributes: "preserve_client_ip.enabled=",
-		annPrivateAddresses: "fd00::1", annSSLPolicy: "TLS 1.2", annCrossZone: "yes", annHCHealthy: "1",
-		annHCUnhealthy: "11", annHCTimeout: "61", annHCInterval: "4", annHCProtocol: "UDP", annProxyProtocol: "true",
-		annIdleTimeout: "0", annDraining: "on", annDrainingTimeout: "3601", annAccessLog: "1 ", annAccessLogEmit: "30",
+		Subnets: ",", SecurityGroup: "web", ExtraGroups: "sg-1,web", SSLCert: "my-cert",
+		EIPAllocations: "203.0.113.9", HCPort: "0", ExtraTags: "kubernetes.io/cluster/other=owned",
+		NodeLabels: "role!=spot", HCPath: "healthz", TGAttributes: "preserve_client_ip.enabled=",
+		PrivateAddresses: "fd00::1", SSLPolicy: "TLS 1.2", CrossZone: "yes", HCHealthy: "1",
+		HCUnhealthy: "11", HCTimeout: "61", HCInterval: "4", HCProtocol: "UDP", ProxyProtocol: "true",
+		IdleTimeout: "0", Draining: "on", DrainingTimeout: "3601", AccessLog: "1 ", AccessLogEmit: "30",
 	}
-	neverRefused = []string{annType, annInternal, annSSLPorts, annBackend, annAccessLogBucket, annAccessLogPrefix}
+	neverRefused = []string{Type, Internal, SSLPorts, Backend, AccessLogBucket, AccessLogPrefix}
 )
 
 // Every rule's parser that can refuse a value refuses a bad one with an error naming the
-// annotation, both called alone and through parseOptions, on the load balancer type it is for
+// annotation, both called alone and through Parse, on the load balancer type it is for
 // (a classic ELB when both); the others accept even an odd value.
 func TestEveryAnnotationParserRefusesNamingIt(t *testing.T) {
 	for suffix, r := range rulesBySuffix {
@@ -52,20 +52,20 @@ func TestEveryAnnotationParserRefusesNamingIt(t *testing.T) {
 		}
 		nlb := r.For == nlbOnly
 		if never {
-			if err := r.Parse(&lbOptions{NLB: nlb}, suffix, " odd,,* \x00"); err != nil {
+			if err := r.Parse(&Options{NLB: nlb}, suffix, " odd,,* \x00"); err != nil {
 				t.Errorf("%s: %v; listed as never refusing", r.Name, err)
 			}
 			continue
 		}
 		want := "annotation " + r.Name + ":"
-		if err := r.Parse(&lbOptions{NLB: nlb}, suffix, bad); err == nil || !strings.HasPrefix(err.Error(), want) {
+		if err := r.Parse(&Options{NLB: nlb}, suffix, bad); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s=%q: parser says %v; want an error starting %q", r.Name, bad, err, want)
 		}
 		ann := map[string]string{r.Name: bad}
 		if nlb {
-			ann[annotationPrefix+annType] = "nlb"
+			ann[Prefix+Type] = "nlb"
 		}
-		if _, err := parseOptions(svcWith(ann)); err == nil || !strings.HasPrefix(err.Error(), want) {
+		if _, err := Parse(svcWith(ann)); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s=%q: parseOptions says %v; want an error starting %q", r.Name, bad, err, want)
 		}
 	}
@@ -77,7 +77,7 @@ func TestEveryAnnotationParserRefusesNamingIt(t *testing.T) {
 // (TestParityTableMatchesTheAnnotationTable checks that the table lists exactly the rules.)
 func TestParityTableAgreesOnTypes(t *testing.T) {
 	const header = "| Annotation | Classic ELB | NLB |"
-	data, err := os.ReadFile("../../docs/providers/aws.md")
+	data, err := os.ReadFile("../../../../docs/providers/aws.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,13 +94,13 @@ func TestParityTableAgreesOnTypes(t *testing.T) {
 		}
 		rows++
 		cells := strings.Split(row, "|") // "", names, classic, NLB, values, ""
-		names, err := annotations.ParityNames(lines[0]+"\n"+lines[1]+"\n"+row, header, annotationPrefix)
+		names, err := Table.ParityNames(lines[0]+"\n"+lines[1]+"\n"+row, header, Prefix)
 		if err != nil || len(cells) < 5 {
 			t.Fatalf("row %q: %v", row, err)
 		}
 		classic, nlb := strings.TrimSpace(cells[2]), strings.TrimSpace(cells[3])
 		for _, name := range names {
-			r, ok := rulesBySuffix[strings.TrimPrefix(name, annotationPrefix)]
+			r, ok := rulesBySuffix[strings.TrimPrefix(name, Prefix)]
 			if !ok {
 				continue // TestParityTableMatchesTheAnnotationTable reports it
 			}

@@ -1,4 +1,4 @@
-package aws
+package annotations
 
 import (
 	"maps"
@@ -50,9 +50,9 @@ func TestNodeLabelFilterSelects(t *testing.T) {
 		{"k = v", false, false, false},
 		{"a in (b)", false, false, false},
 	} {
-		f := nodeLabelFilter(upstreamKeyValues(c.annotation))
-		if f.selects(web) != c.web || f.selects(db) != c.db || f.selects(bare) != c.noneOf || f.selects(nil) != c.noneOf {
-			t.Errorf("%q: web %v db %v unlabelled %v; want %v %v %v", c.annotation, f.selects(web), f.selects(db), f.selects(bare), c.web, c.db, c.noneOf)
+		f := NodeLabelFilter(upstreamKeyValues(c.annotation))
+		if f.Selects(web) != c.web || f.Selects(db) != c.db || f.Selects(bare) != c.noneOf || f.Selects(nil) != c.noneOf {
+			t.Errorf("%q: web %v db %v unlabelled %v; want %v %v %v", c.annotation, f.Selects(web), f.Selects(db), f.Selects(bare), c.web, c.db, c.noneOf)
 		}
 	}
 }
@@ -85,10 +85,10 @@ func TestParseNodeLabelsRefusesSelectorForms(t *testing.T) {
 			t.Errorf("%q: err %v, want refused %v", v, err, refused)
 			continue
 		}
-		if err != nil && !strings.Contains(err.Error(), annotationPrefix+annNodeLabels) {
+		if err != nil && !strings.Contains(err.Error(), Prefix+NodeLabels) {
 			t.Errorf("%q: error %v does not name the annotation", v, err)
 		}
-		if err == nil && !maps.Equal(f, nodeLabelFilter(upstreamKeyValues(v))) {
+		if err == nil && !maps.Equal(f, NodeLabelFilter(upstreamKeyValues(v))) {
 			t.Errorf("%q: %v, want upstream's reading %v", v, f, upstreamKeyValues(v))
 		}
 	}

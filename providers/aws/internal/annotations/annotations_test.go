@@ -1,4 +1,4 @@
-package aws
+package annotations
 
 import (
 	"fmt"
@@ -26,43 +26,43 @@ func TestAnnotationsRejectedNameTheAnnotation(t *testing.T) {
 		"healthcheck-interval":        "1", "security-groups": "default",
 		"additional-resource-tags": "kubernetes.io/cluster/x=owned",
 	} {
-		_, err := parseOptions(svcWith(map[string]string{annotationPrefix + ann: val}))
-		if err == nil || !strings.Contains(err.Error(), annotationPrefix+ann) {
+		_, err := Parse(svcWith(map[string]string{Prefix + ann: val}))
+		if err == nil || !strings.Contains(err.Error(), Prefix+ann) {
 			t.Errorf("%s=%q: error %v does not name the annotation", ann, val, err)
 		}
 	}
 	for ann, val := range map[string]string{"healthcheck-protocol": "SSL", "healthcheck-timeout": "121", "target-group-attributes": "a"} {
-		_, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + ann: val}))
-		if err == nil || !strings.Contains(err.Error(), annotationPrefix+ann) {
+		_, err := Parse(svcWith(map[string]string{Prefix + "type": "nlb", Prefix + ann: val}))
+		if err == nil || !strings.Contains(err.Error(), Prefix+ann) {
 			t.Errorf("nlb with %s: error %v does not name the annotation", ann, err)
 		}
 	}
 	udp := svcWith(nil)
 	udp.Spec.Ports[0].Protocol = v1.ProtocolUDP
-	if _, err := parseOptions(udp); err == nil || !strings.Contains(err.Error(), "UDP") {
+	if _, err := Parse(udp); err == nil || !strings.Contains(err.Error(), "UDP") {
 		t.Errorf("UDP port accepted: %v", err)
 	}
 }
 
 func TestAnnotationsParsed(t *testing.T) {
-	o, err := parseOptions(svcWith(map[string]string{
-		annotationPrefix + "internal":                 "true",
-		annotationPrefix + "ssl-cert":                 "arn:aws:acm:us-east-1:1:certificate/x",
-		annotationPrefix + "ssl-ports":                "https",
-		annotationPrefix + "backend-protocol":         "http",
-		annotationPrefix + "additional-resource-tags": "team=a, cost=b",
-		annotationPrefix + "target-node-labels":       "pool=web",
-		annotationPrefix + "healthcheck-interval":     "20",
-		annotationPrefix + "proxy-protocol":           "*",
+	o, err := Parse(svcWith(map[string]string{
+		Prefix + "internal":                 "true",
+		Prefix + "ssl-cert":                 "arn:aws:acm:us-east-1:1:certificate/x",
+		Prefix + "ssl-ports":                "https",
+		Prefix + "backend-protocol":         "http",
+		Prefix + "additional-resource-tags": "team=a, cost=b",
+		Prefix + "target-node-labels":       "pool=web",
+		Prefix + "healthcheck-interval":     "20",
+		Prefix + "proxy-protocol":           "*",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc := svcWith(nil)
-	if !o.Internal || !o.sslPort(svc.Spec.Ports[0]) || o.sslPort(svc.Spec.Ports[1]) || o.ExtraTags["cost"] != "b" || o.HC.Interval != 20 || !o.ProxyProtocol {
+	if !o.Internal || !o.SSLPort(svc.Spec.Ports[0]) || o.SSLPort(svc.Spec.Ports[1]) || o.ExtraTags["cost"] != "b" || o.HC.Interval != 20 || !o.ProxyProtocol {
 		t.Errorf("options %+v", o)
 	}
-	if !o.NodeLabels.selects(map[string]string{"pool": "web"}) || o.NodeLabels.selects(map[string]string{"pool": "db"}) {
+	if !o.NodeLabels.Selects(map[string]string{"pool": "web"}) || o.NodeLabels.Selects(map[string]string{"pool": "db"}) {
 		t.Error("target-node-labels selector wrong")
 	}
 }
@@ -70,7 +70,7 @@ func TestAnnotationsParsed(t *testing.T) {
 // Upstream: any value of internal but "false" (or none) is internal.
 func TestInternalAsUpstream(t *testing.T) {
 	for v, want := range map[string]bool{"true": true, "0.0.0.0/0": true, "yes": true, "false": false, "": false, "False": true} {
-		o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "internal": v}))
+		o, err := Parse(svcWith(map[string]string{Prefix + "internal": v}))
 		if err != nil || o.Internal != want {
 			t.Errorf("internal=%q: internal %v, %v; want %v", v, o != nil && o.Internal, err, want)
 		}
@@ -79,45 +79,45 @@ func TestInternalAsUpstream(t *testing.T) {
 
 // Annotations upstream reads for the other load balancer type are advice, not errors.
 func TestAnnotationsForTheOtherTypeAdvised(t *testing.T) {
-	nlb := map[string]string{annotationPrefix + "type": "nlb"}
+	nlb := map[string]string{Prefix + "type": "nlb"}
 	// security-groups is read for an NLB (used in NLBSecurityGroupMode = Managed, else advised:
 	// nlbplan.PlanSecurityGroups), parsed as for a classic ELB; an empty list is none, as
 	// upstream reads it.
-	o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "security-groups": " sg-1 , sg-2 "}))
+	o, err := Parse(svcWith(map[string]string{Prefix + "type": "nlb", Prefix + "security-groups": " sg-1 , sg-2 "}))
 	if err != nil || len(o.Advice) != 0 || !slices.Equal(o.SecurityGroups, []string{"sg-1", "sg-2"}) {
 		t.Errorf("nlb with security-groups: %v, %+v; want [sg-1 sg-2], no advice", err, o)
 	}
-	if o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "security-groups": ""})); err != nil || len(o.SecurityGroups) != 0 {
+	if o, err := Parse(svcWith(map[string]string{Prefix + "type": "nlb", Prefix + "security-groups": ""})); err != nil || len(o.SecurityGroups) != 0 {
 		t.Errorf("nlb with an empty security-groups: %v, %+v; want none, no error", err, o)
 	}
 	// Not a group ID: refused only in Managed mode (ensureNLB), else ignored as upstream does.
-	if o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "security-groups": "default"})); err != nil || o.nlbGroupIDErr == nil || !strings.Contains(o.nlbGroupIDErr.Error(), annotationPrefix+"security-groups") {
+	if o, err := Parse(svcWith(map[string]string{Prefix + "type": "nlb", Prefix + "security-groups": "default"})); err != nil || o.NLBGroupIDErr == nil || !strings.Contains(o.NLBGroupIDErr.Error(), Prefix+"security-groups") {
 		t.Errorf("nlb with security-groups default: %v, %+v; want no error, one kept for Managed mode naming the annotation", err, o)
 	}
 	for _, ann := range []string{"extra-security-groups", "proxy-protocol", "connection-idle-timeout", "connection-draining-enabled", "connection-draining-timeout", "access-log-emit-interval"} {
 		a := maps.Clone(nlb)
-		a[annotationPrefix+ann] = map[string]string{"security-groups": "sg-1", "extra-security-groups": "sg-2", "proxy-protocol": "*", "connection-draining-enabled": "true", "access-log-emit-interval": "5"}[ann]
-		if a[annotationPrefix+ann] == "" {
-			a[annotationPrefix+ann] = "30"
+		a[Prefix+ann] = map[string]string{"security-groups": "sg-1", "extra-security-groups": "sg-2", "proxy-protocol": "*", "connection-draining-enabled": "true", "access-log-emit-interval": "5"}[ann]
+		if a[Prefix+ann] == "" {
+			a[Prefix+ann] = "30"
 		}
-		o, err := parseOptions(svcWith(a))
-		if err != nil || len(o.Advice) != 1 || !strings.Contains(o.Advice[0], annotationPrefix+ann) {
+		o, err := Parse(svcWith(a))
+		if err != nil || len(o.Advice) != 1 || !strings.Contains(o.Advice[0], Prefix+ann) {
 			t.Errorf("nlb with %s: %v, advice %v; want one advice naming it", ann, err, o)
 		}
 	}
 	// backend-protocol ssl on an NLB with a certificate: TLS target groups, no advice; upstream
 	// reads only "ssl" as written, so "SSL" keeps them TCP and says so.
-	o, err = parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "backend-protocol": "ssl", annotationPrefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x"}))
+	o, err = Parse(svcWith(map[string]string{Prefix + "type": "nlb", Prefix + "backend-protocol": "ssl", Prefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x"}))
 	if err != nil || len(o.Advice) != 0 || !o.TLSBackend {
 		t.Errorf("nlb with backend-protocol ssl: %v, advice %v, TLS backend %v; want TLS, no advice", err, o.Advice, o.TLSBackend)
 	}
-	o, err = parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "backend-protocol": "SSL", annotationPrefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x"}))
-	if err != nil || len(o.Advice) != 1 || !strings.Contains(o.Advice[0], annotationPrefix+"backend-protocol") || o.TLSBackend {
+	o, err = Parse(svcWith(map[string]string{Prefix + "type": "nlb", Prefix + "backend-protocol": "SSL", Prefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x"}))
+	if err != nil || len(o.Advice) != 1 || !strings.Contains(o.Advice[0], Prefix+"backend-protocol") || o.TLSBackend {
 		t.Errorf("nlb with backend-protocol SSL: %v, advice %v, TLS backend %v; want TCP and one advice naming it", err, o.Advice, o.TLSBackend)
 	}
 	for _, ann := range []string{"target-group-attributes", "eip-allocations", "private-ipv4-addresses"} {
-		o, err := parseOptions(svcWith(map[string]string{annotationPrefix + ann: "x"}))
-		if err != nil || len(o.Advice) != 1 || !strings.Contains(o.Advice[0], annotationPrefix+ann) {
+		o, err := Parse(svcWith(map[string]string{Prefix + ann: "x"}))
+		if err != nil || len(o.Advice) != 1 || !strings.Contains(o.Advice[0], Prefix+ann) {
 			t.Errorf("classic with %s: %v, advice %v; want one advice naming it", ann, err, o)
 		}
 	}
@@ -131,8 +131,8 @@ func TestSupportedAreUpstreams(t *testing.T) {
 		"backend-protocol", "additional-resource-tags", "healthcheck-protocol", "healthcheck-port", "healthcheck-path",
 		"healthcheck-healthy-threshold", "healthcheck-unhealthy-threshold", "healthcheck-timeout", "healthcheck-interval",
 		"target-group-attributes", "eip-allocations", "private-ipv4-addresses", "target-node-labels", "subnets"}
-	if !sameSet(upstream, supported) {
-		t.Errorf("supported %v, upstream %v", supported, upstream)
+	if !slices.Equal(slices.Sorted(slices.Values(upstream)), slices.Sorted(slices.Values(Supported))) {
+		t.Errorf("supported %v, upstream %v", Supported, upstream)
 	}
 }
 
@@ -146,22 +146,22 @@ func TestSourceRangesAsUpstream(t *testing.T) {
 	if err != nil || !slices.Equal(got, []string{"10.1.0.0/16", "192.0.2.0/24", "2001:db8::/32"}) {
 		t.Errorf("spec: %v, %v", got, err)
 	}
-	legacy := svcWith(map[string]string{annSourceRanges: "10.0.0.0/8, 172.16.0.0/12"})
+	legacy := svcWith(map[string]string{SourceRanges: "10.0.0.0/8, 172.16.0.0/12"})
 	if got, err := parseSourceRanges(legacy); err != nil || !slices.Equal(got, []string{"10.0.0.0/8", "172.16.0.0/12"}) {
 		t.Errorf("legacy annotation: %v, %v", got, err)
 	}
 	if got, err := parseSourceRanges(svcWith(nil)); err != nil || !slices.Equal(got, []string{"0.0.0.0/0"}) {
 		t.Errorf("none: %v, %v", got, err)
 	}
-	if _, err := parseSourceRanges(svcWith(map[string]string{annSourceRanges: "10.0.0.0/8,,"})); err == nil || !strings.Contains(err.Error(), annSourceRanges) {
+	if _, err := parseSourceRanges(svcWith(map[string]string{SourceRanges: "10.0.0.0/8,,"})); err == nil || !strings.Contains(err.Error(), SourceRanges) {
 		t.Errorf("empty item: %v, want an error naming the annotation", err)
 	}
 }
 
 // advised reports whether o holds exactly one piece of advice, naming annotation suffix and
 // containing want.
-func advised(o *lbOptions, suffix, want string) bool {
-	return o != nil && len(o.Advice) == 1 && strings.Contains(o.Advice[0], annotationPrefix+suffix) && strings.Contains(o.Advice[0], want)
+func advised(o *Options, suffix, want string) bool {
+	return o != nil && len(o.Advice) == 1 && strings.Contains(o.Advice[0], Prefix+suffix) && strings.Contains(o.Advice[0], want)
 }
 
 // An annotation with the provider's prefix that neither ccm nor upstream reads is ignored, as
@@ -174,7 +174,7 @@ func TestUnknownAnnotationsAdvised(t *testing.T) {
 	}{
 		{"nlb-target-type", "ip", "AWS Load Balancer Controller"},
 		{"nlb-target-type", "instance", "AWS Load Balancer Controller"},
-		{"scheme", "internal", "internet-facing: write " + annotationPrefix + "internal"},
+		{"scheme", "internal", "internet-facing: write " + Prefix + "internal"},
 		{"scheme", "internet-facing", "AWS Load Balancer Controller"},
 		{"name", "my-nlb", "AWS Load Balancer Controller"},
 		{"ip-address-type", "dualstack", "AWS Load Balancer Controller"},
@@ -185,11 +185,11 @@ func TestUnknownAnnotationsAdvised(t *testing.T) {
 		{"", "x", "is ignored"},
 	} {
 		for _, nlb := range []bool{false, true} {
-			ann := map[string]string{annotationPrefix + tc.suffix: tc.value, annotationPrefix + "healthcheck-interval": "20"}
+			ann := map[string]string{Prefix + tc.suffix: tc.value, Prefix + "healthcheck-interval": "20"}
 			if nlb {
-				ann[annotationPrefix+"type"] = "nlb"
+				ann[Prefix+"type"] = "nlb"
 			}
-			o, err := parseOptions(svcWith(ann))
+			o, err := Parse(svcWith(ann))
 			if err != nil || !advised(o, tc.suffix, tc.want) {
 				t.Errorf("%s=%q (nlb %v): %v, advice %v; want one naming it with %q", tc.suffix, tc.value, nlb, err, o, tc.want)
 				continue
@@ -200,8 +200,8 @@ func TestUnknownAnnotationsAdvised(t *testing.T) {
 		}
 	}
 	// Several: one Warning (the advice is joined) naming each.
-	o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "nlb-target-type": "ip", annotationPrefix + "name": "x"}))
-	if err != nil || len(o.Advice) != 2 || !strings.Contains(strings.Join(o.Advice, "; "), annotationPrefix+"name ") {
+	o, err := Parse(svcWith(map[string]string{Prefix + "type": "nlb", Prefix + "nlb-target-type": "ip", Prefix + "name": "x"}))
+	if err != nil || len(o.Advice) != 2 || !strings.Contains(strings.Join(o.Advice, "; "), Prefix+"name ") {
 		t.Errorf("two unknown annotations: %v, advice %v", err, o)
 	}
 }
@@ -218,7 +218,7 @@ func TestTypeAsUpstream(t *testing.T) {
 		"elb": {false, true}, "ELB": {false, true}, "clb": {false, true}, "alb": {false, true}, "network": {false, true},
 		"External": {false, true}, "NLB-IP": {false, true},
 	} {
-		o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": v}))
+		o, err := Parse(svcWith(map[string]string{Prefix + "type": v}))
 		if err != nil || o.NLB != want.nlb || o.NLB != (v == "nlb") {
 			t.Errorf("type %q: %v, NLB %v; want NLB %v", v, err, o != nil && o.NLB, want.nlb)
 			continue
@@ -233,27 +233,27 @@ func TestTypeAsUpstream(t *testing.T) {
 func TestSSLPortsWithoutCertAsUpstream(t *testing.T) {
 	for _, ports := range []string{"443", "https", "*", "443,80", "8443"} {
 		for _, nlb := range []bool{false, true} {
-			ann := map[string]string{annotationPrefix + "ssl-ports": ports}
+			ann := map[string]string{Prefix + "ssl-ports": ports}
 			if nlb {
-				ann[annotationPrefix+"type"] = "nlb"
+				ann[Prefix+"type"] = "nlb"
 			}
 			svc := svcWith(ann)
-			o, err := parseOptions(svc)
-			if err != nil || !advised(o, "ssl-ports", "has no effect without "+annotationPrefix+"ssl-cert") {
+			o, err := Parse(svc)
+			if err != nil || !advised(o, "ssl-ports", "has no effect without "+Prefix+"ssl-cert") {
 				t.Errorf("ssl-ports %q (nlb %v): %v, advice %v", ports, nlb, err, o)
 				continue
 			}
 			for _, p := range svc.Spec.Ports {
-				if o.sslPort(p) {
+				if o.SSLPort(p) {
 					t.Errorf("ssl-ports %q (nlb %v): port %d terminates TLS without a certificate", ports, nlb, p.Port)
 				}
 			}
 		}
 	}
 	// With the certificate it applies, and says nothing.
-	svc := svcWith(map[string]string{annotationPrefix + "ssl-ports": "443", annotationPrefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x"})
-	o, err := parseOptions(svc)
-	if err != nil || len(o.Advice) != 0 || !o.sslPort(svc.Spec.Ports[0]) || o.sslPort(svc.Spec.Ports[1]) {
+	svc := svcWith(map[string]string{Prefix + "ssl-ports": "443", Prefix + "ssl-cert": "arn:aws:acm:us-east-1:1:certificate/x"})
+	o, err := Parse(svc)
+	if err != nil || len(o.Advice) != 0 || !o.SSLPort(svc.Spec.Ports[0]) || o.SSLPort(svc.Spec.Ports[1]) {
 		t.Errorf("ssl-ports with ssl-cert: %v, %+v", err, o)
 	}
 }
@@ -279,7 +279,7 @@ func TestExtraTagsOwnershipKeysRefused(t *testing.T) {
 	for _, kv := range refused {
 		k, _, _ := strings.Cut(kv, "=")
 		_, err := parseExtraTags("team=a," + kv)
-		if err == nil || !strings.Contains(err.Error(), annotationPrefix+annExtraTags) || !strings.Contains(err.Error(), strings.TrimSpace(k)) || !strings.Contains(err.Error(), "reserved") {
+		if err == nil || !strings.Contains(err.Error(), Prefix+ExtraTags) || !strings.Contains(err.Error(), strings.TrimSpace(k)) || !strings.Contains(err.Error(), "reserved") {
 			t.Errorf("%q: %v; want refused naming the annotation and the key", kv, err)
 		}
 	}
@@ -287,7 +287,7 @@ func TestExtraTagsOwnershipKeysRefused(t *testing.T) {
 	id := ownership.Of("prod", svcWith(nil))
 	id.UID = "u"
 	for k := range id.Tags() {
-		if !reservedTag(k) {
+		if !ReservedTag(k) {
 			t.Errorf("ownership tag %s is not reserved", k)
 		}
 	}
@@ -314,15 +314,15 @@ func TestBackendProtocolCaseAsUpstream(t *testing.T) {
 		// A certificate whose ssl-ports match no port of the Service: no TLS port, as without one.
 		{"HTTP", "8443", "tcp", true},
 	} {
-		ann := map[string]string{annotationPrefix + "backend-protocol": tc.value}
+		ann := map[string]string{Prefix + "backend-protocol": tc.value}
 		if tc.sslPorts != "" {
-			ann[annotationPrefix+"ssl-cert"], ann[annotationPrefix+"ssl-ports"] = cert, tc.sslPorts
+			ann[Prefix+"ssl-cert"], ann[Prefix+"ssl-ports"] = cert, tc.sslPorts
 		}
-		o, err := parseOptions(svcWith(ann))
+		o, err := Parse(svcWith(ann))
 		name := fmt.Sprintf("%q ssl-ports %q", tc.value, tc.sslPorts)
 		switch {
 		case tc.backend == "":
-			if err == nil || !strings.Contains(err.Error(), annotationPrefix+"backend-protocol") || !strings.Contains(err.Error(), "lower case") {
+			if err == nil || !strings.Contains(err.Error(), Prefix+"backend-protocol") || !strings.Contains(err.Error(), "lower case") {
 				t.Errorf("%s: %v; want refused naming the annotation", name, err)
 			}
 		case err != nil || o.Backend != tc.backend:
@@ -342,18 +342,18 @@ func TestBackendProtocolCaseAsUpstream(t *testing.T) {
 		{"", "", "443", false, false}, {"", "", "", false, false}, {"", "nlb", "443", false, false},
 		{"grpc", "nlb", "", false, true}, {"tls", "nlb", "443", false, true}, {"TLS", "nlb", "*", false, true},
 	} {
-		ann := map[string]string{annotationPrefix + "backend-protocol": tc.value}
+		ann := map[string]string{Prefix + "backend-protocol": tc.value}
 		if tc.typ != "" {
-			ann[annotationPrefix+"type"] = tc.typ
+			ann[Prefix+"type"] = tc.typ
 		}
 		if tc.sslPorts != "" {
-			ann[annotationPrefix+"ssl-cert"], ann[annotationPrefix+"ssl-ports"] = cert, tc.sslPorts
+			ann[Prefix+"ssl-cert"], ann[Prefix+"ssl-ports"] = cert, tc.sslPorts
 		}
-		o, err := parseOptions(svcWith(ann))
+		o, err := Parse(svcWith(ann))
 		name := fmt.Sprintf("%q type %q ssl-ports %q", tc.value, tc.typ, tc.sslPorts)
 		switch {
 		case tc.refused:
-			if err == nil || !strings.Contains(err.Error(), annotationPrefix+"backend-protocol") || !strings.Contains(err.Error(), "must be http, https, ssl or tcp") {
+			if err == nil || !strings.Contains(err.Error(), Prefix+"backend-protocol") || !strings.Contains(err.Error(), "must be http, https, ssl or tcp") {
 				t.Errorf("%s: %v; want refused naming the annotation", name, err)
 			}
 		case err != nil || o.Backend != "tcp" || o.TLSBackend:
@@ -364,7 +364,7 @@ func TestBackendProtocolCaseAsUpstream(t *testing.T) {
 	}
 	// On an NLB upstream ignores every value but "ssl": no Warning for the case of the others.
 	for _, v := range []string{"HTTP", "Tcp", "HTTPS"} {
-		o, err := parseOptions(svcWith(map[string]string{annotationPrefix + "type": "nlb", annotationPrefix + "backend-protocol": v}))
+		o, err := Parse(svcWith(map[string]string{Prefix + "type": "nlb", Prefix + "backend-protocol": v}))
 		if err != nil || len(o.Advice) != 0 || o.TLSBackend {
 			t.Errorf("nlb backend-protocol %q: %v, %+v", v, err, o)
 		}

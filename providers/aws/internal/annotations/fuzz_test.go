@@ -1,4 +1,4 @@
-package aws
+package annotations
 
 import (
 	"maps"
@@ -19,37 +19,37 @@ import (
 // the ports a classic ELB cannot serve, the port); what is accepted is within AWS's limits.
 func FuzzParseOptions(f *testing.F) {
 	for _, seed := range [][2]string{
-		{annType, "nlb"}, {annInternal, "true"}, {annSubnets, "subnet-1, name"}, {annSecurityGroup, "sg-1,sg-2"},
-		{annSSLCert, "arn:aws:acm:us-east-1:1:certificate/x"}, {annSSLPorts, "443,https"}, {annBackend, "HTTP"},
-		{annCrossZone, "false"}, {annExtraTags, "a=b,kubernetes.io/cluster/x=owned"}, {annNodeLabels, "a in (b)"},
-		{annHCHealthy, "3"}, {annHCUnhealthy, "11"}, {annHCTimeout, "4"}, {annHCInterval, "5"}, {annProxyProtocol, "*"},
+		{Type, "nlb"}, {Internal, "true"}, {Subnets, "subnet-1, name"}, {SecurityGroup, "sg-1,sg-2"},
+		{SSLCert, "arn:aws:acm:us-east-1:1:certificate/x"}, {SSLPorts, "443,https"}, {Backend, "HTTP"},
+		{CrossZone, "false"}, {ExtraTags, "a=b,kubernetes.io/cluster/x=owned"}, {NodeLabels, "a in (b)"},
+		{HCHealthy, "3"}, {HCUnhealthy, "11"}, {HCTimeout, "4"}, {HCInterval, "5"}, {ProxyProtocol, "*"},
 		{"connection-idle-timeout", "60"},
 	} {
 		f.Add(seed[0], seed[1])
 	}
 	f.Fuzz(func(t *testing.T, suffix, value string) {
-		svc := svcWith(map[string]string{annotationPrefix + suffix: value})
-		o, err := parseOptions(svc)
+		svc := svcWith(map[string]string{Prefix + suffix: value})
+		o, err := Parse(svc)
 		if err != nil {
-			if !strings.Contains(err.Error(), annotationPrefix+suffix) && !strings.Contains(err.Error(), "port ") {
+			if !strings.Contains(err.Error(), Prefix+suffix) && !strings.Contains(err.Error(), "port ") {
 				t.Fatalf("%s=%q: the error does not name the annotation: %v", suffix, value, err)
 			}
 			return
 		}
-		if !slices.Contains(supported, suffix) && !slices.ContainsFunc(o.Advice, func(a string) bool { return strings.Contains(a, annotationPrefix+suffix) }) {
+		if !slices.Contains(Supported, suffix) && !slices.ContainsFunc(o.Advice, func(a string) bool { return strings.Contains(a, Prefix+suffix) }) {
 			t.Fatalf("unknown annotation %q accepted without a Warning naming it", suffix)
 		}
 		for k := range o.ExtraTags {
-			if reservedTag(k) || k == "" {
+			if ReservedTag(k) || k == "" {
 				t.Fatalf("%q: reserved or empty tag key %q accepted", value, k)
 			}
 		}
 		for _, g := range o.SecurityGroups {
-			if !sgIDRE.MatchString(g) {
+			if !SecurityGroupIDRE.MatchString(g) {
 				t.Fatalf("%q: security group %q accepted", value, g)
 			}
 		}
-		if suffix == annSubnets && len(o.Subnets) == 0 {
+		if suffix == Subnets && len(o.Subnets) == 0 {
 			t.Fatalf("%q: no subnet, accepted", value)
 		}
 		if h := o.HC; h.Timeout >= h.Interval || h.Healthy < 2 || h.Unhealthy < 2 || h.Healthy > 10 || h.Interval > 300 {
@@ -67,14 +67,14 @@ func FuzzExtraTags(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		tags, err := parseExtraTags(v)
 		if err != nil {
-			if !strings.Contains(err.Error(), annotationPrefix+annExtraTags) {
+			if !strings.Contains(err.Error(), Prefix+ExtraTags) {
 				t.Fatalf("%q: the error does not name the annotation: %v", v, err)
 			}
 			return
 		}
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(tags)) {
-			if reservedTag(k) || k == "" || len(k) > 128 || len(tags[k]) > 256 {
+			if ReservedTag(k) || k == "" || len(k) > 128 || len(tags[k]) > 256 {
 				t.Fatalf("%q: tag %q=%q accepted", v, k, tags[k])
 			}
 			if strings.ContainsAny(k, ",=") || strings.Contains(tags[k], ",") {
@@ -104,12 +104,12 @@ func FuzzSourceRanges(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, v string, spec bool) {
 		svc := &v1.Service{}
-		field := annSourceRanges
+		field := SourceRanges
 		if spec {
 			svc.Spec.LoadBalancerSourceRanges = strings.Split(v, ",")
 			field = "spec.loadBalancerSourceRanges"
 		} else {
-			svc.Annotations = map[string]string{annSourceRanges: v}
+			svc.Annotations = map[string]string{SourceRanges: v}
 		}
 		got, err := parseSourceRanges(svc)
 		if err != nil {
@@ -141,19 +141,19 @@ func FuzzLists(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		for _, suffix := range []string{annSecurityGroup, annSubnets, annSSLPorts} {
-			ann := map[string]string{annotationPrefix + suffix: v}
-			if suffix == annSSLPorts {
-				ann[annotationPrefix+annSSLCert] = "arn:aws:acm:us-east-1:1:certificate/x"
+		for _, suffix := range []string{SecurityGroup, Subnets, SSLPorts} {
+			ann := map[string]string{Prefix + suffix: v}
+			if suffix == SSLPorts {
+				ann[Prefix+SSLCert] = "arn:aws:acm:us-east-1:1:certificate/x"
 			}
-			o, err := parseOptions(svcWith(ann))
+			o, err := Parse(svcWith(ann))
 			if err != nil {
-				if !strings.Contains(err.Error(), annotationPrefix+suffix) {
+				if !strings.Contains(err.Error(), Prefix+suffix) {
 					t.Fatalf("%s=%q: the error does not name the annotation: %v", suffix, v, err)
 				}
 				continue
 			}
-			if suffix == annSSLPorts && v != "" && strings.Join(o.SSLPorts, ",") != v {
+			if suffix == SSLPorts && v != "" && strings.Join(o.SSLPorts, ",") != v {
 				t.Fatalf("%s=%q: items %q are not the value's", suffix, v, o.SSLPorts)
 			}
 			for _, item := range append(slices.Clone(o.SecurityGroups), o.Subnets...) {

@@ -1,4 +1,4 @@
-package aws
+package annotations
 
 // ssl-ports is read as upstream reads it (sslPortItems): "443, 8443" leaves 8443 plain and
 // "443,*" leaves every port but 443 plain. An earlier ccm trimmed the items and read "*"
@@ -19,7 +19,7 @@ import (
 
 // lenientSSLPort reports whether p would terminate TLS if ssl-ports' items were trimmed and a
 // "*" anywhere in the list meant every port (an earlier ccm's reading).
-func (o *lbOptions) lenientSSLPort(p v1.ServicePort) bool {
+func (o *Options) lenientSSLPort(p v1.ServicePort) bool {
 	if o.SSLCert == "" {
 		return false
 	}
@@ -39,30 +39,30 @@ func (o *lbOptions) lenientSSLPort(p v1.ServicePort) bool {
 	return false
 }
 
-// portsReadPlainOnlyByUpstream are the ports upstream's reading of ssl-ports leaves plain and
+// PortsReadPlainOnlyByUpstream are the ports upstream's reading of ssl-ports leaves plain and
 // the lenient reading makes TLS. Empty for almost every Service: then nothing is read for this.
-func (o *lbOptions) portsReadPlainOnlyByUpstream(svc *v1.Service) []v1.ServicePort {
+func (o *Options) PortsReadPlainOnlyByUpstream(svc *v1.Service) []v1.ServicePort {
 	var out []v1.ServicePort
 	for _, p := range svc.Spec.Ports {
-		if p.Protocol == v1.ProtocolTCP && !o.sslPort(p) && o.lenientSSLPort(p) {
+		if p.Protocol == v1.ProtocolTCP && !o.SSLPort(p) && o.lenientSSLPort(p) {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// encryptedProtocol reports whether a listener protocol (classic ELB or ELBv2) terminates TLS.
-func encryptedProtocol(proto string) bool {
+// EncryptedProtocol reports whether a listener protocol (classic ELB or ELBv2) terminates TLS.
+func EncryptedProtocol(proto string) bool {
 	return slices.Contains([]string{"TLS", "SSL", "HTTPS"}, strings.ToUpper(proto))
 }
 
-// keepTLSListeners marks in o the ports of svc whose current listener (current: protocol by
+// KeepTLSListeners marks in o the ports of svc whose current listener (current: protocol by
 // load balancer port) is encrypted though ssl-ports, as upstream reads it, makes them plain;
 // it returns the Warning to give ("" when none is kept).
-func (o *lbOptions) keepTLSListeners(svc *v1.Service, current map[int32]string) string {
+func (o *Options) KeepTLSListeners(svc *v1.Service, current map[int32]string) string {
 	var kept []string
-	for _, p := range o.portsReadPlainOnlyByUpstream(svc) {
-		if proto, ok := current[p.Port]; ok && encryptedProtocol(proto) {
+	for _, p := range o.PortsReadPlainOnlyByUpstream(svc) {
+		if proto, ok := current[p.Port]; ok && EncryptedProtocol(proto) {
 			if o.KeptTLS == nil {
 				o.KeptTLS = map[int32]bool{}
 			}
@@ -74,5 +74,5 @@ func (o *lbOptions) keepTLSListeners(svc *v1.Service, current map[int32]string) 
 		return ""
 	}
 	return fmt.Sprintf("%s%s %q: listener %s kept encrypted, as it is: as upstream reads the value (items taken as written, \"*\" meaning every port only when alone) it would be plain; write the ports without spaces (443,8443), or \"*\" alone for every port",
-		annotationPrefix, annSSLPorts, strings.Join(o.SSLPorts, ","), strings.Join(kept, ", "))
+		Prefix, SSLPorts, strings.Join(o.SSLPorts, ","), strings.Join(kept, ", "))
 }

@@ -1,4 +1,4 @@
-package aws
+package annotations
 
 import (
 	"slices"
@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 )
+
+const keptCert = "arn:aws:acm:us-east-1:1:certificate/x"
 
 // Which ports keep their encrypted listener: only those upstream's reading of ssl-ports leaves
 // plain, an earlier ccm's (items trimmed, "*" anywhere) made TLS, and whose listener is
@@ -27,17 +29,17 @@ func TestKeepTLSListeners(t *testing.T) {
 		{"443", map[int32]string{443: "TLS", 80: "TLS"}, nil},               // 80 not asked for at all: made plain
 		{" 443 , 80 ", map[int32]string{443: "TLS", 80: "TLS"}, []int32{443, 80}},
 	} {
-		svc := tcpService("k", map[string]string{annotationPrefix + annSSLCert: keptCert, annotationPrefix + annSSLPorts: c.sslPorts})
-		o, err := parseOptions(svc)
+		svc := svcWith(map[string]string{Prefix + SSLCert: keptCert, Prefix + SSLPorts: c.sslPorts})
+		o, err := Parse(svc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		msg := o.keepTLSListeners(svc, c.current)
+		msg := o.KeepTLSListeners(svc, c.current)
 		var kept []int32
 		for _, p := range svc.Spec.Ports {
 			if o.KeptTLS[p.Port] {
 				kept = append(kept, p.Port)
-				if !o.sslPort(p) {
+				if !o.SSLPort(p) {
 					t.Errorf("%q: port %d kept but not TLS", c.sslPorts, p.Port)
 				}
 			}
@@ -48,7 +50,7 @@ func TestKeepTLSListeners(t *testing.T) {
 		if !slices.Equal(kept, want) {
 			t.Errorf("%q on %v: kept %v, want %v", c.sslPorts, c.current, kept, want)
 		}
-		if (msg != "") != (len(want) > 0) || (msg != "" && (!strings.Contains(msg, annotationPrefix+annSSLPorts) || !strings.Contains(msg, "kept encrypted") || !strings.Contains(msg, "443,8443"))) {
+		if (msg != "") != (len(want) > 0) || (msg != "" && (!strings.Contains(msg, Prefix+SSLPorts) || !strings.Contains(msg, "kept encrypted") || !strings.Contains(msg, "443,8443"))) {
 			t.Errorf("%q: Warning %q", c.sslPorts, msg)
 		}
 	}
@@ -59,22 +61,22 @@ func TestKeepTLSListeners(t *testing.T) {
 func TestEmptySSLPortItem(t *testing.T) {
 	one := &v1.Service{ObjectMeta: svcWith(nil).ObjectMeta, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
 		Ports: []v1.ServicePort{{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP}}}}
-	one.Annotations = map[string]string{annotationPrefix + annSSLCert: keptCert, annotationPrefix + annSSLPorts: "8443,"}
-	o, err := parseOptions(one)
+	one.Annotations = map[string]string{Prefix + SSLCert: keptCert, Prefix + SSLPorts: "8443,"}
+	o, err := Parse(one)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.sslPort(one.Spec.Ports[0]) {
+	if !o.SSLPort(one.Spec.Ports[0]) {
 		t.Errorf("unnamed port 80 with ssl-ports \"8443,\": plain, want TLS (the name \"\")")
 	}
-	if !advised(o, annSSLPorts, "port 80 terminates TLS") || advised(o, annSSLPorts, "no port has such a name") {
+	if !advised(o, SSLPorts, "port 80 terminates TLS") || advised(o, SSLPorts, "no port has such a name") {
 		t.Errorf("advice %q", o.Advice)
 	}
-	two := tcpService("e", map[string]string{annotationPrefix + annSSLCert: keptCert, annotationPrefix + annSSLPorts: "443,,"})
-	if o, err = parseOptions(two); err != nil {
+	two := svcWith(map[string]string{Prefix + SSLCert: keptCert, Prefix + SSLPorts: "443,,"})
+	if o, err = Parse(two); err != nil {
 		t.Fatal(err)
 	}
-	if !advised(o, annSSLPorts, "selects none") || o.sslPort(two.Spec.Ports[1]) {
-		t.Errorf("two named ports, \"443,,\": advice %q, port 80 TLS %v", o.Advice, o.sslPort(two.Spec.Ports[1]))
+	if !advised(o, SSLPorts, "selects none") || o.SSLPort(two.Spec.Ports[1]) {
+		t.Errorf("two named ports, \"443,,\": advice %q, port 80 TLS %v", o.Advice, o.SSLPort(two.Spec.Ports[1]))
 	}
 }
