@@ -88,11 +88,11 @@ func checkLB(id ownership.Identity, svc *v1.Service, name string, tags map[strin
 func (l *loadBalancers) findClassic(ctx context.Context, svc *v1.Service) (name string, cur *elbtypes.LoadBalancerDescription, tags map[string]string, listed bool, err error) {
 	own, up := l.name(svc), upstreamName(svc)
 	id := l.identity(svc)
-	if cur, tags := l.snap.get(ctx, own, l.listELBs); cur != nil && tags != nil {
+	if cur, tags := l.snap.Get(ctx, own, l.listELBs); cur != nil && tags != nil {
 		return own, cur, tags, true, nil
 	}
 	if up != "" {
-		if cur, tags := l.snap.get(ctx, up, l.listELBs); cur != nil && tags != nil && checkLB(id, svc, up, tags) == nil {
+		if cur, tags := l.snap.Get(ctx, up, l.listELBs); cur != nil && tags != nil && checkLB(id, svc, up, tags) == nil {
 			return up, cur, tags, true, nil
 		}
 	}
@@ -127,11 +127,11 @@ func (l *loadBalancers) findNLB(ctx context.Context, svc *v1.Service) (name stri
 	active := func(lb *v2types.LoadBalancer) bool {
 		return lb != nil && lb.State != nil && lb.State.Code == v2types.LoadBalancerStateEnumActive
 	}
-	if cur, tags := l.nsnap.get(ctx, own, l.listNLBs); active(cur) && tags != nil {
+	if cur, tags := l.nsnap.Get(ctx, own, l.listNLBs); active(cur) && tags != nil {
 		return own, cur, tags, true, nil
 	}
 	if up != "" {
-		if cur, tags := l.nsnap.get(ctx, up, l.listNLBs); active(cur) && tags != nil && checkLB(id, svc, up, tags) == nil {
+		if cur, tags := l.nsnap.Get(ctx, up, l.listNLBs); active(cur) && tags != nil && checkLB(id, svc, up, tags) == nil {
 			return up, cur, tags, true, nil
 		}
 	}
@@ -192,7 +192,7 @@ func (l *loadBalancers) adoptGroup(ctx context.Context, svc *v1.Service, lbName 
 	if _, err := l.c.api.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{aws.ToString(g.GroupId)}, Tags: ts}); err != nil {
 		return fmt.Errorf("aws: CreateTags %s: %w", aws.ToString(g.GroupId), err)
 	}
-	l.gsnap.forgetAll()
+	l.gsnap.ForgetAll()
 	g.Tags = append(g.Tags, ts...)
 	klog.InfoS("Took over the upstream CCM's ELB security group", "service", klog.KObj(svc), "group", aws.ToString(g.GroupId))
 	return nil

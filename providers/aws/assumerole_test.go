@@ -97,7 +97,7 @@ func TestAssumeRole(t *testing.T) {
 	}
 
 	time.Sleep(3100 * time.Millisecond) // past the session's expiry (the fake rounds it up to whole seconds)
-	c.inst.invalidate(id)
+	c.inst.Invalidate(id)
 	if ok, err := inst.InstanceExists(ctx, node); err != nil || !ok {
 		t.Fatalf("after expiry: InstanceExists = %v, %v", ok, err)
 	}

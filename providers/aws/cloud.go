@@ -20,6 +20,7 @@ import (
 	ccmmetrics "github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/provider"
 	"github.com/ccm-project/ccm/common/svcevents"
+	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 )
 
 // ProviderName is what --cloud-provider selects and the build tag that compiles this in.
@@ -41,8 +42,8 @@ type Cloud struct {
 	once    sync.Once
 	initErr error
 	api     *clients
-	inst    *instanceCache
-	dns     *dnsBatcher
+	inst    *awsread.InstanceCache
+	dns     *awsread.DNSBatcher
 	lb      *loadBalancers
 	topo    *nodeTopology       // the topology.k8s.aws/* Node labels
 	events  *svcevents.Recorder // Service Events: drift repairs, recreations
@@ -119,8 +120,8 @@ func (c *Cloud) init() error {
 			}
 		}
 		c.api = api
-		c.inst = newInstanceCache(api.ec2, c.cfg.Global.InstanceCacheTTL.Duration)
-		c.dns = newDNSBatcher(c.inst, c.vpc())
+		c.inst = awsread.NewInstanceCache(api.ec2, c.cfg.Global.InstanceCacheTTL.Duration)
+		c.dns = awsread.NewDNSBatcher(c.inst, c.vpc())
 		c.lb = newLoadBalancers(c)
 		c.topo = newNodeTopology(api.ec2, c.cfg.region(), pattern)
 	})

@@ -18,14 +18,16 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 )
 
 // ownedELBGroups returns the ELB security groups (named k8s-elb-*) whose tags say they are
 // id's, UID included, in any VPC. One tagged without the UID is found by its name only
 // (deleteClassic): tags alone, without the UID, can be another cluster's copy of a tenant's.
 func (l *loadBalancers) ownedELBGroups(ctx context.Context, id ownership.Identity) ([]types.SecurityGroup, error) {
-	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+	out, err := awsread.DescribeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
 		filter("tag:"+ownership.ServiceTag, id.Service()), filter("tag-key", ownership.ClusterTagPrefix+id.Cluster)}})
+
 	if err != nil {
 		return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
 	}
@@ -65,27 +67,29 @@ func (l *loadBalancers) ownedTargetGroups(ctx context.Context, id ownership.Iden
 		in.Marker = out.NextMarker
 	}
 	var owned []v2types.TargetGroup
-	err := inChunks(arns, func(chunk []string) error {
+	err := awsread.InChunks(arns, func(chunk []string) error {
 		out, err := l.c.api.elbv2.DescribeTags(ctx, &elbv2.DescribeTagsInput{ResourceArns: chunk})
 		if err != nil {
 			return fmt.Errorf("aws: DescribeTags (v2): %w", err)
 		}
 		for _, td := range out.TagDescriptions {
 			tg := byARN[aws.ToString(td.ResourceArn)]
-			if ownership.IsExactly(id, tagMap(td.Tags, func(t v2types.Tag) (*string, *string) { return t.Key, t.Value })) {
+			if ownership.IsExactly(id, awsread.TagMap(td.Tags, func(t v2types.Tag) (*string, *string) { return t.Key, t.Value })) {
 				owned = append(owned, tg)
 			}
 		}
 		return nil
 	})
+
 	return owned, err
 }
 
 // clusterGroups returns the security groups tagged for this cluster: where an NLB's node
 // rules are when the NLB (and its tag naming the node groups) is gone.
 func (l *loadBalancers) clusterGroups(ctx context.Context) ([]string, error) {
-	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+	out, err := awsread.DescribeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
 		filter("tag-key", ownership.ClusterTagPrefix+l.c.cfg.ClusterID())}})
+
 	if err != nil {
 		return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
 	}
@@ -102,7 +106,7 @@ func (l *loadBalancers) unusedOwnGroup(ctx context.Context, svc *v1.Service, lbN
 	if vpc == "" {
 		return nil
 	}
-	g, _ := l.gsnap.get(ctx, "name:"+vpc+"/"+groupName(lbName), l.listGroups)
+	g, _ := l.gsnap.Get(ctx, "name:"+vpc+"/"+groupName(lbName), l.listGroups)
 	id := l.identity(svc)
 	if g == nil || (!ownership.Is(id, groupTags(g)) && !isUpstreamGroup(id, svc, lbName, g)) {
 		return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
+	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 )
 
 // checkEIPs decides the Elastic IPs an NLB is about to be made with (eip-allocations): each
@@ -46,7 +47,7 @@ func (l *loadBalancers) checkEIPs(ctx context.Context, id ownership.Identity, ei
 		if !ok {
 			return reach.Refuse(a.Name, "Elastic IP allocation %s: not found in this account and region", e)
 		}
-		ev := reach.Evidence{Tags: tagMap(addr.Tags, func(t types.Tag) (*string, *string) { return t.Key, t.Value })}
+		ev := reach.Evidence{Tags: awsread.TagMap(addr.Tags, func(t types.Tag) (*string, *string) { return t.Key, t.Value })}
 		if addr.AssociationId != nil {
 			ev.InUse = "another network interface"
 		}

@@ -210,13 +210,13 @@ func (l *loadBalancers) applyOwnELBGroup(ctx context.Context, svc *v1.Service, n
 		if aws.ToString(out.GroupId) == "" {
 			return "", errEmptyAnswer("CreateSecurityGroup", groupName(name))
 		}
-		l.gsnap.forgetAll()
+		l.gsnap.ForgetAll()
 		return aws.ToString(out.GroupId), nil
 	case p.TakeOver:
 		if _, err := l.c.api.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{p.ID}, Tags: ts}); err != nil {
 			return "", fmt.Errorf("aws: CreateTags %s: %w", p.ID, err)
 		}
-		l.gsnap.forgetAll()
+		l.gsnap.ForgetAll()
 		klog.InfoS("Took over the upstream CCM's ELB security group", "service", klog.KObj(svc), "group", p.ID)
 	}
 	return p.ID, nil

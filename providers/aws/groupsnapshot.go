@@ -12,14 +12,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+
+	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 )
 
 type (
 	// groupSnapshot holds the groups tagged for this cluster (the ELBs' own groups and tagged
 	// node groups), by ID and by "name:" + name. Any rule or group write forgets all of it.
-	groupSnapshot = snapshot[types.SecurityGroup]
+	groupSnapshot = awsread.Snapshot[types.SecurityGroup]
 	// tgSnapshot holds the cluster's target groups by the ARN of the NLB using them.
-	tgSnapshot = snapshot[[]v2types.TargetGroup]
+	tgSnapshot = awsread.Snapshot[[]v2types.TargetGroup]
 )
 
 func (l *loadBalancers) listGroups(ctx context.Context) (map[string]*types.SecurityGroup, map[string]map[string]string, error) {
@@ -46,7 +48,7 @@ func (l *loadBalancers) listGroups(ctx context.Context) (map[string]*types.Secur
 func (l *loadBalancers) groupsByID(ctx context.Context, ids []string) ([]types.SecurityGroup, error) {
 	var out []types.SecurityGroup
 	for _, id := range ids {
-		g, _ := l.gsnap.get(ctx, id, l.listGroups)
+		g, _ := l.gsnap.Get(ctx, id, l.listGroups)
 		if g == nil {
 			return l.describeGroups(ctx, ids)
 		}
@@ -58,7 +60,7 @@ func (l *loadBalancers) groupsByID(ctx context.Context, ids []string) ([]types.S
 // ownGroup finds the ELB's own group in the listing, else by its name.
 func (l *loadBalancers) ownGroup(ctx context.Context, lbName, vpc string) (*types.SecurityGroup, error) {
 	if vpc != "" {
-		if g, _ := l.gsnap.get(ctx, "name:"+vpc+"/"+groupName(lbName), l.listGroups); g != nil {
+		if g, _ := l.gsnap.Get(ctx, "name:"+vpc+"/"+groupName(lbName), l.listGroups); g != nil {
 			return g, nil
 		}
 	}
@@ -93,7 +95,7 @@ func (l *loadBalancers) listTGs(ctx context.Context) (map[string]*[]v2types.Targ
 
 // targetGroupsOf returns the NLB's target groups from the listing, else reads them.
 func (l *loadBalancers) targetGroupsOf(ctx context.Context, arn string) ([]v2types.TargetGroup, error) {
-	if tgs, _ := l.tsnap.get(ctx, arn, l.listTGs); tgs != nil {
+	if tgs, _ := l.tsnap.Get(ctx, arn, l.listTGs); tgs != nil {
 		return *tgs, nil
 	}
 	return l.attachedTGs(ctx, arn)

@@ -101,14 +101,14 @@ func (c *Cloud) lookup(ctx context.Context, node *v1.Node) (*types.Instance, err
 		if err != nil {
 			return nil, err
 		}
-		got, err := c.inst.get(ctx, []string{id})
+		got, err := c.inst.Get(ctx, []string{id})
 		if err != nil {
 			return nil, err
 		}
 		return alive(got[id]), nil
 	}
 	// The private DNS name first, batched with other Nodes' look-ups.
-	byName, err := c.dns.find(ctx, node.Name)
+	byName, err := c.dns.Find(ctx, node.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (c *Cloud) lookup(ctx context.Context, node *v1.Node) (*types.Instance, err
 		if len(c.vpc()) == 0 {
 			fs = fs[:len(fs)-1]
 		}
-		found, err := c.inst.find(ctx, fs...)
+		found, err := c.inst.Find(ctx, fs...)
 		if err != nil {
 			return nil, err
 		}
@@ -228,10 +228,6 @@ func (c *Cloud) vpc() []string {
 		return nil
 	}
 	return []string{c.cfg.Global.VPC}
-}
-
-func filter(name string, values ...string) types.Filter {
-	return types.Filter{Name: aws.String(name), Values: values}
 }
 
 // alive is in unless it is nil or terminated (EC2 lists terminated instances for about an hour).

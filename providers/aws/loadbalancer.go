@@ -15,7 +15,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
-	"github.com/aws/smithy-go"
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -27,6 +26,7 @@ import (
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/svcevents"
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
+	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
 )
 
@@ -225,10 +225,11 @@ func (l *loadBalancers) tags(ctx context.Context, name string) (map[string]strin
 	return tags, nil
 }
 
-func isCode(err error, codes ...string) bool {
-	var ae smithy.APIError
-	return errors.As(err, &ae) && slices.Contains(codes, ae.ErrorCode())
-}
+// isCode and filter are awsread's, used throughout the package.
+var (
+	isCode = awsread.IsCode
+	filter = awsread.Filter
+)
 
 // errNotCreatedYet is UpdateLoadBalancer finding no load balancer: updates never create one.
 var errNotCreatedYet = errors.New("no load balancer to update")
@@ -300,11 +301,11 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err != nil && !errors.Is(err, errNotCreatedYet) {
 		// Maybe a listing was out of date (a group deleted by hand): the next try lists afresh.
 		for _, name := range []string{l.name(svc), upstreamName(svc)} {
-			l.snap.forget(name)
-			l.nsnap.forget(name)
+			l.snap.Forget(name)
+			l.nsnap.Forget(name)
 		}
-		l.gsnap.forgetAll()
-		l.tsnap.forgetAll()
+		l.gsnap.ForgetAll()
+		l.tsnap.ForgetAll()
 	}
 	return st, err
 }
@@ -325,7 +326,7 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, opts
 	r.planExisting()
 	defer func() {
 		if r.stale || err != nil { // the next look reads the ELB as written
-			l.snap.forget(r.name)
+			l.snap.Forget(r.name)
 		}
 	}()
 	if r.listed && r.writes() {
@@ -649,7 +650,7 @@ func (l *loadBalancers) members(ctx context.Context, opts *annotations.Options, 
 		}
 		byID = append(byID, id)
 	}
-	got, err := l.c.inst.get(ctx, byID)
+	got, err := l.c.inst.Get(ctx, byID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -663,7 +664,7 @@ func (l *loadBalancers) members(ctx context.Context, opts *annotations.Options, 
 			continue
 		}
 		g, err := nodeGroupOf(id, instanceGroups(in), func(g string) bool {
-			sg, _ := l.gsnap.get(ctx, g, l.listGroups) // the cluster's tagged groups, listed once
+			sg, _ := l.gsnap.Get(ctx, g, l.listGroups) // the cluster's tagged groups, listed once
 			return sg != nil
 		})
 		if err != nil {
@@ -707,8 +708,8 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 // decided by their descriptions alone, never by a tag a Service could have set.
 func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) (existed bool, err error) {
 	id := l.identity(svc)
-	l.snap.forget(l.name(svc))
-	l.snap.forget(upstreamName(svc))
+	l.snap.Forget(l.name(svc))
+	l.snap.Forget(upstreamName(svc))
 	// ccm's ELB or upstream's for this Service (findClassic reads both names when not listed).
 	name, cur, tags, listed, err := l.findClassic(ctx, svc)
 	if err != nil {
@@ -719,7 +720,7 @@ func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) (exi
 			return false, err
 		}
 	}
-	defer l.snap.forget(name)
+	defer l.snap.Forget(name)
 	var sources []string
 	if cur != nil {
 		if checkLB(id, svc, name, tags) != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
+	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
 )
 
@@ -281,7 +282,7 @@ func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *an
 	s.lbStale = true
 	defer func() {
 		if s.lbStale || err != nil { // after an error, whatever was written is unknown
-			l.nsnap.forget(s.name)
+			l.nsnap.Forget(s.name)
 		}
 	}()
 	frame := nlbplan.PlanFrame(s.frameDesired(l.identity(svc)), s.have)
@@ -336,7 +337,7 @@ func (l *loadBalancers) adviseKeptTLS(ctx context.Context, svc *v1.Service, opts
 	if cur == nil || len(opts.PortsReadPlainOnlyByUpstream(svc)) == 0 {
 		return nil
 	}
-	out, err := describeListenersAll(ctx, l.c.api.elbv2, &elbv2.DescribeListenersInput{LoadBalancerArn: cur.LoadBalancerArn})
+	out, err := awsread.DescribeListenersAll(ctx, l.c.api.elbv2, &elbv2.DescribeListenersInput{LoadBalancerArn: cur.LoadBalancerArn})
 	if err != nil {
 		return fmt.Errorf("aws: DescribeListeners: %w", err)
 	}
@@ -373,7 +374,7 @@ func (l *loadBalancers) planNLBParts(ctx context.Context, s *nlbSync) (*nlbplan.
 }
 
 func (l *loadBalancers) attachedTGs(ctx context.Context, arn string) ([]v2types.TargetGroup, error) {
-	out, err := describeTargetGroupsAll(ctx, l.c.api.elbv2, &elbv2.DescribeTargetGroupsInput{LoadBalancerArn: aws.String(arn)})
+	out, err := awsread.DescribeTargetGroupsAll(ctx, l.c.api.elbv2, &elbv2.DescribeTargetGroupsInput{LoadBalancerArn: aws.String(arn)})
 	if err != nil {
 		return nil, fmt.Errorf("aws: DescribeTargetGroups: %w", err)
 	}
@@ -463,19 +464,19 @@ func (l *loadBalancers) deleteTG(ctx context.Context, svc *v1.Service, tg v2type
 // deleteNLB deletes svc's NLB and its target groups if this cluster owns them. Groups left by
 // an interrupted delete are found again by their names.
 func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed bool, err error) {
-	l.nsnap.forget(l.name(svc))
-	l.nsnap.forget(upstreamName(svc))
+	l.nsnap.Forget(l.name(svc))
+	l.nsnap.Forget(upstreamName(svc))
 	// ccm's NLB or upstream's for this Service (both names read: they were just forgotten).
 	name, cur, tags, _, err := l.findNLB(ctx, svc) // read, not listed: both names were forgotten
 	if err != nil {
 		return false, err
 	}
-	defer l.nsnap.forget(name)
+	defer l.nsnap.Forget(name)
 	var tgs []v2types.TargetGroup
 	var group *types.SecurityGroup
 	if cur != nil {
 		arn := aws.ToString(cur.LoadBalancerArn)
-		defer l.tsnap.forget(arn)
+		defer l.tsnap.Forget(arn)
 		if checkLB(l.identity(svc), svc, name, tags) != nil {
 			klog.InfoS("Not deleting an NLB this Service does not own", "service", klog.KObj(svc), "name", name)
 			return true, nil

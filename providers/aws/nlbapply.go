@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
+	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
 )
 
@@ -83,7 +84,7 @@ func (l *loadBalancers) observeNLB(ctx context.Context, svc *v1.Service, t nlbTa
 			have.Found[p.TG] = g
 		}
 	}
-	out, err := describeListenersAll(ctx, l.c.api.elbv2, &elbv2.DescribeListenersInput{LoadBalancerArn: aws.String(t.arn)})
+	out, err := awsread.DescribeListenersAll(ctx, l.c.api.elbv2, &elbv2.DescribeListenersInput{LoadBalancerArn: aws.String(t.arn)})
 	if err != nil {
 		return have, fmt.Errorf("aws: DescribeListeners: %w", err)
 	}
@@ -247,10 +248,10 @@ func (l *loadBalancers) applyNLB(ctx context.Context, svc *v1.Service, t nlbTarg
 // attributes are in no listing.
 func (a *nlbApply) forget() {
 	if a.stale.groups {
-		a.l.tsnap.forget(a.t.arn)
+		a.l.tsnap.Forget(a.t.arn)
 	}
 	if a.stale.lb {
-		a.l.nsnap.forget(a.t.name)
+		a.l.nsnap.Forget(a.t.name)
 	}
 }
 

@@ -264,7 +264,7 @@ func (l *loadBalancers) deleteForScheme(ctx context.Context, s *nlbSync) error {
 		return fmt.Errorf("aws: DeleteLoadBalancer (v2) %s: %w", s.name, err)
 	}
 	klog.InfoS("Deleted NLB to change its scheme", "service", klog.KObj(s.svc), "name", s.name, "scheme", s.want.Scheme)
-	l.tsnap.forget(aws.ToString(s.cur.LoadBalancerArn)) // its target groups are listed by its ARN
+	l.tsnap.Forget(aws.ToString(s.cur.LoadBalancerArn)) // its target groups are listed by its ARN
 	s.cur, s.tags, s.applied = nil, nil, false
 	return nil
 }
@@ -304,7 +304,7 @@ func (l *loadBalancers) applyOwnNLBGroup(ctx context.Context, s *nlbSync, own *s
 		if _, err := l.c.api.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{gid}, Tags: ts}); err != nil {
 			return fmt.Errorf("aws: CreateTags %s: %w", gid, err)
 		}
-		l.gsnap.forgetAll()
+		l.gsnap.ForgetAll()
 		klog.InfoS("Took over the upstream CCM's NLB security group", "service", klog.KObj(s.svc), "group", gid)
 	}
 	changes, err := l.writeRules(ctx, gid, own.Add, own.Del)
@@ -355,7 +355,7 @@ func (l *loadBalancers) applyNodeRules(ctx context.Context, svc *v1.Service, cha
 	var notes []string
 	for _, c := range changes {
 		if len(c.Redescribe) > 0 {
-			l.gsnap.forgetAll()
+			l.gsnap.ForgetAll()
 			if _, err := l.c.api.ec2.UpdateSecurityGroupRuleDescriptionsIngress(ctx, &ec2.UpdateSecurityGroupRuleDescriptionsIngressInput{
 				GroupId: aws.String(c.Group), IpPermissions: permissions(c.Redescribe, true)}); err != nil {
 				return nil, fmt.Errorf("aws: UpdateSecurityGroupRuleDescriptionsIngress %s: %w", c.Group, err)

@@ -36,6 +36,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
+	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
@@ -197,7 +198,7 @@ func (l *loadBalancers) detachedOwnNLBGroup(ctx context.Context, svc *v1.Service
 	if g == nil {
 		clusterName, _ := l.clusterName.Load().(string)
 		for _, gname := range []string{nlbGroupName(name), upstreamNLBGroupName(clusterName, svc)} {
-			if c, _ := l.gsnap.get(ctx, "name:"+want.vpc+"/"+gname, l.listGroups); c != nil && l.isOwnNLBGroup(svc, name, c) {
+			if c, _ := l.gsnap.Get(ctx, "name:"+want.vpc+"/"+gname, l.listGroups); c != nil && l.isOwnNLBGroup(svc, name, c) {
 				g = c
 				break
 			}
@@ -222,10 +223,11 @@ func (l *loadBalancers) dropOwnNLBGroup(ctx context.Context, svc *v1.Service, gi
 // interrupted try, it must be the Service's by its tags. nil: none.
 func (l *loadBalancers) findOwnNLBGroup(ctx context.Context, id ownership.Identity, name, vpc string) (*types.SecurityGroup, error) {
 	gname := nlbGroupName(name)
-	g, _ := l.gsnap.get(ctx, "name:"+vpc+"/"+gname, l.listGroups)
+	g, _ := l.gsnap.Get(ctx, "name:"+vpc+"/"+gname, l.listGroups)
 	if g == nil {
-		out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+		out, err := awsread.DescribeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
 			filter("group-name", gname), filter("vpc-id", vpc)}})
+
 		if err != nil {
 			return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
 		}
@@ -259,7 +261,7 @@ func (l *loadBalancers) createNLBGroup(ctx context.Context, svc *v1.Service, nam
 	if aws.ToString(created.GroupId) == "" {
 		return nil, errEmptyAnswer("CreateSecurityGroup", gname)
 	}
-	l.gsnap.forgetAll()
+	l.gsnap.ForgetAll()
 	klog.InfoS("Created NLB security group", "service", klog.KObj(svc), "group", aws.ToString(created.GroupId))
 	return &types.SecurityGroup{GroupId: created.GroupId, GroupName: aws.String(gname), Tags: ts}, nil
 }
@@ -273,8 +275,9 @@ func (l *loadBalancers) deleteNLBGroup(ctx context.Context, svc *v1.Service, nam
 	id := l.identity(svc)
 	named := annotations.SplitList(svc.Annotations[annotations.Prefix+annotations.SecurityGroup])
 	if g == nil {
-		out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+		out, err := awsread.DescribeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
 			filter("tag:"+ownership.ServiceTag, id.Service()), filter("tag-key", ownership.ClusterTagPrefix+id.Cluster)}})
+
 		if err != nil {
 			return fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
 		}

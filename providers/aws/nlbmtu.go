@@ -57,7 +57,7 @@ func (l *loadBalancers) syncMTURules(ctx context.Context, svc *v1.Service, clust
 		want, mine := sgrules.NLBMTURules(cluster, append(slices.Clone(have), wanted[gid]...))
 		add, del := sgrules.Plan(have, want, mine)
 		if len(add)+len(del) > 0 {
-			l.gsnap.forgetAll() // the listing no longer holds this group as it is
+			l.gsnap.ForgetAll() // the listing no longer holds this group as it is
 		}
 		if len(add) > 0 {
 			_, err := l.c.api.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(gid), IpPermissions: permissions(add, true)})

@@ -12,6 +12,8 @@ import (
 	"github.com/aws/smithy-go"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 )
 
 func TestZoneRegion(t *testing.T) {
@@ -145,8 +147,8 @@ func TestMissingFromFilterIsConfirmedByID(t *testing.T) {
 		}, false, true, false},
 	} {
 		api := &stubEC2{filtered: []types.Instance{{InstanceId: aws.String("i-1")}}, byID: tc.byID}
-		c := newInstanceCache(api, 1<<40)
-		got, err := c.get(ctx, []string{"i-1", "i-2"})
+		c := awsread.NewInstanceCache(api, 1<<40)
+		got, err := c.Get(ctx, []string{"i-1", "i-2"})
 		if (err != nil) != tc.err {
 			t.Errorf("%s: error %v, want error %v", tc.name, err, tc.err)
 		}
@@ -157,7 +159,7 @@ func TestMissingFromFilterIsConfirmedByID(t *testing.T) {
 			t.Errorf("%s: calls %v, want %s (the ID the filter found is not asked again)", tc.name, api.calls, want)
 		}
 		api.calls = nil
-		_, err = c.get(ctx, []string{"i-2"})
+		_, err = c.Get(ctx, []string{"i-2"})
 		if cached := len(api.calls) == 0 && err == nil; cached != tc.cached {
 			t.Errorf("%s: second look-up made calls %v (err %v); cached answer expected: %v", tc.name, api.calls, err, tc.cached)
 		}

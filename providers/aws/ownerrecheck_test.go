@@ -131,7 +131,7 @@ func TestELBOwnershipReadBeforeARuleWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The listings have their own ages: the groups' is read again now, the ELBs' is not.
-	lb.gsnap.forgetAll()
+	lb.gsnap.ForgetAll()
 	refusedWithoutWrites(t, h, func() error {
 		_, err := lb.EnsureLoadBalancer(ctx, "x", svc, nodes)
 		return err

@@ -32,12 +32,12 @@ func TestInstanceLookupsFollowPages(t *testing.T) {
 		byName = append(byName, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
 	// One batch of all IDs: the instance-id filter matches 7, answered 2 a page.
-	got, err := c.inst.get(ctx, idsOf(t, byID))
+	got, err := c.inst.Get(ctx, idsOf(t, byID))
 	if err != nil || len(got) != n {
 		t.Fatalf("batched look-up of %d IDs found %d (%v)", n, len(got), err)
 	}
 	before := h.fake.Operations()["ec2:DescribeInstances"]
-	got, err = c.inst.get(ctx, idsOf(t, byID))
+	got, err = c.inst.Get(ctx, idsOf(t, byID))
 	if pages := h.fake.Operations()["ec2:DescribeInstances"] - before; err != nil || len(got) != n || pages != (n+1)/2 {
 		t.Errorf("batched look-up of %d IDs: found %d in %d calls (%v), want all in %d pages", n, len(got), pages, err, (n+1)/2)
 	}

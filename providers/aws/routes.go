@@ -117,7 +117,7 @@ func (r vpcRoutes) read(ctx context.Context) (*tableRead, error) {
 		}
 	}
 	slices.Sort(ids)
-	if v.found, err = r.c.inst.get(ctx, slices.Compact(ids)); err != nil {
+	if v.found, err = r.c.inst.Get(ctx, slices.Compact(ids)); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -342,7 +342,7 @@ func (r vpcRoutes) forward(ctx context.Context, in *types.Instance) error {
 		SourceDestCheck: &types.AttributeBooleanValue{Value: aws.Bool(false)}}); err != nil {
 		return fmt.Errorf("aws: ModifyInstanceAttribute %s: %w", id, err)
 	}
-	r.c.inst.invalidate(id)
+	r.c.inst.Invalidate(id)
 	return nil
 }
 
@@ -363,7 +363,7 @@ func (r vpcRoutes) record(ctx context.Context, v *tableRead, in *types.Instance)
 		Tags: []types.Tag{{Key: aws.String(ownership.ClusterTagPrefix + v.cluster), Value: aws.String(ownership.Shared)}}}); err != nil {
 		return fmt.Errorf("aws: CreateTags %s (recording its routes as this cluster's): %w", id, err)
 	}
-	r.c.inst.invalidate(id)
+	r.c.inst.Invalidate(id)
 	return nil
 }
 

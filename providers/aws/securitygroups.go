@@ -17,6 +17,7 @@ import (
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
+	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 )
 
@@ -61,7 +62,7 @@ func instanceGroups(in *types.Instance) []string {
 }
 
 func groupTags(g *types.SecurityGroup) map[string]string {
-	return tagMap(g.Tags, func(t types.Tag) (*string, *string) { return t.Key, t.Value })
+	return awsread.TagMap(g.Tags, func(t types.Tag) (*string, *string) { return t.Key, t.Value })
 }
 
 func (l *loadBalancers) findGroup(ctx context.Context, lbName, vpc string) (*types.SecurityGroup, error) {
@@ -69,7 +70,7 @@ func (l *loadBalancers) findGroup(ctx context.Context, lbName, vpc string) (*typ
 	if vpc != "" {
 		fs = append(fs, filter("vpc-id", vpc))
 	}
-	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: fs})
+	out, err := awsread.DescribeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: fs})
 	if err != nil {
 		return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
 	}
@@ -85,7 +86,7 @@ func (l *loadBalancers) describeGroups(ctx context.Context, ids []string) ([]typ
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: ids})
+	out, err := awsread.DescribeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: ids})
 	if err == nil {
 		return out.SecurityGroups, nil
 	}
@@ -174,7 +175,7 @@ func (l *loadBalancers) syncRules(ctx context.Context, groupID string, have, wan
 func (l *loadBalancers) writeRules(ctx context.Context, groupID string, add, del []rule) ([]string, error) {
 	var changed []string
 	if len(add)+len(del) > 0 {
-		l.gsnap.forgetAll() // the listing no longer holds this group as it is
+		l.gsnap.ForgetAll() // the listing no longer holds this group as it is
 	}
 	if len(add) > 0 {
 		if _, err := l.c.api.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(groupID), IpPermissions: permissions(add, true)}); err != nil {
@@ -199,11 +200,11 @@ func (l *loadBalancers) writeRules(ctx context.Context, groupID string, add, del
 // and be the Service's own by its tags, or be allowed by the operator.
 func (l *loadBalancers) checkNamedGroups(ctx context.Context, id ownership.Identity, suffix string, ids []string) error {
 	ann := annotations.Prefix + suffix
-	out, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: ids})
+	out, err := awsread.DescribeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: ids})
 	if isCode(err, "InvalidGroup.NotFound", "InvalidGroupId.Malformed") {
 		// EC2 refuses the whole list: which one is missing is read one by one (this path only).
 		for _, g := range ids {
-			if _, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: []string{g}}); isCode(err, "InvalidGroup.NotFound", "InvalidGroupId.Malformed") {
+			if _, err := awsread.DescribeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{GroupIds: []string{g}}); isCode(err, "InvalidGroup.NotFound", "InvalidGroupId.Malformed") {
 				return annotations.Error(suffix, "security group %q does not exist", g)
 			}
 		}
@@ -233,7 +234,7 @@ func (l *loadBalancers) revokeRulesFrom(ctx context.Context, id ownership.Identi
 	if len(sources) == 0 {
 		return nil
 	}
-	refs, err := describeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{filter("ip-permission.group-id", sources...)}})
+	refs, err := awsread.DescribeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{filter("ip-permission.group-id", sources...)}})
 	if err != nil {
 		return fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
 	}
@@ -253,7 +254,7 @@ func (l *loadBalancers) revokeRulesFrom(ctx context.Context, id ownership.Identi
 // that refer to it.
 func (l *loadBalancers) deleteGroup(ctx context.Context, svc *v1.Service, g *types.SecurityGroup) error {
 	id := aws.ToString(g.GroupId)
-	l.gsnap.forgetAll()
+	l.gsnap.ForgetAll()
 	if _, err := l.c.api.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: g.GroupId}); err != nil {
 		if isCode(err, "DependencyViolation") {
 			// The ELB's network interfaces linger for a while after it is deleted.

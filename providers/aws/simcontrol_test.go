@@ -76,7 +76,7 @@ func TestSimControl(t *testing.T) {
 	if err := ctl.Terminate(ctx, "no-such-node"); err == nil {
 		t.Error("terminating an unknown node succeeded")
 	}
-	c.inst.invalidate(id)
+	c.inst.Invalidate(id)
 	if ok, err := inst.InstanceExists(ctx, node); err != nil || ok {
 		t.Errorf("after Terminate: exists %v, %v; want false", ok, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/reach"
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
+	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 )
 
 // subnetTTL: subnets change rarely; caching them keeps a resync from costing a read per Service.
@@ -89,7 +90,7 @@ func (l *loadBalancers) subnetAnswer(ctx context.Context, opts *annotations.Opti
 		filters = append(filters, filter("tag:Name", names...))
 	}
 	in.Filters = filters
-	out, err := describeSubnetsAll(ctx, l.c.api.ec2, in)
+	out, err := awsread.DescribeSubnetsAll(ctx, l.c.api.ec2, in)
 	if err != nil {
 		if isCode(err, "InvalidSubnetID.NotFound", "InvalidSubnetID.Malformed") {
 			return subnetAnswer{}, annotations.Error(annotations.Subnets, "names a subnet that does not exist")

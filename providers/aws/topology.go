@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 )
 
 // Node topology labels, as the upstream AWS CCM returns them in InstanceMetadata's
@@ -63,8 +65,8 @@ type nodeTopology struct {
 	zones map[string]string    // zone name -> zone ID
 	skip  map[string]time.Time // "region/", "instance/" or "type/" + name -> until when not to ask
 
-	zoneRead  sync.Mutex                // held while the zones are read
-	topoReads batcher[string, []string] // instance ID -> network nodes; absent: not listed
+	zoneRead  sync.Mutex                        // held while the zones are read
+	topoReads awsread.Batcher[string, []string] // instance ID -> network nodes; absent: not listed
 }
 
 // topologyPattern compiles SupportedTopologyInstanceTypePattern (empty: upstream's default).
@@ -82,7 +84,7 @@ func topologyPattern(p string) (*regexp.Regexp, error) {
 func newNodeTopology(api topologyAPI, region string, required *regexp.Regexp) *nodeTopology {
 	t := &nodeTopology{api: api, region: region, required: required, now: time.Now,
 		zones: map[string]string{}, skip: map[string]time.Time{}}
-	t.topoReads.fetch = t.fetchTopology
+	t.topoReads.Fetch = t.fetchTopology
 	return t
 }
 
@@ -99,7 +101,7 @@ func (t *nodeTopology) labels(ctx context.Context, existing map[string]string, z
 	if _, ok := existing[labelNetworkNodePrefix+"1"]; ok || !t.mayAsk(id, itype) {
 		return out, nil
 	}
-	got, err := t.topoReads.get(ctx, []string{id})
+	got, err := t.topoReads.Get(ctx, []string{id})
 	nodes, listed := got[id]
 	v := judgeTopology(t.required.MatchString(itype), listed, nodes, err)
 	switch v.skip {

@@ -1,4 +1,4 @@
-package aws
+package awsread
 
 import (
 	"context"
@@ -12,20 +12,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
-// ec2API is the part of the EC2 client the provider uses (a seam for unit tests of errors).
-type ec2API interface {
+// EC2API is the part of the EC2 client the provider uses (a seam for unit tests of errors).
+type EC2API interface {
 	DescribeInstances(context.Context, *ec2.DescribeInstancesInput, ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
 }
 
-// instanceCache answers instance look-ups by ID from a short, bounded cache, batching misses.
+// InstanceCache answers instance look-ups by ID from a short, bounded cache, batching misses.
 // A cached "not found" is kept as well: the node deletion guard confirms it over time anyway.
-type instanceCache struct {
-	api ec2API
+type InstanceCache struct {
+	api EC2API
 	ttl time.Duration
 
 	mu      sync.Mutex
 	byID    map[string]cached
-	batches batcher[string, *types.Instance]
+	batches Batcher[string, *types.Instance]
 }
 
 type cached struct {
@@ -33,14 +33,14 @@ type cached struct {
 	at time.Time
 }
 
-func newInstanceCache(api ec2API, ttl time.Duration) *instanceCache {
-	c := &instanceCache{api: api, ttl: ttl, byID: map[string]cached{}}
-	c.batches.fetch = c.fetch
+func NewInstanceCache(api EC2API, ttl time.Duration) *InstanceCache {
+	c := &InstanceCache{api: api, ttl: ttl, byID: map[string]cached{}}
+	c.batches.Fetch = c.fetch
 	return c
 }
 
 // get returns the instances with these IDs; a missing key means EC2 does not know the ID.
-func (c *instanceCache) get(ctx context.Context, ids []string) (map[string]*types.Instance, error) {
+func (c *InstanceCache) Get(ctx context.Context, ids []string) (map[string]*types.Instance, error) {
 	out := map[string]*types.Instance{}
 	var miss []string
 	c.mu.Lock()
@@ -58,7 +58,7 @@ func (c *instanceCache) get(ctx context.Context, ids []string) (map[string]*type
 	if len(miss) == 0 {
 		return out, nil
 	}
-	got, err := c.batches.get(ctx, miss)
+	got, err := c.batches.Get(ctx, miss)
 	if err != nil {
 		return nil, err
 	}
@@ -70,8 +70,8 @@ func (c *instanceCache) get(ctx context.Context, ids []string) (map[string]*type
 // fail the whole call for one unknown ID; but a filtered list that leaves an ID out is no
 // answer about that instance (a wrong region or endpoint lists nothing), so each ID it leaves
 // out is asked about by itself (confirm) before it counts as not found.
-func (c *instanceCache) fetch(ctx context.Context, ids []string) (map[string]*types.Instance, error) {
-	found, err := describe(ctx, c.api, &ec2.DescribeInstancesInput{Filters: []types.Filter{{Name: aws.String("instance-id"), Values: ids}}})
+func (c *InstanceCache) fetch(ctx context.Context, ids []string) (map[string]*types.Instance, error) {
+	found, err := Describe(ctx, c.api, &ec2.DescribeInstancesInput{Filters: []types.Filter{{Name: aws.String("instance-id"), Values: ids}}})
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (c *instanceCache) fetch(ctx context.Context, ids []string) (map[string]*ty
 		if _, ok := res[id]; ok {
 			continue
 		}
-		in, err := confirm(ctx, c.api, id)
+		in, err := Confirm(ctx, c.api, id)
 		if err != nil {
 			return nil, err
 		}
@@ -95,11 +95,11 @@ func (c *instanceCache) fetch(ctx context.Context, ids []string) (map[string]*ty
 	return res, nil
 }
 
-// confirm asks EC2 about one instance by its ID: nil, nil only when EC2 answers
+// Confirm asks EC2 about one instance by its ID: nil, nil only when EC2 answers
 // InvalidInstanceID.NotFound for it, the instance if EC2 lists it, an error otherwise.
-func confirm(ctx context.Context, api ec2API, id string) (*types.Instance, error) {
+func Confirm(ctx context.Context, api EC2API, id string) (*types.Instance, error) {
 	resp, err := api.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
-	if isCode(err, "InvalidInstanceID.NotFound") {
+	if IsCode(err, "InvalidInstanceID.NotFound") {
 		return nil, nil
 	}
 	if err != nil {
@@ -117,7 +117,7 @@ func confirm(ctx context.Context, api ec2API, id string) (*types.Instance, error
 
 // store records answers for ids (absent ones as not found) and drops expired entries so the
 // cache stays bounded by the instances asked for within one TTL.
-func (c *instanceCache) store(ids []string, res map[string]*types.Instance) {
+func (c *InstanceCache) store(ids []string, res map[string]*types.Instance) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
@@ -133,8 +133,8 @@ func (c *instanceCache) store(ids []string, res map[string]*types.Instance) {
 
 // find returns the instances matching filters (uncached: used for Nodes without providerID)
 // and caches them by ID.
-func (c *instanceCache) find(ctx context.Context, filters ...types.Filter) ([]*types.Instance, error) {
-	found, err := describe(ctx, c.api, &ec2.DescribeInstancesInput{Filters: filters})
+func (c *InstanceCache) Find(ctx context.Context, filters ...types.Filter) ([]*types.Instance, error) {
+	found, err := Describe(ctx, c.api, &ec2.DescribeInstancesInput{Filters: filters})
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (c *instanceCache) find(ctx context.Context, filters ...types.Filter) ([]*t
 }
 
 // invalidate drops cached answers, for a caller that must see the cloud now.
-func (c *instanceCache) invalidate(ids ...string) {
+func (c *InstanceCache) Invalidate(ids ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range ids {
@@ -157,7 +157,7 @@ func (c *instanceCache) invalidate(ids ...string) {
 	}
 }
 
-func describe(ctx context.Context, api ec2API, in *ec2.DescribeInstancesInput) ([]*types.Instance, error) {
+func Describe(ctx context.Context, api EC2API, in *ec2.DescribeInstancesInput) ([]*types.Instance, error) {
 	var out []*types.Instance
 	for {
 		resp, err := api.DescribeInstances(ctx, in)

@@ -1,4 +1,4 @@
-package aws
+package awsread
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 // ELBv2 Describe calls answer in pages (NextMarker); these read every page into one answer,
 // as ec2pages.go does for EC2. The first failed page fails it all.
 
-type targetGroupsAPI interface {
+type TargetGroupsAPI interface {
 	DescribeTargetGroups(context.Context, *elbv2.DescribeTargetGroupsInput, ...func(*elbv2.Options)) (*elbv2.DescribeTargetGroupsOutput, error)
 }
 
-type listenersAPI interface {
+type ListenersAPI interface {
 	DescribeListeners(context.Context, *elbv2.DescribeListenersInput, ...func(*elbv2.Options)) (*elbv2.DescribeListenersOutput, error)
 }
 
-// describeTargetGroupsAll is DescribeTargetGroups over every page of the answer.
-func describeTargetGroupsAll(ctx context.Context, api targetGroupsAPI, in *elbv2.DescribeTargetGroupsInput) (*elbv2.DescribeTargetGroupsOutput, error) {
+// DescribeTargetGroupsAll is DescribeTargetGroups over every page of the answer.
+func DescribeTargetGroupsAll(ctx context.Context, api TargetGroupsAPI, in *elbv2.DescribeTargetGroupsInput) (*elbv2.DescribeTargetGroupsOutput, error) {
 	next := *in
 	all := &elbv2.DescribeTargetGroupsOutput{}
 	for {
@@ -35,8 +35,8 @@ func describeTargetGroupsAll(ctx context.Context, api targetGroupsAPI, in *elbv2
 	}
 }
 
-// describeListenersAll is DescribeListeners over every page of the answer.
-func describeListenersAll(ctx context.Context, api listenersAPI, in *elbv2.DescribeListenersInput) (*elbv2.DescribeListenersOutput, error) {
+// DescribeListenersAll is DescribeListeners over every page of the answer.
+func DescribeListenersAll(ctx context.Context, api ListenersAPI, in *elbv2.DescribeListenersInput) (*elbv2.DescribeListenersOutput, error) {
 	next := *in
 	all := &elbv2.DescribeListenersOutput{}
 	for {

@@ -1,4 +1,4 @@
-package aws
+package awsread
 
 import (
 	"context"
@@ -7,19 +7,19 @@ import (
 	"time"
 )
 
-// Batching: look-ups arriving within batchWindow share one DescribeInstances of up to maxBatch
+// Batching: look-ups arriving within BatchWindow share one DescribeInstances of up to MaxBatch
 // values (EC2 accepts 200 values per filter), so a node-controller resync of 200 Nodes or a
 // load balancer update is one call, not one per Node.
 const (
-	batchWindow = 20 * time.Millisecond
-	maxBatch    = 200
+	BatchWindow = 20 * time.Millisecond
+	MaxBatch    = 200
 )
 
-// batcher gathers the keys asked for within batchWindow (at most maxBatch) into one call of
+// Batcher gathers the keys asked for within BatchWindow (at most MaxBatch) into one call of
 // fetch; every caller waits for the call that holds its keys. fetch runs detached from any one
 // caller's context, since others wait on it too, and is bounded by a minute.
-type batcher[K comparable, V any] struct {
-	fetch func(ctx context.Context, keys []K) (map[K]V, error)
+type Batcher[K comparable, V any] struct {
+	Fetch func(ctx context.Context, keys []K) (map[K]V, error)
 
 	mu  sync.Mutex
 	cur *batch[K, V]
@@ -33,15 +33,15 @@ type batch[K comparable, V any] struct {
 	err     error
 }
 
-// get returns fetch's answers for keys; a key fetch did not answer is missing.
-func (b *batcher[K, V]) get(ctx context.Context, keys []K) (map[K]V, error) {
+// Get returns Fetch's answers for keys; a key fetch did not answer is missing.
+func (b *Batcher[K, V]) Get(ctx context.Context, keys []K) (map[K]V, error) {
 	var wait []*batch[K, V]
 	b.mu.Lock()
 	for _, k := range keys {
 		if b.cur == nil {
 			cur := &batch[K, V]{done: make(chan struct{})}
 			b.cur = cur
-			time.AfterFunc(batchWindow, func() { b.flush(cur) })
+			time.AfterFunc(BatchWindow, func() { b.flush(cur) })
 		}
 		cur := b.cur
 		if !slices.Contains(cur.keys, k) {
@@ -50,7 +50,7 @@ func (b *batcher[K, V]) get(ctx context.Context, keys []K) (map[K]V, error) {
 		if !slices.Contains(wait, cur) {
 			wait = append(wait, cur)
 		}
-		if len(cur.keys) >= maxBatch {
+		if len(cur.keys) >= MaxBatch {
 			b.cur = nil
 			go b.flush(cur)
 		}
@@ -75,7 +75,7 @@ func (b *batcher[K, V]) get(ctx context.Context, keys []K) (map[K]V, error) {
 	return out, nil
 }
 
-func (b *batcher[K, V]) flush(cur *batch[K, V]) {
+func (b *Batcher[K, V]) flush(cur *batch[K, V]) {
 	b.mu.Lock()
 	if b.cur == cur {
 		b.cur = nil
@@ -89,6 +89,6 @@ func (b *batcher[K, V]) flush(cur *batch[K, V]) {
 	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cur.res, cur.err = b.fetch(ctx, keys)
+	cur.res, cur.err = b.Fetch(ctx, keys)
 	close(cur.done)
 }

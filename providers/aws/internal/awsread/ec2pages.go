@@ -1,4 +1,4 @@
-package aws
+package awsread
 
 import (
 	"context"
@@ -11,16 +11,16 @@ import (
 // empty page before the last; these read every page into one answer, so a call site reads
 // the whole list by changing only the function it calls. The first failed page fails it all.
 
-type securityGroupsAPI interface {
+type SecurityGroupsAPI interface {
 	DescribeSecurityGroups(context.Context, *ec2.DescribeSecurityGroupsInput, ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error)
 }
 
-type subnetsAPI interface {
+type SubnetsAPI interface {
 	DescribeSubnets(context.Context, *ec2.DescribeSubnetsInput, ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error)
 }
 
-// describeSecurityGroupsAll is DescribeSecurityGroups over every page of the answer.
-func describeSecurityGroupsAll(ctx context.Context, api securityGroupsAPI, in *ec2.DescribeSecurityGroupsInput) (*ec2.DescribeSecurityGroupsOutput, error) {
+// DescribeSecurityGroupsAll is DescribeSecurityGroups over every page of the answer.
+func DescribeSecurityGroupsAll(ctx context.Context, api SecurityGroupsAPI, in *ec2.DescribeSecurityGroupsInput) (*ec2.DescribeSecurityGroupsOutput, error) {
 	next := *in
 	all := &ec2.DescribeSecurityGroupsOutput{}
 	for {
@@ -36,8 +36,8 @@ func describeSecurityGroupsAll(ctx context.Context, api securityGroupsAPI, in *e
 	}
 }
 
-// describeSubnetsAll is DescribeSubnets over every page of the answer.
-func describeSubnetsAll(ctx context.Context, api subnetsAPI, in *ec2.DescribeSubnetsInput) (*ec2.DescribeSubnetsOutput, error) {
+// DescribeSubnetsAll is DescribeSubnets over every page of the answer.
+func DescribeSubnetsAll(ctx context.Context, api SubnetsAPI, in *ec2.DescribeSubnetsInput) (*ec2.DescribeSubnetsOutput, error) {
 	next := *in
 	all := &ec2.DescribeSubnetsOutput{}
 	for {
