@@ -22,6 +22,7 @@ import (
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/poollb"
 	"github.com/ccm-project/ccm/common/sourceranges"
 )
 
@@ -38,8 +39,8 @@ type loadBalancers struct {
 
 	mu      sync.Mutex
 	loaded  bool
-	records recordSet // by record key (the load balancer name), as in the store
-	owner   holders   // address -> the record keys of the Services using it
+	records recordSet      // by record key (the load balancer name), as in the store
+	owner   poollb.Holders // address -> the record keys of the Services using it
 	// seen is the shared store's change count as known: when last read, plus our own writes
 	// since (revisioned). inflight counts our store writes under way: a read meanwhile may or
 	// may not count them, so it leaves seen unknown (-1) and the next operation reads again.
@@ -68,7 +69,7 @@ type desiredState struct {
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
 func newLoadBalancers(c *Cloud) *loadBalancers {
-	lb := &loadBalancers{c: c, records: newRecordSet(), owner: holders{}, fresh: map[string]time.Time{}, applied: map[string]string{}}
+	lb := &loadBalancers{c: c, records: newRecordSet(), owner: poollb.Holders{}, fresh: map[string]time.Time{}, applied: map[string]string{}}
 	poolNames := make([]string, 0, len(c.cfg.Pool))
 	for n := range c.cfg.Pool {
 		poolNames = append(poolNames, n)
@@ -149,10 +150,9 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		}
 		have, exists, err := l.mine(id, k)
 		if err == nil {
-			var ips []netip.Addr
-			if ips, err = l.addressesFor(svc, id, k, have); err == nil {
-				shareKey, _ := sharingKey(svc) // checked by addressesFor
-				want = l.record(id, svc, ips, shareKey, ippool.NodeNames(nodes))
+			var c poollb.Choice
+			if c, err = l.addressesFor(svc, id, k, have); err == nil {
+				want = l.record(id, svc, c.Addrs, c.SharingKey, ippool.NodeNames(nodes))
 				return l.reconcile(ctx, svc, id, k, want, have, exists, v)
 			}
 		}
@@ -356,9 +356,9 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		// foreign record's addresses.
 		kr, _ := l.records.get(k)
 		foreign := canonicalAddrs(kr.IPs)
-		for _, a := range l.owner.of(k) {
+		for _, a := range l.owner.Of(k) {
 			if !slices.Contains(foreign, a) {
-				l.owner.release(a, k)
+				l.owner.Release(a, k)
 			}
 		}
 		l.updatePoolMetrics()
@@ -379,7 +379,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		delete(l.fresh, k)
 		l.seen++ // our own write: no need to re-read a shared store for it
 	}
-	l.owner.releaseAll(k)
+	l.owner.ReleaseAll(k)
 	l.updatePoolMetrics()
 	return nil
 }
@@ -402,9 +402,9 @@ func (l *loadBalancers) record(id ownership.Identity, svc *v1.Service, ips []net
 // it); if the write fails, the previous record and addresses come back.
 func (l *loadBalancers) put(ctx context.Context, k string, r Record, v *version) error {
 	old, hadOld := l.records.get(k)
-	oldIPs, newIPs := l.owner.of(k), canonicalAddrs(r.IPs) // held now: recorded, or adopted from status
+	oldIPs, newIPs := l.owner.Of(k), canonicalAddrs(r.IPs) // held now: recorded, or adopted from status
 	for _, ip := range newIPs {
-		l.owner.claim(ip, k)
+		l.owner.Claim(ip, k)
 	}
 	l.records.set(k, r)
 	l.inflight++
@@ -429,7 +429,7 @@ func (l *loadBalancers) put(ctx context.Context, k string, r Record, v *version)
 	}
 	for _, ip := range drop {
 		if !slices.Contains(oldIPs, ip) || !slices.Contains(newIPs, ip) {
-			l.owner.release(ip, k)
+			l.owner.Release(ip, k)
 		}
 	}
 	if err != nil {
@@ -475,17 +475,7 @@ func (l *loadBalancers) load(ctx context.Context, clusterName string) error {
 		if err != nil {
 			return fmt.Errorf("learning the addresses Services already hold: %w", err)
 		}
-		for i := range list.Items {
-			svc := &list.Items[i]
-			if svc.Spec.Type != v1.ServiceTypeLoadBalancer {
-				continue
-			}
-			for _, a := range canonicalStatusAddrs(svc) {
-				if len(l.owner[a]) == 0 {
-					l.owner.claim(a, recordKey(clusterName, svc))
-				}
-			}
-		}
+		poollb.Learn(l.owner, list.Items, func(svc *v1.Service) string { return recordKey(clusterName, svc) })
 	}
 	l.loaded = true
 	klog.InfoS("Loaded load balancer records", "records", l.records.len(), "addressesInUse", len(l.owner))
@@ -496,13 +486,13 @@ func (l *loadBalancers) load(ctx context.Context, clusterName string) error {
 func (l *loadBalancers) add(k string, r Record) {
 	l.records.set(k, r)
 	for _, ip := range canonicalAddrs(r.IPs) {
-		l.owner.claim(ip, k)
+		l.owner.Claim(ip, k)
 	}
 }
 
 func (l *loadBalancers) forget(k string) {
 	l.records.delete(k)
-	l.owner.releaseAll(k)
+	l.owner.ReleaseAll(k)
 }
 
 // sync brings in the changes other writers made to a shared store: records that appeared, and
