@@ -48,16 +48,11 @@ func canonical(a netip.Addr) netip.Addr { return poollb.Canonical(a) }
 func canonicalAddrs(ips []string) []netip.Addr { return poollb.CanonicalAddrs(ips) }
 
 // addressesFor picks the Service's addresses (poollb.View.Choose) from what this process
-// knows of the store's records and the addresses learned from Services' statuses, and gives
-// the Service the Warnings the choice calls for. have is the Service's own record (zero if it
-// has none); k is its record key. Callers hold l.mu.
+// knows of the store's records and the addresses learned from Services' statuses. have is the
+// Service's own record (zero if it has none); k is its record key. Callers hold l.mu.
 func (l *loadBalancers) addressesFor(svc *v1.Service, id ownership.Identity, k string, have Record) (poollb.Choice, error) {
 	v := poollb.View{Names: poolNames, Pools: l.pools, Held: l.owner, Holder: l.holderFor(id)}
-	c, err := v.Choose(poollb.Request{Service: svc, Key: k, Own: canonicalAddrs(have.IPs)})
-	if err == nil {
-		c.Record(l.c.rec, svc)
-	}
-	return c, err
+	return v.Choose(poollb.Request{Service: svc, Key: k, Own: canonicalAddrs(have.IPs)})
 }
 
 // holderFor describes a record key for a Service of id: a record ccm made for a Service of

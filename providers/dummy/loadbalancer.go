@@ -141,6 +141,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	}
 	defer l.keys.Lock(k)()
 	var want Record
+	var choice poollb.Choice
 	err = l.optimistically(func(peek bool) error {
 		l.mu.Lock()
 		v, err := l.loadCurrent(ctx, clusterName, k, peek)
@@ -150,9 +151,8 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		}
 		have, exists, err := l.mine(id, k)
 		if err == nil {
-			var c poollb.Choice
-			if c, err = l.addressesFor(svc, id, k, have); err == nil {
-				want = l.record(id, svc, c.Addrs, c.SharingKey, ippool.NodeNames(nodes))
+			if choice, err = l.addressesFor(svc, id, k, have); err == nil {
+				want = l.record(id, svc, choice.Addrs, choice.SharingKey, ippool.NodeNames(nodes))
 				return l.reconcile(ctx, svc, id, k, want, have, exists, v)
 			}
 		}
@@ -162,6 +162,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	if err != nil {
 		return nil, err
 	}
+	choice.Record(l.c.rec, svc) // once the sync stands: clients of a lost address lose the Service
 	return ippool.Status(want.IPs, svc), nil
 }
 

@@ -7,6 +7,9 @@ import (
 
 	"github.com/vmware/govmomi/vim25/types"
 	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccm-project/ccm/common/poollb/pooltest"
 )
 
 func TestNodeAddressSelection(t *testing.T) {
@@ -62,4 +65,17 @@ func TestSwapUUID(t *testing.T) {
 	if got := swapUUID("42301f2a-c1b2-4d3e-8f90-0123456789ab"); got != "2a1f3042-b2c1-3e4d-8f90-0123456789ab" {
 		t.Errorf("swapUUID = %s", got)
 	}
+}
+
+// The pool load balancer's behaviour (common/poollb/pooltest), as every pool provider runs it:
+// each case on a simulator of its own.
+func TestPoolBehaviour(t *testing.T) {
+	pooltest.Run(t, pooltest.Harness{Names: poolNames, New: func(t *testing.T, pools string) cloudprovider.LoadBalancer {
+		c, err := New(strings.NewReader(simConfig(startSim(t), pools)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.UseClusterName(pooltest.Cluster)
+		return c.lb
+	}})
 }

@@ -135,6 +135,9 @@ func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan 
 			}
 		}
 	}()
+	if client, err := b.Client("vsphere-cloud-provider"); err == nil {
+		c.lb.client = client // before the first load balancer call, which learns the statuses
+	}
 	c.lb.rec.Start(b, "vsphere-cloud-provider", stop)
 	klog.InfoS("vSphere cloud ready", "vcenters", len(c.conns), "pools", len(c.lb.pools))
 }
