@@ -9,8 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccm-project/ccm/common/cloudtest"
 	"github.com/ccm-project/ccm/common/poollb/pooltest"
 )
 
@@ -109,13 +109,14 @@ func TestFailedWriteKeepsHeldAddresses(t *testing.T) {
 
 // The pool load balancer's behaviour (common/poollb/pooltest), as every pool provider runs it.
 func TestPoolBehaviour(t *testing.T) {
-	pooltest.Run(t, pooltest.Harness{Names: poolNames, New: func(t *testing.T, pools string) cloudprovider.LoadBalancer {
+	pooltest.Run(t, pooltest.Harness{Names: poolNames, New: func(t *testing.T, pools string, events *cloudtest.EventSink) pooltest.Cloud {
 		c, err := New(strings.NewReader(pools))
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.UseClusterName(pooltest.Cluster)
 		c.UseStore(NewMemStore())
-		return c.lb
+		c.Initialize(events, nil)
+		return pooltest.Cloud{LB: c.lb, Reload: func(pools string) (bool, error) { return c.Reload([]byte(pools)) }}
 	}})
 }

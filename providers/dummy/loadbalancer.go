@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -32,10 +31,12 @@ var names = lbname.Scheme{Prefix: "dummy_", Sep: "_", MaxLen: 255}
 // loadBalancers is the dummy cloud's load balancer service: it hands out addresses from the
 // configured pools and keeps one Record per Service in its Store.
 type loadBalancers struct {
-	c     *Cloud
-	pools []*ippool.Pool
-	store Store
-	keys  keylock.Locks // one operation per Service at a time (see keylock)
+	c *Cloud
+	// pools (parsed from poolCfg) change when the cloud config does (Reload); under mu.
+	pools   []*ippool.Pool
+	poolCfg map[string]*PoolConfig
+	store   Store
+	keys    keylock.Locks // one operation per Service at a time (see keylock)
 
 	mu      sync.Mutex
 	loaded  bool
@@ -70,15 +71,8 @@ var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
 func newLoadBalancers(c *Cloud) *loadBalancers {
 	lb := &loadBalancers{c: c, records: newRecordSet(), owner: poollb.Holders{}, fresh: map[string]time.Time{}, applied: map[string]string{}}
-	poolNames := make([]string, 0, len(c.cfg.Pool))
-	for n := range c.cfg.Pool {
-		poolNames = append(poolNames, n)
-	}
-	sort.Strings(poolNames)
-	for _, n := range poolNames {
-		p, _ := ippool.New(n, c.cfg.Pool[n]) // validated by the factory
-		lb.pools = append(lb.pools, p)
-	}
+	lb.pools, _ = ippool.All(c.cfg.Pool) // validated by the factory
+	lb.poolCfg = c.cfg.Pool
 	return lb
 }
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/vmware/govmomi/vim25/types"
 	v1 "k8s.io/api/core/v1"
-	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccm-project/ccm/common/cloudtest"
 	"github.com/ccm-project/ccm/common/poollb/pooltest"
 )
 
@@ -70,12 +70,14 @@ func TestSwapUUID(t *testing.T) {
 // The pool load balancer's behaviour (common/poollb/pooltest), as every pool provider runs it:
 // each case on a simulator of its own.
 func TestPoolBehaviour(t *testing.T) {
-	pooltest.Run(t, pooltest.Harness{Names: poolNames, New: func(t *testing.T, pools string) cloudprovider.LoadBalancer {
-		c, err := New(strings.NewReader(simConfig(startSim(t), pools)))
+	pooltest.Run(t, pooltest.Harness{Names: poolNames, New: func(t *testing.T, pools string, events *cloudtest.EventSink) pooltest.Cloud {
+		s := startSim(t)
+		c, err := New(strings.NewReader(simConfig(s, pools)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.UseClusterName(pooltest.Cluster)
-		return c.lb
+		c.Initialize(events, nil)
+		return pooltest.Cloud{LB: c.lb, Reload: func(pools string) (bool, error) { return c.Reload([]byte(simConfig(s, pools))) }}
 	}})
 }

@@ -47,10 +47,12 @@ const (
 // range do not collide. Before handing out an address a Service does not hold yet, the records
 // made since the last read are read (one list call).
 type loadBalancers struct {
-	pools  []*ippool.Pool
-	store  *lbStore
-	rec    *svcevents.Recorder
-	client kubernetes.Interface // set by Initialize: the Services' statuses are learned through it
+	// pools (parsed from poolCfg) change when the cloud config does (Reload); under mu.
+	pools   []*ippool.Pool
+	poolCfg map[string]*PoolConfig
+	store   *lbStore
+	rec     *svcevents.Recorder
+	client  kubernetes.Interface // set by Initialize: the Services' statuses are learned through it
 
 	mu      sync.Mutex
 	loaded  bool
@@ -85,10 +87,8 @@ var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 func newLoadBalancers(c *Cloud) *loadBalancers {
 	l := &loadBalancers{records: map[string]lbRecord{}, byID: map[string]string{}, held: poollb.Holders{}, learned: poollb.Holders{},
 		fresh: map[string]time.Time{}, applied: map[string]string{}, rec: svcevents.New(c.redact)}
-	for _, n := range sortedKeys(c.cfg.Pool) {
-		p, _ := ippool.New(n, c.cfg.Pool[n]) // validated by the factory
-		l.pools = append(l.pools, p)
-	}
+	l.pools, _ = ippool.All(c.cfg.Pool) // validated by the factory
+	l.poolCfg = c.cfg.Pool
 	if len(c.conns) > 0 {
 		l.store = &lbStore{c: c.conns[0], z: c.zones}
 	}

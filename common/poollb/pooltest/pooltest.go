@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/utils/ptr"
 
+	"github.com/ccm-project/ccm/common/cloudtest"
 	"github.com/ccm-project/ccm/common/poollb"
 )
 
@@ -24,9 +26,18 @@ const Cluster = "pools"
 // Harness is a provider as the suite sees it.
 type Harness struct {
 	Names poollb.Names
-	// New returns the load balancer of a new cloud, on a store of its own, whose only pools
-	// are the [Pool] sections of pools (INI), with its cluster name set to Cluster.
-	New func(t *testing.T, pools string) cloudprovider.LoadBalancer
+	// New returns a new cloud, on a store of its own, whose only pools are the [Pool] sections
+	// of pools (INI), with its cluster name set to Cluster, initialised with events (its Events
+	// and its API client, whose Services it learns addresses from).
+	New func(t *testing.T, pools string, events *cloudtest.EventSink) Cloud
+}
+
+// Cloud is a provider's cloud as the suite sees it.
+type Cloud struct {
+	LB cloudprovider.LoadBalancer
+	// Reload hands the cloud a changed cloud config whose pools are pools (INI [Pool]
+	// sections), as livecfg does: it reports whether the pools changed.
+	Reload func(pools string) (bool, error)
 }
 
 // Run runs every behaviour as a subtest.
@@ -41,6 +52,8 @@ func Run(t *testing.T, h Harness) {
 		{"PoolSettings", poolSettings},
 		{"MetalLBAndKubeVIPNames", migrationNames},
 		{"AddressPoolAnnotation", addressPool},
+		{"LearnsAddressesFromStatus", learnsFromStatus},
+		{"LivePools", livePools},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, h) })
 	}
@@ -77,7 +90,7 @@ func ensure(t *testing.T, lb cloudprovider.LoadBalancer, s *v1.Service) ([]strin
 // not collide; one without the key is refused it, naming the holders; deleting one sharer
 // keeps the address for the other.
 func sharedIP(t *testing.T, h Harness) {
-	lb := h.New(t, "[Pool \"p\"]\nrange = 192.0.2.10-192.0.2.12\n")
+	lb := newLB(t, h, "[Pool \"p\"]\nrange = 192.0.2.10-192.0.2.12\n")
 	share := map[string]string{h.Names.SharedIP[0]: "web"}
 	a, err := ensure(t, lb, Service("ns", "a", share, 80))
 	if err != nil {
@@ -111,7 +124,7 @@ func dual(s *v1.Service, policy v1.IPFamilyPolicy, fams ...v1.IPFamily) *v1.Serv
 }
 
 func requestedAndDualStack(t *testing.T, h Harness) {
-	lb := h.New(t, "[Pool \"p\"]\ncidr = 192.0.2.0/29\ncidr = 2001:db8::/125\n")
+	lb := newLB(t, h, "[Pool \"p\"]\ncidr = 192.0.2.0/29\ncidr = 2001:db8::/125\n")
 	s := dual(Service("ns", "ds", map[string]string{h.Names.LoadBalancerIPs[1]: "192.0.2.5,2001:db8::3"}, 80), v1.IPFamilyPolicyRequireDualStack, v1.IPv4Protocol, v1.IPv6Protocol)
 	if got, err := ensure(t, lb, s); err != nil || strings.Join(got, ",") != "192.0.2.5,2001:db8::3" {
 		t.Fatalf("dual-stack requested: %v %v", got, err)
@@ -131,7 +144,7 @@ func requestedAndDualStack(t *testing.T, h Harness) {
 }
 
 func preferDualStack(t *testing.T, h Harness) {
-	lb := h.New(t, "[Pool \"p\"]\ncidr = 192.0.2.0/29\n")
+	lb := newLB(t, h, "[Pool \"p\"]\ncidr = 192.0.2.0/29\n")
 	if got, err := ensure(t, lb, dual(Service("ns", "pds", nil, 80), v1.IPFamilyPolicyPreferDualStack, v1.IPv4Protocol, v1.IPv6Protocol)); err != nil || len(got) != 1 {
 		t.Fatalf("PreferDualStack without an IPv6 pool: %v %v", got, err)
 	}
@@ -143,7 +156,7 @@ func preferDualStack(t *testing.T, h Harness) {
 // A pool moved from kube-vip-cloud-provider (ends handed out, highest first) and one whose
 // addresses are only asked for (auto-assign false).
 func poolSettings(t *testing.T, h Harness) {
-	lb := h.New(t, "[Pool \"kubevip\"]\ncidr = 192.0.2.0/30\nskip-end-addresses = false\norder = descending\n\n"+
+	lb := newLB(t, h, "[Pool \"kubevip\"]\ncidr = 192.0.2.0/30\nskip-end-addresses = false\norder = descending\n\n"+
 		"[Pool \"manual\"]\nrange = 198.51.100.5-198.51.100.6\nauto-assign = false\n")
 	if a, err := ensure(t, lb, Service("ns", "a", nil, 80)); err != nil || a[0] != "192.0.2.3" {
 		t.Fatalf("a got %v (%v), want the CIDR's last address 192.0.2.3", a, err)
@@ -163,7 +176,7 @@ func poolSettings(t *testing.T, h Harness) {
 
 // The names of MetalLB (current and older) and kube-vip read as the provider's own.
 func migrationNames(t *testing.T, h Harness) {
-	lb := h.New(t, "[Pool \"p\"]\nrange = 192.0.2.10-192.0.2.12\n")
+	lb := newLB(t, h, "[Pool \"p\"]\nrange = 192.0.2.10-192.0.2.12\n")
 	n := h.Names
 	if a, err := ensure(t, lb, Service("ns", "a", map[string]string{n.LoadBalancerIPs[2]: "192.0.2.12", n.SharedIP[1]: "web"}, 80)); err != nil || a[0] != "192.0.2.12" {
 		t.Fatalf("a asked for 192.0.2.12 through %s: %v (%v)", n.LoadBalancerIPs[2], a, err)
@@ -185,7 +198,7 @@ func migrationNames(t *testing.T, h Harness) {
 // A Service picks its pool by name among the pools serving its namespace; a pool with
 // auto-assign = false hands out to a Service naming it.
 func addressPool(t *testing.T, h Harness) {
-	lb := h.New(t, "[Pool \"a\"]\nrange = 192.0.2.10-192.0.2.12\n\n[Pool \"b\"]\nrange = 198.51.100.5-198.51.100.6\nauto-assign = false\n\n"+
+	lb := newLB(t, h, "[Pool \"a\"]\nrange = 192.0.2.10-192.0.2.12\n\n[Pool \"b\"]\nrange = 198.51.100.5-198.51.100.6\nauto-assign = false\n\n"+
 		"[Pool \"theirs\"]\nrange = 203.0.113.1-203.0.113.2\nnamespace = other\n")
 	n := h.Names
 	if s, err := ensure(t, lb, Service("ns", "s", map[string]string{n.AddressPool[1]: "b"}, 80)); err != nil || s[0] != "198.51.100.5" {
@@ -209,5 +222,77 @@ func addressPool(t *testing.T, h Harness) {
 		if _, err := ensure(t, lb, Service("ns", "x", c.ann, 80)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.ann, err, c.want)
 		}
+	}
+}
+
+func newLB(t *testing.T, h Harness, pools string) cloudprovider.LoadBalancer {
+	return h.New(t, pools, cloudtest.NewEventSink()).LB
+}
+
+// An address in a LoadBalancer Service's status (served by MetalLB, kube-vip or another ccm
+// before) is never handed to another Service, though no record holds it.
+func learnsFromStatus(t *testing.T, h Harness) {
+	events := cloudtest.NewEventSink()
+	client, _ := events.Client("")
+	served := Service("ns", "served", nil, 80)
+	served.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "192.0.2.10"}}
+	if _, err := client.CoreV1().Services("ns").Create(context.Background(), served, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lb := h.New(t, "[Pool \"p\"]\nrange = 192.0.2.10-192.0.2.12\n", events).LB
+	if got, err := ensure(t, lb, Service("ns", "new", nil, 80)); err != nil || got[0] == "192.0.2.10" {
+		t.Fatalf("a new Service got %v (%v): 192.0.2.10 is in another Service's status", got, err)
+	}
+	if _, err := ensure(t, lb, Service("ns", "asks", map[string]string{h.Names.LoadBalancerIPs[0]: "192.0.2.10"}, 81)); err == nil || !strings.Contains(err.Error(), "already in use by Service ns/served") {
+		t.Fatalf("asking for the served address: %v", err)
+	}
+	if got, err := ensure(t, lb, served); err != nil || got[0] != "192.0.2.10" {
+		t.Fatalf("the Service that serves it keeps it: %v (%v)", got, err)
+	}
+}
+
+// The pools change under a running cloud: no address handed out moves; a Service whose
+// address left every pool keeps it, with a Warning; the next Service gets an address of the
+// new pools; a bad change keeps the old pools.
+func livePools(t *testing.T, h Harness) {
+	events := cloudtest.NewEventSink()
+	c := h.New(t, "[Pool \"old\"]\nrange = 192.0.2.10-192.0.2.11\n", events)
+	a, b := Service("ns", "a", nil, 80), Service("ns", "b", nil, 80)
+	ipA, err := ensure(t, c.LB, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipB, err := ensure(t, c.LB, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Reload("[Pool \"old\"]\nrange = 192.0.2.10-192.0.2.11\n"); err != nil {
+		t.Fatalf("the same pools again: %v", err)
+	}
+	// a's address leaves every pool; b's stays in the shrunk one; a new pool comes.
+	changed, err := c.Reload("[Pool \"old\"]\nrange = 192.0.2.11-192.0.2.11\n\n[Pool \"new\"]\nrange = 198.51.100.1-198.51.100.2\n")
+	if err != nil || !changed {
+		t.Fatalf("reload: %v (changed %v)", err, changed)
+	}
+	if found, evs := events.Await(a, 2*time.Second, v1.EventTypeWarning, poollb.ReasonOutsidePools, ipA[0]); !found {
+		t.Errorf("no Warning %s on a at the reload: %q", poollb.ReasonOutsidePools, evs)
+	}
+	for _, s := range []struct {
+		svc  *v1.Service
+		want []string
+	}{{a, ipA}, {b, ipB}} {
+		s.svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: s.want[0]}}
+		if got, err := ensure(t, c.LB, s.svc); err != nil || got[0] != s.want[0] {
+			t.Errorf("%s after the reload: %v (%v), want %v kept", s.svc.Name, got, err, s.want)
+		}
+	}
+	if got, err := ensure(t, c.LB, Service("ns", "c", nil, 80)); err != nil || got[0] != "198.51.100.1" {
+		t.Errorf("the next Service: %v (%v), want 198.51.100.1 of the new pool", got, err)
+	}
+	if _, err := c.Reload("[Pool \"new\"]\ncidr = not-a-cidr\n"); err == nil || !strings.Contains(err.Error(), "line ") || !strings.Contains(err.Error(), `[Pool "new"] cidr`) {
+		t.Errorf("a bad change: %v, want an error naming the line and the key", err)
+	}
+	if got, err := ensure(t, c.LB, Service("ns", "d", nil, 80)); err != nil || got[0] != "198.51.100.2" {
+		t.Errorf("after the bad change: %v (%v), want 198.51.100.2 of the pools before it", got, err)
 	}
 }
