@@ -11,7 +11,7 @@ import (
 )
 
 // PodWarner returns a Warn for Watcher that records Warning Events on ccm's own Pod, named by
-// the environment variables POD_NAME and POD_NAMESPACE (the downward API, as the charts set
+// the environment variables POD_NAME and POD_NAMESPACE (the downward API, as deploy/base sets
 // them): the operator who changed the config sees the refusal with `kubectl describe pod`, and
 // no tenant does. Without them (or a client) it returns nil: the log line and the metric
 // remain.

@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"bytes"
+	"errors"
 	"reflect"
 
 	"k8s.io/klog/v2"
@@ -21,7 +22,8 @@ var _ livecfg.Reloader = (*Cloud)(nil)
 func (c *Cloud) Reload(data []byte) (bool, error) {
 	cfg, err := readConfig(bytes.NewReader(data))
 	if err != nil {
-		return false, err
+		// The error becomes a log line and an Event: no configured user or password in it.
+		return false, errors.New(c.redact(err.Error()))
 	}
 	if !reflect.DeepEqual(c.cfg.Global, cfg.Global) || !reflect.DeepEqual(c.cfg.VirtualCenter, cfg.VirtualCenter) ||
 		c.cfg.Labels != cfg.Labels || c.cfg.Nodes != cfg.Nodes {
