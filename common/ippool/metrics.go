@@ -2,6 +2,7 @@ package ippool
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/ccm-project/ccm/common/metrics"
 )
@@ -18,5 +19,16 @@ func ReportUsage[V any](provider string, pools []*Pool, used map[netip.Addr]V) {
 		}
 		metrics.IPPoolAddresses.WithLabelValues(provider, p.Name(), "total").Set(p.Size())
 		metrics.IPPoolAddresses.WithLabelValues(provider, p.Name(), "used").Set(float64(n))
+	}
+}
+
+// ForgetUsage drops the ccm_ip_pool_addresses gauges of the pools of old that now has no pool
+// of that name (a pool removed from the cloud config while ccm runs).
+func ForgetUsage(provider string, old, now []*Pool) {
+	for _, p := range old {
+		if !slices.ContainsFunc(now, func(q *Pool) bool { return q.Name() == p.Name() }) {
+			metrics.IPPoolAddresses.DeleteLabelValues(provider, p.Name(), "total")
+			metrics.IPPoolAddresses.DeleteLabelValues(provider, p.Name(), "used")
+		}
 	}
 }

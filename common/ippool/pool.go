@@ -234,3 +234,22 @@ func u64(a netip.Addr) uint64 {
 	b := a.As4()
 	return uint64(b[0])<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3])
 }
+
+// All parses a cloud config's pools ([Pool "name"] sections), in name order; the error names
+// the pool and key.
+func All(cfg map[string]*Config) ([]*Pool, error) {
+	names := make([]string, 0, len(cfg))
+	for n := range cfg {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make([]*Pool, 0, len(names))
+	for _, n := range names {
+		p, err := New(n, cfg[n])
+		if err != nil {
+			return nil, fmt.Errorf("[Pool %q] %s", n, err.Error())
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

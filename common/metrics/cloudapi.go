@@ -47,7 +47,7 @@ func Register() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(CloudAPIRequests, CloudAPIDuration,
 			ReconcileTotal, ReconcileDuration, NodeDeletionsHeld, IPPoolAddresses,
-			OrphanedLoadBalancers, OrphanedLoadBalancersDeleted)
+			OrphanedLoadBalancers, OrphanedLoadBalancersDeleted, ConfigReloads)
 	})
 }
 

@@ -21,6 +21,7 @@ func TestRegisteredInLegacyRegistry(t *testing.T) {
 	IPPoolAddresses.WithLabelValues("test", "default", "used").Set(3)
 	OrphanedLoadBalancers.WithLabelValues("test").Set(1)
 	OrphanedLoadBalancersDeleted.WithLabelValues("test").Inc()
+	ConfigReloads.WithLabelValues("test", "applied").Inc()
 
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
@@ -35,6 +36,7 @@ func TestRegisteredInLegacyRegistry(t *testing.T) {
 		"ccm_reconcile_total", "ccm_reconcile_duration_seconds",
 		"ccm_node_deletions_held_total", "ccm_ip_pool_addresses",
 		"ccm_orphaned_load_balancers", "ccm_orphaned_load_balancers_deleted_total",
+		"ccm_config_reload_total",
 	} {
 		if !got[want] {
 			t.Errorf("%s not in legacyregistry", want)

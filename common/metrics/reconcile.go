@@ -39,6 +39,15 @@ var (
 		Help:           "Addresses of load balancer IP pools by provider, pool and state (total, used).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"provider", "pool", "state"})
+
+	// ConfigReloads counts changes of the cloud config seen while ccm runs, by provider and
+	// result: applied (the new pools are in use) or rejected (the old ones stay).
+	ConfigReloads = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      namespace,
+		Name:           "config_reload_total",
+		Help:           "Changes of the cloud config seen while ccm runs, by provider and result (applied, rejected).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"provider", "result"})
 )
 
 // ObserveReconcile records one provider reconcile that started at start.

@@ -102,7 +102,7 @@ func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan 
 	}
 	c.rec.Start(b, "dummy-cloud-provider", stop)
 	go c.inventory.watch(c.cfg.Global.InventoryRefresh.Duration, stop)
-	klog.InfoS("Dummy cloud ready", "pools", len(c.lb.pools), "inventory", c.cfg.Global.Inventory)
+	klog.InfoS("Dummy cloud ready", "pools", len(c.cfg.Pool), "inventory", c.cfg.Global.Inventory)
 }
 
 // UseStore makes the cloud keep load balancer records in s (tests and the conformance suite).
@@ -121,8 +121,9 @@ func (c *Cloud) newStore(clusterName string) Store {
 	}
 }
 
-// LoadBalancer implements cloudprovider.Interface; there is one when pools are configured.
-func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c.lb, len(c.lb.pools) > 0 }
+// LoadBalancer implements cloudprovider.Interface; there is one when ccm started with pools
+// (the service controller starts or not then: a first pool added live needs a restart).
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c.lb, len(c.cfg.Pool) > 0 }
 
 // Instances implements cloudprovider.Interface: not supported, InstancesV2 is.
 func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }

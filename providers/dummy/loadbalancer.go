@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/poollb"
 	"github.com/ccm-project/ccm/common/sourceranges"
 )
 
@@ -31,15 +31,17 @@ var names = lbname.Scheme{Prefix: "dummy_", Sep: "_", MaxLen: 255}
 // loadBalancers is the dummy cloud's load balancer service: it hands out addresses from the
 // configured pools and keeps one Record per Service in its Store.
 type loadBalancers struct {
-	c     *Cloud
-	pools []*ippool.Pool
-	store Store
-	keys  keylock.Locks // one operation per Service at a time (see keylock)
+	c *Cloud
+	// pools (parsed from poolCfg) change when the cloud config does (Reload); under mu.
+	pools   []*ippool.Pool
+	poolCfg map[string]*PoolConfig
+	store   Store
+	keys    keylock.Locks // one operation per Service at a time (see keylock)
 
 	mu      sync.Mutex
 	loaded  bool
-	records recordSet // by record key (the load balancer name), as in the store
-	owner   holders   // address -> the record keys of the Services using it
+	records recordSet      // by record key (the load balancer name), as in the store
+	owner   poollb.Holders // address -> the record keys of the Services using it
 	// seen is the shared store's change count as known: when last read, plus our own writes
 	// since (revisioned). inflight counts our store writes under way: a read meanwhile may or
 	// may not count them, so it leaves seen unknown (-1) and the next operation reads again.
@@ -68,16 +70,9 @@ type desiredState struct {
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
 func newLoadBalancers(c *Cloud) *loadBalancers {
-	lb := &loadBalancers{c: c, records: newRecordSet(), owner: holders{}, fresh: map[string]time.Time{}, applied: map[string]string{}}
-	poolNames := make([]string, 0, len(c.cfg.Pool))
-	for n := range c.cfg.Pool {
-		poolNames = append(poolNames, n)
-	}
-	sort.Strings(poolNames)
-	for _, n := range poolNames {
-		p, _ := ippool.New(n, c.cfg.Pool[n]) // validated by the factory
-		lb.pools = append(lb.pools, p)
-	}
+	lb := &loadBalancers{c: c, records: newRecordSet(), owner: poollb.Holders{}, fresh: map[string]time.Time{}, applied: map[string]string{}}
+	lb.pools, _ = ippool.All(c.cfg.Pool) // validated by the factory
+	lb.poolCfg = c.cfg.Pool
 	return lb
 }
 
@@ -140,6 +135,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	}
 	defer l.keys.Lock(k)()
 	var want Record
+	var choice poollb.Choice
 	err = l.optimistically(func(peek bool) error {
 		l.mu.Lock()
 		v, err := l.loadCurrent(ctx, clusterName, k, peek)
@@ -149,10 +145,8 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		}
 		have, exists, err := l.mine(id, k)
 		if err == nil {
-			var ips []netip.Addr
-			if ips, err = l.addressesFor(svc, id, k, have); err == nil {
-				shareKey, _ := sharingKey(svc) // checked by addressesFor
-				want = l.record(id, svc, ips, shareKey, ippool.NodeNames(nodes))
+			if choice, err = l.addressesFor(svc, id, k, have); err == nil {
+				want = l.record(id, svc, choice.Addrs, choice.SharingKey, ippool.NodeNames(nodes))
 				return l.reconcile(ctx, svc, id, k, want, have, exists, v)
 			}
 		}
@@ -162,6 +156,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	if err != nil {
 		return nil, err
 	}
+	choice.Record(l.c.rec, svc) // once the sync stands: clients of a lost address lose the Service
 	return ippool.Status(want.IPs, svc), nil
 }
 
@@ -356,9 +351,9 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		// foreign record's addresses.
 		kr, _ := l.records.get(k)
 		foreign := canonicalAddrs(kr.IPs)
-		for _, a := range l.owner.of(k) {
+		for _, a := range l.owner.Of(k) {
 			if !slices.Contains(foreign, a) {
-				l.owner.release(a, k)
+				l.owner.Release(a, k)
 			}
 		}
 		l.updatePoolMetrics()
@@ -379,7 +374,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		delete(l.fresh, k)
 		l.seen++ // our own write: no need to re-read a shared store for it
 	}
-	l.owner.releaseAll(k)
+	l.owner.ReleaseAll(k)
 	l.updatePoolMetrics()
 	return nil
 }
@@ -402,9 +397,9 @@ func (l *loadBalancers) record(id ownership.Identity, svc *v1.Service, ips []net
 // it); if the write fails, the previous record and addresses come back.
 func (l *loadBalancers) put(ctx context.Context, k string, r Record, v *version) error {
 	old, hadOld := l.records.get(k)
-	oldIPs, newIPs := l.owner.of(k), canonicalAddrs(r.IPs) // held now: recorded, or adopted from status
+	oldIPs, newIPs := l.owner.Of(k), canonicalAddrs(r.IPs) // held now: recorded, or adopted from status
 	for _, ip := range newIPs {
-		l.owner.claim(ip, k)
+		l.owner.Claim(ip, k)
 	}
 	l.records.set(k, r)
 	l.inflight++
@@ -429,7 +424,7 @@ func (l *loadBalancers) put(ctx context.Context, k string, r Record, v *version)
 	}
 	for _, ip := range drop {
 		if !slices.Contains(oldIPs, ip) || !slices.Contains(newIPs, ip) {
-			l.owner.release(ip, k)
+			l.owner.Release(ip, k)
 		}
 	}
 	if err != nil {
@@ -475,17 +470,7 @@ func (l *loadBalancers) load(ctx context.Context, clusterName string) error {
 		if err != nil {
 			return fmt.Errorf("learning the addresses Services already hold: %w", err)
 		}
-		for i := range list.Items {
-			svc := &list.Items[i]
-			if svc.Spec.Type != v1.ServiceTypeLoadBalancer {
-				continue
-			}
-			for _, a := range canonicalStatusAddrs(svc) {
-				if len(l.owner[a]) == 0 {
-					l.owner.claim(a, recordKey(clusterName, svc))
-				}
-			}
-		}
+		poollb.Learn(l.owner, list.Items, func(svc *v1.Service) string { return recordKey(clusterName, svc) })
 	}
 	l.loaded = true
 	klog.InfoS("Loaded load balancer records", "records", l.records.len(), "addressesInUse", len(l.owner))
@@ -496,13 +481,13 @@ func (l *loadBalancers) load(ctx context.Context, clusterName string) error {
 func (l *loadBalancers) add(k string, r Record) {
 	l.records.set(k, r)
 	for _, ip := range canonicalAddrs(r.IPs) {
-		l.owner.claim(ip, k)
+		l.owner.Claim(ip, k)
 	}
 }
 
 func (l *loadBalancers) forget(k string) {
 	l.records.delete(k)
-	l.owner.releaseAll(k)
+	l.owner.ReleaseAll(k)
 }
 
 // sync brings in the changes other writers made to a shared store: records that appeared, and

@@ -6,10 +6,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -339,30 +337,6 @@ func TestErrorsNameNoOtherServiceOrCluster(t *testing.T) {
 	}
 }
 
-func TestSharingKeyAnnotation(t *testing.T) {
-	for _, tc := range []struct{ value, want, err string }{
-		{"", "", ""},
-		{" web ", "web", ""},
-		{"team/web-1", "team/web-1", ""},
-		{strings.Repeat("k", maxSharingKeyLen+1), "", "at most"},
-		{"a\x00b", "", "printable"},
-		{"\xff", "", "printable"},
-	} {
-		got, err := sharingKey(svcWith("s", map[string]string{AnnotationSharedIP: tc.value}))
-		switch {
-		case tc.err == "" && (err != nil || got != tc.want):
-			t.Errorf("%q: %q %v, want %q", tc.value, got, err, tc.want)
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), AnnotationSharedIP)):
-			t.Errorf("%q: %v, want an error naming the annotation and saying %q", tc.value, err, tc.err)
-		}
-	}
-	lb := lbOf(t, "[Pool \"p\"]\ncidr = 192.0.2.0/28\n")
-	lb.c.UseStore(NewMemStore())
-	if _, err := lb.EnsureLoadBalancer(context.Background(), "c", svcWith("s", map[string]string{AnnotationSharedIP: "a\nb"}, 80), nil); err == nil || !strings.Contains(err.Error(), AnnotationSharedIP) {
-		t.Errorf("a bad sharing key reached the store: %v", err)
-	}
-}
-
 // The ConfigMap store keeps this cluster's records where earlier versions did (data key
 // namespace_name, same shard), so an upgrade finds them; other keys are kept verbatim.
 func TestConfigMapKeysCompatible(t *testing.T) {
@@ -384,69 +358,6 @@ func TestConfigMapKeysCompatible(t *testing.T) {
 			t.Errorf("shardOf(%s) = %s, want %s (where earlier versions kept it)", tc.key, got, want)
 		}
 	}
-}
-
-// FuzzRequestedIPs: whatever a tenant writes in the three fields, no panic; an error names the
-// field; what is accepted is canonical (no zone, not IPv4-mapped), filed under its family, and
-// was written in those fields.
-func FuzzRequestedIPs(f *testing.F) {
-	for _, s := range []string{"192.0.2.1", "2001:db8::5%x", "::ffff:192.0.2.1", "192.0.2.01", "2001:DB8::5", " , ", "1.2.3.4,::1", "1.2.3.4,1.2.3.5"} {
-		f.Add(s, "", "")
-		f.Add("", s, "")
-		f.Add("", "", s)
-	}
-	f.Fuzz(func(t *testing.T, lbIP, ann, kv string) {
-		s := &v1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationLoadBalancerIPs: ann, AnnotationKubeVIPLoadBalancerIPs: kv}},
-			Spec: v1.ServiceSpec{LoadBalancerIP: lbIP}}
-		got, _, err := requested(s)
-		if err != nil {
-			msg := err.Error()
-			if !strings.HasPrefix(msg, "spec.loadBalancerIP: ") && !strings.HasPrefix(msg, "annotation "+AnnotationLoadBalancerIPs+": ") &&
-				!strings.HasPrefix(msg, "annotation "+AnnotationKubeVIPLoadBalancerIPs+": ") {
-				t.Fatalf("error does not start with the field: %v", err)
-			}
-			return
-		}
-		all := lbIP + "," + ann + "," + kv
-		for v6, a := range got {
-			if a.Zone() != "" || a.Is4In6() || a.Is6() != v6 || !a.IsValid() {
-				t.Fatalf("accepted %v (v6=%v) from %q", a, v6, all)
-			}
-			back, err := parseRequestedAddr("f", a.String())
-			if err != nil || back != a {
-				t.Fatalf("%v does not round-trip: %v %v", a, back, err)
-			}
-			found := false
-			for _, part := range strings.Split(all, ",") {
-				if p, err := netip.ParseAddr(strings.TrimSpace(part)); err == nil && p == a {
-					found = true
-				}
-			}
-			if !found {
-				t.Fatalf("accepted %v, which %q does not ask for", a, all)
-			}
-		}
-	})
-}
-
-// FuzzSharingKey: no panic; an accepted key is trimmed, printable and bounded; an error names
-// the annotation.
-func FuzzSharingKey(f *testing.F) {
-	for _, s := range []string{"", "web", " web ", "a\x00", "\xff", strings.Repeat("x", 300)} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, v string) {
-		k, err := sharingKey(svcWith("s", map[string]string{AnnotationSharedIP: v}))
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "annotation "+AnnotationSharedIP+": ") {
-				t.Fatalf("error does not name the annotation: %v", err)
-			}
-			return
-		}
-		if k != strings.TrimSpace(v) || len(k) > maxSharingKeyLen || !utf8.ValidString(k) {
-			t.Fatalf("accepted %q from %q", k, v)
-		}
-	})
 }
 
 // FuzzEnsureNeverTakesAHeldAddress: whatever a tenant writes in the address and sharing

@@ -7,6 +7,9 @@ import (
 
 	"github.com/vmware/govmomi/vim25/types"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccm-project/ccm/common/cloudtest"
+	"github.com/ccm-project/ccm/common/poollb/pooltest"
 )
 
 func TestNodeAddressSelection(t *testing.T) {
@@ -62,4 +65,19 @@ func TestSwapUUID(t *testing.T) {
 	if got := swapUUID("42301f2a-c1b2-4d3e-8f90-0123456789ab"); got != "2a1f3042-b2c1-3e4d-8f90-0123456789ab" {
 		t.Errorf("swapUUID = %s", got)
 	}
+}
+
+// The pool load balancer's behaviour (common/poollb/pooltest), as every pool provider runs it:
+// each case on a simulator of its own.
+func TestPoolBehaviour(t *testing.T) {
+	pooltest.Run(t, pooltest.Harness{Names: poolNames, New: func(t *testing.T, pools string, events *cloudtest.EventSink) pooltest.Cloud {
+		s := startSim(t)
+		c, err := New(strings.NewReader(simConfig(s, pools)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.UseClusterName(pooltest.Cluster)
+		c.Initialize(events, nil)
+		return pooltest.Cloud{LB: c.lb, Reload: func(pools string) (bool, error) { return c.Reload([]byte(simConfig(s, pools))) }}
+	}})
 }

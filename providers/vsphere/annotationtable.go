@@ -1,15 +1,34 @@
 package vsphere
 
 import (
+	"github.com/ccm-project/ccm/common/poollb"
 	"github.com/ccm-project/ccm/common/reach"
 	"github.com/ccm-project/ccm/common/sourceranges"
 )
 
+// Annotations of the vSphere provider: those of every pool load balancer (common/poollb), under
+// the prefix vsphere.ccm.io/, with kube-vip's and MetalLB's names for them (read alike, for
+// migration). spec.loadBalancerIP asks for an address too.
+const (
+	// AnnotationLoadBalancerIPs asks for addresses, comma-separated, at most one per family.
+	AnnotationLoadBalancerIPs = "vsphere.ccm.io/load-balancer-ips"
+	// AnnotationSharedIP opts a Service into sharing an address with the Services of its
+	// cluster and namespace that carry the same value, as long as their ports do not collide.
+	AnnotationSharedIP = "vsphere.ccm.io/allow-shared-ip"
+	// AnnotationAddressPool picks the pool, among those serving the Service's namespace; a
+	// pool with auto-assign = false hands out to a Service naming it.
+	AnnotationAddressPool = "vsphere.ccm.io/address-pool"
+)
+
+// poolNames are the annotations the pool decision reads.
+var poolNames = poollb.ForProvider("vsphere.ccm.io/")
+
 // annotations is every annotation this provider reads, with what each can reach (common/reach):
 // the docs' table (docs/security.md) and the generated hostile suite's input. The address a
-// Service asks for is spec.loadBalancerIP, checked against the pools serving its namespace.
-var annotations = reach.Table{
-	{Name: sourceranges.Annotation, Reach: reach.Ranges, Check: "not enforced here (no firewall): a Warning says so"},
-}
+// Service asks for is checked against the pools serving its namespace and the records of every
+// cluster.
+var annotations = append(poolNames.Table(),
+	reach.Annotation{Name: sourceranges.Annotation, Reach: reach.Ranges, Check: "not enforced here (no firewall): a Warning says so"},
+)
 
-var checker = &reach.Checker{Table: annotations}
+var checker = &reach.Checker{Table: annotations, Prefixes: []string{"vsphere.ccm.io/"}}

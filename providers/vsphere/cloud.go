@@ -135,14 +135,18 @@ func (c *Cloud) Initialize(b cloudprovider.ControllerClientBuilder, stop <-chan 
 			}
 		}
 	}()
+	if client, err := b.Client("vsphere-cloud-provider"); err == nil {
+		c.lb.client = client // before the first load balancer call, which learns the statuses
+	}
 	c.lb.rec.Start(b, "vsphere-cloud-provider", stop)
-	klog.InfoS("vSphere cloud ready", "vcenters", len(c.conns), "pools", len(c.lb.pools))
+	klog.InfoS("vSphere cloud ready", "vcenters", len(c.conns), "pools", len(c.cfg.Pool))
 }
 
 // LoadBalancer implements cloudprovider.Interface: addresses from [Pool] sections; without
-// pools there is none (vSphere without NSX has no load balancer).
+// pools there is none (vSphere without NSX has no load balancer). It is the pools ccm started
+// with: the service controller starts or not then, so a first pool added live needs a restart.
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
-	return c.lb, len(c.lb.pools) > 0
+	return c.lb, len(c.cfg.Pool) > 0
 }
 
 // Instances implements cloudprovider.Interface: InstancesV2 is used instead.

@@ -36,8 +36,19 @@ func startSim(t testing.TB) *sim.Sim {
 	return s
 }
 
-// testConfig is a vsphere.conf for s; extra is appended.
+// testConfig is a vsphere.conf for s with the test pools; extra is appended.
 func testConfig(s *sim.Sim, extra string) string {
+	return simConfig(s, `[Pool "vips"]
+cidr = 192.0.2.0/24
+
+[Pool "elsewhere"]
+range = 198.51.100.1-198.51.100.9
+namespace = cloudtest-elsewhere
+`+extra)
+}
+
+// simConfig is a vsphere.conf for s whose pools (and more sections) are tail.
+func simConfig(s *sim.Sim, tail string) string {
 	return fmt.Sprintf(`[Global]
 server = %s
 port = %s
@@ -50,9 +61,7 @@ datacenters = "DC0,DC1"
 zone = k8s-zone
 region = k8s-region
 
-[Pool "vips"]
-cidr = 192.0.2.0/24
-%s`, s.Host(), s.Port(), testUser, testPassword, extra)
+%s`, s.Host(), s.Port(), testUser, testPassword, tail)
 }
 
 type harness struct {
@@ -156,8 +165,8 @@ func (h *harness) Snapshot(t cloudtest.T) string {
 }
 
 // HostileCases seeds the category with tags made by hand (the simulator's vAPI session, not the
-// provider) and returns what a tenant can write: spec.loadBalancerIP is the only tenant input
-// that names something (the provider reads no annotation).
+// provider) and returns what a tenant can write in spec.loadBalancerIP and at the record's
+// name (the annotations are tried by the generated group, through Foreign).
 func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Service, attacker string) []cloudtest.HostileCase {
 	ctx := context.Background()
 	seed := func(name, desc string) {
@@ -171,7 +180,7 @@ func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Servi
 	victimIP := victimSvc.Status.LoadBalancer.Ingress[0].IP
 	seed("storage-array-vip", "reserved by hand for the storage array: 192.0.2.250.")
 	seed("other-tool-vip", `{"ips":["192.0.2.251"]}`)
-	const held = "is held by another load balancer"
+	const held = "is already in use by another Service"
 	var cases []cloudtest.HostileCase
 	add := func(name, reason, ip string) {
 		cases = append(cases, cloudtest.HostileCase{Name: name, Reason: reason,
@@ -181,7 +190,7 @@ func (h *harness) HostileCases(t cloudtest.T, victim string, victimSvc *v1.Servi
 	next := func() *v1.Service { return cloudtest.AttackService(len(cases)) }
 	own := func() string { return names.Name(attacker, next().Namespace, next().Name) }
 	add("loadBalancerIP of the other cluster's load balancer", held, victimIP)
-	add("loadBalancerIP of the other cluster's load balancer, IPv4-mapped IPv6", held, "::ffff:"+victimIP)
+	add("loadBalancerIP of the other cluster's load balancer, IPv4-mapped IPv6", "IPv4-mapped", "::ffff:"+victimIP)
 	add("loadBalancerIP of a record made by hand (free text)", held, "192.0.2.250")
 	add("loadBalancerIP of a record made by another tool (no ownership)", held, "192.0.2.251")
 	seed(own(), "made by hand")
@@ -268,9 +277,22 @@ var _ cloudtest.ReachHarness = (*harness)(nil)
 
 func (h *harness) Annotations() reach.Table { return annotations }
 
-// Foreign: the provider's annotations name no cloud object (addresses come from
-// spec.loadBalancerIP, attacked by HostileCases).
-func (h *harness) Foreign(t cloudtest.T, kind, _ string, _ *v1.Service, _ string) []cloudtest.Foreign {
-	t.Errorf("the vSphere harness makes no foreign %s", kind)
-	return nil
+// Foreign: addresses no attacking Service holds (the victim cluster's, and one reserved by
+// hand in the category), and pools not serving the attacker's namespace.
+func (h *harness) Foreign(t cloudtest.T, kind, _ string, victimSvc *v1.Service, _ string) []cloudtest.Foreign {
+	switch kind {
+	case "address pool":
+		return []cloudtest.Foreign{{Flavour: cloudtest.OtherNamespace, Value: "elsewhere"}, {Flavour: cloudtest.Unowned, Value: "no-such-pool"}}
+	case "address":
+	default:
+		t.Errorf("the vSphere harness makes no foreign %s", kind)
+		return nil
+	}
+	if _, err := h.s.PutTag(context.Background(), lbCategory, "reach-reservation", "reserved by hand: 192.0.2.249"); err != nil {
+		t.Fatalf("seeding a reservation: %v", err)
+	}
+	return []cloudtest.Foreign{
+		{Flavour: cloudtest.OtherCluster, Value: victimSvc.Status.LoadBalancer.Ingress[0].IP},
+		{Flavour: cloudtest.Unowned, Value: "192.0.2.249"},
+	}
 }

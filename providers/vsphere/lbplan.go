@@ -47,6 +47,9 @@ func planRecord(want, have lbRecord, exists bool, lastApplied string, hadAddress
 	if have.Ports != nil && !slices.Equal(want.Ports, have.Ports) {
 		p.diffs = append(p.diffs, fmt.Sprintf("ports %v were %v", want.Ports, have.Ports))
 	}
+	if want.SharingKey != have.SharingKey {
+		p.diffs = append(p.diffs, fmt.Sprintf("sharing key %q was %q", want.SharingKey, have.SharingKey))
+	}
 	if want.Fingerprint != have.Fingerprint {
 		p.diffs = append(p.diffs, "members or ports (fingerprint) changed")
 	}

@@ -32,6 +32,7 @@ func TestPlanRecord(t *testing.T) {
 			have: with(func(r *lbRecord) { r.Fingerprint = "fp0" }), write: true},
 		{name: "desired state changed while ccm was down", exists: true,
 			have: with(func(r *lbRecord) { r.Fingerprint = "fp0"; r.Ports = []string{"TCP/8080"} }), write: true},
+		{name: "sharing key changed out of band", exists: true, have: with(func(r *lbRecord) { r.SharingKey = "other" }), write: true, drift: true, mentions: "sharing key"},
 		{name: "record from before ports were recorded", exists: true, have: with(func(r *lbRecord) { r.Ports = nil })},
 		{name: "record from before UIDs: written, not drift", exists: true, have: with(func(r *lbRecord) { r.UID = "" }), write: true},
 	}

@@ -31,6 +31,7 @@ type lbRecord struct {
 	UID         string   `json:"u,omitempty"` // the Service's metadata.uid; "" in records written before UIDs
 	IPs         []string `json:"ips"`
 	Ports       []string `json:"p,omitempty"` // "TCP/80"; records written before ports were recorded have none
+	SharingKey  string   `json:"k,omitempty"` // the Service's sharing key (allow-shared-ip); "" for none
 	Fingerprint string   `json:"fp"`          // of the desired state, members included
 	tagID       string
 	// unreadable: the description is not a record (a tag made by hand or by another tool). It is

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/poollb"
 	"github.com/ccm-project/ccm/common/sourceranges"
 	"github.com/ccm-project/ccm/common/svcevents"
 )
@@ -33,14 +35,11 @@ const (
 	// reasonTakenOver: a Service that already served an address got its record with that address.
 	reasonTakenOver = "LoadBalancerTakenOver"
 	// reasonAddressChanged: the address in the Service's status could not be kept.
-	reasonAddressChanged = "LoadBalancerAddressChanged"
+	reasonAddressChanged = poollb.ReasonAddressChanged
 )
 
-// conflicted marks an address that two records claim: it is nobody's to take or keep.
-const conflicted = "\x00two records"
-
 // loadBalancers hands out bare-metal-style virtual IPs from the [Pool] sections, as the dummy
-// provider does (the same ippool allocator). Announcing the address (ARP/BGP) is left to a
+// provider does (the same decision, common/poollb). Announcing the address (ARP/BGP) is left to a
 // speaker such as kube-vip or MetalLB in speaker-only mode, which reads the Service status.
 //
 // Every record of the category counts, whichever cluster wrote it (or a person): an address
@@ -48,15 +47,19 @@ const conflicted = "\x00two records"
 // range do not collide. Before handing out an address a Service does not hold yet, the records
 // made since the last read are read (one list call).
 type loadBalancers struct {
-	pools []*ippool.Pool
-	store *lbStore
-	rec   *svcevents.Recorder
+	// pools (parsed from poolCfg) change when the cloud config does (Reload); under mu.
+	pools   []*ippool.Pool
+	poolCfg map[string]*PoolConfig
+	store   *lbStore
+	rec     *svcevents.Recorder
+	client  kubernetes.Interface // set by Initialize: the Services' statuses are learned through it
 
 	mu      sync.Mutex
 	loaded  bool
-	records map[string]lbRecord   // by tag name, as last read or written
-	byID    map[string]string     // tag ID -> tag name
-	used    map[netip.Addr]string // address -> tag name of the record holding it, or conflicted
+	records map[string]lbRecord // by tag name, as last read or written
+	byID    map[string]string   // tag ID -> tag name
+	held    poollb.Holders      // address -> the tag names of the records holding it, and learned ones
+	learned poollb.Holders      // addresses in Services' statuses, under their record names
 	// fresh: records a listing read and no sync compared yet, with when they were read. After a
 	// restart one listing serves every Service's first sync; any other sync reads its record
 	// again, so a change made in vCenter is seen by the next sync.
@@ -74,27 +77,37 @@ type lbDesired struct {
 	IPs   []string
 	Ports []string
 	Nodes []string
+	// SharingKey is in the fingerprint so that turning sharing on or off is a change; a record
+	// without one keeps the fingerprint it had before sharing existed.
+	SharingKey string `json:",omitempty"`
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
 func newLoadBalancers(c *Cloud) *loadBalancers {
-	l := &loadBalancers{records: map[string]lbRecord{}, byID: map[string]string{}, used: map[netip.Addr]string{},
+	l := &loadBalancers{records: map[string]lbRecord{}, byID: map[string]string{}, held: poollb.Holders{}, learned: poollb.Holders{},
 		fresh: map[string]time.Time{}, applied: map[string]string{}, rec: svcevents.New(c.redact)}
-	for _, n := range sortedKeys(c.cfg.Pool) {
-		p, _ := ippool.New(n, c.cfg.Pool[n]) // validated by the factory
-		l.pools = append(l.pools, p)
-	}
+	l.pools, _ = ippool.All(c.cfg.Pool) // validated by the factory
+	l.poolCfg = c.cfg.Pool
 	if len(c.conns) > 0 {
 		l.store = &lbStore{c: c.conns[0], z: c.zones}
 	}
 	return l
 }
 
-// load reads every record once per process.
-func (l *loadBalancers) load(ctx context.Context) error {
+// load reads every record once per process, and learns which addresses Services already hold
+// from their status in the API server, so that a Service served by another ccm or load
+// balancer implementation never sees its address handed to another Service.
+func (l *loadBalancers) load(ctx context.Context, clusterName string) error {
 	if l.loaded {
 		return nil
+	}
+	if l.client != nil {
+		list, err := l.client.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("learning the addresses Services already hold: %w", err)
+		}
+		poollb.Learn(l.learned, list.Items, func(svc *v1.Service) string { return names.Name(clusterName, svc.Namespace, svc.Name) })
 	}
 	if err := l.refresh(ctx); err != nil {
 		return err
@@ -138,15 +151,19 @@ func (l *loadBalancers) refresh(ctx context.Context) error {
 	return nil
 }
 
-// reindex rebuilds the address index from the records.
+// reindex rebuilds the address index from the records, and the learned addresses no record
+// holds.
 func (l *loadBalancers) reindex() {
-	clear(l.used)
+	clear(l.held)
 	for name, r := range l.records {
-		for _, a := range ippool.ParseAddrs(r.IPs) {
-			if prev, taken := l.used[a]; taken && prev != name {
-				l.used[a] = conflicted
-			} else {
-				l.used[a] = name
+		for _, a := range poollb.CanonicalAddrs(r.IPs) {
+			l.held.Claim(a, name)
+		}
+	}
+	for a, ks := range l.learned {
+		if len(l.held[a]) == 0 {
+			for _, k := range ks {
+				l.held.Claim(a, k)
 			}
 		}
 	}
@@ -162,7 +179,7 @@ func (l *loadBalancers) GetLoadBalancerName(_ context.Context, clusterName strin
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.load(ctx); err != nil {
+	if err := l.load(ctx, clusterName); err != nil {
 		return nil, false, eventSafe("reading", err)
 	}
 	name := names.Name(clusterName, svc.Namespace, svc.Name)
@@ -186,7 +203,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	if msg, ok := sourceranges.Unenforced(svc); ok { // no firewall here: say so, once an hour
 		l.rec.Advise(svc, sourceranges.ReasonNotEnforced, msg)
 	}
-	if err := l.load(ctx); err != nil {
+	if err := l.load(ctx, clusterName); err != nil {
 		return nil, eventSafe("reading", err)
 	}
 	id := ownership.Of(clusterName, svc)
@@ -200,8 +217,8 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 			return nil, err
 		}
 	}
-	ips, moved, err := l.addressesFor(name, svc, have)
-	if (err != nil || !holds(have, ips)) && !listed {
+	c, err := l.addressesFor(id, name, svc, have)
+	if (err != nil || !holds(have, c.Addrs)) && !listed {
 		// A new address, or none to give: records other clusters (or people) made since the
 		// last read decide which are free, and a tag of this name may have appeared.
 		if err := l.refresh(ctx); err != nil {
@@ -213,18 +230,16 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 				return nil, err
 			}
 		}
-		ips, moved, err = l.addressesFor(name, svc, have)
+		c, err = l.addressesFor(id, name, svc, have)
 	}
 	if err != nil {
 		return nil, err
 	}
-	r, err := l.reconcile(ctx, svc, desired(id, name, svc, ips, nodes, have), have, exists)
+	r, err := l.reconcile(ctx, svc, desired(id, name, svc, c.Addrs, c.SharingKey, nodes, have), have, exists)
 	if err != nil {
 		return nil, eventSafe("writing", err)
 	}
-	if len(moved) > 0 { // clients of the old address lose the Service: say why
-		l.rec.Event(svc, v1.EventTypeWarning, reasonAddressChanged, fmt.Sprintf("the Service now has %v: %s", r.IPs, strings.Join(moved, "; ")))
-	}
+	c.Record(l.rec, svc) // clients of a lost address lose the Service: say why
 	return ippool.Status(r.IPs, svc), nil
 }
 
@@ -234,7 +249,7 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	defer observe("update", time.Now(), &err)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.load(ctx); err != nil {
+	if err := l.load(ctx, clusterName); err != nil {
 		return eventSafe("reading", err)
 	}
 	id := ownership.Of(clusterName, svc)
@@ -249,7 +264,7 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	if err := owns(id, name, have); err != nil {
 		return err
 	}
-	if _, err := l.reconcile(ctx, svc, desired(id, name, svc, ippool.ParseAddrs(have.IPs), nodes, have), have, true); err != nil {
+	if _, err := l.reconcile(ctx, svc, desired(id, name, svc, poollb.CanonicalAddrs(have.IPs), have.SharingKey, nodes, have), have, true); err != nil {
 		return eventSafe("writing", err)
 	}
 	return nil
@@ -267,8 +282,7 @@ func owns(id ownership.Identity, name string, r lbRecord) error {
 
 // holds reports whether the record already holds exactly ips.
 func holds(r lbRecord, ips []netip.Addr) bool {
-	have := ippool.ParseAddrs(r.IPs)
-	return len(have) == len(ips) && slices.Equal(have, ips)
+	return slices.Equal(poollb.CanonicalAddrs(r.IPs), ips)
 }
 
 // current returns record name as vCenter holds it now. A record a listing read less than
@@ -310,15 +324,15 @@ func (l *loadBalancers) current(ctx context.Context, name string) (r lbRecord, e
 }
 
 // desired is the record the Service should have: pure.
-func desired(id ownership.Identity, name string, svc *v1.Service, ips []netip.Addr, nodes []*v1.Node, have lbRecord) lbRecord {
-	want := lbRecord{Cluster: id.Cluster, Service: id.Service(), UID: id.UID, Ports: ippool.Ports(svc), tagID: have.tagID}
+func desired(id ownership.Identity, name string, svc *v1.Service, ips []netip.Addr, shareKey string, nodes []*v1.Node, have lbRecord) lbRecord {
+	want := lbRecord{Cluster: id.Cluster, Service: id.Service(), UID: id.UID, Ports: ippool.Ports(svc), SharingKey: shareKey, tagID: have.tagID}
 	if want.UID == "" {
 		want.UID = have.UID
 	}
 	for _, a := range ips {
 		want.IPs = append(want.IPs, a.String())
 	}
-	want.Fingerprint = fingerprint.Of(lbDesired{Name: name, IPs: want.IPs, Ports: want.Ports, Nodes: ippool.NodeNames(nodes)})
+	want.Fingerprint = fingerprint.Of(lbDesired{Name: name, IPs: want.IPs, Ports: want.Ports, Nodes: ippool.NodeNames(nodes), SharingKey: shareKey})
 	return want
 }
 
@@ -339,6 +353,7 @@ func (l *loadBalancers) reconcile(ctx context.Context, svc *v1.Service, want, ha
 	l.records[name] = r
 	l.byID[r.tagID] = name
 	l.applied[name] = r.Fingerprint
+	l.learned.ReleaseAll(name) // the record holds the Service's addresses now
 	l.reindex()
 	if plan.drift {
 		l.rec.Repaired(svc, plan.diffs)
@@ -358,7 +373,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	defer observe("delete", time.Now(), &err)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.load(ctx); err != nil {
+	if err := l.load(ctx, clusterName); err != nil {
 		return eventSafe("reading", err)
 	}
 	name := names.Name(clusterName, svc.Namespace, svc.Name)
@@ -377,101 +392,33 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	delete(l.byID, r.tagID)
 	delete(l.applied, name)
 	delete(l.fresh, name)
+	l.learned.ReleaseAll(name)
 	l.reindex()
 	return nil
 }
 
-// addressesFor picks one address per IP family the Service asks for: the requested one
-// (spec.loadBalancerIP), else the one in its status (what its clients use), else the one its
-// record holds, else the first free one of a pool serving its namespace. name is the Service's own record
-// (already checked to be its own); an address any other record holds is never picked.
-func (l *loadBalancers) addressesFor(name string, svc *v1.Service, have lbRecord) ([]netip.Addr, []string, error) {
-	pools := ippool.For(l.pools, svc.Namespace)
-	if len(pools) == 0 {
-		return nil, nil, fmt.Errorf("no address pool serves namespace %q: add a [Pool] with namespace = %s, or one without namespaces", svc.Namespace, svc.Namespace)
-	}
-	// An address two records claim is handed to nobody, but the Service whose own record holds
-	// it keeps it: a duplicate made by hand or by a race must not move a live address.
-	ours := ippool.ParseAddrs(have.IPs)
-	free := func(a netip.Addr) bool {
-		owner, taken := l.used[a]
-		return !taken || owner == name || owner == conflicted && slices.Contains(ours, a)
-	}
-	inPools := func(a netip.Addr) bool {
-		return slices.ContainsFunc(pools, func(p *ippool.Pool) bool { return p.Contains(a) })
-	}
-	usable := func(a netip.Addr, v6 bool) bool { return a.Is6() == v6 && free(a) && inPools(a) }
-	families := svc.Spec.IPFamilies
-	if len(families) == 0 {
-		families = []v1.IPFamily{v1.IPv4Protocol}
-	}
-	requested, err := requestedIP(svc.Spec.LoadBalancerIP)
-	if err != nil {
-		return nil, nil, err
-	}
-	if requested.IsValid() {
-		switch {
-		case !inPools(requested):
-			return nil, nil, fmt.Errorf("spec.loadBalancerIP: %s is not in a pool serving namespace %q", requested, svc.Namespace)
-		case !free(requested):
-			// Never say whose: it may be another cluster's or another namespace's.
-			return nil, nil, fmt.Errorf("spec.loadBalancerIP: %s is held by another load balancer", requested)
-		}
-	}
-	var out []netip.Addr
-	var moved []string // why an address of the Service's status was not kept
-	for i, fam := range families {
-		v6 := fam == v1.IPv6Protocol
-		var got netip.Addr
-		var candidates []netip.Addr
-		if requested.IsValid() {
-			candidates = append(candidates, requested)
-		}
-		// The status first: it is the address the Service's clients use, so a record whose
-		// address was changed in vCenter gets the Service's back.
-		candidates = append(append(candidates, ippool.StatusAddrs(svc)...), ippool.ParseAddrs(have.IPs)...)
-		for _, a := range candidates {
-			if usable(a, v6) {
-				got = a
-				break
-			}
-		}
-		for _, p := range pools {
-			if got.IsValid() {
-				break
-			}
-			got, _ = p.Next(v6, func(a netip.Addr) bool { _, taken := l.used[a]; return taken })
-		}
-		for _, a := range ippool.StatusAddrs(svc) {
-			switch {
-			case a.Is6() != v6 || a == got || requested.IsValid(): // kept, or the user asked for another
-			case !inPools(a):
-				moved = append(moved, fmt.Sprintf("%s is in no pool serving namespace %q", a, svc.Namespace))
-			case !free(a):
-				moved = append(moved, fmt.Sprintf("%s is held by another load balancer record", a))
-			}
-		}
-		if !got.IsValid() {
-			if i > 0 && svc.Spec.IPFamilyPolicy != nil && *svc.Spec.IPFamilyPolicy == v1.IPFamilyPolicyPreferDualStack {
-				continue
-			}
-			return nil, nil, fmt.Errorf("address pool exhausted: no free %s address in the pools serving namespace %q", fam, svc.Namespace)
-		}
-		out = append(out, got)
-	}
-	return out, moved, nil
+// addressesFor picks the Service's addresses (poollb.View.Choose) from the records of the
+// category (every cluster's, and those made by hand: an address recorded anywhere is never
+// handed to a Service that did not opt into sharing it) and the addresses learned from
+// Services' statuses. name is the Service's own record (already checked to be its own).
+func (l *loadBalancers) addressesFor(id ownership.Identity, name string, svc *v1.Service, have lbRecord) (poollb.Choice, error) {
+	v := poollb.View{Names: poolNames, Pools: l.pools, Held: l.held, Holder: l.holderFor(id)}
+	return v.Choose(poollb.Request{Service: svc, Key: name, Own: poollb.CanonicalAddrs(have.IPs)})
 }
 
-// requestedIP parses spec.loadBalancerIP ("" asks for none).
-func requestedIP(s string) (netip.Addr, error) {
-	if s == "" {
-		return netip.Addr{}, nil
+// holderFor describes a tag name for a Service of id: a record ccm made for a Service of
+// id's cluster and namespace is in scope; one of another cluster, or unreadable, is not; an
+// address learned from a Service's status is held under the name ccm computes for it.
+func (l *loadBalancers) holderFor(id ownership.Identity) func(k string) poollb.Holder {
+	return func(k string) poollb.Holder {
+		if r, ok := l.records[k]; ok {
+			owner, owned := ownership.Owner(id.Cluster, r.tags())
+			return poollb.Holder{Record: true, InScope: owned && owner.Namespace == id.Namespace && names.Name(id.Cluster, owner.Namespace, owner.Name) == k,
+				Service: owner.Service(), SharingKey: r.SharingKey, Ports: r.Ports}
+		}
+		ns, name, ok := names.Parse(id.Cluster, k)
+		return poollb.Holder{InScope: ok && ns == id.Namespace, Service: ns + "/" + name}
 	}
-	a, err := netip.ParseAddr(s)
-	if err != nil || a.Zone() != "" {
-		return netip.Addr{}, fmt.Errorf("spec.loadBalancerIP: %q is not an IP address", s)
-	}
-	return a.Unmap(), nil
 }
 
 // eventSafe is what a Service's Events may show of a vCenter failure: errors of the LoadBalancer
@@ -517,7 +464,7 @@ func isLoginErr(err error) bool {
 	return errors.As(err, &le)
 }
 
-func (l *loadBalancers) poolMetrics() { ippool.ReportUsage(ProviderName, l.pools, l.used) }
+func (l *loadBalancers) poolMetrics() { ippool.ReportUsage(ProviderName, l.pools, l.held) }
 
 func observe(op string, start time.Time, err *error) {
 	metrics.ObserveReconcile(ProviderName, "loadbalancer", op, start, *err)

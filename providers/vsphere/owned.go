@@ -29,7 +29,7 @@ func (c *Cloud) OwnedLoadBalancers(ctx context.Context, cluster string) ([]servi
 	if l.loaded {
 		err = l.refresh(ctx)
 	} else {
-		err = l.load(ctx)
+		err = l.load(ctx, cluster)
 	}
 	if err != nil {
 		return nil, eventSafe("listing", err)
@@ -58,7 +58,7 @@ func (c *Cloud) DeleteOwnedLoadBalancer(ctx context.Context, cluster string, lb 
 		return fmt.Errorf("load balancer record %q is not where ccm keeps the record of %s (%q): not deleting it", lb.ID, lb.Owner.Service(), name)
 	}
 	l.mu.Lock()
-	if err := l.load(ctx); err != nil {
+	if err := l.load(ctx, cluster); err != nil {
 		l.mu.Unlock()
 		return eventSafe("reading", err)
 	}

@@ -78,7 +78,7 @@ func TestTwoClustersNeverShareAnAddress(t *testing.T) {
 	svc := lbService("tenant", "grab", "uid-g")
 	svc.Spec.LoadBalancerIP = ingressIP(t, sa)
 	_, err = b.EnsureLoadBalancer(ctx, "beta", svc, oneNode)
-	if err == nil || !strings.Contains(err.Error(), "spec.loadBalancerIP") || !strings.Contains(err.Error(), "held by another load balancer") {
+	if err == nil || !strings.Contains(err.Error(), "spec.loadBalancerIP") || !strings.Contains(err.Error(), "already in use by another Service") {
 		t.Fatalf("loadBalancerIP of another cluster: %v", err)
 	}
 	for _, leak := range []string{"alpha", "shop", "web"} {

@@ -74,8 +74,9 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 	}
 
 	var cloud cloudprovider.Interface
-	var base cloudprovider.Interface // the provider itself, under ccm's wrappers
-	var election *leader.Election    // ours, when leader election is on (see package leader)
+	var base cloudprovider.Interface  // the provider itself, under ccm's wrappers
+	var election *leader.Election     // ours, when leader election is on (see package leader)
+	var reloadInterval *time.Duration // --cloud-config-reload-interval (livecfg.go)
 	// The library's /healthz check of its election, for ours (a controller is its only hook).
 	controllers[leader.HealthzController] = leader.HealthzInit(func() *leader.Election { return election })
 	// The library calls initCloud with the completed config just before it runs: the one
@@ -90,6 +91,7 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 			os.Exit(1)
 		}
 		slimInformers(c)
+		watchConfig(c, base, *reloadInterval, stop)
 		if !c.ComponentConfig.Generic.LeaderElection.LeaderElect || leadermigration.Enabled(&c.ComponentConfig.Generic) {
 			return cloud
 		}
@@ -120,6 +122,7 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 		"Allow --cluster-name to keep the default \"kubernetes\" for providers that mark what they own with it (openstack, vsphere, dummy). "+
 			"Only for a cloud account, project or vCenter that no other cluster uses.")
 	addMemoryOptions(ccmFlags)
+	reloadInterval = addConfigReloadFlag(ccmFlags)
 	serviceOpts := addServiceControllerOptions(ccmFlags, controllers)
 
 	// The library's aliases (cloud-node, cloud-node-lifecycle, service, route): the upstream CCMs'
@@ -141,6 +144,9 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		if versionRequested(cmd, os.Stdout) {
 			os.Exit(0)
+		}
+		if err := validateConfigReloadInterval(*reloadInterval); err != nil {
+			return err
 		}
 		var err error
 		base, cloud, err = prepareCloud(startFlags{opts: opts, userAgent: *userAgent, allowDefaultName: *allowDefaultName,
