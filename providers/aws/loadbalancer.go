@@ -46,7 +46,7 @@ type loadBalancers struct {
 	gsnap       groupSnapshot // security groups tagged for the cluster
 	tsnap       tgSnapshot    // target groups by NLB
 	keys        keylock.Locks // one operation per Service at a time (see keylock)
-	groupKeys   keylock.Locks // one sync at a time decides a node group's shared MTU rules (nlbmtu.go)
+	groupKeys   keylock.Locks // one sync at a time decides a node group's shared MTU rules (nlbrules.go)
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
