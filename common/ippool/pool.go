@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Pool is a set of load balancer addresses: CIDRs and ranges of one or both families, minus
@@ -27,6 +29,10 @@ type Pool struct {
 	// avoidBuggy leaves out IPv4 addresses ending in .0 or .255, which some clients treat as
 	// network or broadcast addresses (MetalLB's avoidBuggyIPs; kube-vip-cloud-provider always).
 	avoidBuggy bool
+	// selectors narrow the Services served to those whose labels match one (select.go).
+	selectors []labels.Selector
+	// priority orders the pools a Service may use: lower first, 0 (none) last.
+	priority int
 }
 
 type ipRange struct{ first, last netip.Addr }
@@ -46,6 +52,11 @@ type Config struct {
 	AutoAssign *bool `gcfg:"auto-assign"`
 	// AvoidBuggyIPs leaves out IPv4 addresses ending in .0 or .255.
 	AvoidBuggyIPs bool `gcfg:"avoid-buggy-ips"`
+	// ServiceSelector lines are label selectors in Kubernetes' syntax (app=web,tier in (a,b)):
+	// a pool with any serves only the Services whose labels match one of them.
+	ServiceSelector []string `gcfg:"service-selector"`
+	// Priority orders the pools a Service may use: the lowest first; 0 (unset) after the rest.
+	Priority int `gcfg:"priority"`
 }
 
 // Error names the config key of a pool that is wrong and why.
@@ -56,7 +67,14 @@ func (e *Error) Error() string { return e.Key + ": " + e.Msg }
 // New parses a pool's config.
 func New(name string, c *Config) (*Pool, *Error) {
 	p := &Pool{name: name, namespaces: c.Namespace, reserved: map[netip.Addr]bool{},
-		manual: c.AutoAssign != nil && !*c.AutoAssign, avoidBuggy: c.AvoidBuggyIPs}
+		manual: c.AutoAssign != nil && !*c.AutoAssign, avoidBuggy: c.AvoidBuggyIPs, priority: c.Priority}
+	if c.Priority < 0 {
+		return nil, &Error{"priority", fmt.Sprintf("%d is negative: 1 is the first, 0 (unset) the last", c.Priority)}
+	}
+	var err *Error
+	if p.selectors, err = parseSelectors(c.ServiceSelector); err != nil {
+		return nil, err
+	}
 	switch strings.ToLower(strings.TrimSpace(c.Order)) {
 	case "", "ascending":
 	case "descending":
@@ -110,15 +128,6 @@ func (p *Pool) Name() string { return p.name }
 
 // Namespaces lists the namespaces the pool is reserved to.
 func (p *Pool) Namespaces() []string { return p.namespaces }
-
-// Serves reports whether the pool hands out addresses to Services in namespace: a pool that
-// names namespaces serves only those; one that names none is the fallback for the rest.
-func (p *Pool) Serves(namespace string, anyNamed bool) bool {
-	if len(p.namespaces) > 0 {
-		return slices.Contains(p.namespaces, namespace)
-	}
-	return !anyNamed
-}
 
 // Contains reports whether a can be handed out by the pool (asked for, or by Next).
 func (p *Pool) Contains(a netip.Addr) bool {
@@ -204,19 +213,6 @@ func (p *Pool) Size() float64 {
 	}
 	f, _ := new(big.Float).SetInt(total).Float64()
 	return f
-}
-
-// For returns the pools that serve namespace, in order: those naming it, or else those
-// naming no namespace.
-func For(pools []*Pool, namespace string) []*Pool {
-	anyNamed := slices.ContainsFunc(pools, func(p *Pool) bool { return slices.Contains(p.namespaces, namespace) })
-	var out []*Pool
-	for _, p := range pools {
-		if p.Serves(namespace, anyNamed) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // buggyIn counts the IPv4 addresses of r ending in .0 or .255.

@@ -22,6 +22,9 @@ type Pool struct {
 	Descending bool // order = descending
 	Manual     bool // auto-assign = false
 	AvoidBuggy bool // avoid-buggy-ips
+	// ServiceSelector are label selectors in Kubernetes' syntax; Priority 0 is none.
+	ServiceSelector []string
+	Priority        int
 }
 
 // Result is a conversion: the pools, and what could not be carried over.
@@ -50,6 +53,12 @@ func Render(r Result, source string) string {
 		}
 		for _, ns := range p.Namespace {
 			fmt.Fprintf(&b, "namespace = %s\n", ns)
+		}
+		for _, sel := range p.ServiceSelector {
+			fmt.Fprintf(&b, "service-selector = %s\n", sel)
+		}
+		if p.Priority != 0 {
+			fmt.Fprintf(&b, "priority = %d\n", p.Priority)
 		}
 		fmt.Fprintf(&b, "skip-end-addresses = %t\n", p.SkipEnds)
 		if p.Descending {

@@ -105,6 +105,9 @@ items:
       priority: 50
       namespaces: [team-a]
       namespaceSelectors: [{matchLabels: {team: a}}]
+      serviceSelectors:
+      - matchLabels: {app: web}
+      - matchExpressions: [{key: tier, operator: In, values: [edge, api]}]
 - apiVersion: metallb.io/v1beta1
   kind: L2Advertisement
   metadata: {name: l2}
@@ -134,9 +137,20 @@ func TestFromMetalLB(t *testing.T) {
 	if !team.Contains(netip.MustParseAddr("192.168.20.0")) || team.AutoAssign() {
 		t.Errorf("team-a: holds .0 %v, auto-assign %v; want true, false\n%s", team.Contains(netip.MustParseAddr("192.168.20.0")), team.AutoAssign(), ini)
 	}
-	for _, want := range []string{"team-a: serviceAllocation.namespaceSelectors", "team-a: serviceAllocation.priority 50"} {
-		if !strings.Contains(ini, "; NOTE: IPAddressPool "+want) {
-			t.Errorf("no note %q in:\n%s", want, ini)
+	if want := "team-a: serviceAllocation.namespaceSelectors"; !strings.Contains(ini, "; NOTE: IPAddressPool "+want) {
+		t.Errorf("no note %q in:\n%s", want, ini)
+	}
+	// The selectors and the priority carry over: a Service of team-a labelled app=web, or
+	// tier=api, is served by it (before the unrestricted production pool), one labelled
+	// app=db is not.
+	if team.Priority() != 50 {
+		t.Errorf("team-a priority %d, want 50", team.Priority())
+	}
+	all := []*ippool.Pool{prod, team}
+	for labels, want := range map[string]string{"app=web": "team-a", "tier=api": "team-a", "app=db": "production"} {
+		k, v, _ := strings.Cut(labels, "=")
+		if got := ippool.ForService(all, "team-a", map[string]string{k: v}); len(got) == 0 || got[0].Name() != want {
+			t.Errorf("a team-a Service labelled %s: pools %v, want %s first", labels, got, want)
 		}
 	}
 	if _, err := ReadMetalLB(strings.NewReader(kubevipYAML)); err == nil {

@@ -3,6 +3,8 @@ package poolconvert
 import (
 	"fmt"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // IPAddressPool is the part of MetalLB's IPAddressPool (metallb.io/v1beta1) the conversion
@@ -14,10 +16,10 @@ type IPAddressPool struct {
 		AutoAssign        *bool    `json:"autoAssign"`
 		AvoidBuggyIPs     bool     `json:"avoidBuggyIPs"`
 		ServiceAllocation *struct {
-			Priority           int      `json:"priority"`
-			Namespaces         []string `json:"namespaces"`
-			NamespaceSelectors []any    `json:"namespaceSelectors"`
-			ServiceSelectors   []any    `json:"serviceSelectors"`
+			Priority           int                    `json:"priority"`
+			Namespaces         []string               `json:"namespaces"`
+			NamespaceSelectors []any                  `json:"namespaceSelectors"`
+			ServiceSelectors   []metav1.LabelSelector `json:"serviceSelectors"`
 		} `json:"serviceAllocation"`
 	}
 }
@@ -42,12 +44,17 @@ func FromMetalLB(pools []IPAddressPool) (Result, error) {
 			if len(sa.NamespaceSelectors) > 0 {
 				r.Notes = append(r.Notes, fmt.Sprintf("IPAddressPool %s: serviceAllocation.namespaceSelectors has no equivalent: list the namespaces it selects as namespace lines", mp.Name))
 			}
-			if len(sa.ServiceSelectors) > 0 {
-				r.Notes = append(r.Notes, fmt.Sprintf("IPAddressPool %s: serviceAllocation.serviceSelectors has no equivalent: left out", mp.Name))
+			for i := range sa.ServiceSelectors {
+				sel, err := metav1.LabelSelectorAsSelector(&sa.ServiceSelectors[i])
+				if err != nil {
+					return Result{}, fmt.Errorf("IPAddressPool %s serviceAllocation.serviceSelectors[%d]: %v", mp.Name, i, err)
+				}
+				p.ServiceSelector = append(p.ServiceSelector, sel.String())
 			}
-			if sa.Priority != 0 {
-				r.Notes = append(r.Notes, fmt.Sprintf("IPAddressPool %s: serviceAllocation.priority %d has no equivalent: ccm tries pools in the order of their names", mp.Name, sa.Priority))
+			if sa.Priority < 0 {
+				return Result{}, fmt.Errorf("IPAddressPool %s serviceAllocation.priority %d: negative", mp.Name, sa.Priority)
 			}
+			p.Priority = sa.Priority
 		}
 		if len(p.CIDR)+len(p.Range) == 0 {
 			r.Notes = append(r.Notes, fmt.Sprintf("IPAddressPool %s has no addresses: left out", mp.Name))

@@ -66,9 +66,9 @@ func (n Names) Table() reach.Table {
 // it names one (named is true then). A pool that does not serve the namespace, or two names
 // that differ, are refused with the annotation named.
 func (n Names) PoolsFor(svc *v1.Service, all []*ippool.Pool) (out []*ippool.Pool, named bool, _ error) {
-	pools := ippool.For(all, svc.Namespace)
+	pools := ippool.ForService(all, svc.Namespace, svc.Labels)
 	if len(pools) == 0 {
-		return nil, false, fmt.Errorf("no address pool serves namespace %q: add a [Pool] with namespace = %s, or one without namespaces", svc.Namespace, svc.Namespace)
+		return nil, false, fmt.Errorf("no address pool serves namespace %q and the Service's labels: add a [Pool] with namespace = %s, or one without namespaces and service selectors", svc.Namespace, svc.Namespace)
 	}
 	name, from := "", ""
 	for _, ann := range n.AddressPool {
@@ -86,7 +86,7 @@ func (n Names) PoolsFor(svc *v1.Service, all []*ippool.Pool) (out []*ippool.Pool
 	}
 	i := slices.IndexFunc(pools, func(p *ippool.Pool) bool { return p.Name() == name })
 	if i < 0 {
-		return nil, false, fmt.Errorf("annotation %s: no pool named %q serves namespace %q", from, name, svc.Namespace)
+		return nil, false, fmt.Errorf("annotation %s: no pool named %q serves namespace %q and the Service's labels", from, name, svc.Namespace)
 	}
 	return pools[i : i+1], true, nil
 }

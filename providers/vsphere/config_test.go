@@ -186,12 +186,14 @@ func TestYAMLEmptyEntries(t *testing.T) {
 // The pool settings reach the pools from the YAML config as from the INI one.
 func TestPoolSettingsFromYAML(t *testing.T) {
 	c, err := readConfig(strings.NewReader("global:\n  server: vc\n  user: u\n  password: p\npools:\n  a:\n    cidr: [192.0.2.0/30]\n" +
-		"    skipEndAddresses: false\n    order: descending\n    autoAssign: false\n    avoidBuggyIPs: true\n"))
+		"    skipEndAddresses: false\n    order: descending\n    autoAssign: false\n    avoidBuggyIPs: true\n" +
+		"    serviceSelector: [app=web, 'tier in (a,b)']\n    priority: 3\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := c.Pool["a"]
-	if p == nil || p.SkipEndAddresses == nil || *p.SkipEndAddresses || p.Order != "descending" || p.AutoAssign == nil || *p.AutoAssign || !p.AvoidBuggyIPs {
+	if p == nil || p.SkipEndAddresses == nil || *p.SkipEndAddresses || p.Order != "descending" || p.AutoAssign == nil || *p.AutoAssign || !p.AvoidBuggyIPs ||
+		len(p.ServiceSelector) != 2 || p.ServiceSelector[1] != "tier in (a,b)" || p.Priority != 3 {
 		t.Errorf("pool a = %+v", p)
 	}
 }

@@ -101,10 +101,12 @@ type yamlPool struct {
 	Namespace []string `yaml:"namespace"`
 	Reserved  []string `yaml:"reserved"`
 	// The pool settings of [Pool] (common/ippool), in the YAML's camelCase.
-	SkipEndAddresses *bool  `yaml:"skipEndAddresses"`
-	Order            string `yaml:"order"`
-	AutoAssign       *bool  `yaml:"autoAssign"`
-	AvoidBuggyIPs    bool   `yaml:"avoidBuggyIPs"`
+	SkipEndAddresses *bool    `yaml:"skipEndAddresses"`
+	Order            string   `yaml:"order"`
+	AutoAssign       *bool    `yaml:"autoAssign"`
+	AvoidBuggyIPs    bool     `yaml:"avoidBuggyIPs"`
+	ServiceSelector  []string `yaml:"serviceSelector"`
+	Priority         int      `yaml:"priority"`
 }
 
 type yamlVC struct {
@@ -333,7 +335,8 @@ func (y *yamlConfig) into(c *Config) config.Problems {
 			c.Pool = map[string]*PoolConfig{}
 		}
 		c.Pool[name] = &PoolConfig{CIDR: p.CIDR, Range: p.Range, Namespace: p.Namespace, Reserved: p.Reserved,
-			SkipEndAddresses: p.SkipEndAddresses, Order: p.Order, AutoAssign: p.AutoAssign, AvoidBuggyIPs: p.AvoidBuggyIPs}
+			SkipEndAddresses: p.SkipEndAddresses, Order: p.Order, AutoAssign: p.AutoAssign, AvoidBuggyIPs: p.AvoidBuggyIPs,
+			ServiceSelector: p.ServiceSelector, Priority: p.Priority}
 	}
 	lb := &c.LoadBalancer
 	lb.upstreamLBClass = y.LoadBalancer.into()

@@ -11,7 +11,7 @@ import (
 // ccm convert reads a file or standard input and prints [Pool] sections, with the notes.
 func TestConvertCommand(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "pools.yaml")
-	os.WriteFile(file, []byte("kind: IPAddressPool\nmetadata: {name: prod}\nspec: {addresses: [192.168.10.0/24], serviceAllocation: {priority: 5}}\n"), 0o600)
+	os.WriteFile(file, []byte("kind: IPAddressPool\nmetadata: {name: prod}\nspec: {addresses: [192.168.10.0/24], serviceAllocation: {priority: 5, namespaceSelectors: [{matchLabels: {team: a}}]}}\n"), 0o600)
 	run := func(stdin string, args ...string) (string, error) {
 		cmd := NewCommand(make(chan struct{}))
 		var out bytes.Buffer
@@ -23,7 +23,8 @@ func TestConvertCommand(t *testing.T) {
 		return out.String(), err
 	}
 	out, err := run("", "convert", "metallb", "-f", file)
-	if err != nil || !strings.Contains(out, "[Pool \"prod\"]\n; IPAddressPool prod\ncidr = 192.168.10.0/24\nskip-end-addresses = false\n") || !strings.Contains(out, "; NOTE: IPAddressPool prod: serviceAllocation.priority 5") {
+	if err != nil || !strings.Contains(out, "[Pool \"prod\"]\n; IPAddressPool prod\ncidr = 192.168.10.0/24\npriority = 5\nskip-end-addresses = false\n") ||
+		!strings.Contains(out, "; NOTE: IPAddressPool prod: serviceAllocation.namespaceSelectors") {
 		t.Errorf("convert metallb: %v\n%s", err, out)
 	}
 	out, err = run("kind: ConfigMap\nmetadata: {name: kubevip}\ndata: {range-global: 10.0.0.5-10.0.0.9}\n", "convert", "kube-vip-cloud-provider", "-f", "-")

@@ -52,6 +52,7 @@ func Run(t *testing.T, h Harness) {
 		{"PoolSettings", poolSettings},
 		{"MetalLBAndKubeVIPNames", migrationNames},
 		{"AddressPoolAnnotation", addressPool},
+		{"ServiceSelectorsAndPriorities", selectorsAndPriorities},
 		{"LearnsAddressesFromStatus", learnsFromStatus},
 		{"LivePools", livePools},
 	} {
@@ -222,6 +223,41 @@ func addressPool(t *testing.T, h Harness) {
 		if _, err := ensure(t, lb, Service("ns", "x", c.ann, 80)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.ann, err, c.want)
 		}
+	}
+}
+
+// Pools chosen by the Service's labels and tried by priority: a Service matching a selector's
+// pool uses it (the lowest priority first) and not the unrestricted pools; one matching none
+// uses the unrestricted pools, the one with a priority first; naming a pool it does not match
+// is refused.
+func selectorsAndPriorities(t *testing.T, h Harness) {
+	lb := newLB(t, h, "[Pool \"any\"]\nrange = 192.0.2.10-192.0.2.11\n\n[Pool \"any-first\"]\nrange = 192.0.2.20-192.0.2.21\npriority = 5\n\n"+
+		"[Pool \"web\"]\nrange = 198.51.100.5-198.51.100.6\nservice-selector = app=web\n\n"+
+		"[Pool \"edge\"]\nrange = 203.0.113.1-203.0.113.2\nservice-selector = app in (web,api)\nservice-selector = tier=edge\npriority = 1\n")
+	labelled := func(name string, labels map[string]string, ann map[string]string) *v1.Service {
+		s := Service("ns", name, ann, 80)
+		s.Labels = labels
+		return s
+	}
+	for _, c := range []struct {
+		svc  *v1.Service
+		want string
+	}{
+		{labelled("w1", map[string]string{"app": "web"}, nil), "203.0.113.1"},
+		{labelled("w2", map[string]string{"app": "web"}, nil), "203.0.113.2"},
+		{labelled("w3", map[string]string{"app": "web"}, nil), "198.51.100.5"},
+		{labelled("db", map[string]string{"app": "db"}, nil), "192.0.2.20"},
+		{labelled("none", nil, nil), "192.0.2.21"},
+		{labelled("last", nil, nil), "192.0.2.10"},
+		{labelled("named", map[string]string{"app": "web"}, map[string]string{h.Names.AddressPool[0]: "web"}), "198.51.100.6"},
+	} {
+		if got, err := ensure(t, lb, c.svc); err != nil || got[0] != c.want {
+			t.Errorf("%s %v: %v (%v), want %s", c.svc.Name, c.svc.Labels, got, err, c.want)
+		}
+	}
+	s := labelled("x", map[string]string{"app": "db"}, map[string]string{h.Names.AddressPool[0]: "web"})
+	if _, err := ensure(t, lb, s); err == nil || !strings.Contains(err.Error(), `no pool named "web"`) {
+		t.Errorf("a Service naming a pool whose selectors it does not match: %v", err)
 	}
 }
 
