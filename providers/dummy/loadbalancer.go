@@ -157,6 +157,9 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		return nil, err
 	}
 	choice.Record(l.c.rec, svc) // once the sync stands: clients of a lost address lose the Service
+	if err := poollb.AnnotateForSpeaker(ctx, l.c.client, svc, want.IPs); err != nil {
+		return nil, err
+	}
 	return ippool.Status(want.IPs, svc), nil
 }
 

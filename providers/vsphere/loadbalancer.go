@@ -240,6 +240,9 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		return nil, eventSafe("writing", err)
 	}
 	c.Record(l.rec, svc) // clients of a lost address lose the Service: say why
+	if err := poollb.AnnotateForSpeaker(ctx, l.client, svc, r.IPs); err != nil {
+		return nil, err
+	}
 	return ippool.Status(r.IPs, svc), nil
 }
 

@@ -600,7 +600,15 @@ func overlayAsChart(t *testing.T, objs []map[string]any) []map[string]any {
 		}
 		spec := get(o, "spec", "template", "spec").(map[string]any)
 		c := spec["containers"].([]any)[0].(map[string]any)
-		delete(c, "env")
+		// The chart writes the cluster name into the args; the Pod's own name and namespace
+		// come from the downward API in both.
+		var env []any
+		for _, e := range c["env"].([]any) {
+			if e.(map[string]any)["name"] != "CLUSTER_NAME" {
+				env = append(env, e)
+			}
+		}
+		c["env"] = env
 		for i, a := range c["args"].([]any) {
 			c["args"].([]any)[i] = strings.ReplaceAll(a.(string), "$(CLUSTER_NAME)", cluster)
 		}

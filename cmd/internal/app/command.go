@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	cloudprovider "k8s.io/cloud-provider"
 	ccmapp "k8s.io/cloud-provider/app"
 	ccmconfig "k8s.io/cloud-provider/app/config"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/ccm-project/ccm/cmd/internal/leader"
 	"github.com/ccm-project/ccm/common/nodeguard"
+	"github.com/ccm-project/ccm/common/poollb"
 	"github.com/ccm-project/ccm/common/provider"
 	ccmversion "github.com/ccm-project/ccm/common/version"
 )
@@ -74,9 +76,9 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 	}
 
 	var cloud cloudprovider.Interface
-	var base cloudprovider.Interface  // the provider itself, under ccm's wrappers
-	var election *leader.Election     // ours, when leader election is on (see package leader)
-	var reloadInterval *time.Duration // --cloud-config-reload-interval (livecfg.go)
+	var base cloudprovider.Interface // the provider itself, under ccm's wrappers
+	var election *leader.Election    // ours, when leader election is on (see package leader)
+	var flags *ccmFlagValues         // ccm's own flags, added below
 	// The library's /healthz check of its election, for ours (a controller is its only hook).
 	controllers[leader.HealthzController] = leader.HealthzInit(func() *leader.Election { return election })
 	// The library calls initCloud with the completed config just before it runs: the one
@@ -91,7 +93,7 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 			os.Exit(1)
 		}
 		slimInformers(c)
-		watchConfig(c, base, *reloadInterval, stop)
+		watchConfig(c, base, *flags.reloadInterval, stop)
 		if !c.ComponentConfig.Generic.LeaderElection.LeaderElect || leadermigration.Enabled(&c.ComponentConfig.Generic) {
 			return cloud
 		}
@@ -107,23 +109,7 @@ func NewCommand(stop <-chan struct{}) *cobra.Command {
 	}
 
 	var extra cliflag.NamedFlagSets
-	ccmFlags := extra.FlagSet("ccm")
-	deletionWindow := ccmFlags.Duration("node-deletion-confirmation", DefaultNodeDeletionConfirmation,
-		"How long the cloud must keep reporting a NotReady Node's instance as not found before the Node is deleted. "+
-			"Cloud errors never delete a Node. 0 deletes at the first not-found, as the upstream providers do.")
-	nodeLabels := ccmFlags.StringToString("node-labels", nil,
-		"Labels added to every Node when ccm initialises it, where the provider sets no label of that key "+
-			"(key=value,key2=value2; as the upstream vSphere CCM's flag, for every provider). The environment variable "+
-			"SKIP_NODE_DELETION, set to anything, keeps Nodes whose instance is not found (as upstream vSphere).")
-	userAgent := ccmFlags.StringArray("user-agent", nil,
-		"Extra text for the User-Agent header of cloud API calls, after ccm's own name; repeat for more (the upstream OpenStack "+
-			"CCM's flag). Used by the openstack provider; the others accept it and ignore it.")
-	allowDefaultName := ccmFlags.Bool("allow-default-cluster-name", false,
-		"Allow --cluster-name to keep the default \"kubernetes\" for providers that mark what they own with it (openstack, vsphere, dummy). "+
-			"Only for a cloud account, project or vCenter that no other cluster uses.")
-	addMemoryOptions(ccmFlags)
-	reloadInterval = addConfigReloadFlag(ccmFlags)
-	serviceOpts := addServiceControllerOptions(ccmFlags, controllers)
+	flags = addCCMFlags(extra.FlagSet("ccm"), controllers)
 
 	// The library's aliases (cloud-node, cloud-node-lifecycle, service, route): the upstream CCMs'
 	// charts and manifests name controllers by them in --controllers.
@@ -145,12 +131,11 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 		if versionRequested(cmd, os.Stdout) {
 			os.Exit(0)
 		}
-		if err := validateConfigReloadInterval(*reloadInterval); err != nil {
+		if err := validateConfigReloadInterval(*flags.reloadInterval); err != nil {
 			return err
 		}
 		var err error
-		base, cloud, err = prepareCloud(startFlags{opts: opts, userAgent: *userAgent, allowDefaultName: *allowDefaultName,
-			service: serviceOpts, deletionWindow: *deletionWindow, nodeLabels: *nodeLabels})
+		base, cloud, err = prepareCloud(flags.start(opts))
 		return err
 	}
 	// A graceful stop ends with the Lease released, so the standby takes over at once.
@@ -174,11 +159,54 @@ Subcommands: "ccm check-config" validates a cloud-config offline; "ccm providers
 	return cmd
 }
 
+// ccmFlagValues are ccm's own flags (the "ccm" flag set), to be read once parsed.
+type ccmFlagValues struct {
+	deletionWindow   *time.Duration
+	nodeLabels       *map[string]string
+	userAgent        *[]string
+	allowDefaultName *bool
+	kubeVIP          *bool
+	reloadInterval   *time.Duration // --cloud-config-reload-interval (livecfg.go)
+	service          *serviceControllerOptions
+}
+
+// addCCMFlags adds ccm's own flags to fs.
+func addCCMFlags(fs *pflag.FlagSet, controllers map[string]ccmapp.ControllerInitFuncConstructor) *ccmFlagValues {
+	v := &ccmFlagValues{}
+	v.deletionWindow = fs.Duration("node-deletion-confirmation", DefaultNodeDeletionConfirmation,
+		"How long the cloud must keep reporting a NotReady Node's instance as not found before the Node is deleted. "+
+			"Cloud errors never delete a Node. 0 deletes at the first not-found, as the upstream providers do.")
+	v.nodeLabels = fs.StringToString("node-labels", nil,
+		"Labels added to every Node when ccm initialises it, where the provider sets no label of that key "+
+			"(key=value,key2=value2; as the upstream vSphere CCM's flag, for every provider). The environment variable "+
+			"SKIP_NODE_DELETION, set to anything, keeps Nodes whose instance is not found (as upstream vSphere).")
+	v.userAgent = fs.StringArray("user-agent", nil,
+		"Extra text for the User-Agent header of cloud API calls, after ccm's own name; repeat for more (the upstream OpenStack "+
+			"CCM's flag). Used by the openstack provider; the others accept it and ignore it.")
+	v.allowDefaultName = fs.Bool("allow-default-cluster-name", false,
+		"Allow --cluster-name to keep the default \"kubernetes\" for providers that mark what they own with it (openstack, vsphere, dummy). "+
+			"Only for a cloud account, project or vCenter that no other cluster uses.")
+	v.kubeVIP = fs.Bool("write-kube-vip-annotation", false,
+		"Write the addresses a pool provider (dummy, vsphere) hands out into the Service's kube-vip.io/loadbalancerIPs annotation, "+
+			"which kube-vip's services mode announces (it does not read the status), as kube-vip-cloud-provider does.")
+	addMemoryOptions(fs)
+	v.reloadInterval = addConfigReloadFlag(fs)
+	v.service = addServiceControllerOptions(fs, controllers)
+	return v
+}
+
+// start is what prepareCloud reads.
+func (v *ccmFlagValues) start(opts *options.CloudControllerManagerOptions) startFlags {
+	return startFlags{opts: opts, userAgent: *v.userAgent, allowDefaultName: *v.allowDefaultName, kubeVIP: *v.kubeVIP,
+		service: v.service, deletionWindow: *v.deletionWindow, nodeLabels: *v.nodeLabels}
+}
+
 // startFlags are the flags prepareCloud reads, as parsed.
 type startFlags struct {
 	opts             *options.CloudControllerManagerOptions
 	userAgent        []string
 	allowDefaultName bool
+	kubeVIP          bool
 	service          *serviceControllerOptions
 	deletionWindow   time.Duration
 	nodeLabels       map[string]string
@@ -192,6 +220,7 @@ func prepareCloud(f startFlags) (base, wrapped cloudprovider.Interface, _ error)
 	shared := f.opts.KubeCloudShared
 	name, path := shared.CloudProvider.Name, shared.CloudProvider.CloudConfigFile
 	provider.SetUserAgent(f.userAgent)
+	poollb.SetWriteKubeVIPAnnotation(f.kubeVIP)
 	c, err := provider.New(name, path)
 	if err != nil {
 		return nil, nil, err
