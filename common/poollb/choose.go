@@ -28,6 +28,8 @@ type Holder struct {
 	// key whose ports do not collide with these.
 	SharingKey string
 	Ports      []string
+	// Backends are the record's (kept with a sharing key): whose traffic it serves.
+	Backends Backends
 }
 
 // View is what a provider holds when a Service's addresses are picked.
@@ -74,6 +76,7 @@ type request struct {
 	from     map[netip.Addr]string
 	shareKey string
 	ports    []string
+	backends Backends
 	pools    []*ippool.Pool // those the Service may get an address from
 	named    bool           // it named its pool
 }
@@ -112,7 +115,7 @@ func (v View) Choose(in Request) (Choice, error) {
 
 // read checks what the Service asks for: requested addresses, sharing key, pool.
 func (v View) read(in Request) (request, error) {
-	r := request{Request: in, ports: ippool.Ports(in.Service)}
+	r := request{Request: in, ports: ippool.Ports(in.Service), backends: BackendsOf(in.Service)}
 	var err error
 	if r.asked, r.from, err = v.Names.Requested(in.Service); err != nil {
 		return r, err
@@ -190,7 +193,8 @@ func (v View) usable(r request, a netip.Addr) bool {
 		if own && !sharer {
 			continue
 		}
-		if !sharer || h.SharingKey != r.shareKey || slices.ContainsFunc(h.Ports, func(p string) bool { return slices.Contains(r.ports, p) }) {
+		if !sharer || h.SharingKey != r.shareKey || !compatible(h.Backends, r.backends) ||
+			slices.ContainsFunc(h.Ports, func(p string) bool { return slices.Contains(r.ports, p) }) {
 			return false
 		}
 	}
@@ -207,7 +211,7 @@ func (v View) peers(r request) []netip.Addr {
 	for a, ks := range v.Held {
 		if slices.ContainsFunc(ks, func(k string) bool {
 			h := v.Holder(k)
-			return k != r.Key && h.Record && h.InScope && h.SharingKey == r.shareKey
+			return k != r.Key && h.Record && h.InScope && h.SharingKey == r.shareKey && compatible(h.Backends, r.backends)
 		}) {
 			out = append(out, a)
 		}

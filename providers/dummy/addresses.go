@@ -63,7 +63,7 @@ func (l *loadBalancers) holderFor(id ownership.Identity) func(k string) poollb.H
 		if r, ok := l.records.get(k); ok {
 			owner, owned := ownership.Owner(id.Cluster, r.Tags)
 			return poollb.Holder{Record: true, InScope: owned && owner.Namespace == id.Namespace && r.Name == k,
-				Service: owner.Service(), SharingKey: r.SharingKey, Ports: r.Ports}
+				Service: owner.Service(), SharingKey: r.SharingKey, Ports: r.Ports, Backends: poollb.Backends{Local: r.Local, Pods: r.Pods}}
 		}
 		ns, name, ok := names.Parse(id.Cluster, k)
 		return poollb.Holder{InScope: ok && ns == id.Namespace, Service: ns + "/" + name}

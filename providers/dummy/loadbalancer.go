@@ -65,6 +65,9 @@ type desiredState struct {
 	Nodes []string
 	// SharingKey is in the fingerprint so that turning sharing on or off is a change.
 	SharingKey string
+	// The backends of a record that shares (omitted otherwise, so other fingerprints hold).
+	Local bool   `json:",omitempty"`
+	Pods  string `json:",omitempty"`
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -388,7 +391,11 @@ func (l *loadBalancers) record(id ownership.Identity, svc *v1.Service, ips []net
 		r.IPs = append(r.IPs, ip.String())
 	}
 	r.Ports, r.SharingKey = ippool.Ports(svc), shareKey
-	r.Fingerprint = fingerprint.Of(desiredState{Name: r.Name, IPs: r.IPs, Ports: r.Ports, Nodes: nodes, SharingKey: r.SharingKey})
+	if shareKey != "" {
+		b := poollb.BackendsOf(svc)
+		r.Local, r.Pods = b.Local, b.Pods
+	}
+	r.Fingerprint = fingerprint.Of(desiredState{Name: r.Name, IPs: r.IPs, Ports: r.Ports, Nodes: nodes, SharingKey: r.SharingKey, Local: r.Local, Pods: r.Pods})
 	return r
 }
 

@@ -31,6 +31,9 @@ type Record struct {
 	Tags        map[string]string `json:"tags"`        // ownership: ownership.Identity.Tags of the Service
 	Ports       []string          `json:"ports,omitempty"`
 	SharingKey  string            `json:"sharingKey,omitempty"` // AnnotationSharedIP
+	// Local and Pods are the Service's backends (poollb.Backends), kept with a sharing key.
+	Local bool   `json:"local,omitempty"`
+	Pods  string `json:"pods,omitempty"`
 }
 
 // Store is where the dummy cloud keeps its load balancers: the part of a real cloud that

@@ -32,6 +32,8 @@ type lbRecord struct {
 	IPs         []string `json:"ips"`
 	Ports       []string `json:"p,omitempty"` // "TCP/80"; records written before ports were recorded have none
 	SharingKey  string   `json:"k,omitempty"` // the Service's sharing key (allow-shared-ip); "" for none
+	Local       bool     `json:"l,omitempty"` // with a sharing key: externalTrafficPolicy Local (poollb.Backends)
+	Pods        string   `json:"d,omitempty"` // with a sharing key: the digest of the pod selector
 	Fingerprint string   `json:"fp"`          // of the desired state, members included
 	tagID       string
 	// unreadable: the description is not a record (a tag made by hand or by another tool). It is

@@ -80,6 +80,9 @@ type lbDesired struct {
 	// SharingKey is in the fingerprint so that turning sharing on or off is a change; a record
 	// without one keeps the fingerprint it had before sharing existed.
 	SharingKey string `json:",omitempty"`
+	// The backends of a record that shares (omitted otherwise, so other fingerprints hold).
+	Local bool   `json:",omitempty"`
+	Pods  string `json:",omitempty"`
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -335,7 +338,11 @@ func desired(id ownership.Identity, name string, svc *v1.Service, ips []netip.Ad
 	for _, a := range ips {
 		want.IPs = append(want.IPs, a.String())
 	}
-	want.Fingerprint = fingerprint.Of(lbDesired{Name: name, IPs: want.IPs, Ports: want.Ports, Nodes: ippool.NodeNames(nodes), SharingKey: shareKey})
+	if shareKey != "" {
+		b := poollb.BackendsOf(svc)
+		want.Local, want.Pods = b.Local, b.Pods
+	}
+	want.Fingerprint = fingerprint.Of(lbDesired{Name: name, IPs: want.IPs, Ports: want.Ports, Nodes: ippool.NodeNames(nodes), SharingKey: shareKey, Local: want.Local, Pods: want.Pods})
 	return want
 }
 
@@ -417,7 +424,7 @@ func (l *loadBalancers) holderFor(id ownership.Identity) func(k string) poollb.H
 		if r, ok := l.records[k]; ok {
 			owner, owned := ownership.Owner(id.Cluster, r.tags())
 			return poollb.Holder{Record: true, InScope: owned && owner.Namespace == id.Namespace && names.Name(id.Cluster, owner.Namespace, owner.Name) == k,
-				Service: owner.Service(), SharingKey: r.SharingKey, Ports: r.Ports}
+				Service: owner.Service(), SharingKey: r.SharingKey, Ports: r.Ports, Backends: poollb.Backends{Local: r.Local, Pods: r.Pods}}
 		}
 		ns, name, ok := names.Parse(id.Cluster, k)
 		return poollb.Holder{InScope: ok && ns == id.Namespace, Service: ns + "/" + name}

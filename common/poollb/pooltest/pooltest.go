@@ -47,6 +47,7 @@ func Run(t *testing.T, h Harness) {
 		run  func(t *testing.T, h Harness)
 	}{
 		{"SharedIP", sharedIP},
+		{"SharedIPNeedsTheSameBackends", sharedBackends},
 		{"RequestedAndDualStack", requestedAndDualStack},
 		{"PreferDualStackWithoutIPv6Pool", preferDualStack},
 		{"PoolSettings", poolSettings},
@@ -116,6 +117,44 @@ func sharedIP(t *testing.T, h Harness) {
 	}
 	if e, err := ensure(t, lb, Service("ns", "e", share, 8443)); err != nil || e[0] != a[0] {
 		t.Fatalf("e joins b: %v (%v), want %s", e, err, a[0])
+	}
+}
+
+// With the same sharing key and distinct ports, Services share an address only when their
+// traffic can go to the same place: both externalTrafficPolicy Cluster, or both selecting the
+// same pods. Otherwise each gets its own, and asking for the other's is refused.
+func sharedBackends(t *testing.T, h Harness) {
+	lb := newLB(t, h, "[Pool \"p\"]\nrange = 192.0.2.10-192.0.2.14\n")
+	share := map[string]string{h.Names.SharedIP[0]: "web"}
+	svc := func(name string, local bool, app string, port int32, ann map[string]string) *v1.Service {
+		s := Service("ns", name, ann, port)
+		s.Spec.Selector = map[string]string{"app": app}
+		if local {
+			s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+		}
+		return s
+	}
+	a, err := ensure(t, lb, svc("a", true, "web", 80, share))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ensure(t, lb, svc("b", true, "web", 443, share)); err != nil || b[0] != a[0] {
+		t.Errorf("b selects a's pods (both Local): %v (%v), want %s", b, err, a[0])
+	}
+	if c, err := ensure(t, lb, svc("c", true, "api", 8080, share)); err != nil || c[0] == a[0] {
+		t.Errorf("c is Local with other pods: %v (%v), want an address of its own", c, err)
+	}
+	if d, err := ensure(t, lb, svc("d", false, "db", 8081, share)); err != nil || d[0] == a[0] {
+		t.Errorf("d is Cluster beside Local sharers of other pods: %v (%v), want an address of its own", d, err)
+	}
+	if e, err := ensure(t, lb, svc("e", false, "cache", 8082, share)); err != nil || e[0] == a[0] {
+		t.Errorf("e is Cluster: %v (%v), want d's, not a's", e, err)
+	} else if d, _ := ensure(t, lb, svc("d", false, "db", 8081, share)); e[0] != d[0] {
+		t.Errorf("e and d are both Cluster: %v and %v, want one address", e, d)
+	}
+	asked := map[string]string{h.Names.SharedIP[0]: "web", h.Names.LoadBalancerIPs[0]: a[0]}
+	if _, err := ensure(t, lb, svc("f", true, "other", 9090, asked)); err == nil || !strings.Contains(err.Error(), "already in use") {
+		t.Errorf("f asks for a's address with other pods: %v, want a refusal", err)
 	}
 }
 
