@@ -55,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 		{"AddressPoolAnnotation", addressPool},
 		{"ServiceSelectorsAndPriorities", selectorsAndPriorities},
 		{"LearnsAddressesFromStatus", learnsFromStatus},
+		{"TakeoverKeepsTheNetworkAddress", takeoverEnds},
 		{"LivePools", livePools},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, h) })
@@ -323,6 +324,44 @@ func learnsFromStatus(t *testing.T, h Harness) {
 	}
 	if got, err := ensure(t, lb, served); err != nil || got[0] != "192.0.2.10" {
 		t.Fatalf("the Service that serves it keeps it: %v (%v)", got, err)
+	}
+}
+
+// kube-vip-cloud-provider and MetalLB hand out a CIDR's first address, so the first Service
+// they served often holds it. Under the pool ccm convert writes for them (skip-end-addresses
+// false) the Service keeps it, whether it was asked for by kube-vip's annotation or is only in
+// the status (MetalLB); under a pool that skips the ends it gets another, with a Warning.
+func takeoverEnds(t *testing.T, h Harness) {
+	for _, tc := range []struct {
+		pool string
+		keep bool
+	}{
+		{"[Pool \"converted\"]\ncidr = 192.0.2.0/29\nskip-end-addresses = false\n", true},
+		{"[Pool \"default\"]\ncidr = 192.0.2.0/29\n", false},
+	} {
+		events := cloudtest.NewEventSink()
+		client, _ := events.Client("")
+		metallb := Service("ns", "metallb", nil, 80)
+		metallb.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "192.0.2.0"}}
+		if _, err := client.CoreV1().Services("ns").Create(context.Background(), metallb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		lb := h.New(t, tc.pool, events).LB
+		got, err := ensure(t, lb, metallb)
+		if kept := err == nil && len(got) == 1 && got[0] == "192.0.2.0"; kept != tc.keep {
+			t.Errorf("%q: the Service served 192.0.2.0 got %v (%v), kept %v, want %v", tc.pool, got, err, kept, tc.keep)
+		}
+		if !tc.keep {
+			if found, evs := events.Await(metallb, 5*time.Second, v1.EventTypeWarning, poollb.ReasonAddressChanged, "192.0.2.0"); !found {
+				t.Errorf("%q: no Warning %s; Events %q", tc.pool, poollb.ReasonAddressChanged, evs)
+			}
+			continue
+		}
+		kubevip := Service("ns", "kubevip", map[string]string{h.Names.LoadBalancerIPs[1]: "192.0.2.7"}, 80)
+		kubevip.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "192.0.2.7"}}
+		if got, err := ensure(t, lb, kubevip); err != nil || got[0] != "192.0.2.7" {
+			t.Errorf("the Service kube-vip-cloud-provider gave the last address: %v (%v)", got, err)
+		}
 	}
 }
 
