@@ -36,7 +36,7 @@ type Names struct {
 // accepted for migration with the same meaning and checks as the provider's own.
 func ForProvider(prefix string) Names {
 	return Names{
-		LoadBalancerIPs: []string{prefix + "load-balancer-ips", "kube-vip.io/loadbalancerIPs", "metallb.io/loadBalancerIPs", "metallb.universe.tf/loadBalancerIPs"},
+		LoadBalancerIPs: []string{prefix + "load-balancer-ips", KubeVIPAnnotation, "metallb.io/loadBalancerIPs", "metallb.universe.tf/loadBalancerIPs"},
 		SharedIP:        []string{prefix + "allow-shared-ip", "metallb.io/allow-shared-ip", "metallb.universe.tf/allow-shared-ip"},
 		AddressPool:     []string{prefix + "address-pool", "metallb.io/address-pool", "metallb.universe.tf/address-pool"},
 	}

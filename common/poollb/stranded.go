@@ -2,14 +2,30 @@ package poollb
 
 import (
 	"net/netip"
+	"reflect"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/ippool"
 )
+
+// Replace puts next (made from cfg) in place of a provider's running pools and their config
+// when cfg differs from the running one, forgetting the usage metrics of the pools gone; it
+// says whether it did. The caller holds its lock, and warns the Services whose address left
+// the pools (WarnStranded).
+func Replace(provider string, running *map[string]*ippool.Config, pools *[]*ippool.Pool, cfg map[string]*ippool.Config, next []*ippool.Pool) bool {
+	if reflect.DeepEqual(*running, cfg) {
+		return false
+	}
+	ippool.ForgetUsage(provider, *pools, next)
+	*running, *pools = cfg, next
+	klog.InfoS("Load balancer pools changed", "provider", provider, "pools", len(next))
+	return true
+}
 
 // Holding is a Service's addresses as its record holds them.
 type Holding struct {

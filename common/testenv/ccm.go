@@ -45,6 +45,7 @@ type CCMOptions struct {
 	// kube-system/cloud-controller-manager (apply deploy/base first).
 	Kubeconfig string
 	Args       []string // more flags, appended last (so they win)
+	Env        []string // more environment variables (KEY=value)
 }
 
 // CCM is a running ccm process.
@@ -100,7 +101,7 @@ func (e *Env) StartCCM(ctx context.Context, o CCMOptions) (*CCM, error) {
 	if o.CloudConfig != "" {
 		args = append(args, "--cloud-config="+o.CloudConfig)
 	}
-	p, err := StartProcess(e.Dir, o.Name, nil, o.Binary, append(args, o.Args...)...)
+	p, err := StartProcess(e.Dir, o.Name, o.Env, o.Binary, append(args, o.Args...)...)
 	if err != nil {
 		return nil, err
 	}

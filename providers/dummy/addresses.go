@@ -15,36 +15,23 @@ const (
 	// AnnotationLoadBalancerIPs asks for addresses, comma-separated, at most one per family.
 	AnnotationLoadBalancerIPs = "dummy.ccm.io/load-balancer-ips"
 	// AnnotationKubeVIPLoadBalancerIPs is kube-vip's name for the same, accepted for migration.
-	AnnotationKubeVIPLoadBalancerIPs = "kube-vip.io/loadbalancerIPs"
+	AnnotationKubeVIPLoadBalancerIPs = poollb.KubeVIPAnnotation
 	// AnnotationSharedIP opts a Service into sharing an address with the other Services that
 	// carry the same value, as long as their ports and protocols do not collide.
 	AnnotationSharedIP = "dummy.ccm.io/allow-shared-ip"
-	// MetalLB's names for the requested addresses and the sharing key, current and older,
-	// accepted for migration with the same meaning and checks as ccm's own.
-	AnnotationMetalLBLoadBalancerIPs       = "metallb.io/loadBalancerIPs"
-	AnnotationMetalLBLegacyLoadBalancerIPs = "metallb.universe.tf/loadBalancerIPs"
-	AnnotationMetalLBSharedIP              = "metallb.io/allow-shared-ip"
-	AnnotationMetalLBLegacySharedIP        = "metallb.universe.tf/allow-shared-ip"
 	// AnnotationAddressPool picks the pool the Service's addresses come from, among those
 	// serving its namespace; a pool with auto-assign = false hands out to a Service naming it.
 	AnnotationAddressPool = "dummy.ccm.io/address-pool"
-	// MetalLB's names for it.
-	AnnotationMetalLBAddressPool       = "metallb.io/address-pool"
-	AnnotationMetalLBLegacyAddressPool = "metallb.universe.tf/address-pool"
 )
 
-// poolNames are the annotations the pool decision reads (the constants above, in that order).
+// poolNames are the annotations the pool decision reads: the constants above and MetalLB's
+// names for them (poollb.ForProvider), each in the provider's annotation table.
 var poolNames = poollb.ForProvider("dummy.ccm.io/")
-
-// maxSharingKeyLen bounds the sharing key: it is stored in every sharing Service's record.
-const maxSharingKeyLen = poollb.MaxSharingKeyLen
 
 // PoolExhaustedError says no pool serving the Service has a free address of a family.
 type PoolExhaustedError = poollb.ExhaustedError
 
-// canonical and canonicalAddrs: the one spelling comparisons use (poollb.Canonical).
-func canonical(a netip.Addr) netip.Addr { return poollb.Canonical(a) }
-
+// canonicalAddrs: the one spelling comparisons use (poollb.Canonical).
 func canonicalAddrs(ips []string) []netip.Addr { return poollb.CanonicalAddrs(ips) }
 
 // addressesFor picks the Service's addresses (poollb.View.Choose) from what this process

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ippool"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/poollb"
 )
 
 // twoClouds returns two clouds of different clusters over one store: two clusters in one
@@ -405,7 +406,7 @@ func FuzzEnsureNeverTakesAHeldAddress(f *testing.F) {
 			}
 		} else {
 			for _, in := range st.Ingress {
-				if a := netip.MustParseAddr(in.IP); held[canonical(a)] || a != canonical(a) {
+				if a := netip.MustParseAddr(in.IP); held[poollb.Canonical(a)] || a != poollb.Canonical(a) {
 					t.Fatalf("got %s, held by another record (asked %q %q %q key %q)", in.IP, lbIP, ann, kv, share)
 				}
 			}

@@ -39,12 +39,9 @@ func (c *Cloud) Reload(data []byte) (bool, error) {
 func (l *loadBalancers) setPools(cfg map[string]*PoolConfig, pools []*ippool.Pool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if reflect.DeepEqual(l.poolCfg, cfg) {
+	if !poollb.Replace(ProviderName, &l.poolCfg, &l.pools, cfg, pools) {
 		return false
 	}
-	ippool.ForgetUsage(ProviderName, l.pools, pools)
-	l.poolCfg, l.pools = cfg, pools
-	klog.InfoS("Load balancer pools changed", "pools", len(pools))
 	if l.loaded {
 		poollb.WarnStranded(l.c.rec, pools, l.holdings())
 		l.updatePoolMetrics()

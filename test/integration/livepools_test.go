@@ -55,8 +55,10 @@ func TestLivePools(t *testing.T) {
 		t.Fatal(err)
 	}
 	const interval = 250 * time.Millisecond
+	// ccm's own Pod, as the downward API names it: a refused change is a Warning on it.
 	c, err := env.StartCCM(context.Background(), testenv.CCMOptions{Name: "ccm-live", Provider: "dummy", CloudConfig: path,
-		Args: []string{"--controllers=cloud-node,service", "--cloud-config-reload-interval=" + interval.String()}})
+		Args: []string{"--controllers=cloud-node,service", "--cloud-config-reload-interval=" + interval.String()},
+		Env:  []string{"POD_NAME=ccm-live-pod", "POD_NAMESPACE=kube-system"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +127,10 @@ func TestLivePools(t *testing.T) {
 	if log := c.Tail(400); !strings.Contains(log, "The changed cloud config is refused") || !strings.Contains(log, "line 9") {
 		t.Errorf("no log line naming the bad line:\n%s", c.Tail(20))
 	}
+	eventually(t, 10*time.Second, "a Warning CloudConfigRejected on ccm's Pod naming the line", func() (bool, error) {
+		evs, err := env.Client.CoreV1().Events("kube-system").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=ccm-live-pod,reason=CloudConfigRejected"})
+		return err == nil && len(evs.Items) > 0 && evs.Items[0].Type == v1.EventTypeWarning && strings.Contains(evs.Items[0].Message, "line 9"), err
+	})
 	if _, err := svcs.Create(ctx, testenv.LoadBalancerService(ns, "after-bad", 80), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
