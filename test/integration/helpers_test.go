@@ -24,14 +24,21 @@ func startCCM(t *testing.T, name, cloudConfig string, args ...string) *testenv.C
 	if err := os.WriteFile(path, []byte(cloudConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := env.StartCCM(context.Background(), testenv.CCMOptions{Name: name, Provider: "dummy", CloudConfig: path, Args: args})
+	return runCCM(t, testenv.CCMOptions{Name: name, Provider: "dummy", CloudConfig: path, Args: args})
+}
+
+// runCCM runs ccm as o says for the length of the test. On failure the end of its log is
+// printed.
+func runCCM(t *testing.T, o testenv.CCMOptions) *testenv.CCM {
+	t.Helper()
+	c, err := env.StartCCM(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		c.Stop(10 * time.Second)
 		if t.Failed() {
-			t.Logf("%s log (last 40 lines):\n%s", name, c.Tail(40))
+			t.Logf("%s log (last 40 lines):\n%s", o.Name, c.Tail(40))
 		}
 	})
 	return c

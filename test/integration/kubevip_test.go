@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,24 +14,10 @@ import (
 // annotation (or spec.loadBalancerIP), not the status. With --write-kube-vip-annotation the
 // pool providers write the annotation with the addresses of the status, so a kube-vip speaker
 // announces what ccm hands out; the next sync reads it back as the Service's request and writes
-// nothing more; a Service of another ccm run without the flag gets no annotation.
+// nothing more.
 func TestKubeVIPAnnotationForTheSpeaker(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cloud.conf")
 	conf := "[Global]\nregion = lab\n\n[Instance \"it-kv-node\"]\ninternal-ip = 10.2.0.19\n\n[Pool \"p\"]\nrange = 192.0.2.70-192.0.2.71\n"
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, err := env.StartCCM(context.Background(), testenv.CCMOptions{Name: "ccm-kubevip", Provider: "dummy", CloudConfig: path,
-		Args: []string{"--controllers=cloud-node,service", "--write-kube-vip-annotation"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Stop(10 * time.Second)
-		if t.Failed() {
-			t.Logf("ccm-kubevip log (last 40 lines):\n%s", c.Tail(40))
-		}
-	})
+	startCCM(t, "ccm-kubevip", conf, "--controllers=cloud-node,service", "--write-kube-vip-annotation")
 	newNode(t, "it-kv-node")
 	ns := namespace(t)
 	ctx := context.Background()

@@ -56,18 +56,9 @@ func TestLivePools(t *testing.T) {
 	}
 	const interval = 250 * time.Millisecond
 	// ccm's own Pod, as the downward API names it: a refused change is a Warning on it.
-	c, err := env.StartCCM(context.Background(), testenv.CCMOptions{Name: "ccm-live", Provider: "dummy", CloudConfig: path,
+	c := runCCM(t, testenv.CCMOptions{Name: "ccm-live", Provider: "dummy", CloudConfig: path,
 		Args: []string{"--controllers=cloud-node,service", "--cloud-config-reload-interval=" + interval.String()},
 		Env:  []string{"POD_NAME=ccm-live-pod", "POD_NAMESPACE=kube-system"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Stop(10 * time.Second)
-		if t.Failed() {
-			t.Logf("ccm-live log (last 40 lines):\n%s", c.Tail(40))
-		}
-	})
 	newNode(t, "it-live-node")
 	ns := namespace(t)
 	ctx := context.Background()
