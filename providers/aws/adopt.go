@@ -14,13 +14,11 @@ package aws
 import (
 	"context"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
 	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
@@ -174,28 +172,6 @@ func isUpstreamGroup(id ownership.Identity, svc *v1.Service, lbName string, g *t
 	tags := groupTags(g)
 	tags[ownership.ServiceTag] = id.Service() // the description named it
 	return upstreamOwned(id, tags)
-}
-
-// adoptGroup makes upstream's ELB group ccm's own for svc, in place (same group, attached to
-// the same ELB, its rules kept): it adds ccm's ownership tags. A group that is neither ccm's
-// nor upstream's for svc is refused.
-func (l *loadBalancers) adoptGroup(ctx context.Context, svc *v1.Service, lbName string, g *types.SecurityGroup) error {
-	id := l.identity(svc)
-	err := ownership.Check(id, "security group", groupName(lbName), groupTags(g))
-	if err == nil || !isUpstreamGroup(id, svc, lbName, g) {
-		return err
-	}
-	var ts []types.Tag
-	for _, k := range slices.Sorted(maps.Keys(id.Tags())) {
-		ts = append(ts, types.Tag{Key: aws.String(k), Value: aws.String(id.Tags()[k])})
-	}
-	if _, err := l.c.api.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{aws.ToString(g.GroupId)}, Tags: ts}); err != nil {
-		return fmt.Errorf("aws: CreateTags %s: %w", aws.ToString(g.GroupId), err)
-	}
-	l.gsnap.ForgetAll()
-	g.Tags = append(g.Tags, ts...)
-	klog.InfoS("Took over the upstream CCM's ELB security group", "service", klog.KObj(svc), "group", aws.ToString(g.GroupId))
-	return nil
 }
 
 // adoptTargetGroup finds, among the target groups attached to svc's NLB, one upstream made

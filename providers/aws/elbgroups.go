@@ -9,14 +9,11 @@ package aws
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
@@ -192,32 +189,13 @@ func (l *loadBalancers) applyELBGroups(ctx context.Context, svc *v1.Service, nam
 
 // applyOwnELBGroup makes the ELB's own group, or adds ccm's tags to upstream's; it returns its ID.
 func (l *loadBalancers) applyOwnELBGroup(ctx context.Context, svc *v1.Service, name string, want *desired, p *sgrules.Own) (string, error) {
-	id := l.identity(svc)
-	var ts []types.Tag
-	for _, k := range slices.Sorted(maps.Keys(id.Tags())) {
-		ts = append(ts, types.Tag{Key: aws.String(k), Value: aws.String(id.Tags()[k])})
-	}
 	switch {
 	case p.Create:
-		out, err := l.c.api.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
-			GroupName: aws.String(groupName(name)), VpcId: aws.String(want.vpc),
-			Description:       aws.String(fmt.Sprintf("Kubernetes ELB %s for %s/%s", name, svc.Namespace, svc.Name)),
-			TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSecurityGroup, Tags: ts}},
-		})
-		if err != nil {
-			return "", fmt.Errorf("aws: CreateSecurityGroup %s: %w", groupName(name), err)
-		}
-		if aws.ToString(out.GroupId) == "" {
-			return "", errEmptyAnswer("CreateSecurityGroup", groupName(name))
-		}
-		l.gsnap.ForgetAll()
-		return aws.ToString(out.GroupId), nil
+		return l.createGroup(ctx, groupName(name), want.vpc, fmt.Sprintf("Kubernetes ELB %s for %s/%s", name, svc.Namespace, svc.Name), l.identity(svc).Tags())
 	case p.TakeOver:
-		if _, err := l.c.api.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{p.ID}, Tags: ts}); err != nil {
-			return "", fmt.Errorf("aws: CreateTags %s: %w", p.ID, err)
+		if err := l.takeOverGroup(ctx, svc, p.ID, "ELB"); err != nil {
+			return "", err
 		}
-		l.gsnap.ForgetAll()
-		klog.InfoS("Took over the upstream CCM's ELB security group", "service", klog.KObj(svc), "group", p.ID)
 	}
 	return p.ID, nil
 }

@@ -7,7 +7,6 @@ package aws
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -296,16 +295,9 @@ func (l *loadBalancers) applyOwnNLBGroup(ctx context.Context, s *nlbSync, own *s
 		s.group, gid = g, aws.ToString(g.GroupId)
 	}
 	if own.TakeOver {
-		id := l.identity(s.svc)
-		var ts []types.Tag
-		for _, k := range slices.Sorted(maps.Keys(id.Tags())) {
-			ts = append(ts, types.Tag{Key: aws.String(k), Value: aws.String(id.Tags()[k])})
+		if err := l.takeOverGroup(ctx, s.svc, gid, "NLB"); err != nil {
+			return err
 		}
-		if _, err := l.c.api.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{gid}, Tags: ts}); err != nil {
-			return fmt.Errorf("aws: CreateTags %s: %w", gid, err)
-		}
-		l.gsnap.ForgetAll()
-		klog.InfoS("Took over the upstream CCM's NLB security group", "service", klog.KObj(s.svc), "group", gid)
 	}
 	changes, err := l.writeRules(ctx, gid, own.Add, own.Del)
 	if !own.Create {

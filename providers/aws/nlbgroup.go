@@ -21,7 +21,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -246,24 +245,12 @@ func (l *loadBalancers) findOwnNLBGroup(ctx context.Context, id ownership.Identi
 func (l *loadBalancers) createNLBGroup(ctx context.Context, svc *v1.Service, name string, want *nlbDesired) (*types.SecurityGroup, error) {
 	gname := nlbGroupName(name)
 	tags := ownTags(l.identity(svc), want.ExtraTags, nil)
-	var ts []types.Tag
-	for _, k := range slices.Sorted(maps.Keys(tags)) {
-		ts = append(ts, types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
-	}
-	created, err := l.c.api.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
-		GroupName: aws.String(gname), VpcId: aws.String(want.vpc),
-		Description:       aws.String(fmt.Sprintf("Kubernetes NLB %s for %s/%s", name, svc.Namespace, svc.Name)),
-		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSecurityGroup, Tags: ts}},
-	})
+	gid, err := l.createGroup(ctx, gname, want.vpc, fmt.Sprintf("Kubernetes NLB %s for %s/%s", name, svc.Namespace, svc.Name), tags)
 	if err != nil {
-		return nil, fmt.Errorf("aws: CreateSecurityGroup %s: %w", gname, err)
+		return nil, err
 	}
-	if aws.ToString(created.GroupId) == "" {
-		return nil, errEmptyAnswer("CreateSecurityGroup", gname)
-	}
-	l.gsnap.ForgetAll()
-	klog.InfoS("Created NLB security group", "service", klog.KObj(svc), "group", aws.ToString(created.GroupId))
-	return &types.SecurityGroup{GroupId: created.GroupId, GroupName: aws.String(gname), Tags: ts}, nil
+	klog.InfoS("Created NLB security group", "service", klog.KObj(svc), "group", gid)
+	return &types.SecurityGroup{GroupId: aws.String(gid), GroupName: aws.String(gname), Tags: ec2Tags(tags)}, nil
 }
 
 // deleteNLBGroup deletes the NLB's own group once the NLB is gone. g was found attached to the

@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -161,6 +162,42 @@ func permissions(rs []rule, withDesc bool) []types.IpPermission {
 		out = append(out, p)
 	}
 	return out
+}
+
+// ec2Tags are m as EC2 tags, in key order.
+func ec2Tags(m map[string]string) []types.Tag {
+	var ts []types.Tag
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		ts = append(ts, types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
+	}
+	return ts
+}
+
+// createGroup makes the security group gname in vpc, tagged with tags; it returns its ID.
+func (l *loadBalancers) createGroup(ctx context.Context, gname, vpc, desc string, tags map[string]string) (string, error) {
+	out, err := l.c.api.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
+		GroupName: aws.String(gname), VpcId: aws.String(vpc), Description: aws.String(desc),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSecurityGroup, Tags: ec2Tags(tags)}},
+	})
+	if err != nil {
+		return "", fmt.Errorf("aws: CreateSecurityGroup %s: %w", gname, err)
+	}
+	if aws.ToString(out.GroupId) == "" {
+		return "", errEmptyAnswer("CreateSecurityGroup", gname)
+	}
+	l.gsnap.ForgetAll()
+	return aws.ToString(out.GroupId), nil
+}
+
+// takeOverGroup adds svc's ownership tags to the upstream CCM's group gid (of a load balancer
+// of kind ELB or NLB), which the plan proved the Service's.
+func (l *loadBalancers) takeOverGroup(ctx context.Context, svc *v1.Service, gid, kind string) error {
+	if _, err := l.c.api.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{gid}, Tags: ec2Tags(l.identity(svc).Tags())}); err != nil {
+		return fmt.Errorf("aws: CreateTags %s: %w", gid, err)
+	}
+	l.gsnap.ForgetAll()
+	klog.InfoS("Took over the upstream CCM's "+kind+" security group", "service", klog.KObj(svc), "group", gid)
+	return nil
 }
 
 // syncRules authorizes the missing wanted rules and revokes those of ours (mine) that are not
