@@ -19,6 +19,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 // ownedELBGroups returns the ELB security groups (named k8s-elb-*) whose tags say they are
@@ -56,7 +57,7 @@ func (l *loadBalancers) ownedTargetGroups(ctx context.Context, id ownership.Iden
 			return nil, fmt.Errorf("aws: DescribeTargetGroups: %w", err)
 		}
 		for _, tg := range out.TargetGroups {
-			if n := aws.ToString(tg.TargetGroupName); strings.HasPrefix(n, tgNames.Prefix) || upstreamTGNameRE.MatchString(n) {
+			if n := aws.ToString(tg.TargetGroupName); strings.HasPrefix(n, tgNames.Prefix) || upstream.IsTGName(n) {
 				byARN[aws.ToString(tg.TargetGroupArn)] = tg
 				arns = append(arns, aws.ToString(tg.TargetGroupArn))
 			}
@@ -108,7 +109,7 @@ func (l *loadBalancers) unusedOwnGroup(ctx context.Context, svc *v1.Service, lbN
 	}
 	g, _ := l.gsnap.Get(ctx, "name:"+vpc+"/"+groupName(lbName), l.listGroups)
 	id := l.identity(svc)
-	if g == nil || (!ownership.Is(id, groupTags(g)) && !isUpstreamGroup(id, svc, lbName, g)) {
+	if g == nil || (!ownership.Is(id, groupTags(g)) && !upstream.IsELBGroup(id, svc, lbName, g)) {
 		return nil
 	}
 	return g

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 	"k8s.io/klog/v2"
 )
 
@@ -25,10 +26,7 @@ import (
 // address does not answer at all, and the operator should hear why within seconds.
 const discoveryTimeout = 30 * time.Second
 
-const (
-	clusterTagPrefix = "kubernetes.io/cluster/"
-	legacyClusterTag = "KubernetesCluster"
-)
+const clusterTagPrefix = "kubernetes.io/cluster/"
 
 // metadataClient is the SDK's IMDS client: IMDSv2 (a token PUT, then GETs with the token),
 // at AWS_EC2_METADATA_SERVICE_ENDPOINT if set, else a [ServiceOverride] for ec2imds (any
@@ -121,7 +119,7 @@ func (c *Cloud) discoverCluster(ctx context.Context, api *ec2.Client, instanceID
 	}
 	if id == "" {
 		return fmt.Errorf("aws: the cloud-config does not set [Global] KubernetesClusterID, and instance %s (where ccm runs) has neither a %s<id> tag nor a %s tag to take it from. "+
-			"Set KubernetesClusterID to the <id> of the %s<id> tags on the cluster's subnets and security groups, or tag the instance", instanceID, clusterTagPrefix, legacyClusterTag, clusterTagPrefix)
+			"Set KubernetesClusterID to the <id> of the %s<id> tags on the cluster's subnets and security groups, or tag the instance", instanceID, clusterTagPrefix, upstream.LegacyClusterTag, clusterTagPrefix)
 	}
 	if !clusterIDRE.MatchString(id) {
 		return fmt.Errorf("aws: the cluster tag of instance %s names cluster %q: use at most 128 letters, digits and . _ : / @ + = -, or set [Global] KubernetesClusterID", instanceID, id)
@@ -145,7 +143,7 @@ func clusterIDFromTags(tags []types.Tag) (id string, legacy bool, err error) {
 		if rest, ok := strings.CutPrefix(k, clusterTagPrefix); ok && rest != "" {
 			current = append(current, rest)
 		}
-		if k == legacyClusterTag && aws.ToString(t.Value) != "" {
+		if k == upstream.LegacyClusterTag && aws.ToString(t.Value) != "" {
 			old = append(old, aws.ToString(t.Value))
 		}
 	}
@@ -153,9 +151,9 @@ func clusterIDFromTags(tags []types.Tag) (id string, legacy bool, err error) {
 	case len(current) > 1:
 		return "", false, fmt.Errorf("it has %d %s<id> tags (%s): which cluster it belongs to is ambiguous", len(current), clusterTagPrefix, strings.Join(current, ", "))
 	case len(old) > 1:
-		return "", false, fmt.Errorf("it has several %s tags", legacyClusterTag)
+		return "", false, fmt.Errorf("it has several %s tags", upstream.LegacyClusterTag)
 	case len(current) == 1 && len(old) == 1 && current[0] != old[0]:
-		return "", false, fmt.Errorf("its tags %s%s and %s=%s name different clusters", clusterTagPrefix, current[0], legacyClusterTag, old[0])
+		return "", false, fmt.Errorf("its tags %s%s and %s=%s name different clusters", clusterTagPrefix, current[0], upstream.LegacyClusterTag, old[0])
 	case len(current) == 1:
 		return current[0], false, nil
 	case len(old) == 1:

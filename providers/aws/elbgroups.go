@@ -19,6 +19,7 @@ import (
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 // elbGroups is what was read of an ELB's groups, and what is planned for them.
@@ -90,7 +91,7 @@ func (l *loadBalancers) observeOwnELBGroup(ctx context.Context, svc *v1.Service,
 	if err := ownership.Check(id, "security group", groupName(name), groupTags(own)); err != nil {
 		// Found by its name alone: a group someone else made with this name is not ours;
 		// upstream's group for this Service's ELB becomes ours in place.
-		if !isUpstreamGroup(id, svc, name, own) {
+		if !upstream.IsELBGroup(id, svc, name, own) {
 			return err
 		}
 		g.seen.Upstream = true

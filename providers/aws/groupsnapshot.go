@@ -14,6 +14,7 @@ import (
 	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
 	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 type (
@@ -76,7 +77,7 @@ func (l *loadBalancers) listTGs(ctx context.Context) (map[string]*[]v2types.Targ
 			return nil, nil, err
 		}
 		for _, tg := range out.TargetGroups {
-			if n := aws.ToString(tg.TargetGroupName); !strings.HasPrefix(n, tgNames.Prefix) && !upstreamTGNameRE.MatchString(n) {
+			if n := aws.ToString(tg.TargetGroupName); !strings.HasPrefix(n, tgNames.Prefix) && !upstream.IsTGName(n) {
 				continue
 			}
 			for _, lb := range tg.LoadBalancerArns {

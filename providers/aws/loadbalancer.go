@@ -28,6 +28,7 @@ import (
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 // fingerprintTag holds fingerprint.Of(the desired configuration) on each ELB, so a restart with
@@ -175,7 +176,7 @@ func (l *loadBalancers) elbOwnerCheck(svc *v1.Service, name string) func(context
 		if err != nil {
 			return err
 		}
-		return checkLB(l.identity(svc), svc, name, tags)
+		return upstream.CheckLB(l.identity(svc), svc, name, tags)
 	}
 }
 
@@ -186,7 +187,7 @@ func (l *loadBalancers) nlbOwnerCheck(svc *v1.Service, name, arn string) func(co
 		if err != nil {
 			return err
 		}
-		return checkLB(l.identity(svc), svc, name, tags)
+		return upstream.CheckLB(l.identity(svc), svc, name, tags)
 	}
 }
 
@@ -300,7 +301,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	}
 	if err != nil && !errors.Is(err, errNotCreatedYet) {
 		// Maybe a listing was out of date (a group deleted by hand): the next try lists afresh.
-		for _, name := range []string{l.name(svc), upstreamName(svc)} {
+		for _, name := range []string{l.name(svc), upstream.LBName(svc)} {
 			l.snap.Forget(name)
 			l.nsnap.Forget(name)
 		}
@@ -397,7 +398,7 @@ func (l *loadBalancers) observeClassic(ctx context.Context, svc *v1.Service, opt
 		return nil, errNotCreatedYet
 	}
 	if r.cur != nil {
-		if err := checkLB(r.id, svc, r.name, r.tags); err != nil {
+		if err := upstream.CheckLB(r.id, svc, r.name, r.tags); err != nil {
 			return nil, err
 		}
 		r.applied = !fingerprint.Changed(r.tags[fingerprintTag], r.fp) && !ownership.NeedsUID(r.id, r.tags)
@@ -709,7 +710,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) (existed bool, err error) {
 	id := l.identity(svc)
 	l.snap.Forget(l.name(svc))
-	l.snap.Forget(upstreamName(svc))
+	l.snap.Forget(upstream.LBName(svc))
 	// ccm's ELB or upstream's for this Service (findClassic reads both names when not listed).
 	name, cur, tags, listed, err := l.findClassic(ctx, svc)
 	if err != nil {
@@ -723,7 +724,7 @@ func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) (exi
 	defer l.snap.Forget(name)
 	var sources []string
 	if cur != nil {
-		if checkLB(id, svc, name, tags) != nil {
+		if upstream.CheckLB(id, svc, name, tags) != nil {
 			klog.InfoS("Not deleting an ELB this Service does not own", "service", klog.KObj(svc), "name", name)
 			return true, nil
 		}
@@ -753,7 +754,7 @@ func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) (exi
 		return false, err
 	}
 	if byName != nil && !slices.ContainsFunc(owned, func(g ec2types.SecurityGroup) bool { return aws.ToString(g.GroupId) == aws.ToString(byName.GroupId) }) {
-		if ownership.Is(id, groupTags(byName)) || isUpstreamGroup(id, svc, name, byName) {
+		if ownership.Is(id, groupTags(byName)) || upstream.IsELBGroup(id, svc, name, byName) {
 			owned = append(owned, *byName)
 		} else {
 			klog.InfoS("Not deleting a security group this Service does not own", "group", aws.ToString(byName.GroupId))

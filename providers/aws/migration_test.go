@@ -18,6 +18,7 @@ import (
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 // migCluster is the cluster ID every test here runs ccm with.
@@ -427,41 +428,19 @@ func TestUpstreamLBOfAnotherServiceNotAdopted(t *testing.T) {
 	}
 }
 
-// The tag shapes that prove an object upstream's for a Service of this cluster.
-func TestUpstreamOwned(t *testing.T) {
-	id := ownership.Identity{Cluster: "prod", Namespace: "shop", Name: "web", UID: "u1"}
-	for _, c := range []struct {
-		name string
-		tags map[string]string
-		want bool
-	}{
-		{"cluster tag", map[string]string{"kubernetes.io/cluster/prod": "owned", "kubernetes.io/service-name": "shop/web"}, true},
-		{"both tags", map[string]string{"kubernetes.io/cluster/prod": "owned", "KubernetesCluster": "prod", "kubernetes.io/service-name": "shop/web"}, true},
-		{"legacy tag only", map[string]string{"KubernetesCluster": "prod", "kubernetes.io/service-name": "shop/web"}, true},
-		{"ccm's tags", map[string]string{"kubernetes.io/cluster/prod": "owned", "kubernetes.io/service-name": "shop/web", "kubernetes.io/service-uid": "u1"}, true},
-		{"another cluster", map[string]string{"kubernetes.io/cluster/staging": "owned", "kubernetes.io/service-name": "shop/web"}, false},
-		{"legacy tag, another cluster's tag", map[string]string{"KubernetesCluster": "prod", "kubernetes.io/cluster/staging": "owned", "kubernetes.io/service-name": "shop/web"}, false},
-		{"legacy tag of another cluster", map[string]string{"KubernetesCluster": "staging", "kubernetes.io/service-name": "shop/web"}, false},
-		{"shared", map[string]string{"kubernetes.io/cluster/prod": "shared", "kubernetes.io/service-name": "shop/web"}, false},
-		{"another Service", map[string]string{"kubernetes.io/cluster/prod": "owned", "kubernetes.io/service-name": "shop/api"}, false},
-		{"no Service tag", map[string]string{"kubernetes.io/cluster/prod": "owned"}, false},
-		{"another UID", map[string]string{"kubernetes.io/cluster/prod": "owned", "kubernetes.io/service-name": "shop/web", "kubernetes.io/service-uid": "u0"}, false},
-	} {
-		if got := upstreamOwned(id, c.tags); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-		}
-	}
+// upstream's names as the fake derives them (as upstream does) are the ones ccm recognises.
+func TestUpstreamNamesMatchTheFake(t *testing.T) {
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{UID: "6f1c2d3e-4b5a-4c6d-8e7f-000000000001"}}
-	if n := upstreamName(svc); n != "a6f1c2d3e4b5a4c6d8e7f00000000000" || !isUpstreamLBName(n) || n != fakeaws.UpstreamLBName(string(svc.UID)) {
+	if n := upstream.LBName(svc); n != "a6f1c2d3e4b5a4c6d8e7f00000000000" || !upstream.IsLBName(n) || n != fakeaws.UpstreamLBName(string(svc.UID)) {
 		t.Errorf("upstream name %q", n)
 	}
 	for _, n := range []string{fakeaws.UpstreamTargetGroupName("prod", "kube-system", "ingress-nginx-controller", 443, 31443, "TCP", "TCP", 30),
 		fakeaws.UpstreamTargetGroupName("prod", "a", "b", 53, 30053, "UDP", "HTTP", 10)} {
-		if !upstreamTGNameRE.MatchString(n) {
+		if !upstream.IsTGName(n) {
 			t.Errorf("upstream target group name %q not recognised", n)
 		}
 	}
-	if upstreamTGNameRE.MatchString(tgNames.Name("prod", "shop/web", "tcp30080")) {
+	if upstream.IsTGName(tgNames.Name("prod", "shop/web", "tcp30080")) {
 		t.Errorf("ccm's target group name taken for upstream's")
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 // nlbPoll is how soon a Service whose NLB is still provisioning is looked at again: the
@@ -448,7 +449,7 @@ func (l *loadBalancers) deleteTG(ctx context.Context, svc *v1.Service, tg v2type
 	if err != nil {
 		return err
 	}
-	if !ownsTG(l.identity(svc), tg, tags) {
+	if !upstream.OwnsTG(l.identity(svc), tg, tags) {
 		return nil
 	}
 	_, err = l.c.api.elbv2.DeleteTargetGroup(ctx, &elbv2.DeleteTargetGroupInput{TargetGroupArn: tg.TargetGroupArn})
@@ -465,7 +466,7 @@ func (l *loadBalancers) deleteTG(ctx context.Context, svc *v1.Service, tg v2type
 // an interrupted delete are found again by their names.
 func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed bool, err error) {
 	l.nsnap.Forget(l.name(svc))
-	l.nsnap.Forget(upstreamName(svc))
+	l.nsnap.Forget(upstream.LBName(svc))
 	// ccm's NLB or upstream's for this Service (both names read: they were just forgotten).
 	name, cur, tags, _, err := l.findNLB(ctx, svc) // read, not listed: both names were forgotten
 	if err != nil {
@@ -477,7 +478,7 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 	if cur != nil {
 		arn := aws.ToString(cur.LoadBalancerArn)
 		defer l.tsnap.Forget(arn)
-		if checkLB(l.identity(svc), svc, name, tags) != nil {
+		if upstream.CheckLB(l.identity(svc), svc, name, tags) != nil {
 			klog.InfoS("Not deleting an NLB this Service does not own", "service", klog.KObj(svc), "name", name)
 			return true, nil
 		}
@@ -495,7 +496,7 @@ func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed
 		if err != nil {
 			return false, err
 		}
-		if err := l.removeNodeRulesNLB(ctx, svc, upstreamOnly(name, svc), append(groups, groupIDs(tags[nodeGroupsTag])...)); err != nil {
+		if err := l.removeNodeRulesNLB(ctx, svc, upstream.Only(name, svc), append(groups, groupIDs(tags[nodeGroupsTag])...)); err != nil {
 			return false, err
 		}
 		if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: cur.LoadBalancerArn}); err != nil {

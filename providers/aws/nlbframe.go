@@ -23,6 +23,7 @@ import (
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 // nlbSync is one reconcile of an NLB: what it read, and what its writes learnt.
@@ -86,7 +87,7 @@ func (l *loadBalancers) observeNLBFrame(ctx context.Context, svc *v1.Service, op
 		return nil, errNotCreatedYet
 	}
 	s := &nlbSync{svc: svc, opts: opts, name: name, cur: cur, tags: tags, listed: listed, want: want, members: members}
-	s.verify = cur != nil && name == upstreamName(svc) && tags[fingerprintTag] == ""
+	s.verify = cur != nil && name == upstream.LBName(svc) && tags[fingerprintTag] == ""
 	s.applied = cur != nil && !fingerprint.Changed(tags[fingerprintTag], fingerprint.Of(want)) && !ownership.NeedsUID(l.identity(svc), tags)
 	for _, step := range []func(context.Context, *nlbSync) error{l.observeNLBGroups, l.observeOwnNLBGroup, l.observeNodeGroups, l.observeNewNLB} {
 		if err := step(ctx, s); err != nil {
@@ -101,7 +102,7 @@ func (l *loadBalancers) observeNLBFrame(ctx context.Context, svc *v1.Service, op
 func (l *loadBalancers) observeNLBGroups(ctx context.Context, s *nlbSync) error {
 	id, want := l.identity(s.svc), s.want
 	if s.cur != nil {
-		if err := checkLB(id, s.svc, s.name, s.tags); err != nil {
+		if err := upstream.CheckLB(id, s.svc, s.name, s.tags); err != nil {
 			return err
 		}
 		if want.ManagedGroup {
@@ -211,7 +212,7 @@ func (l *loadBalancers) observeNewNLB(ctx context.Context, s *nlbSync) error {
 
 // frameDesired is what the frame is planned from.
 func (s *nlbSync) frameDesired(id ownership.Identity) nlbplan.FrameDesired {
-	nodes := nodeRuleOwners(id, upstreamOnly(s.name, s.svc))
+	nodes := nodeRuleOwners(id, upstream.Only(s.name, s.svc))
 	nodes.Want, nodes.In = nlbNodeRules(id, s.want), s.want.NodeGroups
 	return nlbplan.FrameDesired{Scheme: s.want.Scheme, Groups: s.groups, OwnRules: nlbGroupRules(id, s.want), Nodes: nodes}
 }

@@ -18,10 +18,7 @@ package aws
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -38,32 +35,12 @@ import (
 	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 // nlbGroupModeManaged is the NLBSecurityGroupMode value that turns NLB groups on (upstream's
 // only value, case-sensitive).
 const nlbGroupModeManaged = "Managed"
-
-// upstreamNLBGroupDescription is the description upstream gives every managed NLB group.
-const upstreamNLBGroupDescription = "[k8s] Managed SecurityGroup for LoadBalancer"
-
-// upstreamNLBGroupName is the name upstream's Managed mode gives svc's group
-// (GetSecurityGroupNameForNLB): k8s-<namespace:8>-<name:8>-<10 hex digits of the sha256 of the
-// cluster name, the Service's name, namespace and UID>, alphanumerics only in the parts. The
-// UID in it ties the group to this Service, as no tag of upstream's does.
-func upstreamNLBGroupName(clusterName string, svc *v1.Service) string {
-	h := sha256.New()
-	for _, s := range []string{clusterName, svc.Name, svc.Namespace, string(svc.UID)} {
-		_, _ = h.Write([]byte(s))
-	}
-	cut := func(s string) string {
-		s = nonAlnumRE.ReplaceAllString(s, "")
-		return s[:min(len(s), 8)]
-	}
-	return fmt.Sprintf("k8s-%s-%s-%s", cut(svc.Namespace), cut(svc.Name), hex.EncodeToString(h.Sum(nil))[:10])
-}
-
-var nonAlnumRE = regexp.MustCompile(`[^A-Za-z0-9]`)
 
 // nlbGroupName is ccm's name for the group of the NLB lbName.
 func nlbGroupName(lbName string) string { return "k8s-nlb-" + lbName }
@@ -72,20 +49,11 @@ func (c *Config) nlbGroupsManaged() bool {
 	return c.Global.NLBSecurityGroupMode == nlbGroupModeManaged
 }
 
-// isUpstreamNLBGroup says whether g is the group upstream's Managed mode made for svc: the
-// name upstream derives from the cluster name and svc's UID, its description, and this cluster's
-// tag "owned" (upstream tags it with the cluster only).
+// isUpstreamNLBGroup says whether g is the group upstream's Managed mode made for svc in this
+// cluster (upstream.IsNLBGroup).
 func (l *loadBalancers) isUpstreamNLBGroup(id ownership.Identity, svc *v1.Service, g *types.SecurityGroup) bool {
 	clusterName, _ := l.clusterName.Load().(string)
-	if svc.UID == "" || aws.ToString(g.GroupName) != upstreamNLBGroupName(clusterName, svc) || aws.ToString(g.Description) != upstreamNLBGroupDescription {
-		return false
-	}
-	tags := groupTags(g)
-	// Upstream tags the group with the cluster only: the Service is proven by the UID hash in
-	// the name (checked above), not by the NLB the group is attached to, which holds once the
-	// group is detached too.
-	tags[ownership.ServiceTag] = id.Service()
-	return upstreamOwned(id, tags)
+	return upstream.IsNLBGroup(id, clusterName, svc, g)
 }
 
 // nlbGroupRules are the ingress rules of the NLB's own group: each listener port from each
@@ -196,7 +164,7 @@ func nlbGroupsReplacedMessage(lbName string, was, now []string, named bool) stri
 func (l *loadBalancers) detachedOwnNLBGroup(ctx context.Context, svc *v1.Service, name string, want *nlbDesired, g *types.SecurityGroup) *types.SecurityGroup {
 	if g == nil {
 		clusterName, _ := l.clusterName.Load().(string)
-		for _, gname := range []string{nlbGroupName(name), upstreamNLBGroupName(clusterName, svc)} {
+		for _, gname := range []string{nlbGroupName(name), upstream.NLBGroupName(clusterName, svc)} {
 			if c, _ := l.gsnap.Get(ctx, "name:"+want.vpc+"/"+gname, l.listGroups); c != nil && l.isOwnNLBGroup(svc, name, c) {
 				g = c
 				break

@@ -19,6 +19,7 @@ import (
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/fakeaws"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 const managedMode = "[Global]\nNLBSecurityGroupMode = Managed\n"
@@ -278,11 +279,11 @@ func TestUpstreamNLBGroupIsTheServicesOwn(t *testing.T) {
 	svc := migService(3, true)
 	id := ownership.Of(migCluster, svc)
 	group := func(name string) *types.SecurityGroup {
-		return &types.SecurityGroup{GroupName: aws.String(name), Description: aws.String(upstreamNLBGroupDescription),
+		return &types.SecurityGroup{GroupName: aws.String(name), Description: aws.String(upstream.NLBGroupDescription),
 			Tags: []types.Tag{{Key: aws.String(ownership.ClusterTagPrefix + migCluster), Value: aws.String("owned")}}}
 	}
 	own := fakeaws.UpstreamNLBGroupName(migCluster, svc.Namespace, svc.Name, string(svc.UID))
-	if got := upstreamNLBGroupName(migCluster, svc); got != own {
+	if got := upstream.NLBGroupName(migCluster, svc); got != own {
 		t.Fatalf("upstreamNLBGroupName = %s, the fake's derivation %s", got, own)
 	}
 	other := fakeaws.UpstreamNLBGroupName(migCluster, svc.Namespace, svc.Name, "another-uid")

@@ -20,6 +20,7 @@ import (
 	"github.com/ccm-project/ccm/common/reach"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 // nodeGroupsTag lists (space-separated) the node security groups an NLB's rules were added to,
@@ -56,7 +57,7 @@ func (l *loadBalancers) removeNodeRulesNLB(ctx context.Context, svc *v1.Service,
 // Service's classic ELB rules, from its group, are not these, during a type change either) and
 // carry its description, or are upstream's for its NLB up, taken over. No rule is wanted.
 func nodeRuleOwners(id ownership.Identity, up string) nlbplan.NodeRules {
-	upstream := func(r rule) bool { return upstreamNLBRule(up, r) }
+	upstream := func(r rule) bool { return upstream.NLBRule(up, r) }
 	return nlbplan.NodeRules{Cluster: id.Cluster, Upstream: upstream,
 		Mine: func(r rule) bool { return r.CIDR != "" && (ownership.DescribedBy(id, r.Desc) || upstream(r)) }}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/routes"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 // vpcRoutes implements cloudprovider.Routes on one VPC route table: RouteTableID, or the table
@@ -144,7 +145,7 @@ func clusterTagged(in *types.Instance, cluster string) bool {
 	}
 	return slices.ContainsFunc(in.Tags, func(t types.Tag) bool {
 		k := aws.ToString(t.Key)
-		return k == ownership.ClusterTagPrefix+cluster || k == legacyClusterTag && aws.ToString(t.Value) == cluster
+		return k == ownership.ClusterTagPrefix+cluster || k == upstream.LegacyClusterTag && aws.ToString(t.Value) == cluster
 	})
 }
 

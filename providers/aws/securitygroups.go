@@ -20,10 +20,11 @@ import (
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 // groupName is the name of the security group made for one ELB.
-func groupName(lbName string) string { return "k8s-elb-" + lbName }
+func groupName(lbName string) string { return upstream.ELBGroupName(lbName) }
 
 // nodeGroupOf picks, as upstream does, the instance's security group that ELB rules go to: the
 // one tagged for the cluster (kubernetes.io/cluster/<id>); with none tagged, its only group.

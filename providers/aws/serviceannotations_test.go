@@ -9,6 +9,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 // spec.loadBalancerIP and sessionAffinity ClientIP are refused before any write, naming the
@@ -38,7 +39,7 @@ func TestUnsupportedSpecRefused(t *testing.T) {
 func TestProviderTagsReserved(t *testing.T) {
 	id := ownership.Of("prod", tcpService("s", nil))
 	id.UID = "u"
-	for _, k := range []string{fingerprintTag, nodeGroupsTag, legacyClusterTag, ownership.ClusterTagPrefix + "other"} {
+	for _, k := range []string{fingerprintTag, nodeGroupsTag, upstream.LegacyClusterTag, ownership.ClusterTagPrefix + "other"} {
 		if !annotations.ReservedTag(k) {
 			t.Errorf("%s is not reserved", k)
 		}

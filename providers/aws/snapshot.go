@@ -12,6 +12,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 // The cluster's listings (awsread.Snapshot): classic ELBs, NLBs, security groups and target
@@ -34,7 +35,7 @@ func (l *loadBalancers) listELBs(ctx context.Context) (map[string]*elbtypes.Load
 		}
 		for i := range out.LoadBalancerDescriptions {
 			d := &out.LoadBalancerDescriptions[i]
-			if n := aws.ToString(d.LoadBalancerName); strings.HasPrefix(n, lbname.AWSELB.Prefix) || isUpstreamLBName(n) {
+			if n := aws.ToString(d.LoadBalancerName); strings.HasPrefix(n, lbname.AWSELB.Prefix) || upstream.IsLBName(n) {
 				lbs[n] = d
 				names = append(names, n)
 			}
@@ -71,7 +72,7 @@ func (l *loadBalancers) listNLBs(ctx context.Context) (map[string]*v2types.LoadB
 		}
 		for i := range out.LoadBalancers {
 			lb := &out.LoadBalancers[i]
-			if n := aws.ToString(lb.LoadBalancerName); lb.Type == v2types.LoadBalancerTypeEnumNetwork && (strings.HasPrefix(n, lbname.AWSELB.Prefix) || isUpstreamLBName(n)) {
+			if n := aws.ToString(lb.LoadBalancerName); lb.Type == v2types.LoadBalancerTypeEnumNetwork && (strings.HasPrefix(n, lbname.AWSELB.Prefix) || upstream.IsLBName(n)) {
 				lbs[n] = lb
 				byARN[aws.ToString(lb.LoadBalancerArn)] = n
 				arns = append(arns, aws.ToString(lb.LoadBalancerArn))
