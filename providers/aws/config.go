@@ -16,6 +16,8 @@ import (
 
 	"github.com/ccm-project/ccm/common/config"
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/reach"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 // Config is the aws provider's cloud-config. The [Global] keys are the upstream AWS CCM's, so
@@ -40,7 +42,7 @@ type Config struct {
 		ClusterServiceSharedLoadBalancerHealthProbePort int32
 		ClusterServiceSharedLoadBalancerHealthProbePath string
 
-		// Managed: each new NLB gets a security group of its own (nlbgroup.go). "": none.
+		// Managed: each new NLB gets a security group of its own (nlb.go). "": none.
 		NLBSecurityGroupMode string
 		// SupportedTopologyInstanceTypePattern: instance types whose topology labels are
 		// required (topology.go); "": upstream's default.
@@ -379,4 +381,14 @@ func (c *Config) wantIPv4() bool {
 		}
 	}
 	return false
+}
+
+// checker is the table's checks that need no cloud call; the shared kube-proxy probe port is
+// the operator's, so a health check may name it.
+func (c *Config) checker() *reach.Checker {
+	ch := &reach.Checker{Table: annotations.Table, Prefixes: []string{annotations.Prefix}, Words: []string{annotations.TrafficPort}}
+	if p, _, ok := c.sharedProbe(); ok {
+		ch.ExtraPorts = []int32{p}
+	}
+	return ch
 }

@@ -18,8 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 	"k8s.io/klog/v2"
+
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
 // discoveryTimeout bounds the start-up questions to IMDS and EC2: off EC2 the metadata

@@ -1,7 +1,8 @@
 package aws
 
-// The classic ELB reconcile as a plan: what differs between the desired ELB and the one the
-// cloud holds (package elbplan, pure), then the writes for exactly that difference.
+// A classic ELB's writes: its security groups and node rules (applyELBGroups), the ELB
+// (created, or its listeners, health check, attributes, instances and subnets as elbplan
+// decided), its tags; and deleteClassic, which deletes what the Service owns.
 
 import (
 	"context"
@@ -11,23 +12,19 @@ import (
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/svcevents"
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/elbplan"
+	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
-
-// planDesired is want as the plan compares it.
-func (d *desired) planDesired() elbplan.Desired {
-	return elbplan.Desired{Scheme: d.Scheme, Listeners: d.Listeners, HealthCheck: d.HealthCheck,
-		Interval: d.HC.Interval, Timeout: d.HC.Timeout, Healthy: d.HC.Healthy, Unhealthy: d.HC.Unhealthy,
-		CrossZone: d.CrossZone, Attrs: elbplan.Attrs(d.attrs()), Subnets: d.Subnets, Groups: d.groupIDs,
-		ProxyProtocol: d.ProxyProtocol, SSLPolicy: d.SSLPolicy}
-}
 
 // applyELB writes plan (which must not be a recreation) to the ELB name.
 func (l *loadBalancers) applyELB(ctx context.Context, name string, want *desired, p elbplan.Plan) error {
@@ -121,29 +118,6 @@ func elbInstances(ids []string) []elbtypes.Instance {
 		out = append(out, elbtypes.Instance{InstanceId: aws.String(id)})
 	}
 	return out
-}
-
-// attributesOf reads the ELB's attributes, which DescribeLoadBalancers does not carry.
-func (l *loadBalancers) attributesOf(ctx context.Context, name string) (crossZone bool, attrs elbplan.Attrs, err error) {
-	out, err := l.c.api.elb.DescribeLoadBalancerAttributes(ctx, &elb.DescribeLoadBalancerAttributesInput{LoadBalancerName: aws.String(name)})
-	if err != nil {
-		return false, attrs, fmt.Errorf("aws: DescribeLoadBalancerAttributes %s: %w", name, err)
-	}
-	a := out.LoadBalancerAttributes
-	if a == nil {
-		return false, attrs, nil
-	}
-	if a.ConnectionSettings != nil {
-		attrs.IdleTimeout = aws.ToInt32(a.ConnectionSettings.IdleTimeout)
-	}
-	if a.ConnectionDraining != nil {
-		attrs.Draining, attrs.DrainingTimeout = a.ConnectionDraining.Enabled, aws.ToInt32(a.ConnectionDraining.Timeout)
-	}
-	if a.AccessLog != nil {
-		attrs.AccessLog, attrs.EmitInterval = a.AccessLog.Enabled, aws.ToInt32(a.AccessLog.EmitInterval)
-		attrs.Bucket, attrs.Prefix = aws.ToString(a.AccessLog.S3BucketName), aws.ToString(a.AccessLog.S3BucketPrefix)
-	}
-	return a.CrossZoneLoadBalancing != nil && a.CrossZoneLoadBalancing.Enabled, attrs, nil
 }
 
 // writeAttributes writes every attribute ccm manages, as upstream does when one differs.
@@ -249,4 +223,204 @@ func elbTags(m map[string]string) []elbtypes.Tag {
 		out = append(out, elbtypes.Tag{Key: aws.String(k), Value: aws.String(m[k])})
 	}
 	return out
+}
+
+// applyClassic makes the ELB (deleting it first when its scheme changes, which ELB cannot do
+// in place), writes its plan and drops the own group it no longer uses. It returns what the
+// plan repaired on an ELB that was there.
+func (l *loadBalancers) applyClassic(ctx context.Context, r *classicRun, opts *annotations.Options) ([]string, error) {
+	svc := r.svc
+	r.planExisting() // now, if the ELB's own group was made first
+	if r.planned && r.plan.Recreate {
+		// A new ELB gets a new DNS name.
+		l.c.events.Event(svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
+			fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which ELB cannot do in place; its DNS name changes", r.name, r.want.Scheme))
+		r.stale = true
+		if _, err := l.c.api.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(r.name)}); err != nil {
+			return nil, fmt.Errorf("aws: DeleteLoadBalancer %s: %w", r.name, err)
+		}
+	}
+	var repairs []string
+	if r.cur == nil || r.plan.Recreate {
+		r.stale = true
+		cur, plan, lost, err := l.createClassic(ctx, svc, opts, r.name, r.want, r.members, r.plan.Recreate)
+		if err != nil {
+			return nil, err
+		}
+		r.cur, r.plan, r.applied = cur, plan, lost
+		if lost {
+			repairs = append(repairs, "the load balancer was deleted")
+		}
+	} else {
+		repairs = append(repairs, r.plan.Repairs...) // after a creation the plan is the rest of it, no repair
+	}
+	klog.V(2).InfoS("Reconciling ELB", "service", klog.KObj(svc), "name", r.name, "changes", len(r.plan.Repairs))
+	r.stale = r.stale || !r.plan.Empty()
+	if err := l.applyELB(ctx, r.name, r.want, r.plan); err != nil {
+		return nil, err
+	}
+	if r.groups.unused != nil {
+		// Groups named now (annotation, ElbSecurityGroup): the group ccm made before goes.
+		if err := l.dropUnusedOwnGroup(ctx, svc, r.groups.unused); err != nil {
+			return nil, err
+		}
+	}
+	return repairs, nil
+}
+
+// tagClassic writes the fingerprint last: a failure above leaves the old one, so the next try
+// rewrites. The ownership tags go with it (after the user's), so a load balancer written before
+// UIDs were recorded gets its Service's UID.
+func (l *loadBalancers) tagClassic(ctx context.Context, r *classicRun) error {
+	if !r.tagsDue() {
+		return nil
+	}
+	r.stale = true
+	tags := ownTags(r.id, r.want.ExtraTags, map[string]string{fingerprintTag: r.fp})
+	if _, err := l.c.api.elb.AddTags(ctx, &elb.AddTagsInput{LoadBalancerNames: []string{r.name}, Tags: elbTags(tags)}); err != nil {
+		return fmt.Errorf("aws: AddTags %s: %w", r.name, err)
+	}
+	return nil
+}
+
+// createClassic creates the ELB and plans the rest of it (what create does not set). lost: it
+// was not recreated on purpose, the Service had an address and no NLB took its place, so it
+// was deleted out of band.
+func (l *loadBalancers) createClassic(ctx context.Context, svc *v1.Service, opts *annotations.Options, name string, want *desired, members []string, recreate bool) (*elbtypes.LoadBalancerDescription, elbplan.Plan, bool, error) {
+	// Creating: this may be a type change, so the Service's NLB goes first.
+	hadNLB, err := l.deleteNLB(ctx, svc)
+	if err != nil {
+		return nil, elbplan.Plan{}, false, err
+	}
+	lost := !hadNLB && !recreate && len(svc.Status.LoadBalancer.Ingress) > 0
+	have, err := l.create(ctx, svc, opts, name, want)
+	if err != nil {
+		return nil, elbplan.Plan{}, false, err
+	}
+	return have.Desc, elbplan.Compute(want.planDesired(), members, have), lost, nil
+}
+
+// applyELBGroups writes the groups' plan: the own group made or taken over and its rules,
+// then the node groups' rules. It returns what it repaired.
+func (l *loadBalancers) applyELBGroups(ctx context.Context, svc *v1.Service, name string, want *desired, g *elbGroups) ([]string, error) {
+	var repairs []string
+	if g.plan != nil {
+		gid, err := l.applyOwnELBGroup(ctx, svc, name, want, g.plan)
+		if err != nil {
+			return nil, err
+		}
+		changed, err := l.writeRules(ctx, gid, g.plan.Add, g.plan.Del)
+		if err != nil {
+			return nil, err
+		}
+		repairs = append(repairs, changed...)
+		if !g.planned {
+			want.groupIDs = []string{gid}
+			want.groupIDs = elbGroupIDs(want)
+			g.planNodeRules(l.identity(svc), want)
+		}
+	}
+	for _, c := range g.changes {
+		changed, err := l.writeRules(ctx, c.Group, c.Add, c.Del)
+		if err != nil {
+			return nil, err
+		}
+		repairs = append(repairs, changed...)
+	}
+	return repairs, nil
+}
+
+// applyOwnELBGroup makes the ELB's own group, or adds ccm's tags to upstream's; it returns its ID.
+func (l *loadBalancers) applyOwnELBGroup(ctx context.Context, svc *v1.Service, name string, want *desired, p *sgrules.Own) (string, error) {
+	switch {
+	case p.Create:
+		return l.createGroup(ctx, groupName(name), want.vpc, fmt.Sprintf("Kubernetes ELB %s for %s/%s", name, svc.Namespace, svc.Name), l.identity(svc).Tags())
+	case p.TakeOver:
+		if err := l.takeOverGroup(ctx, svc, p.ID, "ELB"); err != nil {
+			return "", err
+		}
+	}
+	return p.ID, nil
+}
+
+// dropUnusedOwnGroup deletes the ELB's own group g, no longer used, after the rules from it.
+func (l *loadBalancers) dropUnusedOwnGroup(ctx context.Context, svc *v1.Service, g *types.SecurityGroup) error {
+	own := *g
+	ownID := aws.ToString(own.GroupId)
+	if err := l.revokeRulesFrom(ctx, l.identity(svc), []string{ownID}, ownID); err != nil {
+		return err
+	}
+	return l.deleteGroup(ctx, svc, &own)
+}
+
+// deleteClassic deletes svc's classic ELB, if this Service owns it, and what ccm added for it:
+// the rules carrying its description in the groups that admit the ELB's groups (its own, the
+// ones named by annotation, ElbSecurityGroup), and its own security group. Which rules go is
+// decided by their descriptions alone, never by a tag a Service could have set.
+func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) (existed bool, err error) {
+	id := l.identity(svc)
+	l.snap.Forget(l.name(svc))
+	l.snap.Forget(upstream.LBName(svc))
+	// ccm's ELB or upstream's for this Service (findClassic reads both names when not listed).
+	name, cur, tags, listed, err := l.findClassic(ctx, svc)
+	if err != nil {
+		return false, err
+	}
+	if listed {
+		if tags, err = l.tags(ctx, name); err != nil { // a delete goes by the tags as they are
+			return false, err
+		}
+	}
+	defer l.snap.Forget(name)
+	var sources []string
+	if cur != nil {
+		if upstream.CheckLB(id, svc, name, tags) != nil {
+			klog.InfoS("Not deleting an ELB this Service does not own", "service", klog.KObj(svc), "name", name)
+			return true, nil
+		}
+		sources = slices.Clone(cur.SecurityGroups)
+		if _, err := l.c.api.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(name)}); err != nil {
+			return false, fmt.Errorf("aws: DeleteLoadBalancer %s: %w", name, err)
+		}
+		klog.InfoS("Deleted ELB", "service", klog.KObj(svc), "name", name)
+	}
+	if cur != nil || svc.Annotations[annotations.Prefix+annotations.Type] != "nlb" {
+		// The ELB may be gone already (an interrupted delete): the groups it could have used.
+		for _, g := range annotations.SplitList(svc.Annotations[annotations.Prefix+annotations.SecurityGroup]) {
+			if annotations.SecurityGroupIDRE.MatchString(g) {
+				sources = append(sources, g)
+			}
+		}
+		sources = append(sources, l.c.cfg.Global.ElbSecurityGroup)
+	}
+	// The ELB's own groups by their tags (any VPC, whatever step an interrupted try reached),
+	// and by the name ccm gives them (one tagged before UIDs were recorded).
+	owned, err := l.ownedELBGroups(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	byName, err := l.findGroup(ctx, name, l.c.cfg.Global.VPC)
+	if err != nil {
+		return false, err
+	}
+	if byName != nil && !slices.ContainsFunc(owned, func(g types.SecurityGroup) bool { return aws.ToString(g.GroupId) == aws.ToString(byName.GroupId) }) {
+		if ownership.Is(id, groupTags(byName)) || upstream.IsELBGroup(id, svc, name, byName) {
+			owned = append(owned, *byName)
+		} else {
+			klog.InfoS("Not deleting a security group this Service does not own", "group", aws.ToString(byName.GroupId))
+		}
+	}
+	if len(owned) == 0 {
+		return cur != nil, l.revokeRulesFrom(ctx, id, sources, "")
+	}
+	for i := range owned {
+		ownID := aws.ToString(owned[i].GroupId)
+		if err := l.revokeRulesFrom(ctx, id, append(slices.Clone(sources), ownID), ownID); err != nil {
+			return false, err
+		}
+		if err := l.deleteGroup(ctx, svc, &owned[i]); err != nil {
+			return false, err
+		}
+	}
+	return cur != nil, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,6 +14,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 )
 
 // instances implements cloudprovider.InstancesV2 over EC2.
@@ -294,3 +298,95 @@ func boolRank(b *bool) int {
 }
 
 func metaName(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
+
+// members maps the Nodes (filtered by target-node-labels) to instance IDs and returns the
+// security groups of those instances. Nodes with a providerID cost no call beyond the shared,
+// batched, cached DescribeInstances.
+func (l *loadBalancers) members(ctx context.Context, opts *annotations.Options, nodes []*v1.Node) (ids, groups []string, err error) {
+	var byID []string
+	for _, n := range nodes {
+		if !opts.NodeLabels.Selects(n.Labels) {
+			continue
+		}
+		if n.Spec.ProviderID == "" {
+			in, err := l.c.lookup(ctx, n)
+			if err != nil {
+				return nil, nil, err
+			}
+			if in != nil {
+				byID = append(byID, aws.ToString(in.InstanceId))
+			}
+			continue
+		}
+		id, err := instanceID(n.Spec.ProviderID)
+		if err != nil {
+			return nil, nil, err
+		}
+		byID = append(byID, id)
+	}
+	got, err := l.c.inst.Get(ctx, byID)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, id := range byID {
+		in := alive(got[id])
+		if in == nil {
+			continue // gone: the node controller will remove its Node
+		}
+		ids = append(ids, id)
+		if l.c.cfg.Global.DisableSecurityGroupIngress {
+			continue
+		}
+		g, err := nodeGroupOf(id, instanceGroups(in), func(g string) bool {
+			sg, _ := l.gsnap.Get(ctx, g, l.listGroups) // the cluster's tagged groups, listed once
+			return sg != nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		if g != "" && !slices.Contains(groups, g) {
+			groups = append(groups, g)
+		}
+	}
+	sort.Strings(ids)
+	ids = slices.Compact(ids)
+	sort.Strings(groups)
+	return ids, groups, nil
+}
+
+// nodeGroupOf picks, as upstream does, the instance's security group that ELB rules go to: the
+// one tagged for the cluster (kubernetes.io/cluster/<id>); with none tagged, its only group.
+// Several tagged, or several untagged and none tagged, is an error naming them: a rule must
+// not land in a group another team or cluster relies on because it happens to be first.
+// Pure; tagged is asked only when the instance has several groups.
+func nodeGroupOf(instanceID string, groups []string, tagged func(string) bool) (string, error) {
+	if len(groups) <= 1 {
+		return strings.Join(groups, ""), nil
+	}
+	var yes []string
+	for _, g := range groups {
+		if tagged(g) {
+			yes = append(yes, g)
+		}
+	}
+	switch len(yes) {
+	case 1:
+		return yes[0], nil
+	case 0:
+		return "", fmt.Errorf("instance %s has several security groups (%s) and none is tagged %s<cluster id>: tag the one load balancer rules go to",
+			instanceID, strings.Join(groups, ", "), ownership.ClusterTagPrefix)
+	}
+	return "", fmt.Errorf("instance %s has several security groups tagged for the cluster (%s): tag only the one load balancer rules go to",
+		instanceID, strings.Join(yes, ", "))
+}
+
+// instanceGroups are the IDs of in's security groups, in EC2's order.
+func instanceGroups(in *types.Instance) []string {
+	var out []string
+	for _, g := range in.SecurityGroups {
+		if id := aws.ToString(g.GroupId); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,5 +1,44 @@
 package aws
 
+// An NLB's reconcile as observe → plan → apply. nlbDesired is what the Service asks for;
+// nlbobserve.go reads what the cloud holds and writes nothing; package nlbplan (pure,
+// table-tested) decides the frame (the NLB, its security groups, the node rules its clients
+// need: PlanFrame) and the parts (target groups, listeners, targets, attributes, tags:
+// Compute); nlbapply.go checks ownership once before the first write, writes in the plan's
+// order, and drops exactly the listings its writes made stale.
+//
+// [Global] NLBSecurityGroupMode = Managed (upstream since v1.35.0): each new NLB gets a security
+// group of its own, admitting the Service's loadBalancerSourceRanges (default 0.0.0.0/0) on the
+// listener ports, and ICMP types 3-4 (MTU discovery) from the IPv4 ranges, as upstream does.
+// AWS attaches groups to an NLB only when it is created with some: an NLB made without (before
+// the mode, or by upstream's default mode) stays without, as upstream leaves it. The node rules
+// are those of every NLB (from the source ranges and the NLB's subnets, below): upstream
+// keeps them in this mode too.
+//
+// The group: ccm names its own k8s-nlb-<NLB name> and gives it the Service's ownership tags.
+// Upstream's (k8s-<ns:8>-<name:8>-<sha256:10>, its fixed description, only the cluster tag) is
+// recognized on the Service's own NLB (proven the Service's by its tags) and taken over in place
+// by adding ccm's tags. The group is deleted with the NLB, after it (in AWS, a group stays in
+// use for a while after its NLB is gone: the delete is retried), whatever the mode: upstream
+// deletes it so too. With the security-groups annotation the NLB has the named groups instead
+// (nlbplan.PlanSecurityGroups): the Service's own group is then detached and deleted.
+//
+// Path-MTU discovery for NLB clients. An NLB keeps the client's address, so a node's
+// "fragmentation needed" answer (ICMP 3-4) goes straight to the client: the node group must admit
+// it from the client ranges. EC2 holds one rule per protocol, ports and source in a group, so
+// every NLB admitting a range needs the same rule; it is a shared rule of the cluster, described
+// ccm:<cluster> - - nlb-mtu, present in a group while a client rule of this cluster's NLBs
+// admits that range there, and revoked when none does. Every NLB reconcile and delete derives it
+// again for the groups it looks at: which rules a group is to hold is sgrules.NLBMTURules, pure;
+// nlbapply.go writes them.
+//
+// The rules go in calls of their own after the client rules: AWS applies an Authorize whole or
+// not at all, and a group at its rule quota or a rule another writer just added must not fail
+// the client rules or the target registration (either is a Warning Event; the next sync looks
+// again). Concurrent syncs share these rules, so one sync at a time decides a group's (a lock per
+// group), from one read of the group as it is then. An MTU rule the upstream CCM made is taken
+// as ccm's while a client rule admits its range. Upstream parity: docs/providers/aws.md.
+
 import (
 	"context"
 	"fmt"
@@ -10,18 +49,16 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/cloud-provider/api"
-	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/fingerprint"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
-	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
+	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
@@ -62,7 +99,7 @@ type nlbDesired struct {
 	AccessLog bool   `json:",omitempty"`
 	Bucket    string `json:",omitempty"`
 	Prefix    string `json:",omitempty"`
-	// ManagedGroup: NLBSecurityGroupMode Managed, the NLB has a group of its own (nlbgroup.go),
+	// ManagedGroup: NLBSecurityGroupMode Managed, the NLB has a group of its own (see the file comment),
 	// or, with NamedGroups (the security-groups annotation), those (nlbplan.PlanSecurityGroups).
 	ManagedGroup bool     `json:",omitempty"`
 	NamedGroups  []string `json:",omitempty"`
@@ -227,42 +264,6 @@ func (d *nlbDesired) uncoveredHealthPorts() []int32 {
 	return out
 }
 
-func (l *loadBalancers) describeNLB(ctx context.Context, name string) (*v2types.LoadBalancer, error) {
-	out, err := l.c.api.elbv2.DescribeLoadBalancers(ctx, &elbv2.DescribeLoadBalancersInput{Names: []string{name}})
-	if isCode(err, "LoadBalancerNotFound") {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("aws: DescribeLoadBalancers (v2) %s: %w", name, err)
-	}
-	if len(out.LoadBalancers) == 0 {
-		return nil, nil
-	}
-	return &out.LoadBalancers[0], nil
-}
-
-func (l *loadBalancers) tagsV2(ctx context.Context, arn string) (map[string]string, error) {
-	out, err := l.c.api.elbv2.DescribeTags(ctx, &elbv2.DescribeTagsInput{ResourceArns: []string{arn}})
-	if err != nil {
-		return nil, fmt.Errorf("aws: DescribeTags (v2): %w", err)
-	}
-	tags := map[string]string{}
-	for _, td := range out.TagDescriptions {
-		for _, t := range td.Tags {
-			tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
-		}
-	}
-	return tags, nil
-}
-
-func v2Tags(m map[string]string) []v2types.Tag {
-	var out []v2types.Tag
-	for _, t := range elbTags(m) {
-		out = append(out, v2types.Tag{Key: t.Key, Value: t.Value})
-	}
-	return out
-}
-
 func nlbStatus(lb *v2types.LoadBalancer) *v1.LoadBalancerStatus {
 	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: strings.ToLower(aws.ToString(lb.DNSName))}}}
 }
@@ -332,26 +333,6 @@ func (l *loadBalancers) nlbOutcome(s *nlbSync, pending bool) (*v1.LoadBalancerSt
 	return nlbStatus(s.cur), nil
 }
 
-// adviseKeptTLS reads cur's listeners when the Service's ssl-ports are some upstream reads as
-// plain (rare: spaces or a "*" in a list), to say which TLS listeners are kept.
-func (l *loadBalancers) adviseKeptTLS(ctx context.Context, svc *v1.Service, opts *annotations.Options, cur *v2types.LoadBalancer) error {
-	if cur == nil || len(opts.PortsReadPlainOnlyByUpstream(svc)) == 0 {
-		return nil
-	}
-	out, err := awsread.DescribeListenersAll(ctx, l.c.api.elbv2, &elbv2.DescribeListenersInput{LoadBalancerArn: cur.LoadBalancerArn})
-	if err != nil {
-		return fmt.Errorf("aws: DescribeListeners: %w", err)
-	}
-	current := map[int32]string{}
-	for _, ls := range out.Listeners {
-		current[aws.ToInt32(ls.Port)] = string(ls.Protocol)
-	}
-	if msg := opts.KeepTLSListeners(svc, current); msg != "" {
-		l.c.events.Advise(svc, reasonListenerKeptTLS, msg)
-	}
-	return nil
-}
-
 // planNLBParts reads the NLB's parts and plans them: its target groups (upstream's taken over
 // only when their tags prove them this Service's, until ccm has completed a reconcile of it),
 // listeners, attributes, targets and tags.
@@ -372,52 +353,6 @@ func (l *loadBalancers) planNLBParts(ctx context.Context, s *nlbSync) (*nlbplan.
 	}
 	p := nlbplan.Compute(s.target.planInput(), s.parts)
 	return &p, nil
-}
-
-func (l *loadBalancers) attachedTGs(ctx context.Context, arn string) ([]v2types.TargetGroup, error) {
-	out, err := awsread.DescribeTargetGroupsAll(ctx, l.c.api.elbv2, &elbv2.DescribeTargetGroupsInput{LoadBalancerArn: aws.String(arn)})
-	if err != nil {
-		return nil, fmt.Errorf("aws: DescribeTargetGroups: %w", err)
-	}
-	return out.TargetGroups, nil
-}
-
-// targetGroupsByName looks up want's target groups by their names (before an NLB is created):
-// each one that exists must be this Service's by its tags (left by an interrupted try), else
-// the creation is refused. It returns those found.
-func (l *loadBalancers) targetGroupsByName(ctx context.Context, id ownership.Identity, want *nlbDesired) (map[string]v2types.TargetGroup, error) {
-	found := map[string]v2types.TargetGroup{}
-	for _, p := range want.Ports {
-		tg, err := l.ownTargetGroup(ctx, id, p.TG)
-		if err != nil {
-			return nil, err
-		}
-		if tg != nil {
-			found[p.TG] = *tg
-		}
-	}
-	return found, nil
-}
-
-// ownTargetGroup finds the target group name; nil if there is none, an error if it is not
-// this Service's (found by name alone, it may be anyone's).
-func (l *loadBalancers) ownTargetGroup(ctx context.Context, id ownership.Identity, name string) (*v2types.TargetGroup, error) {
-	out, err := l.c.api.elbv2.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{Names: []string{name}})
-	if isCode(err, "TargetGroupNotFound") || (err == nil && len(out.TargetGroups) == 0) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("aws: DescribeTargetGroups %s: %w", name, err)
-	}
-	tg := out.TargetGroups[0]
-	tags, err := l.tagsV2(ctx, aws.ToString(tg.TargetGroupArn))
-	if err != nil {
-		return nil, err
-	}
-	if err := ownership.Check(id, "target group", name, tags); err != nil {
-		return nil, err
-	}
-	return &tg, nil
 }
 
 // groupIDs reads the node groups tag: security group IDs, space-separated.
@@ -444,100 +379,162 @@ func splitHealth(h string) (proto, port, path string) {
 	return f[0], f[1], f[2]
 }
 
-func (l *loadBalancers) deleteTG(ctx context.Context, svc *v1.Service, tg v2types.TargetGroup) error {
-	tags, err := l.tagsV2(ctx, aws.ToString(tg.TargetGroupArn))
-	if err != nil {
-		return err
-	}
-	if !upstream.OwnsTG(l.identity(svc), tg, tags) {
-		return nil
-	}
-	_, err = l.c.api.elbv2.DeleteTargetGroup(ctx, &elbv2.DeleteTargetGroupInput{TargetGroupArn: tg.TargetGroupArn})
-	if isCode(err, "ResourceInUse") {
-		return api.NewRetryError(fmt.Sprintf("target group %s is still in use; retrying", aws.ToString(tg.TargetGroupName)), nlbPoll)
-	}
-	if err != nil && !isCode(err, "TargetGroupNotFound") {
-		return fmt.Errorf("aws: DeleteTargetGroup: %w", err)
-	}
-	return nil
+// nlbSync is one reconcile of an NLB: what it read, and what its writes learnt.
+type nlbSync struct {
+	svc     *v1.Service
+	opts    *annotations.Options
+	name    string
+	cur     *v2types.LoadBalancer
+	tags    map[string]string // nil: made by this reconcile
+	listed  bool              // cur and tags are the listing's
+	want    *nlbDesired
+	members []string
+	groups  nlbplan.SecurityGroups
+	group   *types.SecurityGroup           // the Service's own group, as read
+	named   map[string]v2types.TargetGroup // target groups looked up by name before a creation
+	// verify: the NLB is upstream's, not yet reconciled by ccm: its target groups and node
+	// rules are taken over only where their tags or descriptions prove them the Service's.
+	verify bool
+	have   nlbplan.FrameObserved
+	target nlbTarget
+	parts  nlbplan.Observed
+	// applied: the desired state is the one last applied (its fingerprint is on the NLB), so
+	// a difference is drift.
+	applied bool
+	repairs []string
+	// lbStale: the NLB's entry in the listing is no longer what the cloud holds (it was made
+	// or its groups changed here; or an error left that unknown).
+	lbStale bool
 }
 
-// deleteNLB deletes svc's NLB and its target groups if this cluster owns them. Groups left by
-// an interrupted delete are found again by their names.
-func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed bool, err error) {
-	l.nsnap.Forget(l.name(svc))
-	l.nsnap.Forget(upstream.LBName(svc))
-	// ccm's NLB or upstream's for this Service (both names read: they were just forgotten).
-	name, cur, tags, _, err := l.findNLB(ctx, svc) // read, not listed: both names were forgotten
-	if err != nil {
-		return false, err
-	}
-	defer l.nsnap.Forget(name)
-	var tgs []v2types.TargetGroup
-	var group *types.SecurityGroup
-	if cur != nil {
-		arn := aws.ToString(cur.LoadBalancerArn)
-		defer l.tsnap.Forget(arn)
-		if upstream.CheckLB(l.identity(svc), svc, name, tags) != nil {
-			klog.InfoS("Not deleting an NLB this Service does not own", "service", klog.KObj(svc), "name", name)
-			return true, nil
+// nlbTarget is what the plan compares the NLB named name (ARN arn) with.
+type nlbTarget struct {
+	name, arn string
+	want      *nlbDesired
+	members   []string
+	tags      map[string]string // the NLB's as read; nil for one made by this reconcile
+	newTags   map[string]string
+}
+
+// frameDesired is what the frame is planned from.
+func (s *nlbSync) frameDesired(id ownership.Identity) nlbplan.FrameDesired {
+	nodes := nodeRuleOwners(id, upstream.Only(s.name, s.svc))
+	nodes.Want, nodes.In = nlbNodeRules(id, s.want), s.want.NodeGroups
+	return nlbplan.FrameDesired{Scheme: s.want.Scheme, Groups: s.groups, OwnRules: nlbGroupRules(id, s.want), Nodes: nodes}
+}
+
+// nodeRuleOwners says which node rules are the Service's: an NLB's rules are from CIDRs (the
+// Service's classic ELB rules, from its group, are not these, during a type change either) and
+// carry its description, or are upstream's for its NLB up, taken over. No rule is wanted.
+func nodeRuleOwners(id ownership.Identity, up string) nlbplan.NodeRules {
+	upstream := func(r rule) bool { return upstream.NLBRule(up, r) }
+	return nlbplan.NodeRules{Cluster: id.Cluster, Upstream: upstream,
+		Mine: func(r rule) bool { return r.CIDR != "" && (ownership.DescribedBy(id, r.Desc) || upstream(r)) }}
+}
+
+// nlbGroupModeManaged is the NLBSecurityGroupMode value that turns NLB groups on (upstream's
+// only value, case-sensitive).
+const nlbGroupModeManaged = "Managed"
+
+func (c *Config) nlbGroupsManaged() bool {
+	return c.Global.NLBSecurityGroupMode == nlbGroupModeManaged
+}
+
+// nlbGroupName is ccm's name for the group of the NLB lbName.
+func nlbGroupName(lbName string) string { return "k8s-nlb-" + lbName }
+
+// nlbGroupRules are the ingress rules of the NLB's own group: each listener port from each
+// source range (TCP for TCP and TLS listeners, UDP for UDP), and ICMP 3-4 from the IPv4 ranges.
+func nlbGroupRules(id ownership.Identity, want *nlbDesired) []rule {
+	desc := ruleDescription(id, "client")
+	var out []rule
+	for _, cidr := range want.SourceRanges {
+		for _, p := range want.Ports {
+			proto := "tcp"
+			if p.Protocol == "UDP" {
+				proto = "udp"
+			}
+			r := rule{Proto: proto, From: p.Port, To: p.Port, CIDR: cidr, Desc: desc}
+			if !slices.ContainsFunc(out, func(o rule) bool { return o.Key() == r.Key() }) {
+				out = append(out, r)
+			}
 		}
-		if tgs, err = l.attachedTGs(ctx, arn); err != nil {
-			return false, err
-		}
-		// The NLB's own group (any mode: upstream deletes it so too), deleted after the NLB.
-		if group, err = l.nlbGroupOf(ctx, svc, cur); err != nil {
-			return false, err
-		}
-		// The tag only says where to look (it is written last, so an interrupted reconcile may
-		// have added rules it does not name: the groups tagged for the cluster are looked at
-		// too); what goes is decided by the rules' descriptions.
-		groups, err := l.clusterGroups(ctx)
-		if err != nil {
-			return false, err
-		}
-		if err := l.removeNodeRulesNLB(ctx, svc, upstream.Only(name, svc), append(groups, groupIDs(tags[nodeGroupsTag])...)); err != nil {
-			return false, err
-		}
-		if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: cur.LoadBalancerArn}); err != nil {
-			return false, fmt.Errorf("aws: DeleteLoadBalancer (v2) %s: %w", name, err)
-		}
-		klog.InfoS("Deleted NLB", "service", klog.KObj(svc), "name", name)
-	} else if svc.Annotations[annotations.Prefix+annotations.Type] == "nlb" {
-		// No NLB (deleted by an interrupted delete, or never created): its node rules, in the
-		// groups tagged for the cluster, carry this Service's description.
-		groups, err := l.clusterGroups(ctx)
-		if err != nil {
-			return false, err
-		}
-		if err := l.removeNodeRulesNLB(ctx, svc, "", groups); err != nil {
-			return false, err
-		}
-	}
-	// Target groups by their tags: also those an interrupted reconcile left unattached, or
-	// made for ports the Service has changed since.
-	owned, err := l.ownedTargetGroups(ctx, l.identity(svc))
-	if err != nil {
-		return false, err
-	}
-	for _, tg := range owned {
-		if !slices.ContainsFunc(tgs, func(a v2types.TargetGroup) bool {
-			return aws.ToString(a.TargetGroupArn) == aws.ToString(tg.TargetGroupArn)
-		}) {
-			tgs = append(tgs, tg)
+		if !sgrules.IsIPv6(cidr) {
+			out = append(out, rule{Proto: "icmp", From: 3, To: 4, CIDR: cidr, Desc: desc})
 		}
 	}
-	for _, tg := range tgs {
-		if err := l.deleteTG(ctx, svc, tg); err != nil {
-			return false, err
+	return out
+}
+
+// nodeGroupsTag lists (space-separated) the node security groups an NLB's rules were added to,
+// so that a later reconcile or a delete (which gets no Nodes) knows where to look. It decides
+// nothing: only rules carrying this Service's description are removed (and no Service
+// annotation can set a ccm.k8s.io/ tag).
+const nodeGroupsTag = "ccm.k8s.io/node-groups"
+
+// defaultRulesPerNamespace is NodeSecurityGroupRulesPerNamespace's default: two thirds of AWS's
+// default quota of 60 rules per group, so one namespace cannot take every rule of a node group.
+const defaultRulesPerNamespace = 40
+
+// rulesPerNamespace is the bound on one namespace's NLB rules in a node group (0: none).
+func (c *Config) rulesPerNamespace() int {
+	switch n := c.Global.NodeSecurityGroupRulesPerNamespace; n {
+	case 0:
+		return defaultRulesPerNamespace
+	case -1:
+		return 0
+	default:
+		return n
+	}
+}
+
+// nlbNodeRules are the node group rules want asks for: its source ranges on each nodePort, and
+// the health check ports from the NLB's subnets where those do not admit everyone. Pure.
+func nlbNodeRules(id ownership.Identity, want *nlbDesired) []rule {
+	if want == nil {
+		return nil
+	}
+	var need []rule
+	for _, p := range want.Ports {
+		proto := "tcp"
+		if p.Protocol == "UDP" {
+			proto = "udp"
+		}
+		for _, cidr := range want.SourceRanges {
+			need = append(need, rule{Proto: proto, From: p.NodePort, To: p.NodePort, CIDR: cidr, Desc: ruleDescription(id, "client")})
 		}
 	}
-	// Without its group on the NLB (deleted by an interrupted delete, or detached when the
-	// Service named groups), the Service's own is looked for by its tags.
-	if group != nil || ((cur == nil || len(cur.SecurityGroups) > 0) && l.c.cfg.nlbGroupsManaged() && svc.Annotations[annotations.Prefix+annotations.Type] == "nlb") {
-		if err := l.deleteNLBGroup(ctx, svc, name, group); err != nil {
-			return false, err
+	// The health checks come from the NLB's subnets: admitted where the rules above do not
+	// admit everyone.
+	if len(want.HealthCIDRs) > 0 {
+		for _, port := range want.uncoveredHealthPorts() {
+			for _, cidr := range want.HealthCIDRs {
+				r := rule{Proto: "tcp", From: port, To: port, CIDR: cidr, Desc: ruleDescription(id, "health")}
+				if !slices.ContainsFunc(need, func(n rule) bool { return n.Key() == r.Key() }) {
+					need = append(need, r)
+				}
+			}
 		}
 	}
-	return cur != nil, nil
+	return need
+}
+
+// planInput is want as the plan compares it.
+func (t nlbTarget) planInput() nlbplan.Desired {
+	d := nlbplan.Desired{Health: t.want.planHealth(), GroupAttributes: t.want.TGAttributes, Members: t.members, Tags: t.newTags}
+	for _, p := range t.want.Ports {
+		d.Ports = append(d.Ports, nlbplan.Port{Protocol: p.Protocol, Port: p.Port, Cert: p.Cert, SSLPolicy: p.SSLPolicy, Group: p.TG, Backend: p.backend(), NodePort: p.NodePort})
+	}
+	// Upstream's defaults are off; the bucket and prefix are compared only while logs are on
+	// (ELBv2 refuses an empty bucket).
+	d.Attributes = [][2]string{{"load_balancing.cross_zone.enabled", strconv.FormatBool(t.want.CrossZone)}, {"access_logs.s3.enabled", strconv.FormatBool(t.want.AccessLog)}}
+	if t.want.AccessLog {
+		d.Attributes = append(d.Attributes, [2]string{"access_logs.s3.bucket", t.want.Bucket}, [2]string{"access_logs.s3.prefix", t.want.Prefix})
+	}
+	return d
+}
+
+func (d *nlbDesired) planHealth() nlbplan.Health {
+	proto, port, path := splitHealth(d.Health)
+	return nlbplan.Health{Protocol: proto, Port: port, Path: path, Healthy: d.HC.Healthy, Unhealthy: d.HC.Unhealthy, Timeout: d.HC.Timeout, Interval: d.HC.Interval}
 }

@@ -1,202 +1,37 @@
 package aws
 
-// An NLB's target groups, listeners, targets, attributes and tags as observe → plan → apply:
-// observeNLB reads what the cloud holds into an nlbplan.Observed, nlbplan.Compute (pure,
-// table-tested in internal/nlbplan) says what differs, and applyNLB writes exactly that, in the
-// plan's order, then drops the listings its writes made stale.
+// An NLB's writes. applyNLBFrame writes the frame nlbplan.PlanFrame decided (the NLB, its own
+// group, the named groups, the node rules), applyNLB the parts nlbplan.Compute decided (target
+// groups, listeners, targets, attributes, tags), each in the plan's order, after the one
+// ownership check; each drops the listings its writes made stale. deleteNLB deletes what the
+// Service owns, found by its tags.
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+	"github.com/aws/smithy-go"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
+	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/svcevents"
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 	"github.com/ccm-project/ccm/providers/aws/internal/nlbplan"
+	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
+	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
-
-// nlbTarget is what the plan compares the NLB named name (ARN arn) with.
-type nlbTarget struct {
-	name, arn string
-	want      *nlbDesired
-	members   []string
-	tags      map[string]string // the NLB's as read; nil for one made by this reconcile
-	newTags   map[string]string
-}
-
-// planInput is want as the plan compares it.
-func (t nlbTarget) planInput() nlbplan.Desired {
-	d := nlbplan.Desired{Health: t.want.planHealth(), GroupAttributes: t.want.TGAttributes, Members: t.members, Tags: t.newTags}
-	for _, p := range t.want.Ports {
-		d.Ports = append(d.Ports, nlbplan.Port{Protocol: p.Protocol, Port: p.Port, Cert: p.Cert, SSLPolicy: p.SSLPolicy, Group: p.TG, Backend: p.backend(), NodePort: p.NodePort})
-	}
-	// Upstream's defaults are off; the bucket and prefix are compared only while logs are on
-	// (ELBv2 refuses an empty bucket).
-	d.Attributes = [][2]string{{"load_balancing.cross_zone.enabled", strconv.FormatBool(t.want.CrossZone)}, {"access_logs.s3.enabled", strconv.FormatBool(t.want.AccessLog)}}
-	if t.want.AccessLog {
-		d.Attributes = append(d.Attributes, [2]string{"access_logs.s3.bucket", t.want.Bucket}, [2]string{"access_logs.s3.prefix", t.want.Prefix})
-	}
-	return d
-}
-
-func (d *nlbDesired) planHealth() nlbplan.Health {
-	proto, port, path := splitHealth(d.Health)
-	return nlbplan.Health{Protocol: proto, Port: port, Path: path, Healthy: d.HC.Healthy, Unhealthy: d.HC.Unhealthy, Timeout: d.HC.Timeout, Interval: d.HC.Interval}
-}
-
-func planGroup(tg v2types.TargetGroup) nlbplan.Group {
-	return nlbplan.Group{ARN: aws.ToString(tg.TargetGroupArn), Name: aws.ToString(tg.TargetGroupName), Health: nlbplan.Health{
-		Protocol: string(tg.HealthCheckProtocol), Port: aws.ToString(tg.HealthCheckPort), Path: aws.ToString(tg.HealthCheckPath),
-		Healthy: aws.ToInt32(tg.HealthyThresholdCount), Unhealthy: aws.ToInt32(tg.UnhealthyThresholdCount),
-		Timeout: aws.ToInt32(tg.HealthCheckTimeoutSeconds), Interval: aws.ToInt32(tg.HealthCheckIntervalSeconds)}}
-}
-
-// observeNLB reads what the plan compares: the wanted target groups no listener forwards to
-// (upstream's taken over, verified by their tags when verify; those named already looked up;
-// else found by name, proven this Service's), the listeners, the targets of each group that may
-// serve after the plan (wanted, or a wanted port's listener forwards to it), the asked target
-// group attributes, and the NLB's attributes unless it is new and asks none (AWS's defaults).
-func (l *loadBalancers) observeNLB(ctx context.Context, svc *v1.Service, t nlbTarget, attached []v2types.TargetGroup, named map[string]v2types.TargetGroup, verify bool) (nlbplan.Observed, error) {
-	have := nlbplan.Observed{Found: map[string]nlbplan.Group{}, Tags: t.tags}
-	groups := map[string]*nlbplan.Group{} // by name: those whose targets and attributes are read
-	for _, tg := range attached {
-		have.Attached = append(have.Attached, planGroup(tg))
-	}
-	for _, p := range t.want.Ports {
-		if slices.ContainsFunc(attached, func(tg v2types.TargetGroup) bool { return aws.ToString(tg.TargetGroupName) == p.TG }) {
-			continue
-		}
-		found, untagged, err := l.findTargetGroup(ctx, svc, p, attached, named, verify)
-		if err != nil {
-			return have, err
-		}
-		if found != nil {
-			g := planGroup(*found)
-			g.Untagged = untagged
-			have.Found[p.TG] = g
-		}
-	}
-	out, err := awsread.DescribeListenersAll(ctx, l.c.api.elbv2, &elbv2.DescribeListenersInput{LoadBalancerArn: aws.String(t.arn)})
-	if err != nil {
-		return have, fmt.Errorf("aws: DescribeListeners: %w", err)
-	}
-	var forwarded []string // groups a wanted port's listener forwards to
-	for _, ls := range out.Listeners {
-		pl := planListener(ls)
-		have.Listeners = append(have.Listeners, pl)
-		if slices.ContainsFunc(t.want.Ports, func(p nlbPort) bool { return p.Port == pl.Port }) {
-			forwarded = append(forwarded, pl.Forward)
-		}
-	}
-	for i := range have.Attached {
-		g := &have.Attached[i]
-		if isFound(have.Found, g.ARN) {
-			continue // read below
-		}
-		if slices.ContainsFunc(t.want.Ports, func(p nlbPort) bool { return p.TG == g.Name }) || slices.Contains(forwarded, g.ARN) {
-			groups[g.Name] = g
-		}
-	}
-	for name, g := range have.Found {
-		if err := l.observeGroup(ctx, &g, t.want, true); err != nil {
-			return have, err
-		}
-		have.Found[name] = g
-	}
-	for _, g := range groups {
-		wanted := slices.ContainsFunc(t.want.Ports, func(p nlbPort) bool { return p.TG == g.Name })
-		if err := l.observeGroup(ctx, g, t.want, wanted); err != nil {
-			return have, err
-		}
-	}
-	if t.tags != nil || t.want.CrossZone || t.want.AccessLog {
-		if have.Attributes, err = l.nlbAttributes(ctx, t.arn); err != nil {
-			return have, err
-		}
-	}
-	return have, nil
-}
-
-// findTargetGroup is p's target group when no listener forwards to it: maybe the upstream CCM's
-// for this port (taken over, so its listener stays), or made by an earlier, interrupted try.
-// untagged: upstream's, proven this Service's, without ccm's tags yet.
-func (l *loadBalancers) findTargetGroup(ctx context.Context, svc *v1.Service, p nlbPort, attached []v2types.TargetGroup, named map[string]v2types.TargetGroup, verify bool) (_ *v2types.TargetGroup, untagged bool, _ error) {
-	found, untagged, err := l.adoptTargetGroup(ctx, svc, p, attached, verify)
-	if err != nil || found != nil {
-		return found, untagged, err
-	}
-	if t, known := named[p.TG]; known {
-		return &t, false, nil
-	}
-	if named != nil {
-		return nil, false, nil
-	}
-	tg, err := l.ownTargetGroup(ctx, l.identity(svc), p.TG)
-	return tg, false, err
-}
-
-func planListener(ls v2types.Listener) nlbplan.Listener {
-	pl := nlbplan.Listener{ARN: aws.ToString(ls.ListenerArn), Protocol: string(ls.Protocol), Port: aws.ToInt32(ls.Port), SSLPolicy: aws.ToString(ls.SslPolicy)}
-	if len(ls.DefaultActions) == 1 {
-		pl.Forward = aws.ToString(ls.DefaultActions[0].TargetGroupArn)
-	}
-	if len(ls.Certificates) > 0 {
-		pl.Cert = aws.ToString(ls.Certificates[0].CertificateArn)
-	}
-	return pl
-}
-
-// observeGroup reads g's targets and their health, and, when g is wanted and attributes are
-// asked, its attributes.
-func (l *loadBalancers) observeGroup(ctx context.Context, g *nlbplan.Group, want *nlbDesired, wanted bool) error {
-	out, err := l.c.api.elbv2.DescribeTargetHealth(ctx, &elbv2.DescribeTargetHealthInput{TargetGroupArn: aws.String(g.ARN)})
-	if err != nil {
-		return fmt.Errorf("aws: DescribeTargetHealth %s: %w", g.Name, err)
-	}
-	for _, d := range out.TargetHealthDescriptions {
-		if d.Target != nil {
-			g.Targets = append(g.Targets, aws.ToString(d.Target.Id))
-		}
-		g.Healthy = g.Healthy || (d.TargetHealth != nil && d.TargetHealth.State == v2types.TargetHealthStateEnumHealthy)
-	}
-	if !wanted || len(want.TGAttributes) == 0 {
-		return nil // nothing asked: not even read
-	}
-	g.Attributes, err = l.groupAttributes(ctx, g.ARN, g.Name)
-	return err
-}
-
-func (l *loadBalancers) groupAttributes(ctx context.Context, arn, name string) (map[string]string, error) {
-	out, err := l.c.api.elbv2.DescribeTargetGroupAttributes(ctx, &elbv2.DescribeTargetGroupAttributesInput{TargetGroupArn: aws.String(arn)})
-	if err != nil {
-		return nil, fmt.Errorf("aws: DescribeTargetGroupAttributes %s: %w", name, err)
-	}
-	have := map[string]string{}
-	for _, a := range out.Attributes {
-		have[aws.ToString(a.Key)] = aws.ToString(a.Value)
-	}
-	return have, nil
-}
-
-func (l *loadBalancers) nlbAttributes(ctx context.Context, arn string) (map[string]string, error) {
-	out, err := l.c.api.elbv2.DescribeLoadBalancerAttributes(ctx, &elbv2.DescribeLoadBalancerAttributesInput{LoadBalancerArn: aws.String(arn)})
-	if err != nil {
-		return nil, fmt.Errorf("aws: DescribeLoadBalancerAttributes (v2): %w", err)
-	}
-	have := map[string]string{}
-	for _, a := range out.Attributes {
-		have[aws.ToString(a.Key)] = aws.ToString(a.Value)
-	}
-	return have, nil
-}
 
 // nlbApply is one plan being written: the ARNs of the target groups it knows and makes, what
 // it repaired, and whether a listener still waits.
@@ -476,22 +311,457 @@ func (a *nlbApply) targets(ctx context.Context, p nlbplan.Plan) error {
 	return nil
 }
 
-// anyHealthy says whether a target of the target group arn passes its health check.
-func (l *loadBalancers) anyHealthy(ctx context.Context, arn, name string) (bool, error) {
-	out, err := l.c.api.elbv2.DescribeTargetHealth(ctx, &elbv2.DescribeTargetHealthInput{TargetGroupArn: aws.String(arn)})
-	if err != nil {
-		return false, fmt.Errorf("aws: DescribeTargetHealth %s: %w", name, err)
-	}
-	return slices.ContainsFunc(out.TargetHealthDescriptions, func(d v2types.TargetHealthDescription) bool {
-		return d.TargetHealth != nil && d.TargetHealth.State == v2types.TargetHealthStateEnumHealthy
-	}), nil
-}
-
-func isFound(found map[string]nlbplan.Group, arn string) bool {
-	for _, g := range found {
-		if g.ARN == arn {
-			return true
+// applyNLBFrame writes the frame in its order: the NLB deleted for a scheme change; for a new
+// NLB the Service's ELB of the other type deleted, then its own group and rules (so it admits
+// its clients from the start) and the NLB; for one that stays, its own group and its groups;
+// the own group no longer used; the node rules and the shared path-MTU rules.
+func (l *loadBalancers) applyNLBFrame(ctx context.Context, s *nlbSync, f nlbplan.Frame) error {
+	if f.Recreate {
+		if err := l.deleteForScheme(ctx, s); err != nil {
+			return err
 		}
 	}
-	return false
+	if f.Create {
+		if err := l.replaceOtherType(ctx, s, f.Recreate); err != nil {
+			return err
+		}
+	}
+	if f.Own != nil {
+		if err := l.applyOwnNLBGroup(ctx, s, f.Own); err != nil {
+			return err
+		}
+	}
+	if f.Create {
+		if err := l.createNLB(ctx, s, f); err != nil {
+			return err
+		}
+	} else if f.SetGroups {
+		if err := l.setNLBGroups(ctx, s, f); err != nil {
+			return err
+		}
+	}
+	if f.Drop != "" {
+		l.dropOwnNLBGroup(ctx, s.svc, f.Drop)
+	}
+	changes, err := l.applyNodeRules(ctx, s.svc, f.Nodes, f.MTU)
+	s.repairs = append(s.repairs, changes...)
+	return err
+}
+
+// deleteForScheme deletes the NLB, whose scheme changes: AWS cannot change it in place. It is
+// made again, with new addresses and DNS name; its target groups stay and are attached to the
+// new one.
+func (l *loadBalancers) deleteForScheme(ctx context.Context, s *nlbSync) error {
+	l.c.events.Event(s.svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
+		fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which an NLB cannot do in place; its addresses and DNS name change", s.name, s.want.Scheme))
+	if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: s.cur.LoadBalancerArn}); err != nil {
+		return fmt.Errorf("aws: DeleteLoadBalancer (v2) %s: %w", s.name, err)
+	}
+	klog.InfoS("Deleted NLB to change its scheme", "service", klog.KObj(s.svc), "name", s.name, "scheme", s.want.Scheme)
+	l.tsnap.Forget(aws.ToString(s.cur.LoadBalancerArn)) // its target groups are listed by its ARN
+	s.cur, s.tags, s.applied = nil, nil, false
+	return nil
+}
+
+// replaceOtherType deletes the Service's classic ELB before its NLB is made (a type change).
+// An NLB made when the Service had an address and neither it nor an ELB was there was deleted
+// out of band: a repair.
+func (l *loadBalancers) replaceOtherType(ctx context.Context, s *nlbSync, recreated bool) error {
+	hadELB, err := l.deleteClassic(ctx, s.svc)
+	if err != nil {
+		return err
+	}
+	if !hadELB && !recreated && len(s.svc.Status.LoadBalancer.Ingress) > 0 {
+		s.repairs = append(s.repairs, "the load balancer was deleted")
+		s.applied = true
+	}
+	return nil
+}
+
+// applyOwnNLBGroup makes the NLB's own group (or takes upstream's over: ccm's tags added, its
+// rules kept where wanted) and writes its rules' difference.
+func (l *loadBalancers) applyOwnNLBGroup(ctx context.Context, s *nlbSync, own *sgrules.Own) error {
+	gid := own.ID
+	if own.Create {
+		g, err := l.createNLBGroup(ctx, s.svc, s.name, s.want)
+		if err != nil {
+			return err
+		}
+		s.group, gid = g, aws.ToString(g.GroupId)
+	}
+	if own.TakeOver {
+		if err := l.takeOverGroup(ctx, s.svc, gid, "NLB"); err != nil {
+			return err
+		}
+	}
+	changes, err := l.writeRules(ctx, gid, own.Add, own.Del)
+	if !own.Create {
+		s.repairs = append(s.repairs, changes...)
+	}
+	return err
+}
+
+// createNLBGroup makes the group of the NLB name, tagged for the Service.
+func (l *loadBalancers) createNLBGroup(ctx context.Context, svc *v1.Service, name string, want *nlbDesired) (*types.SecurityGroup, error) {
+	gname := nlbGroupName(name)
+	tags := ownTags(l.identity(svc), want.ExtraTags, nil)
+	gid, err := l.createGroup(ctx, gname, want.vpc, fmt.Sprintf("Kubernetes NLB %s for %s/%s", name, svc.Namespace, svc.Name), tags)
+	if err != nil {
+		return nil, err
+	}
+	klog.InfoS("Created NLB security group", "service", klog.KObj(svc), "group", gid)
+	return &types.SecurityGroup{GroupId: aws.String(gid), GroupName: aws.String(gname), Tags: ec2Tags(tags)}, nil
+}
+
+// createNLB makes the NLB with the groups the frame gives it.
+func (l *loadBalancers) createNLB(ctx context.Context, s *nlbSync, f nlbplan.Frame) error {
+	want := s.want
+	in := &elbv2.CreateLoadBalancerInput{Name: aws.String(s.name), Type: v2types.LoadBalancerTypeEnumNetwork,
+		Scheme: v2types.LoadBalancerSchemeEnum(want.Scheme), Subnets: want.Subnets, Tags: v2Tags(ownTags(l.identity(s.svc), s.opts.ExtraTags, nil))}
+	switch {
+	case f.Own != nil:
+		in.SecurityGroups = []string{groupIDOf(s.group)}
+	case len(f.Named) > 0:
+		in.SecurityGroups = f.Named
+	}
+	if len(want.Addresses) > 0 {
+		in.Subnets = nil
+		for i, sn := range want.Subnets {
+			m := v2types.SubnetMapping{SubnetId: aws.String(sn)}
+			if len(s.opts.EIPs) > 0 {
+				m.AllocationId = aws.String(want.Addresses[i])
+			} else {
+				m.PrivateIPv4Address = aws.String(want.Addresses[i])
+			}
+			in.SubnetMappings = append(in.SubnetMappings, m)
+		}
+	}
+	out, err := l.c.api.elbv2.CreateLoadBalancer(ctx, in)
+	if err != nil {
+		return fmt.Errorf("aws: CreateLoadBalancer (v2) %s: %w", s.name, err)
+	}
+	if len(out.LoadBalancers) == 0 || aws.ToString(out.LoadBalancers[0].LoadBalancerArn) == "" {
+		return errEmptyAnswer("CreateLoadBalancer (v2)", s.name)
+	}
+	s.cur, s.tags, s.lbStale = &out.LoadBalancers[0], nil, true
+	klog.InfoS("Created NLB", "service", klog.KObj(s.svc), "name", s.name)
+	return nil
+}
+
+func v2Tags(m map[string]string) []v2types.Tag {
+	var out []v2types.Tag
+	for _, t := range elbTags(m) {
+		out = append(out, v2types.Tag{Key: t.Key, Value: t.Value})
+	}
+	return out
+}
+
+func groupIDOf(g *types.SecurityGroup) string {
+	if g == nil {
+		return ""
+	}
+	return aws.ToString(g.GroupId)
+}
+
+// reasonNLBGroupsReplaced is the Normal Event's reason when an NLB's security groups are replaced.
+const reasonNLBGroupsReplaced = "LoadBalancerSecurityGroupsReplaced"
+
+// setNLBGroups gives the existing NLB the groups the frame wants (its own group, or the named
+// ones), with SetSecurityGroups, as upstream.
+func (l *loadBalancers) setNLBGroups(ctx context.Context, s *nlbSync, f nlbplan.Frame) error {
+	want, cur, name := f.Named, s.cur.SecurityGroups, aws.ToString(s.cur.LoadBalancerName)
+	if f.Own != nil {
+		want = []string{groupIDOf(s.group)}
+	}
+	if _, err := l.c.api.elbv2.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: s.cur.LoadBalancerArn, SecurityGroups: want}); err != nil {
+		return setNLBGroupsError(name, len(f.Named) > 0, err)
+	}
+	s.lbStale = true // the NLB's groups, as the listing holds them
+	klog.InfoS("Set the NLB's security groups", "service", klog.KObj(s.svc), "name", name, "was", cur, "groups", want)
+	// Said on the Service: after an upgrade from a ccm that ignored the annotation on an NLB,
+	// this first sync is where its clients' traffic starts to depend on the named groups' rules.
+	l.c.events.Event(s.svc, v1.EventTypeNormal, reasonNLBGroupsReplaced, nlbGroupsReplacedMessage(name, cur, want, len(f.Named) > 0))
+	s.repairs = append(s.repairs, fmt.Sprintf("security groups were %v, not %v", cur, want))
+	return nil
+}
+
+// setNLBGroupsError names the security-groups annotation when AWS refuses a group it named
+// (InvalidSecurityGroup); refusing the Service's own group is not the annotation's fault.
+func setNLBGroupsError(lbName string, named bool, err error) error {
+	if named && isCode(err, "InvalidSecurityGroup") {
+		return annotations.Error(annotations.SecurityGroup, "SetSecurityGroups: %v", err)
+	}
+	return fmt.Errorf("aws: SetSecurityGroups %s: %w", lbName, err)
+}
+
+// nlbGroupsReplacedMessage says which groups the NLB had and has, and why (named: the
+// security-groups annotation names them; else the Service's own group, the annotation unset).
+func nlbGroupsReplacedMessage(lbName string, was, now []string, named bool) string {
+	ann := annotations.Prefix + annotations.SecurityGroup
+	why := fmt.Sprintf("%s names them; ccm writes no rule into them: their rules must admit the clients on the listener ports", ann)
+	if !named {
+		why = fmt.Sprintf("%s is not set: the Service's own group, whose rules ccm keeps, replaces them; the groups detached are left as they are", ann)
+	}
+	return fmt.Sprintf("security groups of NLB %s replaced: were %s, now %s (%s)", lbName, strings.Join(was, ","), strings.Join(now, ","), why)
+}
+
+// dropOwnNLBGroup deletes the Service's own group gid, detached from its NLB. A failure (AWS
+// may hold a detached group in use for a while) is logged: the next sync finds it again, and
+// the Service's delete deletes it too.
+func (l *loadBalancers) dropOwnNLBGroup(ctx context.Context, svc *v1.Service, gid string) {
+	if err := l.deleteGroup(ctx, svc, &types.SecurityGroup{GroupId: aws.String(gid)}); err != nil {
+		klog.InfoS("The Service's own NLB security group is not deleted yet", "service", klog.KObj(svc), "group", gid, "err", err)
+	}
+}
+
+// applyNodeRules writes the node groups' rule changes, then settles the shared MTU rules of
+// the groups in mtu. It returns what it changed.
+func (l *loadBalancers) applyNodeRules(ctx context.Context, svc *v1.Service, changes []sgrules.Change, mtu map[string][]rule) ([]string, error) {
+	var notes []string
+	for _, c := range changes {
+		if len(c.Redescribe) > 0 {
+			l.gsnap.ForgetAll()
+			if _, err := l.c.api.ec2.UpdateSecurityGroupRuleDescriptionsIngress(ctx, &ec2.UpdateSecurityGroupRuleDescriptionsIngressInput{
+				GroupId: aws.String(c.Group), IpPermissions: permissions(c.Redescribe, true)}); err != nil {
+				return nil, fmt.Errorf("aws: UpdateSecurityGroupRuleDescriptionsIngress %s: %w", c.Group, err)
+			}
+			notes = append(notes, c.Notes...)
+		}
+		changed, err := l.writeRules(ctx, c.Group, c.Add, c.Del)
+		if err != nil {
+			return nil, err
+		}
+		notes = append(notes, changed...)
+	}
+	changed, err := l.syncMTURules(ctx, svc, l.identity(svc).Cluster, mtu)
+	if err != nil {
+		return nil, err
+	}
+	return append(notes, changed...), nil
+}
+
+// reasonNLBMTURuleNotAdded: AWS refused the shared path-MTU rules in a node group.
+const reasonNLBMTURuleNotAdded = "LoadBalancerMTURuleNotAdded"
+
+// syncMTURules settles the shared MTU rules of the groups in wanted (group ID -> the Service's
+// wanted client rules there), each under its group's lock and from one read of the groups as
+// they are now. A refusal for the rule quota or a duplicate is a Warning on svc, not an error.
+func (l *loadBalancers) syncMTURules(ctx context.Context, svc *v1.Service, cluster string, wanted map[string][]rule) ([]string, error) {
+	if len(wanted) == 0 {
+		return nil, nil
+	}
+	ids := slices.Sorted(maps.Keys(wanted)) // locks taken in one order: no deadlock
+	for _, gid := range ids {
+		defer l.groupKeys.Lock(gid)()
+	}
+	gs, err := l.describeGroups(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var changes []string
+	for i := range gs {
+		gid := aws.ToString(gs[i].GroupId)
+		have := rulesOf(&gs[i])
+		want, mine := sgrules.NLBMTURules(cluster, append(slices.Clone(have), wanted[gid]...))
+		add, del := sgrules.Plan(have, want, mine)
+		if len(add)+len(del) > 0 {
+			l.gsnap.ForgetAll() // the listing no longer holds this group as it is
+		}
+		if len(add) > 0 {
+			_, err := l.c.api.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(gid), IpPermissions: permissions(add, true)})
+			var ae smithy.APIError
+			switch {
+			case isCode(err, "RulesPerSecurityGroupLimitExceeded", "InvalidPermission.Duplicate") && errors.As(err, &ae):
+				l.c.events.Advise(svc, reasonNLBMTURuleNotAdded, mtuRefusal(gid, add, ae.ErrorCode()))
+			case err != nil:
+				return nil, fmt.Errorf("aws: AuthorizeSecurityGroupIngress %s: %w", gid, err)
+			default:
+				for _, r := range add {
+					changes = append(changes, fmt.Sprintf("ingress rule %s of security group %s was missing", r.Text(), gid))
+				}
+			}
+		}
+		if len(del) > 0 {
+			if _, err := l.c.api.ec2.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: aws.String(gid), IpPermissions: permissions(del, false)}); err != nil && !isCode(err, "InvalidPermission.NotFound") {
+				return nil, fmt.Errorf("aws: RevokeSecurityGroupIngress %s: %w", gid, err)
+			}
+			for _, r := range del {
+				changes = append(changes, fmt.Sprintf("ingress rule %s of security group %s was not wanted", r.Text(), gid))
+			}
+		}
+	}
+	return changes, nil
+}
+
+// mtuRefusal is the Warning for MTU rules AWS refused in group gid with code.
+func mtuRefusal(gid string, add []rule, code string) string {
+	var cidrs []string
+	for _, r := range add {
+		cidrs = append(cidrs, r.CIDR)
+	}
+	why := "the group is at its quota of inbound rules: raise the quota (Service Quotas, \"Inbound or outbound rules per security group\") or free rules"
+	if code == "InvalidPermission.Duplicate" {
+		why = "another writer added one of them at the same time; the next sync looks again"
+	}
+	return fmt.Sprintf("node security group %s: AWS refused the path-MTU rules (ICMP 3-4 from %s) for NLB clients (%s): %s. The NLB serves; clients on a path with a smaller MTU may not learn it",
+		gid, strings.Join(cidrs, ", "), code, why)
+}
+
+// deleteNLB deletes svc's NLB and its target groups if this cluster owns them. Groups left by
+// an interrupted delete are found again by their names.
+func (l *loadBalancers) deleteNLB(ctx context.Context, svc *v1.Service) (existed bool, err error) {
+	l.nsnap.Forget(l.name(svc))
+	l.nsnap.Forget(upstream.LBName(svc))
+	// ccm's NLB or upstream's for this Service (both names read: they were just forgotten).
+	name, cur, tags, _, err := l.findNLB(ctx, svc) // read, not listed: both names were forgotten
+	if err != nil {
+		return false, err
+	}
+	defer l.nsnap.Forget(name)
+	var tgs []v2types.TargetGroup
+	var group *types.SecurityGroup
+	if cur != nil {
+		arn := aws.ToString(cur.LoadBalancerArn)
+		defer l.tsnap.Forget(arn)
+		if upstream.CheckLB(l.identity(svc), svc, name, tags) != nil {
+			klog.InfoS("Not deleting an NLB this Service does not own", "service", klog.KObj(svc), "name", name)
+			return true, nil
+		}
+		if tgs, err = l.attachedTGs(ctx, arn); err != nil {
+			return false, err
+		}
+		// The NLB's own group (any mode: upstream deletes it so too), deleted after the NLB.
+		if group, err = l.nlbGroupOf(ctx, svc, cur); err != nil {
+			return false, err
+		}
+		// The tag only says where to look (it is written last, so an interrupted reconcile may
+		// have added rules it does not name: the groups tagged for the cluster are looked at
+		// too); what goes is decided by the rules' descriptions.
+		groups, err := l.clusterGroups(ctx)
+		if err != nil {
+			return false, err
+		}
+		if err := l.removeNodeRulesNLB(ctx, svc, upstream.Only(name, svc), append(groups, groupIDs(tags[nodeGroupsTag])...)); err != nil {
+			return false, err
+		}
+		if _, err := l.c.api.elbv2.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: cur.LoadBalancerArn}); err != nil {
+			return false, fmt.Errorf("aws: DeleteLoadBalancer (v2) %s: %w", name, err)
+		}
+		klog.InfoS("Deleted NLB", "service", klog.KObj(svc), "name", name)
+	} else if svc.Annotations[annotations.Prefix+annotations.Type] == "nlb" {
+		// No NLB (deleted by an interrupted delete, or never created): its node rules, in the
+		// groups tagged for the cluster, carry this Service's description.
+		groups, err := l.clusterGroups(ctx)
+		if err != nil {
+			return false, err
+		}
+		if err := l.removeNodeRulesNLB(ctx, svc, "", groups); err != nil {
+			return false, err
+		}
+	}
+	// Target groups by their tags: also those an interrupted reconcile left unattached, or
+	// made for ports the Service has changed since.
+	owned, err := l.ownedTargetGroups(ctx, l.identity(svc))
+	if err != nil {
+		return false, err
+	}
+	for _, tg := range owned {
+		if !slices.ContainsFunc(tgs, func(a v2types.TargetGroup) bool {
+			return aws.ToString(a.TargetGroupArn) == aws.ToString(tg.TargetGroupArn)
+		}) {
+			tgs = append(tgs, tg)
+		}
+	}
+	for _, tg := range tgs {
+		if err := l.deleteTG(ctx, svc, tg); err != nil {
+			return false, err
+		}
+	}
+	// Without its group on the NLB (deleted by an interrupted delete, or detached when the
+	// Service named groups), the Service's own is looked for by its tags.
+	if group != nil || ((cur == nil || len(cur.SecurityGroups) > 0) && l.c.cfg.nlbGroupsManaged() && svc.Annotations[annotations.Prefix+annotations.Type] == "nlb") {
+		if err := l.deleteNLBGroup(ctx, svc, name, group); err != nil {
+			return false, err
+		}
+	}
+	return cur != nil, nil
+}
+
+func (l *loadBalancers) deleteTG(ctx context.Context, svc *v1.Service, tg v2types.TargetGroup) error {
+	tags, err := l.tagsV2(ctx, aws.ToString(tg.TargetGroupArn))
+	if err != nil {
+		return err
+	}
+	if !upstream.OwnsTG(l.identity(svc), tg, tags) {
+		return nil
+	}
+	_, err = l.c.api.elbv2.DeleteTargetGroup(ctx, &elbv2.DeleteTargetGroupInput{TargetGroupArn: tg.TargetGroupArn})
+	if isCode(err, "ResourceInUse") {
+		return api.NewRetryError(fmt.Sprintf("target group %s is still in use; retrying", aws.ToString(tg.TargetGroupName)), nlbPoll)
+	}
+	if err != nil && !isCode(err, "TargetGroupNotFound") {
+		return fmt.Errorf("aws: DeleteTargetGroup: %w", err)
+	}
+	return nil
+}
+
+// removeNodeRulesNLB removes the Service's NLB rules from the node groups (read as they are
+// now), and settles the shared MTU rules there. The rules it removes are those carrying this
+// Service's description (ownership.Description): nodePorts are unique only within a cluster,
+// and two clusters may share a node group. up is the name of the Service's NLB when it is the
+// upstream CCM's, taken over ("" otherwise): the node rules upstream described with that name
+// are then this Service's too.
+func (l *loadBalancers) removeNodeRulesNLB(ctx context.Context, svc *v1.Service, up string, groups []string) error {
+	groups = slices.Compact(slices.Sorted(slices.Values(groups)))
+	if len(groups) == 0 {
+		return nil
+	}
+	gs, err := l.describeGroups(ctx, groups)
+	if err != nil {
+		return err
+	}
+	var read []sgrules.Group
+	for i := range gs {
+		read = append(read, sgrules.Group{ID: aws.ToString(gs[i].GroupId), Rules: rulesOf(&gs[i])})
+	}
+	changes, mtu := nlbplan.PlanNodeRules(nodeRuleOwners(l.identity(svc), up), read)
+	_, err = l.applyNodeRules(ctx, svc, changes, mtu)
+	return err
+}
+
+// deleteNLBGroup deletes the NLB's own group once the NLB is gone. g was found attached to the
+// Service's NLB (nlbGroupOf); without it (the NLB was deleted by an interrupted delete, or the
+// Service names its groups) ccm's group is found by its name, upstream's (taken over) by the
+// Service's ownership tags. A group the security-groups annotation names is the user's, even
+// the Service's own one: never deleted, as dropOwnNLBGroup never drops it.
+func (l *loadBalancers) deleteNLBGroup(ctx context.Context, svc *v1.Service, name string, g *types.SecurityGroup) error {
+	id := l.identity(svc)
+	named := annotations.SplitList(svc.Annotations[annotations.Prefix+annotations.SecurityGroup])
+	if g == nil {
+		out, err := awsread.DescribeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+			filter("tag:"+ownership.ServiceTag, id.Service()), filter("tag-key", ownership.ClusterTagPrefix+id.Cluster)}})
+
+		if err != nil {
+			return fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
+		}
+		for i := range out.SecurityGroups {
+			c := &out.SecurityGroups[i]
+			if slices.Contains(named, aws.ToString(c.GroupId)) {
+				continue
+			}
+			if ownership.Is(id, groupTags(c)) && (aws.ToString(c.GroupName) == nlbGroupName(name) || l.isUpstreamNLBGroup(id, svc, c)) {
+				g = c
+				break
+			}
+		}
+		if g == nil {
+			return nil
+		}
+	}
+	// Owned: ccm's tags, or upstream's group, proven the Service's by the UID hash in its name,
+	// its description and the cluster's "owned" tag (isUpstreamNLBGroup), wherever it is attached.
+	if slices.Contains(named, aws.ToString(g.GroupId)) || (!ownership.Is(id, groupTags(g)) && !l.isUpstreamNLBGroup(id, svc, g)) {
+		return nil
+	}
+	return l.deleteGroup(ctx, svc, g)
 }

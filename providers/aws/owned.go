@@ -49,8 +49,8 @@ func (c *Cloud) OwnedLoadBalancers(ctx context.Context, _ string) ([]servicecont
 
 // DeleteOwnedLoadBalancer implements servicecontroller.OwnedLister: the load balancer is read
 // again (Describe and DescribeTags of its API) and must still carry lb's owner; then the
-// Service's delete path (deleteowned.go) removes it with its target groups, security group and
-// rules, checking ownership on the way as always.
+// Service's delete path (EnsureLoadBalancerDeleted) removes it with its target groups, security
+// group and rules, checking ownership on the way as always.
 func (c *Cloud) DeleteOwnedLoadBalancer(ctx context.Context, _ string, lb servicecontroller.OwnedLoadBalancer) error {
 	if err := c.init(); err != nil {
 		return err

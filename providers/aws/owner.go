@@ -96,3 +96,13 @@ func publicError(err error) error {
 func errEmptyAnswer(op, name string) error {
 	return fmt.Errorf("aws: %s %s: the answer holds no result; retrying", op, name)
 }
+
+// tagsHold reports whether have carries every tag of want with its value.
+func tagsHold(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}

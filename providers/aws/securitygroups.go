@@ -26,43 +26,6 @@ import (
 // groupName is the name of the security group made for one ELB.
 func groupName(lbName string) string { return upstream.ELBGroupName(lbName) }
 
-// nodeGroupOf picks, as upstream does, the instance's security group that ELB rules go to: the
-// one tagged for the cluster (kubernetes.io/cluster/<id>); with none tagged, its only group.
-// Several tagged, or several untagged and none tagged, is an error naming them: a rule must
-// not land in a group another team or cluster relies on because it happens to be first.
-// Pure; tagged is asked only when the instance has several groups.
-func nodeGroupOf(instanceID string, groups []string, tagged func(string) bool) (string, error) {
-	if len(groups) <= 1 {
-		return strings.Join(groups, ""), nil
-	}
-	var yes []string
-	for _, g := range groups {
-		if tagged(g) {
-			yes = append(yes, g)
-		}
-	}
-	switch len(yes) {
-	case 1:
-		return yes[0], nil
-	case 0:
-		return "", fmt.Errorf("instance %s has several security groups (%s) and none is tagged %s<cluster id>: tag the one load balancer rules go to",
-			instanceID, strings.Join(groups, ", "), ownership.ClusterTagPrefix)
-	}
-	return "", fmt.Errorf("instance %s has several security groups tagged for the cluster (%s): tag only the one load balancer rules go to",
-		instanceID, strings.Join(yes, ", "))
-}
-
-// instanceGroups are the IDs of in's security groups, in EC2's order.
-func instanceGroups(in *types.Instance) []string {
-	var out []string
-	for _, g := range in.SecurityGroups {
-		if id := aws.ToString(g.GroupId); id != "" {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
 func groupTags(g *types.SecurityGroup) map[string]string {
 	return awsread.TagMap(g.Tags, func(t types.Tag) (*string, *string) { return t.Key, t.Value })
 }
@@ -304,4 +267,62 @@ func (l *loadBalancers) deleteGroup(ctx context.Context, svc *v1.Service, g *typ
 	}
 	klog.InfoS("Deleted ELB security group", "service", klog.KObj(svc), "group", id)
 	return nil
+}
+
+// nodeGroupsOf returns the groups ids from the listing when it holds every one, else reads them.
+func (l *loadBalancers) groupsByID(ctx context.Context, ids []string) ([]types.SecurityGroup, error) {
+	var out []types.SecurityGroup
+	for _, id := range ids {
+		g, _ := l.gsnap.Get(ctx, id, l.listGroups)
+		if g == nil {
+			return l.describeGroups(ctx, ids)
+		}
+		out = append(out, *g)
+	}
+	return out, nil
+}
+
+// ownGroup finds the ELB's own group in the listing, else by its name.
+func (l *loadBalancers) ownGroup(ctx context.Context, lbName, vpc string) (*types.SecurityGroup, error) {
+	if vpc != "" {
+		if g, _ := l.gsnap.Get(ctx, "name:"+vpc+"/"+groupName(lbName), l.listGroups); g != nil {
+			return g, nil
+		}
+	}
+	return l.findGroup(ctx, lbName, vpc)
+}
+
+// ownedELBGroups returns the ELB security groups (named k8s-elb-*) whose tags say they are
+// id's, UID included, in any VPC. One tagged without the UID is found by its name only
+// (deleteClassic): tags alone, without the UID, can be another cluster's copy of a tenant's.
+func (l *loadBalancers) ownedELBGroups(ctx context.Context, id ownership.Identity) ([]types.SecurityGroup, error) {
+	out, err := awsread.DescribeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+		filter("tag:"+ownership.ServiceTag, id.Service()), filter("tag-key", ownership.ClusterTagPrefix+id.Cluster)}})
+
+	if err != nil {
+		return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
+	}
+	var gs []types.SecurityGroup
+	for _, g := range out.SecurityGroups {
+		if strings.HasPrefix(aws.ToString(g.GroupName), groupName("")) && ownership.IsExactly(id, groupTags(&g)) {
+			gs = append(gs, g)
+		}
+	}
+	return gs, nil
+}
+
+// clusterGroups returns the security groups tagged for this cluster: where an NLB's node
+// rules are when the NLB (and its tag naming the node groups) is gone.
+func (l *loadBalancers) clusterGroups(ctx context.Context) ([]string, error) {
+	out, err := awsread.DescribeSecurityGroupsAll(ctx, l.c.api.ec2, &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{
+		filter("tag-key", ownership.ClusterTagPrefix+l.c.cfg.ClusterID())}})
+
+	if err != nil {
+		return nil, fmt.Errorf("aws: DescribeSecurityGroups: %w", err)
+	}
+	var ids []string
+	for _, g := range out.SecurityGroups {
+		ids = append(ids, aws.ToString(g.GroupId))
+	}
+	return ids, nil
 }

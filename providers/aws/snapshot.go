@@ -1,10 +1,15 @@
 package aws
 
+// Listings of the cluster's load balancers, security groups and target groups a resync compares,
+// so that unchanged load balancers cost no read per load balancer for them.
+
 import (
 	"context"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
@@ -95,4 +100,58 @@ func (l *loadBalancers) listNLBs(ctx context.Context) (map[string]*v2types.LoadB
 		return nil
 	})
 	return lbs, tags, err
+}
+
+type (
+	// groupSnapshot holds the groups tagged for this cluster (the ELBs' own groups and tagged
+	// node groups), by ID and by "name:" + name. Any rule or group write forgets all of it.
+	groupSnapshot = awsread.Snapshot[types.SecurityGroup]
+	// tgSnapshot holds the cluster's target groups by the ARN of the NLB using them.
+	tgSnapshot = awsread.Snapshot[[]v2types.TargetGroup]
+)
+
+func (l *loadBalancers) listGroups(ctx context.Context) (map[string]*types.SecurityGroup, map[string]map[string]string, error) {
+	out := map[string]*types.SecurityGroup{}
+	in := &ec2.DescribeSecurityGroupsInput{Filters: []types.Filter{filter("tag-key", "kubernetes.io/cluster/"+l.c.cfg.ClusterID())}}
+	for {
+		page, err := l.c.api.ec2.DescribeSecurityGroups(ctx, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range page.SecurityGroups {
+			g := &page.SecurityGroups[i]
+			out[aws.ToString(g.GroupId)] = g
+			out["name:"+aws.ToString(g.VpcId)+"/"+aws.ToString(g.GroupName)] = g
+		}
+		if aws.ToString(page.NextToken) == "" {
+			return out, map[string]map[string]string{}, nil
+		}
+		in.NextToken = page.NextToken
+	}
+}
+
+func (l *loadBalancers) listTGs(ctx context.Context) (map[string]*[]v2types.TargetGroup, map[string]map[string]string, error) {
+	byLB := map[string]*[]v2types.TargetGroup{}
+	in := &elbv2.DescribeTargetGroupsInput{PageSize: aws.Int32(400)}
+	for {
+		out, err := l.c.api.elbv2.DescribeTargetGroups(ctx, in)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, tg := range out.TargetGroups {
+			if n := aws.ToString(tg.TargetGroupName); !strings.HasPrefix(n, tgNames.Prefix) && !upstream.IsTGName(n) {
+				continue
+			}
+			for _, lb := range tg.LoadBalancerArns {
+				if byLB[lb] == nil {
+					byLB[lb] = &[]v2types.TargetGroup{}
+				}
+				*byLB[lb] = append(*byLB[lb], tg)
+			}
+		}
+		if aws.ToString(out.NextMarker) == "" {
+			return byLB, map[string]map[string]string{}, nil
+		}
+		in.Marker = out.NextMarker
+	}
 }
