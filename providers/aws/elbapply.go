@@ -26,6 +26,137 @@ import (
 	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
+// Classic ELB writes: creation, listener, health check and attribute updates, members.
+
+// applyClassic makes the ELB (deleting it first when its scheme changes, which ELB cannot do
+// in place), writes its plan and drops the own group it no longer uses. It returns what the
+// plan repaired on an ELB that was there.
+func (l *loadBalancers) applyClassic(ctx context.Context, r *classicRun, opts *annotations.Options) ([]string, error) {
+	svc := r.svc
+	r.planExisting() // now, if the ELB's own group was made first
+	if r.planned && r.plan.Recreate {
+		// A new ELB gets a new DNS name.
+		l.c.events.Event(svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
+			fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which ELB cannot do in place; its DNS name changes", r.name, r.want.Scheme))
+		r.stale = true
+		if _, err := l.c.api.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(r.name)}); err != nil {
+			return nil, fmt.Errorf("aws: DeleteLoadBalancer %s: %w", r.name, err)
+		}
+	}
+	var repairs []string
+	if r.cur == nil || r.plan.Recreate {
+		r.stale = true
+		cur, plan, lost, err := l.createClassic(ctx, svc, opts, r.name, r.want, r.members, r.plan.Recreate)
+		if err != nil {
+			return nil, err
+		}
+		r.cur, r.plan, r.applied = cur, plan, lost
+		if lost {
+			repairs = append(repairs, "the load balancer was deleted")
+		}
+	} else {
+		repairs = append(repairs, r.plan.Repairs...) // after a creation the plan is the rest of it, no repair
+	}
+	klog.V(2).InfoS("Reconciling ELB", "service", klog.KObj(svc), "name", r.name, "changes", len(r.plan.Repairs))
+	r.stale = r.stale || !r.plan.Empty()
+	if err := l.applyELB(ctx, r.name, r.want, r.plan); err != nil {
+		return nil, err
+	}
+	if r.groups.unused != nil {
+		// Groups named now (annotation, ElbSecurityGroup): the group ccm made before goes.
+		if err := l.dropUnusedOwnGroup(ctx, svc, r.groups.unused); err != nil {
+			return nil, err
+		}
+	}
+	return repairs, nil
+}
+
+// tagClassic writes the fingerprint last: a failure above leaves the old one, so the next try
+// rewrites. The ownership tags go with it (after the user's), so a load balancer written before
+// UIDs were recorded gets its Service's UID.
+func (l *loadBalancers) tagClassic(ctx context.Context, r *classicRun) error {
+	if !r.tagsDue() {
+		return nil
+	}
+	r.stale = true
+	tags := ownTags(r.id, r.want.ExtraTags, map[string]string{fingerprintTag: r.fp})
+	if _, err := l.c.api.elb.AddTags(ctx, &elb.AddTagsInput{LoadBalancerNames: []string{r.name}, Tags: elbTags(tags)}); err != nil {
+		return fmt.Errorf("aws: AddTags %s: %w", r.name, err)
+	}
+	return nil
+}
+
+// createClassic creates the ELB and plans the rest of it (what create does not set). lost: it
+// was not recreated on purpose, the Service had an address and no NLB took its place, so it
+// was deleted out of band.
+func (l *loadBalancers) createClassic(ctx context.Context, svc *v1.Service, opts *annotations.Options, name string, want *desired, members []string, recreate bool) (*elbtypes.LoadBalancerDescription, elbplan.Plan, bool, error) {
+	// Creating: this may be a type change, so the Service's NLB goes first.
+	hadNLB, err := l.deleteNLB(ctx, svc)
+	if err != nil {
+		return nil, elbplan.Plan{}, false, err
+	}
+	lost := !hadNLB && !recreate && len(svc.Status.LoadBalancer.Ingress) > 0
+	have, err := l.create(ctx, svc, opts, name, want)
+	if err != nil {
+		return nil, elbplan.Plan{}, false, err
+	}
+	return have.Desc, elbplan.Compute(want.planDesired(), members, have), lost, nil
+}
+
+// create makes the ELB with its listeners, subnets, groups and tags, and returns it as created
+// (ELB's defaults for the rest), for the plan to write the remaining settings.
+func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *annotations.Options, name string, want *desired) (elbplan.Observed, error) {
+	var ls []elbtypes.Listener
+	var lds []elbtypes.ListenerDescription
+	for _, s := range want.Listeners {
+		ls = append(ls, elbplan.ListenerOf(s))
+		lds = append(lds, elbtypes.ListenerDescription{Listener: &ls[len(ls)-1]})
+	}
+	tags := ownTags(l.identity(svc), opts.ExtraTags, nil)
+	out, err := l.c.api.elb.CreateLoadBalancer(ctx, &elb.CreateLoadBalancerInput{
+		LoadBalancerName: aws.String(name), Listeners: ls, Subnets: want.Subnets,
+		SecurityGroups: want.groupIDs, Scheme: aws.String(want.Scheme), Tags: elbTags(tags),
+	})
+	switch {
+	case isCode(err, "DuplicateLoadBalancerName"):
+		// An earlier attempt created it and its answer was lost (a timeout, a killed ccm):
+		// carry on with it if it is this Service's, else leave it alone.
+		cur, err := l.adoptOwn(ctx, svc, name)
+		if err != nil {
+			return elbplan.Observed{}, err
+		}
+		crossZone, attrs, err := l.attributesOf(ctx, name)
+		return elbplan.Observed{Desc: cur, CrossZone: crossZone, Attrs: attrs}, err
+	case err != nil:
+		return elbplan.Observed{}, fmt.Errorf("aws: CreateLoadBalancer %s: %w", name, err)
+	case aws.ToString(out.DNSName) == "":
+		return elbplan.Observed{}, errEmptyAnswer("CreateLoadBalancer", name)
+	}
+	klog.InfoS("Created ELB", "service", klog.KObj(svc), "name", name)
+	return elbplan.Observed{Desc: &elbtypes.LoadBalancerDescription{LoadBalancerName: aws.String(name), DNSName: out.DNSName, Scheme: aws.String(want.Scheme),
+		Subnets: want.Subnets, SecurityGroups: want.groupIDs, ListenerDescriptions: lds}, Attrs: elbplan.NewAttrs}, nil
+}
+
+// adoptOwn reads the existing ELB name and returns it if its tags say it is svc's.
+func (l *loadBalancers) adoptOwn(ctx context.Context, svc *v1.Service, name string) (*elbtypes.LoadBalancerDescription, error) {
+	cur, err := l.describe(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if cur == nil {
+		return nil, fmt.Errorf("aws: CreateLoadBalancer %s: the name is taken, yet no such load balancer is listed; retrying later", name)
+	}
+	tags, err := l.tags(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := ownership.Check(l.identity(svc), "load balancer", name, tags); err != nil {
+		return nil, err
+	}
+	klog.InfoS("Load balancer already created by an earlier attempt; continuing with it", "service", klog.KObj(svc), "name", name)
+	return cur, nil
+}
+
 // applyELB writes plan (which must not be a recreation) to the ELB name.
 func (l *loadBalancers) applyELB(ctx context.Context, name string, want *desired, p elbplan.Plan) error {
 	api := l.c.api.elb
@@ -146,62 +277,6 @@ func (l *loadBalancers) writeAttributes(ctx context.Context, name string, want *
 	return nil
 }
 
-// Classic ELB writes: creation, listener, health check and attribute updates, members.
-
-// create makes the ELB with its listeners, subnets, groups and tags, and returns it as created
-// (ELB's defaults for the rest), for the plan to write the remaining settings.
-func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, opts *annotations.Options, name string, want *desired) (elbplan.Observed, error) {
-	var ls []elbtypes.Listener
-	var lds []elbtypes.ListenerDescription
-	for _, s := range want.Listeners {
-		ls = append(ls, elbplan.ListenerOf(s))
-		lds = append(lds, elbtypes.ListenerDescription{Listener: &ls[len(ls)-1]})
-	}
-	tags := ownTags(l.identity(svc), opts.ExtraTags, nil)
-	out, err := l.c.api.elb.CreateLoadBalancer(ctx, &elb.CreateLoadBalancerInput{
-		LoadBalancerName: aws.String(name), Listeners: ls, Subnets: want.Subnets,
-		SecurityGroups: want.groupIDs, Scheme: aws.String(want.Scheme), Tags: elbTags(tags),
-	})
-	switch {
-	case isCode(err, "DuplicateLoadBalancerName"):
-		// An earlier attempt created it and its answer was lost (a timeout, a killed ccm):
-		// carry on with it if it is this Service's, else leave it alone.
-		cur, err := l.adoptOwn(ctx, svc, name)
-		if err != nil {
-			return elbplan.Observed{}, err
-		}
-		crossZone, attrs, err := l.attributesOf(ctx, name)
-		return elbplan.Observed{Desc: cur, CrossZone: crossZone, Attrs: attrs}, err
-	case err != nil:
-		return elbplan.Observed{}, fmt.Errorf("aws: CreateLoadBalancer %s: %w", name, err)
-	case aws.ToString(out.DNSName) == "":
-		return elbplan.Observed{}, errEmptyAnswer("CreateLoadBalancer", name)
-	}
-	klog.InfoS("Created ELB", "service", klog.KObj(svc), "name", name)
-	return elbplan.Observed{Desc: &elbtypes.LoadBalancerDescription{LoadBalancerName: aws.String(name), DNSName: out.DNSName, Scheme: aws.String(want.Scheme),
-		Subnets: want.Subnets, SecurityGroups: want.groupIDs, ListenerDescriptions: lds}, Attrs: elbplan.NewAttrs}, nil
-}
-
-// adoptOwn reads the existing ELB name and returns it if its tags say it is svc's.
-func (l *loadBalancers) adoptOwn(ctx context.Context, svc *v1.Service, name string) (*elbtypes.LoadBalancerDescription, error) {
-	cur, err := l.describe(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if cur == nil {
-		return nil, fmt.Errorf("aws: CreateLoadBalancer %s: the name is taken, yet no such load balancer is listed; retrying later", name)
-	}
-	tags, err := l.tags(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if err := ownership.Check(l.identity(svc), "load balancer", name, tags); err != nil {
-		return nil, err
-	}
-	klog.InfoS("Load balancer already created by an earlier attempt; continuing with it", "service", klog.KObj(svc), "name", name)
-	return cur, nil
-}
-
 func (l *loadBalancers) configureHealthCheck(ctx context.Context, name string, want *desired) error {
 	_, err := l.c.api.elb.ConfigureHealthCheck(ctx, &elb.ConfigureHealthCheckInput{LoadBalancerName: aws.String(name), HealthCheck: &elbtypes.HealthCheck{
 		Target: aws.String(want.HealthCheck), Interval: aws.Int32(want.HC.Interval), Timeout: aws.Int32(want.HC.Timeout),
@@ -223,81 +298,6 @@ func elbTags(m map[string]string) []elbtypes.Tag {
 		out = append(out, elbtypes.Tag{Key: aws.String(k), Value: aws.String(m[k])})
 	}
 	return out
-}
-
-// applyClassic makes the ELB (deleting it first when its scheme changes, which ELB cannot do
-// in place), writes its plan and drops the own group it no longer uses. It returns what the
-// plan repaired on an ELB that was there.
-func (l *loadBalancers) applyClassic(ctx context.Context, r *classicRun, opts *annotations.Options) ([]string, error) {
-	svc := r.svc
-	r.planExisting() // now, if the ELB's own group was made first
-	if r.planned && r.plan.Recreate {
-		// A new ELB gets a new DNS name.
-		l.c.events.Event(svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
-			fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which ELB cannot do in place; its DNS name changes", r.name, r.want.Scheme))
-		r.stale = true
-		if _, err := l.c.api.elb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(r.name)}); err != nil {
-			return nil, fmt.Errorf("aws: DeleteLoadBalancer %s: %w", r.name, err)
-		}
-	}
-	var repairs []string
-	if r.cur == nil || r.plan.Recreate {
-		r.stale = true
-		cur, plan, lost, err := l.createClassic(ctx, svc, opts, r.name, r.want, r.members, r.plan.Recreate)
-		if err != nil {
-			return nil, err
-		}
-		r.cur, r.plan, r.applied = cur, plan, lost
-		if lost {
-			repairs = append(repairs, "the load balancer was deleted")
-		}
-	} else {
-		repairs = append(repairs, r.plan.Repairs...) // after a creation the plan is the rest of it, no repair
-	}
-	klog.V(2).InfoS("Reconciling ELB", "service", klog.KObj(svc), "name", r.name, "changes", len(r.plan.Repairs))
-	r.stale = r.stale || !r.plan.Empty()
-	if err := l.applyELB(ctx, r.name, r.want, r.plan); err != nil {
-		return nil, err
-	}
-	if r.groups.unused != nil {
-		// Groups named now (annotation, ElbSecurityGroup): the group ccm made before goes.
-		if err := l.dropUnusedOwnGroup(ctx, svc, r.groups.unused); err != nil {
-			return nil, err
-		}
-	}
-	return repairs, nil
-}
-
-// tagClassic writes the fingerprint last: a failure above leaves the old one, so the next try
-// rewrites. The ownership tags go with it (after the user's), so a load balancer written before
-// UIDs were recorded gets its Service's UID.
-func (l *loadBalancers) tagClassic(ctx context.Context, r *classicRun) error {
-	if !r.tagsDue() {
-		return nil
-	}
-	r.stale = true
-	tags := ownTags(r.id, r.want.ExtraTags, map[string]string{fingerprintTag: r.fp})
-	if _, err := l.c.api.elb.AddTags(ctx, &elb.AddTagsInput{LoadBalancerNames: []string{r.name}, Tags: elbTags(tags)}); err != nil {
-		return fmt.Errorf("aws: AddTags %s: %w", r.name, err)
-	}
-	return nil
-}
-
-// createClassic creates the ELB and plans the rest of it (what create does not set). lost: it
-// was not recreated on purpose, the Service had an address and no NLB took its place, so it
-// was deleted out of band.
-func (l *loadBalancers) createClassic(ctx context.Context, svc *v1.Service, opts *annotations.Options, name string, want *desired, members []string, recreate bool) (*elbtypes.LoadBalancerDescription, elbplan.Plan, bool, error) {
-	// Creating: this may be a type change, so the Service's NLB goes first.
-	hadNLB, err := l.deleteNLB(ctx, svc)
-	if err != nil {
-		return nil, elbplan.Plan{}, false, err
-	}
-	lost := !hadNLB && !recreate && len(svc.Status.LoadBalancer.Ingress) > 0
-	have, err := l.create(ctx, svc, opts, name, want)
-	if err != nil {
-		return nil, elbplan.Plan{}, false, err
-	}
-	return have.Desc, elbplan.Compute(want.planDesired(), members, have), lost, nil
 }
 
 // applyELBGroups writes the groups' plan: the own group made or taken over and its rules,

@@ -37,6 +37,10 @@ import (
 	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
+// EnsureLoadBalancer, UpdateLoadBalancer and GetLoadBalancer step aside for a Service whose
+// aws-load-balancer-type is "external" or "nlb-ip", as upstream does: the AWS Load Balancer
+// Controller serves it. The service controller takes ImplementedElsewhere as "nothing to do".
+
 // fingerprintTag holds fingerprint.Of(the desired configuration) on each ELB, so a restart with
 // nothing changed compares instead of writing.
 const fingerprintTag = "ccm.k8s.io/fingerprint"
@@ -60,6 +64,110 @@ var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
 func newLoadBalancers(c *Cloud) *loadBalancers {
 	return &loadBalancers{c: c, sn: subnetCache{m: map[string]subnetAnswer{}}}
+}
+
+// EnsureLoadBalancer implements cloudprovider.LoadBalancer.
+func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	l.clusterName.Store(clusterName)
+	if annotations.ExternalType(svc) {
+		return nil, cloudprovider.ImplementedElsewhere
+	}
+	start := time.Now()
+	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
+	st, err := l.ensure(ctx, svc, nodes, false)
+	metrics.ObserveReconcile(ProviderName, "loadbalancer", "ensure", start, err)
+	return st, publicError(err)
+}
+
+// UpdateLoadBalancer implements cloudprovider.LoadBalancer: the same reconcile, which changes
+// only members when only the nodes changed, but never creates. The node sync calls it for the
+// Services it has cached, also one whose load balancer a worker has just deleted; creating
+// would bring that back for good. A Service with no address yet has its creation pending
+// (requeued with the current Nodes), so that is no error.
+func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
+	l.clusterName.Store(clusterName)
+	if annotations.ExternalType(svc) {
+		return cloudprovider.ImplementedElsewhere
+	}
+	start := time.Now()
+	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
+	_, err := l.ensure(ctx, svc, nodes, true)
+	if errors.Is(err, errNotCreatedYet) {
+		if len(svc.Status.LoadBalancer.Ingress) == 0 {
+			err = nil
+		} else {
+			err = fmt.Errorf("aws: load balancer %s of %s/%s is gone; not recreating it in an update", l.name(svc), svc.Namespace, svc.Name)
+		}
+	}
+	metrics.ObserveReconcile(ProviderName, "loadbalancer", "update", start, err)
+	return publicError(err)
+}
+
+// errNotCreatedYet is UpdateLoadBalancer finding no load balancer: updates never create one.
+var errNotCreatedYet = errors.New("no load balancer to update")
+
+// ensure reconciles svc's load balancer; with mustExist it returns errNotCreatedYet rather
+// than create one.
+func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
+	if err := l.c.cfg.checker().Values(svc); err != nil {
+		return nil, err
+	}
+	if err := annotations.UnsupportedSpec(svc); err != nil {
+		return nil, err
+	}
+	opts, err := annotations.Parse(svc)
+	if err != nil {
+		return nil, err
+	}
+	if err := annotations.CheckUnreadable(l.identity(svc), opts, l.c.cfg.allow()); err != nil {
+		return nil, err
+	}
+	l.adviseUnused(svc, opts)
+	var st *v1.LoadBalancerStatus
+	if opts.NLB {
+		st, err = l.ensureNLB(ctx, svc, opts, nodes, mustExist)
+	} else {
+		st, err = l.ensureClassic(ctx, svc, opts, nodes, mustExist)
+	}
+	if err != nil && !errors.Is(err, errNotCreatedYet) {
+		// Maybe a listing was out of date (a group deleted by hand): the next try lists afresh.
+		for _, name := range []string{l.name(svc), upstream.LBName(svc)} {
+			l.snap.Forget(name)
+			l.nsnap.Forget(name)
+		}
+		l.gsnap.ForgetAll()
+		l.tsnap.ForgetAll()
+	}
+	return st, err
+}
+
+// adviseUnused records o's advice as one Warning on svc (once an hour while it holds).
+func (l *loadBalancers) adviseUnused(svc *v1.Service, o *annotations.Options) {
+	if len(o.Advice) > 0 {
+		l.c.events.Advise(svc, reasonUnusedAnnotation, strings.Join(o.Advice, "; "))
+	}
+}
+
+// reasonUnusedAnnotation is the Warning's reason for annotations accepted but not used; the
+// OpenStack provider's word for the same.
+const reasonUnusedAnnotation = "UnsupportedAnnotation"
+
+// reasonListenerKeptTLS is the Warning's reason when a TLS listener is kept against ssl-ports.
+const reasonListenerKeptTLS = "LoadBalancerListenerKeptEncrypted"
+
+// EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer. It deletes only an ELB
+// tagged as owned by this cluster for this Service, then its security group and the rules
+// that point at it. A missing ELB is success (its group is still cleaned up).
+func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
+	l.clusterName.Store(clusterName)
+	start := time.Now()
+	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
+	_, err := l.deleteNLB(ctx, svc)
+	if err == nil {
+		_, err = l.deleteClassic(ctx, svc)
+	}
+	metrics.ObserveReconcile(ProviderName, "loadbalancer", "delete", start, err)
+	return publicError(err)
 }
 
 func (l *loadBalancers) name(svc *v1.Service) string {
@@ -149,117 +257,9 @@ var (
 	filter = awsread.Filter
 )
 
-// errNotCreatedYet is UpdateLoadBalancer finding no load balancer: updates never create one.
-var errNotCreatedYet = errors.New("no load balancer to update")
-
-// EnsureLoadBalancer implements cloudprovider.LoadBalancer.
-func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	l.clusterName.Store(clusterName)
-	if annotations.ExternalType(svc) {
-		return nil, cloudprovider.ImplementedElsewhere
-	}
-	start := time.Now()
-	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
-	st, err := l.ensure(ctx, svc, nodes, false)
-	metrics.ObserveReconcile(ProviderName, "loadbalancer", "ensure", start, err)
-	return st, publicError(err)
-}
-
-// EnsureLoadBalancer, UpdateLoadBalancer and GetLoadBalancer step aside for a Service whose
-// aws-load-balancer-type is "external" or "nlb-ip", as upstream does: the AWS Load Balancer
-// Controller serves it. The service controller takes ImplementedElsewhere as "nothing to do".
-
-// UpdateLoadBalancer implements cloudprovider.LoadBalancer: the same reconcile, which changes
-// only members when only the nodes changed, but never creates. The node sync calls it for the
-// Services it has cached, also one whose load balancer a worker has just deleted; creating
-// would bring that back for good. A Service with no address yet has its creation pending
-// (requeued with the current Nodes), so that is no error.
-func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
-	l.clusterName.Store(clusterName)
-	if annotations.ExternalType(svc) {
-		return cloudprovider.ImplementedElsewhere
-	}
-	start := time.Now()
-	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
-	_, err := l.ensure(ctx, svc, nodes, true)
-	if errors.Is(err, errNotCreatedYet) {
-		if len(svc.Status.LoadBalancer.Ingress) == 0 {
-			err = nil
-		} else {
-			err = fmt.Errorf("aws: load balancer %s of %s/%s is gone; not recreating it in an update", l.name(svc), svc.Namespace, svc.Name)
-		}
-	}
-	metrics.ObserveReconcile(ProviderName, "loadbalancer", "update", start, err)
-	return publicError(err)
-}
-
-// ensure reconciles svc's load balancer; with mustExist it returns errNotCreatedYet rather
-// than create one.
-func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node, mustExist bool) (*v1.LoadBalancerStatus, error) {
-	if err := l.c.cfg.checker().Values(svc); err != nil {
-		return nil, err
-	}
-	if err := annotations.UnsupportedSpec(svc); err != nil {
-		return nil, err
-	}
-	opts, err := annotations.Parse(svc)
-	if err != nil {
-		return nil, err
-	}
-	if err := annotations.CheckUnreadable(l.identity(svc), opts, l.c.cfg.allow()); err != nil {
-		return nil, err
-	}
-	l.adviseUnused(svc, opts)
-	var st *v1.LoadBalancerStatus
-	if opts.NLB {
-		st, err = l.ensureNLB(ctx, svc, opts, nodes, mustExist)
-	} else {
-		st, err = l.ensureClassic(ctx, svc, opts, nodes, mustExist)
-	}
-	if err != nil && !errors.Is(err, errNotCreatedYet) {
-		// Maybe a listing was out of date (a group deleted by hand): the next try lists afresh.
-		for _, name := range []string{l.name(svc), upstream.LBName(svc)} {
-			l.snap.Forget(name)
-			l.nsnap.Forget(name)
-		}
-		l.gsnap.ForgetAll()
-		l.tsnap.ForgetAll()
-	}
-	return st, err
-}
-
 func sameSet(a, b []string) bool {
 	a, b = slices.Clone(a), slices.Clone(b)
 	sort.Strings(a)
 	sort.Strings(b)
 	return slices.Equal(a, b)
 }
-
-// EnsureLoadBalancerDeleted implements cloudprovider.LoadBalancer. It deletes only an ELB
-// tagged as owned by this cluster for this Service, then its security group and the rules
-// that point at it. A missing ELB is success (its group is still cleaned up).
-func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
-	l.clusterName.Store(clusterName)
-	start := time.Now()
-	defer l.keys.Lock(svc.Namespace + "/" + svc.Name)()
-	_, err := l.deleteNLB(ctx, svc)
-	if err == nil {
-		_, err = l.deleteClassic(ctx, svc)
-	}
-	metrics.ObserveReconcile(ProviderName, "loadbalancer", "delete", start, err)
-	return publicError(err)
-}
-
-// adviseUnused records o's advice as one Warning on svc (once an hour while it holds).
-func (l *loadBalancers) adviseUnused(svc *v1.Service, o *annotations.Options) {
-	if len(o.Advice) > 0 {
-		l.c.events.Advise(svc, reasonUnusedAnnotation, strings.Join(o.Advice, "; "))
-	}
-}
-
-// reasonUnusedAnnotation is the Warning's reason for annotations accepted but not used; the
-// OpenStack provider's word for the same.
-const reasonUnusedAnnotation = "UnsupportedAnnotation"
-
-// reasonListenerKeptTLS is the Warning's reason when a TLS listener is kept against ssl-ports.
-const reasonListenerKeptTLS = "LoadBalancerListenerKeptEncrypted"

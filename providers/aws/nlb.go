@@ -136,6 +136,148 @@ func (p nlbPort) backend() string {
 	return p.Protocol
 }
 
+// nlbSync is one reconcile of an NLB: what it read, and what its writes learnt.
+type nlbSync struct {
+	svc     *v1.Service
+	opts    *annotations.Options
+	name    string
+	cur     *v2types.LoadBalancer
+	tags    map[string]string // nil: made by this reconcile
+	listed  bool              // cur and tags are the listing's
+	want    *nlbDesired
+	members []string
+	groups  nlbplan.SecurityGroups
+	group   *types.SecurityGroup           // the Service's own group, as read
+	named   map[string]v2types.TargetGroup // target groups looked up by name before a creation
+	// verify: the NLB is upstream's, not yet reconciled by ccm: its target groups and node
+	// rules are taken over only where their tags or descriptions prove them the Service's.
+	verify bool
+	have   nlbplan.FrameObserved
+	target nlbTarget
+	parts  nlbplan.Observed
+	// applied: the desired state is the one last applied (its fingerprint is on the NLB), so
+	// a difference is drift.
+	applied bool
+	repairs []string
+	// lbStale: the NLB's entry in the listing is no longer what the cloud holds (it was made
+	// or its groups changed here; or an error left that unknown).
+	lbStale bool
+}
+
+// nlbTarget is what the plan compares the NLB named name (ARN arn) with.
+type nlbTarget struct {
+	name, arn string
+	want      *nlbDesired
+	members   []string
+	tags      map[string]string // the NLB's as read; nil for one made by this reconcile
+	newTags   map[string]string
+}
+
+// ensureNLB is EnsureLoadBalancer for type nlb, as observe → plan → apply. It reads the NLB
+// (the cluster's listing, else one Describe), its security groups and the node groups, and,
+// for an NLB that stays, its listeners, target groups, their attributes and targets; it plans
+// the frame (nlbplan.PlanFrame: the NLB made or made again, its groups, the node rules) and the
+// parts (nlbplan.Compute); it confirms the NLB's owner once when it decided on the listing's
+// tags and something is to be written; then it writes the frame and the parts in their plans'
+// order. A new NLB's parts are planned once it exists (it has none to read). The fingerprint
+// tag says what was last applied: a difference while it still matches is drift, an Event.
+func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *annotations.Options, nodes []*v1.Node, mustExist bool) (_ *v1.LoadBalancerStatus, err error) {
+	s, err := l.observeNLBFrame(ctx, svc, opts, nodes, mustExist)
+	if err != nil {
+		return nil, err
+	}
+	s.lbStale = true
+	defer func() {
+		if s.lbStale || err != nil { // after an error, whatever was written is unknown
+			l.nsnap.Forget(s.name)
+		}
+	}()
+	frame := nlbplan.PlanFrame(s.frameDesired(l.identity(svc)), s.have)
+	var parts *nlbplan.Plan
+	if !frame.Create {
+		s.lbStale = false
+		if parts, err = l.planNLBParts(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	if s.listed && (frame.Writes() || parts.Writes()) {
+		// Decided on the listing's tags, which may be its lifetime old: read them again once.
+		if err := l.nlbOwnerCheck(svc, s.name, aws.ToString(s.cur.LoadBalancerArn))(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.applyNLBFrame(ctx, s, frame); err != nil {
+		return nil, err
+	}
+	if parts == nil {
+		if parts, err = l.planNLBParts(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	repairs, pending, err := l.applyNLB(ctx, svc, s.target, s.parts, *parts)
+	s.repairs = append(s.repairs, repairs...)
+	if err != nil {
+		return nil, err
+	}
+	return l.nlbOutcome(s, pending)
+}
+
+// planNLBParts reads the NLB's parts and plans them: its target groups (upstream's taken over
+// only when their tags prove them this Service's, until ccm has completed a reconcile of it),
+// listeners, attributes, targets and tags.
+func (l *loadBalancers) planNLBParts(ctx context.Context, s *nlbSync) (*nlbplan.Plan, error) {
+	arn, svc, want := aws.ToString(s.cur.LoadBalancerArn), s.svc, s.want
+	var tgs []v2types.TargetGroup
+	if s.tags != nil { // one just made has none
+		var err error
+		if tgs, err = l.targetGroupsOf(ctx, arn); err != nil {
+			return nil, err
+		}
+	}
+	s.target = nlbTarget{name: s.name, arn: arn, want: want, members: s.members, tags: s.tags,
+		newTags: ownTags(l.identity(svc), s.opts.ExtraTags, map[string]string{fingerprintTag: fingerprint.Of(want), nodeGroupsTag: strings.Join(want.NodeGroups, " ")})}
+	var err error
+	if s.parts, err = l.observeNLB(ctx, svc, s.target, tgs, s.named, s.verify); err != nil {
+		return nil, err
+	}
+	p := nlbplan.Compute(s.target.planInput(), s.parts)
+	return &p, nil
+}
+
+// nlbOutcome reports the repairs of an NLB whose desired state was applied before, and its
+// status once it is active and no listener waits.
+func (l *loadBalancers) nlbOutcome(s *nlbSync, pending bool) (*v1.LoadBalancerStatus, error) {
+	if s.applied {
+		l.c.events.Repaired(s.svc, s.repairs)
+	}
+	if pending {
+		// Not applied yet: the tags stay as they are, so the next pass goes on with it.
+		return nil, api.NewRetryError(fmt.Sprintf("NLB %s: a listener waits for a healthy target in its new target group", s.name), nlbPoll)
+	}
+	if s.cur.State == nil || s.cur.State.Code != v2types.LoadBalancerStateEnumActive {
+		return nil, api.NewRetryError(fmt.Sprintf("NLB %s is provisioning", s.name), nlbPoll)
+	}
+	return nlbStatus(s.cur), nil
+}
+
+func nlbStatus(lb *v2types.LoadBalancer) *v1.LoadBalancerStatus {
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: strings.ToLower(aws.ToString(lb.DNSName))}}}
+}
+
+// sameAddresses reports whether lb holds addrs (allocation IDs or private addresses) in its
+// zones, in any order.
+func sameAddresses(lb *v2types.LoadBalancer, addrs []string) bool {
+	var have []string
+	for _, az := range lb.AvailabilityZones {
+		for _, a := range az.LoadBalancerAddresses {
+			if v := aws.ToString(a.AllocationId) + aws.ToString(a.PrivateIPv4Address); v != "" {
+				have = append(have, v)
+			}
+		}
+	}
+	return sameSet(have, addrs)
+}
+
 func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *annotations.Options) (*nlbDesired, error) {
 	d := &nlbDesired{Scheme: "internet-facing", HC: opts.HC, ExtraTags: opts.ExtraTags, TGAttributes: opts.TGAttributes,
 		CrossZone: opts.CrossZone, AccessLog: opts.Attrs.AccessLog}
@@ -234,6 +376,11 @@ func (l *loadBalancers) nlbHealth(svc *v1.Service, opts *annotations.Options) st
 	return proto + ":" + port + ":" + path
 }
 
+func splitHealth(h string) (proto, port, path string) {
+	f := strings.SplitN(h, ":", 3)
+	return f[0], f[1], f[2]
+}
+
 // healthPorts are the nodePorts the NLB's health checks go to (TCP): the health check nodePort,
 // else every traffic port.
 func (d *nlbDesired) healthPorts() []int32 {
@@ -264,158 +411,6 @@ func (d *nlbDesired) uncoveredHealthPorts() []int32 {
 	return out
 }
 
-func nlbStatus(lb *v2types.LoadBalancer) *v1.LoadBalancerStatus {
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: strings.ToLower(aws.ToString(lb.DNSName))}}}
-}
-
-// ensureNLB is EnsureLoadBalancer for type nlb, as observe → plan → apply. It reads the NLB
-// (the cluster's listing, else one Describe), its security groups and the node groups, and,
-// for an NLB that stays, its listeners, target groups, their attributes and targets; it plans
-// the frame (nlbplan.PlanFrame: the NLB made or made again, its groups, the node rules) and the
-// parts (nlbplan.Compute); it confirms the NLB's owner once when it decided on the listing's
-// tags and something is to be written; then it writes the frame and the parts in their plans'
-// order. A new NLB's parts are planned once it exists (it has none to read). The fingerprint
-// tag says what was last applied: a difference while it still matches is drift, an Event.
-func (l *loadBalancers) ensureNLB(ctx context.Context, svc *v1.Service, opts *annotations.Options, nodes []*v1.Node, mustExist bool) (_ *v1.LoadBalancerStatus, err error) {
-	s, err := l.observeNLBFrame(ctx, svc, opts, nodes, mustExist)
-	if err != nil {
-		return nil, err
-	}
-	s.lbStale = true
-	defer func() {
-		if s.lbStale || err != nil { // after an error, whatever was written is unknown
-			l.nsnap.Forget(s.name)
-		}
-	}()
-	frame := nlbplan.PlanFrame(s.frameDesired(l.identity(svc)), s.have)
-	var parts *nlbplan.Plan
-	if !frame.Create {
-		s.lbStale = false
-		if parts, err = l.planNLBParts(ctx, s); err != nil {
-			return nil, err
-		}
-	}
-	if s.listed && (frame.Writes() || parts.Writes()) {
-		// Decided on the listing's tags, which may be its lifetime old: read them again once.
-		if err := l.nlbOwnerCheck(svc, s.name, aws.ToString(s.cur.LoadBalancerArn))(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if err := l.applyNLBFrame(ctx, s, frame); err != nil {
-		return nil, err
-	}
-	if parts == nil {
-		if parts, err = l.planNLBParts(ctx, s); err != nil {
-			return nil, err
-		}
-	}
-	repairs, pending, err := l.applyNLB(ctx, svc, s.target, s.parts, *parts)
-	s.repairs = append(s.repairs, repairs...)
-	if err != nil {
-		return nil, err
-	}
-	return l.nlbOutcome(s, pending)
-}
-
-// nlbOutcome reports the repairs of an NLB whose desired state was applied before, and its
-// status once it is active and no listener waits.
-func (l *loadBalancers) nlbOutcome(s *nlbSync, pending bool) (*v1.LoadBalancerStatus, error) {
-	if s.applied {
-		l.c.events.Repaired(s.svc, s.repairs)
-	}
-	if pending {
-		// Not applied yet: the tags stay as they are, so the next pass goes on with it.
-		return nil, api.NewRetryError(fmt.Sprintf("NLB %s: a listener waits for a healthy target in its new target group", s.name), nlbPoll)
-	}
-	if s.cur.State == nil || s.cur.State.Code != v2types.LoadBalancerStateEnumActive {
-		return nil, api.NewRetryError(fmt.Sprintf("NLB %s is provisioning", s.name), nlbPoll)
-	}
-	return nlbStatus(s.cur), nil
-}
-
-// planNLBParts reads the NLB's parts and plans them: its target groups (upstream's taken over
-// only when their tags prove them this Service's, until ccm has completed a reconcile of it),
-// listeners, attributes, targets and tags.
-func (l *loadBalancers) planNLBParts(ctx context.Context, s *nlbSync) (*nlbplan.Plan, error) {
-	arn, svc, want := aws.ToString(s.cur.LoadBalancerArn), s.svc, s.want
-	var tgs []v2types.TargetGroup
-	if s.tags != nil { // one just made has none
-		var err error
-		if tgs, err = l.targetGroupsOf(ctx, arn); err != nil {
-			return nil, err
-		}
-	}
-	s.target = nlbTarget{name: s.name, arn: arn, want: want, members: s.members, tags: s.tags,
-		newTags: ownTags(l.identity(svc), s.opts.ExtraTags, map[string]string{fingerprintTag: fingerprint.Of(want), nodeGroupsTag: strings.Join(want.NodeGroups, " ")})}
-	var err error
-	if s.parts, err = l.observeNLB(ctx, svc, s.target, tgs, s.named, s.verify); err != nil {
-		return nil, err
-	}
-	p := nlbplan.Compute(s.target.planInput(), s.parts)
-	return &p, nil
-}
-
-// groupIDs reads the node groups tag: security group IDs, space-separated.
-func groupIDs(v string) []string {
-	return slices.DeleteFunc(strings.Fields(v), func(g string) bool { return !annotations.SecurityGroupIDRE.MatchString(g) })
-}
-
-// sameAddresses reports whether lb holds addrs (allocation IDs or private addresses) in its
-// zones, in any order.
-func sameAddresses(lb *v2types.LoadBalancer, addrs []string) bool {
-	var have []string
-	for _, az := range lb.AvailabilityZones {
-		for _, a := range az.LoadBalancerAddresses {
-			if v := aws.ToString(a.AllocationId) + aws.ToString(a.PrivateIPv4Address); v != "" {
-				have = append(have, v)
-			}
-		}
-	}
-	return sameSet(have, addrs)
-}
-
-func splitHealth(h string) (proto, port, path string) {
-	f := strings.SplitN(h, ":", 3)
-	return f[0], f[1], f[2]
-}
-
-// nlbSync is one reconcile of an NLB: what it read, and what its writes learnt.
-type nlbSync struct {
-	svc     *v1.Service
-	opts    *annotations.Options
-	name    string
-	cur     *v2types.LoadBalancer
-	tags    map[string]string // nil: made by this reconcile
-	listed  bool              // cur and tags are the listing's
-	want    *nlbDesired
-	members []string
-	groups  nlbplan.SecurityGroups
-	group   *types.SecurityGroup           // the Service's own group, as read
-	named   map[string]v2types.TargetGroup // target groups looked up by name before a creation
-	// verify: the NLB is upstream's, not yet reconciled by ccm: its target groups and node
-	// rules are taken over only where their tags or descriptions prove them the Service's.
-	verify bool
-	have   nlbplan.FrameObserved
-	target nlbTarget
-	parts  nlbplan.Observed
-	// applied: the desired state is the one last applied (its fingerprint is on the NLB), so
-	// a difference is drift.
-	applied bool
-	repairs []string
-	// lbStale: the NLB's entry in the listing is no longer what the cloud holds (it was made
-	// or its groups changed here; or an error left that unknown).
-	lbStale bool
-}
-
-// nlbTarget is what the plan compares the NLB named name (ARN arn) with.
-type nlbTarget struct {
-	name, arn string
-	want      *nlbDesired
-	members   []string
-	tags      map[string]string // the NLB's as read; nil for one made by this reconcile
-	newTags   map[string]string
-}
-
 // frameDesired is what the frame is planned from.
 func (s *nlbSync) frameDesired(id ownership.Identity) nlbplan.FrameDesired {
 	nodes := nodeRuleOwners(id, upstream.Only(s.name, s.svc))
@@ -430,6 +425,31 @@ func nodeRuleOwners(id ownership.Identity, up string) nlbplan.NodeRules {
 	upstream := func(r rule) bool { return upstream.NLBRule(up, r) }
 	return nlbplan.NodeRules{Cluster: id.Cluster, Upstream: upstream,
 		Mine: func(r rule) bool { return r.CIDR != "" && (ownership.DescribedBy(id, r.Desc) || upstream(r)) }}
+}
+
+// planInput is want as the plan compares it.
+func (t nlbTarget) planInput() nlbplan.Desired {
+	d := nlbplan.Desired{Health: t.want.planHealth(), GroupAttributes: t.want.TGAttributes, Members: t.members, Tags: t.newTags}
+	for _, p := range t.want.Ports {
+		d.Ports = append(d.Ports, nlbplan.Port{Protocol: p.Protocol, Port: p.Port, Cert: p.Cert, SSLPolicy: p.SSLPolicy, Group: p.TG, Backend: p.backend(), NodePort: p.NodePort})
+	}
+	// Upstream's defaults are off; the bucket and prefix are compared only while logs are on
+	// (ELBv2 refuses an empty bucket).
+	d.Attributes = [][2]string{{"load_balancing.cross_zone.enabled", strconv.FormatBool(t.want.CrossZone)}, {"access_logs.s3.enabled", strconv.FormatBool(t.want.AccessLog)}}
+	if t.want.AccessLog {
+		d.Attributes = append(d.Attributes, [2]string{"access_logs.s3.bucket", t.want.Bucket}, [2]string{"access_logs.s3.prefix", t.want.Prefix})
+	}
+	return d
+}
+
+func (d *nlbDesired) planHealth() nlbplan.Health {
+	proto, port, path := splitHealth(d.Health)
+	return nlbplan.Health{Protocol: proto, Port: port, Path: path, Healthy: d.HC.Healthy, Unhealthy: d.HC.Unhealthy, Timeout: d.HC.Timeout, Interval: d.HC.Interval}
+}
+
+// groupIDs reads the node groups tag: security group IDs, space-separated.
+func groupIDs(v string) []string {
+	return slices.DeleteFunc(strings.Fields(v), func(g string) bool { return !annotations.SecurityGroupIDRE.MatchString(g) })
 }
 
 // nlbGroupModeManaged is the NLBSecurityGroupMode value that turns NLB groups on (upstream's
@@ -517,24 +537,4 @@ func nlbNodeRules(id ownership.Identity, want *nlbDesired) []rule {
 		}
 	}
 	return need
-}
-
-// planInput is want as the plan compares it.
-func (t nlbTarget) planInput() nlbplan.Desired {
-	d := nlbplan.Desired{Health: t.want.planHealth(), GroupAttributes: t.want.TGAttributes, Members: t.members, Tags: t.newTags}
-	for _, p := range t.want.Ports {
-		d.Ports = append(d.Ports, nlbplan.Port{Protocol: p.Protocol, Port: p.Port, Cert: p.Cert, SSLPolicy: p.SSLPolicy, Group: p.TG, Backend: p.backend(), NodePort: p.NodePort})
-	}
-	// Upstream's defaults are off; the bucket and prefix are compared only while logs are on
-	// (ELBv2 refuses an empty bucket).
-	d.Attributes = [][2]string{{"load_balancing.cross_zone.enabled", strconv.FormatBool(t.want.CrossZone)}, {"access_logs.s3.enabled", strconv.FormatBool(t.want.AccessLog)}}
-	if t.want.AccessLog {
-		d.Attributes = append(d.Attributes, [2]string{"access_logs.s3.bucket", t.want.Bucket}, [2]string{"access_logs.s3.prefix", t.want.Prefix})
-	}
-	return d
-}
-
-func (d *nlbDesired) planHealth() nlbplan.Health {
-	proto, port, path := splitHealth(d.Health)
-	return nlbplan.Health{Protocol: proto, Port: port, Path: path, Healthy: d.HC.Healthy, Unhealthy: d.HC.Unhealthy, Timeout: d.HC.Timeout, Interval: d.HC.Interval}
 }
