@@ -175,10 +175,11 @@ func (l *loadBalancers) desired(ctx context.Context, svc *v1.Service, opts *anno
 	if opts.Internal {
 		d.Scheme = "internal"
 	}
-	var err error
-	if d.Subnets, d.vpc, err = l.subnets(ctx, svc, opts); err != nil {
+	sn, err := l.subnets(ctx, svc, opts)
+	if err != nil {
 		return nil, err
 	}
+	d.Subnets, d.vpc = sn.IDs, sn.VPC
 	d.SecurityGroups = opts.SecurityGroups
 	d.named = len(d.SecurityGroups) > 0
 	if len(d.SecurityGroups) == 0 && l.c.cfg.Global.ElbSecurityGroup != "" {

@@ -32,8 +32,10 @@ import (
 	"github.com/ccm-project/ccm/common/keylock"
 	"github.com/ccm-project/ccm/common/lbname"
 	"github.com/ccm-project/ccm/common/metrics"
+	"github.com/ccm-project/ccm/common/reach"
 	"github.com/ccm-project/ccm/providers/aws/internal/annotations"
 	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
+	"github.com/ccm-project/ccm/providers/aws/internal/subnets"
 	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
@@ -51,7 +53,7 @@ type loadBalancers struct {
 	// clusterName is the --cluster-name the service controller passes (the same on every
 	// call); upstream's NLB group names are derived from it (upstream.NLBGroupName).
 	clusterName atomic.Value
-	sn          subnetCache
+	sn          subnets.Cache
 	snap        elbSnapshot
 	nsnap       nlbSnapshot
 	gsnap       groupSnapshot // security groups tagged for the cluster
@@ -63,7 +65,7 @@ type loadBalancers struct {
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
 func newLoadBalancers(c *Cloud) *loadBalancers {
-	return &loadBalancers{c: c, sn: subnetCache{m: map[string]subnetAnswer{}}}
+	return &loadBalancers{c: c, sn: subnets.Cache{TTL: subnetTTL}}
 }
 
 // EnsureLoadBalancer implements cloudprovider.LoadBalancer.
@@ -262,4 +264,25 @@ func sameSet(a, b []string) bool {
 	sort.Strings(a)
 	sort.Strings(b)
 	return slices.Equal(a, b)
+}
+
+// subnetTTL: subnets change rarely; caching them keeps a resync from costing a read per Service.
+const subnetTTL = time.Minute
+
+// subnets are the load balancer's subnets (package subnets). A subnet the annotation names is
+// used only if it is tagged for this cluster (owned or shared) or the operator allowed it by the
+// Service's namespace or its ID: a tenant must not put a load balancer into another cluster's
+// (or anyone's) subnet.
+func (l *loadBalancers) subnets(ctx context.Context, svc *v1.Service, opts *annotations.Options) (subnets.Choice, error) {
+	sn, err := l.sn.Get(ctx, l.c.api.ec2, subnets.Want{Internal: opts.Internal, Named: opts.Subnets, VPC: l.c.cfg.Global.VPC, ClusterID: l.c.cfg.ClusterID()})
+	if err != nil {
+		return subnets.Choice{}, err
+	}
+	ann, _ := annotations.Table.Lookup(annotations.Prefix + annotations.Subnets)
+	for _, id := range sn.Untagged {
+		if err := reach.Named(l.identity(svc), l.c.cfg.allow(), ann, id, reach.Evidence{}); err != nil {
+			return subnets.Choice{}, err
+		}
+	}
+	return sn, nil
 }

@@ -288,10 +288,11 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *a
 	if opts.Internal {
 		d.Scheme = "internal"
 	}
-	var err error
-	if d.Subnets, d.vpc, err = l.subnets(ctx, svc, opts); err != nil {
+	sn, err := l.subnets(ctx, svc, opts)
+	if err != nil {
 		return nil, err
 	}
+	d.Subnets, d.vpc = sn.IDs, sn.VPC
 	for _, p := range svc.Spec.Ports {
 		np := nlbPort{Protocol: string(p.Protocol), Port: p.Port, NodePort: p.NodePort}
 		if opts.SSLPort(p) && p.Protocol == v1.ProtocolTCP {
@@ -329,12 +330,8 @@ func (l *loadBalancers) nlbDesired(ctx context.Context, svc *v1.Service, opts *a
 		d.NamedGroups = opts.SecurityGroups
 	}
 	if len(d.uncoveredHealthPorts()) > 0 {
-		a, err := l.subnetAnswer(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
 		for _, id := range d.Subnets {
-			if c := a.cidrs[id]; c != "" && !slices.Contains(d.HealthCIDRs, c) {
+			if c := sn.CIDRs[id]; c != "" && !slices.Contains(d.HealthCIDRs, c) {
 				d.HealthCIDRs = append(d.HealthCIDRs, c)
 			}
 		}

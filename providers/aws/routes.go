@@ -18,6 +18,7 @@ import (
 
 	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/routes"
+	"github.com/ccm-project/ccm/providers/aws/internal/awsread"
 	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
 
@@ -218,7 +219,7 @@ func (r vpcRoutes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.R
 // nodeName maps an instance back to its Node: the NodeNameTag tag, else the private DNS name.
 func (r vpcRoutes) nodeName(in *types.Instance) string {
 	if t := r.c.cfg.Global.NodeNameTag; t != "" {
-		if v := tagValue(in.Tags, t); v != "" {
+		if v := awsread.TagValue(in.Tags, t); v != "" {
 			return v
 		}
 	}
