@@ -230,12 +230,14 @@ func (l *loadBalancers) familyName(clusterName string, svc *v1.Service, family v
 }
 
 // familySpecs is one spec per IP family of the Service, each with its VIP and member subnet
-// of that family (detected from a Node's port when nothing names one: vipsubnet.go).
-func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, nodes []*v1.Node, base *lbSpec) ([]*lbSpec, error) {
+// of that family (detected from a Node's port when nothing names one: vipsubnet.go). all are
+// every Node, members or not: upstream detects the VIP subnet from any of them.
+func (r *svcRun) familySpecs(ctx context.Context, all []*v1.Node, base *lbSpec) ([]*lbSpec, error) {
+	l, cl := r.l, r.cl
 	var out []*lbSpec
-	for i, f := range families(svc) {
+	for i, f := range families(r.svc) {
 		s := *base
-		s.family, s.name = f, l.familyName(clusterName, svc, f)
+		s.family, s.name = f, l.familyName(r.clusterName, r.svc, f)
 		if i > 0 {
 			// load-balancer-id and port-id name the first family's load balancer and its port
 			s.existingID, s.recordedID, s.vipPortID = "", "", ""
@@ -252,7 +254,7 @@ func (l *loadBalancers) familySpecs(ctx context.Context, cl *clients, clusterNam
 		}
 		var err error
 		if base.detectSubnet {
-			if s.subnetID, err = l.nodeSubnet(ctx, cl, nodes, f); err != nil {
+			if s.subnetID, err = l.nodeSubnet(ctx, cl, all, f); err != nil {
 				return nil, err
 			}
 			s.memberSubnetID = s.subnetID // as upstream, unless member-subnet-id names one
@@ -478,19 +480,19 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 		// A bulk list refused (a policy, a fault): read object by object instead.
 		klog.V(2).InfoS("No bulk read of the load balancers; reading each", "service", klog.KObj(svc), "err", l.c.cfg.sanitize(err))
 	}
-	specs, err := l.familySpecs(ctx, cl, clusterName, svc, all, base)
+	r := l.newRun(cl, clusterName, svc, nodes, rep)
+	specs, err := r.familySpecs(ctx, all, base)
 	if err != nil {
 		l.c.event(svc, v1.EventTypeWarning, "InvalidLoadBalancerConfig", l.c.cfg.sanitize(err).Error())
 		return nil, err
 	}
-	id := ownership.Of(clusterName, svc)
 	// What the Service names is checked before anything is written.
 	if err := l.checkTLSRef(ctx, cl, base); err != nil {
 		l.c.event(svc, v1.EventTypeWarning, "InvalidLoadBalancerConfig", l.c.cfg.sanitize(err).Error())
 		return nil, err
 	}
 	for _, spec := range specs {
-		if err := l.checkRequestedFIP(ctx, cl, id, spec, rep.seen); err != nil {
+		if err := l.checkRequestedFIP(ctx, cl, r.id, spec, rep.seen); err != nil {
 			return nil, err
 		}
 	}
@@ -501,7 +503,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 			specs = specs[:i] // the other families have no load balancer (singlefamily.go)
 			break
 		}
-		addr, err := l.syncOne(ctx, cl, id, svc, nodes, spec, mustExist, rep)
+		addr, err := r.syncOne(ctx, spec, mustExist)
 		switch {
 		case err == nil:
 			addrs = append(addrs, addr)
@@ -509,7 +511,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 			return nil, err
 		}
 	}
-	if err := l.dropFamilies(ctx, cl, id, clusterName, svc); err != nil {
+	if err := r.dropFamilies(ctx); err != nil {
 		return nil, err
 	}
 	if l.c.cfg.LoadBalancer.ManageSecurityGroups {
@@ -531,16 +533,16 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 
 // dropFamilies deletes the load balancer of a family the Service had (its status holds an
 // address of it) and no longer asks for: dual-stack turned off.
-func (l *loadBalancers) dropFamilies(ctx context.Context, cl *clients, id ownership.Identity, clusterName string, svc *v1.Service) error {
-	for _, a := range statusAddrs(svc) {
+func (r *svcRun) dropFamilies(ctx context.Context) error {
+	for _, a := range statusAddrs(r.svc) {
 		f := v1.IPv4Protocol
 		if a.Is6() {
 			f = v1.IPv6Protocol
 		}
-		if slices.Contains(families(svc), f) {
+		if slices.Contains(families(r.svc), f) {
 			continue
 		}
-		if err := l.deleteOne(ctx, cl, id, svc, l.familyName(clusterName, svc, f), "", false); err != nil {
+		if err := r.deleteOne(ctx, r.l.familyName(r.clusterName, r.svc, f), "", false); err != nil {
 			return err
 		}
 	}
@@ -548,9 +550,10 @@ func (l *loadBalancers) dropFamilies(ctx context.Context, cl *clients, id owners
 }
 
 // syncOne reconciles the load balancer of one family and returns its address.
-func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, nodes []*v1.Node, spec *lbSpec, mustExist bool, rep *syncReport) (string, error) {
+func (r *svcRun) syncOne(ctx context.Context, spec *lbSpec, mustExist bool) (string, error) {
+	l, cl, id, svc, rep := r.l, r.cl, r.id, r.svc, r.rep
 	name := spec.name
-	lb, adopted, err := l.locate(ctx, cl, id, svc, spec, rep)
+	lb, adopted, err := r.locate(ctx, spec)
 	if err != nil {
 		return "", err
 	}
@@ -564,7 +567,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 		if err := l.checkVIPPort(ctx, cl, id, spec); err != nil {
 			return "", err
 		}
-		members, err := l.members(ctx, nodes, spec)
+		members, err := l.members(ctx, r.nodes, spec)
 		if err != nil {
 			return "", err
 		}
@@ -574,7 +577,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 		if err := l.checkFIPShare(ctx, cl, id, spec); err != nil {
 			return "", err
 		}
-		if lb, err = l.create(ctx, cl, id, svc, spec, members); err != nil {
+		if lb, err = r.create(ctx, spec, members); err != nil {
 			return "", err
 		}
 		if hadAddress(svc, spec.family) && spec.existingID == "" {
@@ -621,7 +624,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 			return "", err
 		}
 	}
-	members, err := l.members(ctx, nodes, spec)
+	members, err := l.members(ctx, r.nodes, spec)
 	if err != nil {
 		return "", err
 	}
@@ -631,7 +634,7 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 	if err := l.syncListeners(ctx, cl, lb.ID, id, spec, members, adopted, rep); err != nil {
 		return "", err
 	}
-	addr, err := l.address(ctx, cl, id, svc, spec, lb, adopted, rep)
+	addr, err := r.address(ctx, spec, lb, adopted)
 	if err != nil {
 		return "", err
 	}
@@ -643,26 +646,27 @@ func (l *loadBalancers) syncOne(ctx context.Context, cl *clients, id ownership.I
 }
 
 // address is the address lb serves the Service at, given the floating IP it needs.
-func (l *loadBalancers) address(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, spec *lbSpec, lb *loadbalancers.LoadBalancer, adopted bool, rep *syncReport) (string, error) {
+func (r *svcRun) address(ctx context.Context, spec *lbSpec, lb *loadbalancers.LoadBalancer, adopted bool) (string, error) {
 	switch {
 	case adopted:
-		return l.adoptedAddress(ctx, cl, spec, lb)
+		return r.l.adoptedAddress(ctx, r.cl, spec, lb)
 	case spec.internal || spec.family == v1.IPv6Protocol:
 		return lb.VipAddress, nil
 	case spec.internalUnclear:
-		return l.keptExposure(ctx, cl, lb, rep)
+		return r.l.keptExposure(ctx, r.cl, lb, r.rep)
 	}
-	return l.ensureFIP(ctx, cl, id, svc, spec, lb, rep)
+	return r.l.ensureFIP(ctx, r.cl, r.id, r.svc, spec, lb, r.rep)
 }
 
 // locate finds the load balancer of spec's family for the Service, nil if it has none yet:
 // the one its load-balancer-id names or records, else its own by name. adopted: it is not the
 // Service's own (find).
-func (l *loadBalancers) locate(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, spec *lbSpec, rep *syncReport) (*loadbalancers.LoadBalancer, bool, error) {
+func (r *svcRun) locate(ctx context.Context, spec *lbSpec) (*loadbalancers.LoadBalancer, bool, error) {
+	l, cl, id := r.l, r.cl, r.id
 	name := spec.name
 	// load-balancer-id naming the Service's own load balancer (the upstream CCM writes it onto
 	// every Service it manages) is found in the snapshot like one found by name.
-	if s := rep.seen; s != nil && s.lbs[name] != nil && (spec.existingID == "" || s.lbs[name].ID == spec.existingID) && lbOwned(id, s.lbs[name]) == nil {
+	if s := r.rep.seen; s != nil && s.lbs[name] != nil && (spec.existingID == "" || s.lbs[name].ID == spec.existingID) && lbOwned(id, s.lbs[name]) == nil {
 		l.remember(name, s.lbs[name].ID)
 		return s.lbs[name], false, nil
 	}
@@ -675,7 +679,7 @@ func (l *loadBalancers) locate(ctx context.Context, cl *clients, id ownership.Id
 		// in ERROR and deleted): its own is found by name, or made again as a repair.
 		return l.find(ctx, cl, id, name, "")
 	case adopted:
-		return l.keepOwn(ctx, cl, id, svc, spec, lb, rep) // its own, if it has one, stays it (repoint.go)
+		return l.keepOwn(ctx, cl, id, r.svc, spec, lb, r.rep) // its own, if it has one, stays it (repoint.go)
 	}
 	return lb, false, nil
 }
@@ -711,7 +715,8 @@ func hadAddress(svc *v1.Service, f v1.IPFamily) bool {
 
 // create makes the load balancer with its listeners, pools, members and monitors in one call
 // (Octavia's fully populated create) and returns it, usually PENDING_CREATE.
-func (l *loadBalancers) create(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, spec *lbSpec, members []member) (*loadbalancers.LoadBalancer, error) {
+func (r *svcRun) create(ctx context.Context, spec *lbSpec, members []member) (*loadbalancers.LoadBalancer, error) {
+	l, cl, id, svc := r.l, r.cl, r.id, r.svc
 	if spec.existingID != "" {
 		return nil, fmt.Errorf("annotation %s: load balancer %q %w", annLoadBalancerID, spec.existingID, errNamedMissing)
 	}
@@ -802,7 +807,8 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 			names = append(names, l.familyName(clusterName, svc, f))
 		}
 	}
-	id := ownership.Of(clusterName, svc)
+	r := l.newRun(cl, clusterName, svc, nil, &syncReport{})
+	id := r.id
 	if l.c.cfg.LoadBalancer.ManageSecurityGroups {
 		if err := l.deleteSecurityGroup(ctx, cl, id, clusterName, svc); err != nil {
 			return err
@@ -818,7 +824,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		if i == 0 {
 			existing = svc.Annotations[annLoadBalancerID] // it names the first family's
 		}
-		if err := l.deleteOne(ctx, cl, id, svc, name, existing, keep); err != nil && !pending.add(err) {
+		if err := r.deleteOne(ctx, name, existing, keep); err != nil && !pending.add(err) {
 			return err
 		}
 	}
@@ -833,11 +839,12 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 // A Service whose load-balancer-id names a load balancer that is not its own (or that is
 // gone) may still have its own under its name (made before the annotation was set: see
 // repoint.go): that one is deleted too, so that re-pointing never leaves one behind.
-func (l *loadBalancers) deleteOne(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, name, existing string, keep bool) error {
+func (r *svcRun) deleteOne(ctx context.Context, name, existing string, keep bool) error {
+	l, cl, id, svc := r.l, r.cl, r.id, r.svc
 	lb, adopted, err := l.find(ctx, cl, id, name, existing)
 	switch {
 	case existing != "" && (errors.Is(err, errNamedMissing) || isNotOwned(err) && lb == nil):
-		return l.deleteOne(ctx, cl, id, svc, name, "", keep)
+		return r.deleteOne(ctx, name, "", keep)
 	case isNotOwned(err) && lb != nil:
 		adopted = true // refused (no longer allowed?): still take back what is provably ours
 	case isNotOwned(err):
@@ -851,7 +858,7 @@ func (l *loadBalancers) deleteOne(ctx context.Context, cl *clients, id ownership
 		if err := l.leaveNamed(ctx, cl, id, name, lb); err != nil {
 			return err
 		}
-		return l.deleteOne(ctx, cl, id, svc, name, "", keep) // by name: never adopted
+		return r.deleteOne(ctx, name, "", keep) // by name: never adopted
 	}
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
 		return l.retry(fmt.Sprintf("load balancer %s is %s", lb.Name, lb.ProvisioningStatus))
