@@ -118,23 +118,21 @@ func listenerCreateOpts(spec *lbSpec, ls listenerSpec, ms []member, desc string)
 // only when its pool's protocol must change, which Octavia cannot do. A missing one is created
 // with its pool, members and monitor. A kept one is compared with Octavia all the same, and
 // only its differences are written. Nothing is written when nothing differs. Out-of-band
-// changes found are added to rep. Children Octavia left stuck (stuck.go) stop the sync before
-// any write to them.
+// changes found are added to the run's report. Children Octavia left stuck (stuck.go) stop the
+// sync before any write to them.
 //
 // On a load balancer the Service does not own (adopted: named by load-balancer-id and allowed
 // by the operator), only listeners whose description proves they are this Service's are
 // changed or deleted; every other listener, pool and monitor is left as it is. On the
 // Service's own load balancer, listeners marked as another Service's are left alone too, and
 // so are those no CCM made (listenerorigin.go), with a Warning.
-func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID string, id ownership.Identity, spec *lbSpec, ms []member, adopted bool, rep *syncReport) error {
-	if rep == nil {
-		rep = &syncReport{}
-	}
+func (r *svcRun) syncListeners(ctx context.Context, lbID string, spec *lbSpec, ms []member, adopted bool) error {
+	l, cl, rep := r.l, r.cl, r.rep
 	have, allPools, err := l.listenersAndPools(ctx, cl, lbID, rep.seen)
 	if err != nil {
 		return err
 	}
-	plan, err := planListeners(id, spec.name, spec.listeners, have, allPools, adopted)
+	plan, err := planListeners(r.id, spec.name, spec.listeners, have, allPools, adopted)
 	if err != nil {
 		return err
 	}
@@ -163,8 +161,9 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 	for i := range allPools {
 		poolByID[allPools[i].ID] = &allPools[i]
 	}
+	s := &listenerSync{run: r, lbID: lbID, spec: spec, ms: ms}
 	for _, ls := range spec.listeners {
-		if err := l.syncKept(ctx, cl, lbID, id, spec, ls, ms, plan, poolByID, rep); err != nil {
+		if err := s.syncKept(ctx, ls, plan, poolByID); err != nil {
 			return err
 		}
 	}
@@ -173,7 +172,7 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 		if p, ok := plan.Reuse[ls.key()]; ok {
 			reuse = &p
 		}
-		if err := l.addListener(ctx, cl, lbID, id, spec, ls, ms, reuse, rep); err != nil {
+		if err := s.addListener(ctx, ls, reuse); err != nil {
 			return err
 		}
 	}
@@ -181,10 +180,20 @@ func (l *loadBalancers) syncListeners(ctx context.Context, cl *clients, lbID str
 	return nil
 }
 
+// listenerSync is the listener sync of one of the Service's load balancers: the load balancer,
+// the spec of its family and the members its pools are to have, the same for each of its
+// listeners.
+type listenerSync struct {
+	run  *svcRun
+	lbID string
+	spec *lbSpec
+	ms   []member
+}
+
 // syncKept compares a kept (or relabelled) listener of ls with Octavia and writes only the
 // differences, with the current description on a relabelled one.
-func (l *loadBalancers) syncKept(ctx context.Context, cl *clients, lbID string, id ownership.Identity, spec *lbSpec, ls listenerSpec, ms []member,
-	plan listenerPlan, poolByID map[string]*pools.Pool, rep *syncReport) error {
+func (s *listenerSync) syncKept(ctx context.Context, ls listenerSpec, plan listenerPlan, poolByID map[string]*pools.Pool) error {
+	l, cl, lbID, spec, ms, rep := s.run.l, s.run.cl, s.lbID, s.spec, s.ms, s.run.rep
 	h, kept := plan.Keep[ls.key()]
 	hr, relabelled := plan.Relabel[ls.key()]
 	if relabelled {
@@ -202,13 +211,13 @@ func (l *loadBalancers) syncKept(ctx context.Context, cl *clients, lbID string, 
 	}
 	pp := planPool(ls.key(), wantedPool(spec, ls, ms), obs)
 	if relabelled {
-		desc := listenerDescription(id, ls)
+		desc := listenerDescription(s.run.id, ls)
 		pp.Description = &desc
 	}
 	if pp.writes() == 0 {
 		return nil
 	}
-	if err := l.applyPool(ctx, cl, lbID, spec, ls, ms, h, obs, pp); err != nil {
+	if err := s.applyPool(ctx, ls, h, obs, pp); err != nil {
 		return err
 	}
 	if relabelled {
@@ -236,9 +245,9 @@ func wantedPool(spec *lbSpec, ls listenerSpec, ms []member) poolState {
 // inline default_pool is answered 500. With reuse (the Service's pool of this listener, left
 // without it), the listener is created on that pool, whose members and monitor are then
 // compared as a kept listener's.
-func (l *loadBalancers) addListener(ctx context.Context, cl *clients, lbID string, id ownership.Identity, spec *lbSpec, ls listenerSpec, ms []member,
-	reuse *pools.Pool, rep *syncReport) error {
-	opts := listenerCreateOpts(spec, ls, ms, listenerDescription(id, ls))
+func (s *listenerSync) addListener(ctx context.Context, ls listenerSpec, reuse *pools.Pool) error {
+	l, cl, lbID, spec, ms := s.run.l, s.run.cl, s.lbID, s.spec, s.ms
+	opts := listenerCreateOpts(spec, ls, ms, listenerDescription(s.run.id, ls))
 	po := opts.DefaultPool
 	opts.DefaultPool, opts.LoadbalancerID = nil, lbID
 	if reuse != nil {
@@ -279,9 +288,9 @@ func (l *loadBalancers) addListener(ctx context.Context, cl *clients, lbID strin
 		return nil
 	}
 	if reuse != nil {
-		rep.repairs = append(rep.repairs, pp.Repairs...)
+		s.run.rep.repairs = append(s.run.rep.repairs, pp.Repairs...)
 	}
-	return l.applyPool(ctx, cl, lbID, spec, ls, ms, *h, have, pp)
+	return s.applyPool(ctx, ls, *h, have, pp)
 }
 
 // listenersAndPools are the load balancer's listeners and pools: from the snapshot if it shows

@@ -631,7 +631,7 @@ func (r *svcRun) syncOne(ctx context.Context, spec *lbSpec, mustExist bool) (str
 	if rep.lbID == "" {
 		rep.lbID = lb.ID // specs come first family first
 	}
-	if err := l.syncListeners(ctx, cl, lb.ID, id, spec, members, adopted, rep); err != nil {
+	if err := r.syncListeners(ctx, lb.ID, spec, members, adopted); err != nil {
 		return "", err
 	}
 	addr, err := r.address(ctx, spec, lb, adopted)
@@ -639,7 +639,7 @@ func (r *svcRun) syncOne(ctx context.Context, spec *lbSpec, mustExist bool) (str
 		return "", err
 	}
 	// A Service that moved off a load balancer it used by load-balancer-id (repoint.go).
-	if err := l.leaveFormer(ctx, cl, id, svc, spec, lb.ID, addr); err != nil {
+	if err := r.leaveFormer(ctx, spec, lb.ID, addr); err != nil {
 		return "", err
 	}
 	return addr, nil
@@ -855,7 +855,7 @@ func (r *svcRun) deleteOne(ctx context.Context, name, existing string, keep bool
 	}
 	if adopted {
 		klog.InfoS("A load balancer the Service shares or was allowed to use: removing its listeners", "service", klog.KObj(svc), "id", lb.ID)
-		if err := l.leaveNamed(ctx, cl, id, name, lb); err != nil {
+		if err := r.leaveNamed(ctx, name, lb); err != nil {
 			return err
 		}
 		return r.deleteOne(ctx, name, "", keep) // by name: never adopted
@@ -868,7 +868,7 @@ func (r *svcRun) deleteOne(ctx context.Context, name, existing string, keep bool
 			return err
 		}
 		klog.InfoS("Other Services use the load balancer; removing only this Service's listeners", "service", klog.KObj(svc), "id", lb.ID)
-		return l.leaveOwn(ctx, cl, id, name, lb, keep)
+		return r.leaveOwn(ctx, name, lb, keep)
 	}
 	if err := l.releaseFIP(ctx, cl, id, svc, lb.VipPortID, keep); err != nil {
 		return err
@@ -891,14 +891,14 @@ func (r *svcRun) deleteOne(ctx context.Context, name, existing string, keep bool
 
 // leaveNamed takes the Service's listeners (and its name) back from lb, a load balancer it
 // does not own and used by load-balancer-id.
-func (l *loadBalancers) leaveNamed(ctx context.Context, cl *clients, id ownership.Identity, name string, lb *loadbalancers.LoadBalancer) error {
+func (r *svcRun) leaveNamed(ctx context.Context, name string, lb *loadbalancers.LoadBalancer) error {
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
-		if n, err := l.ourListeners(ctx, cl, lb.ID, id); err != nil || n == 0 {
+		if n, err := r.l.ourListeners(ctx, r.cl, lb.ID, r.id); err != nil || n == 0 {
 			return err
 		}
-		return l.retry(fmt.Sprintf("the load balancer named by annotation %s is %s", annLoadBalancerID, lb.ProvisioningStatus))
+		return r.l.retry(fmt.Sprintf("the load balancer named by annotation %s is %s", annLoadBalancerID, lb.ProvisioningStatus))
 	}
-	return l.leaveShared(ctx, cl, id, name, lb)
+	return r.leaveShared(ctx, name, lb)
 }
 
 func observe(op string, start time.Time, err *error) {

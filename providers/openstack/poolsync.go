@@ -372,7 +372,8 @@ func (l *loadBalancers) observePool(ctx context.Context, cl *clients, h listener
 
 // applyPool writes plan for the kept listener h of ls, waiting for the load balancer between
 // writes (Octavia refuses a write while it is PENDING_UPDATE).
-func (l *loadBalancers) applyPool(ctx context.Context, cl *clients, lbID string, spec *lbSpec, ls listenerSpec, ms []member, h listeners.Listener, have poolState, plan poolPlan) error {
+func (s *listenerSync) applyPool(ctx context.Context, ls listenerSpec, h listeners.Listener, have poolState, plan poolPlan) error {
+	l, cl, lbID, spec, ms := s.run.l, s.run.cl, s.lbID, s.spec, s.ms
 	key := ls.key()
 	step := func(what string, err error) error {
 		if err != nil {

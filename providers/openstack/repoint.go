@@ -76,7 +76,8 @@ func (l *loadBalancers) keepOwn(ctx context.Context, cl *clients, id ownership.I
 
 // leaveFormer takes the Service's listeners and name back from the load balancer its status
 // still shows for spec's family, when the Service is now served at addr by lbID instead.
-func (l *loadBalancers) leaveFormer(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, spec *lbSpec, lbID, addr string) error {
+func (r *svcRun) leaveFormer(ctx context.Context, spec *lbSpec, lbID, addr string) error {
+	l, cl, id, svc := r.l, r.cl, r.id, r.svc
 	now, _ := netip.ParseAddr(addr)
 	for _, a := range statusAddrs(svc) {
 		if a.Is6() != (spec.family == v1.IPv6Protocol) || a.Unmap() == now.Unmap() {
@@ -97,7 +98,7 @@ func (l *loadBalancers) leaveFormer(ctx context.Context, cl *clients, id ownersh
 				continue
 			}
 			klog.InfoS("The Service moved off a load balancer it used by load-balancer-id: removing its listeners there", "service", klog.KObj(svc), "id", f.ID)
-			if err := l.leaveNamed(ctx, cl, id, spec.name, f); err != nil {
+			if err := r.leaveNamed(ctx, spec.name, f); err != nil {
 				return err
 			}
 		}

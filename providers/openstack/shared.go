@@ -229,11 +229,11 @@ func (l *loadBalancers) usedByOthers(ctx context.Context, cl *clients, id owners
 // listeners go, and its name and Service tags (the cluster tag stays, so the last user can
 // delete it); the load balancer, its VIP and floating IP stay. keep (the owner's
 // keep-floatingip) is recorded as tagKeepFIP for the last user's delete.
-func (l *loadBalancers) leaveOwn(ctx context.Context, cl *clients, id ownership.Identity, name string, lb *loadbalancers.LoadBalancer, keep bool) error {
-	if err := l.syncListeners(ctx, cl, lb.ID, id, &lbSpec{name: name}, nil, false, nil); err != nil {
+func (r *svcRun) leaveOwn(ctx context.Context, name string, lb *loadbalancers.LoadBalancer, keep bool) error {
+	if err := r.apart().syncListeners(ctx, lb.ID, &lbSpec{name: name}, nil, false); err != nil {
 		return err
 	}
-	return l.setTags(ctx, cl, lb, ownerLeft(id, name, lb.Tags, keep))
+	return r.l.setTags(ctx, r.cl, lb, ownerLeft(r.id, name, lb.Tags, keep))
 }
 
 // ownerLeft are the tags of a load balancer its owner id (load balancer name name) leaves,
@@ -259,8 +259,9 @@ func ownerLeft(id ownership.Identity, name string, tags []string, keep bool) []s
 // leaveShared is the delete of a Service using another's load balancer of its cluster: its
 // listeners go, its name leaves the tags, and when the owner is gone and nobody else uses it,
 // the load balancer goes too (with a floating IP of this cluster's Services).
-func (l *loadBalancers) leaveShared(ctx context.Context, cl *clients, id ownership.Identity, name string, lb *loadbalancers.LoadBalancer) error {
-	if err := l.syncListeners(ctx, cl, lb.ID, id, &lbSpec{name: name}, nil, true, nil); err != nil {
+func (r *svcRun) leaveShared(ctx context.Context, name string, lb *loadbalancers.LoadBalancer) error {
+	l, cl, id := r.l, r.cl, r.id
+	if err := r.apart().syncListeners(ctx, lb.ID, &lbSpec{name: name}, nil, true); err != nil {
 		return err
 	}
 	if !lbOfCluster(id.Cluster, lb) {

@@ -26,3 +26,13 @@ type svcRun struct {
 func (l *loadBalancers) newRun(cl *clients, clusterName string, svc *v1.Service, nodes []*v1.Node, rep *syncReport) *svcRun {
 	return &svcRun{l: l, cl: cl, clusterName: clusterName, svc: svc, id: ownership.Of(clusterName, svc), nodes: nodes, rep: rep}
 }
+
+// apart is r for the listeners of a load balancer the Service leaves (its own that other
+// Services still use, or one it used by load-balancer-id): they are read from Octavia, not
+// from the sync's bulk read, and what is found there is no finding of this Service's sync, so
+// it goes into a report of its own that nobody reads.
+func (r *svcRun) apart() *svcRun {
+	a := *r
+	a.rep = &syncReport{}
+	return &a
+}
