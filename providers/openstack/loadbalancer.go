@@ -515,7 +515,7 @@ func (l *loadBalancers) sync(ctx context.Context, clusterName string, svc *v1.Se
 		return nil, err
 	}
 	if l.c.cfg.LoadBalancer.ManageSecurityGroups {
-		if err := l.syncSecurityGroup(ctx, cl, clusterName, svc, nodes, specs, rep); err != nil {
+		if err := r.syncSecurityGroup(ctx, specs); err != nil {
 			l.c.event(svc, v1.EventTypeWarning, "SecurityGroupSyncFailed", l.c.cfg.sanitize(err).Error())
 			return nil, err
 		}
@@ -808,14 +808,13 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		}
 	}
 	r := l.newRun(cl, clusterName, svc, nil, &syncReport{})
-	id := r.id
 	if l.c.cfg.LoadBalancer.ManageSecurityGroups {
-		if err := l.deleteSecurityGroup(ctx, cl, id, clusterName, svc); err != nil {
+		if err := r.deleteSecurityGroup(ctx); err != nil {
 			return err
 		}
 	}
 	// The upstream CCM's group for the Service goes with it, whatever the setting (upstreamsg.go).
-	if err := l.retireUpstreamSG(ctx, cl, clusterName, svc, nil, nil); err != nil {
+	if err := r.retireUpstreamSG(ctx, nil); err != nil {
 		return err
 	}
 	var pending retries

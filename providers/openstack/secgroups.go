@@ -157,13 +157,13 @@ func pickSG(all []groups.SecGroup, id ownership.Identity, name string, foreign b
 
 // syncSecurityGroup makes the Service's group, its rules and its attachment to the member
 // ports match; nothing is written when they already do.
-func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, nodes []*v1.Node, specs []*lbSpec, rep *syncReport) error {
+func (r *svcRun) syncSecurityGroup(ctx context.Context, specs []*lbSpec) error {
+	l, cl, id, svc, rep := r.l, r.cl, r.id, r.svc, r.rep
 	want, err := sgRules(ctx, cl, svc, specs)
 	if err != nil {
 		return err
 	}
-	id := ownership.Of(clusterName, svc)
-	name := sgName(l.GetLoadBalancerName(ctx, clusterName, svc))
+	name := sgName(l.GetLoadBalancerName(ctx, r.clusterName, svc))
 	var sg *groups.SecGroup
 	var legacy bool
 	inSnapshot := false
@@ -197,15 +197,15 @@ func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clus
 			return err
 		}
 	}
-	added, err := syncRules(ctx, cl, id, sg, want, have, legacy)
+	added, err := r.syncRules(ctx, sg, want, have, legacy)
 	if err != nil {
 		return err
 	}
 	if len(added) > 0 && !rep.created && !rep.specChanged {
 		// The group and the Service's listeners were there as the spec asks: a rule the
 		// spec needs was revoked out of band.
-		for _, r := range added {
-			rep.repairs = append(rep.repairs, fmt.Sprintf("security group rule %s was revoked", r))
+		for _, a := range added {
+			rep.repairs = append(rep.repairs, fmt.Sprintf("security group rule %s was revoked", a))
 		}
 	}
 	var attached []ports.Port // a group just created is on no port yet
@@ -214,7 +214,7 @@ func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clus
 			return err
 		}
 	}
-	wantPorts, err := l.memberPorts(ctx, cl, nodes, specs, attached)
+	wantPorts, err := l.memberPorts(ctx, cl, r.nodes, specs, attached)
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func (l *loadBalancers) syncSecurityGroup(ctx context.Context, cl *clients, clus
 		}
 	}
 	// The group serves: the upstream CCM's group for the Service is no longer needed.
-	return l.retireUpstreamSG(ctx, cl, clusterName, svc, rep.seen, served)
+	return r.retireUpstreamSG(ctx, served)
 }
 
 // nodeServers caches node name -> Nova server ID for Nodes without a providerID yet (found
@@ -349,10 +349,11 @@ func updatePortGroups(ctx context.Context, cl *clients, p ports.Port, change fun
 // group that are no longer wanted and carry its mark (in a group of an earlier ccm, rules
 // without a description are taken as its); egress rules (Neutron's defaults) and rules someone
 // else added are left alone.
-func syncRules(ctx context.Context, cl *clients, id ownership.Identity, sg *groups.SecGroup, want []sgRule, have []rules.SecGroupRule, legacy bool) (added []sgRule, _ error) {
+func (r *svcRun) syncRules(ctx context.Context, sg *groups.SecGroup, want []sgRule, have []rules.SecGroupRule, legacy bool) (added []sgRule, _ error) {
+	cl, id := r.cl, r.id
 	wanted := map[sgRule]bool{}
-	for _, r := range want {
-		wanted[r] = true
+	for _, w := range want {
+		wanted[w] = true
 	}
 	for _, h := range have {
 		if h.SecGroupID != sg.ID || h.Direction != "ingress" {
@@ -370,17 +371,17 @@ func syncRules(ctx context.Context, cl *clients, id ownership.Identity, sg *grou
 			return added, fmt.Errorf("deleting rule %s of security group %s: %w", h.ID, sg.ID, err)
 		}
 	}
-	for _, r := range want {
-		if !wanted[r] {
+	for _, w := range want {
+		if !wanted[w] {
 			continue
 		}
 		_, err := rules.Create(ctx, cl.network, rules.CreateOpts{SecGroupID: sg.ID, Direction: rules.DirIngress,
-			EtherType: rules.RuleEtherType(r.EtherType), Protocol: rules.RuleProtocol(r.Protocol), Description: ruleDescription(id),
-			PortRangeMin: r.Port, PortRangeMax: r.Port, RemoteIPPrefix: r.Prefix}).Extract()
+			EtherType: rules.RuleEtherType(w.EtherType), Protocol: rules.RuleProtocol(w.Protocol), Description: ruleDescription(id),
+			PortRangeMin: w.Port, PortRangeMax: w.Port, RemoteIPPrefix: w.Prefix}).Extract()
 		if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusConflict) {
-			return added, fmt.Errorf("creating rule %s in security group %s: %w", r, sg.ID, err)
+			return added, fmt.Errorf("creating rule %s in security group %s: %w", w, sg.ID, err)
 		}
-		added = append(added, r)
+		added = append(added, w)
 	}
 	return added, nil
 }
@@ -434,8 +435,9 @@ func listPorts(ctx context.Context, cl *clients, opts ports.ListOpts) ([]ports.P
 
 // deleteSecurityGroup detaches the Service's group from every port and deletes it. Groups
 // not marked as this Service's are never touched.
-func (l *loadBalancers) deleteSecurityGroup(ctx context.Context, cl *clients, id ownership.Identity, clusterName string, svc *v1.Service) error {
-	name := sgName(l.GetLoadBalancerName(ctx, clusterName, svc))
+func (r *svcRun) deleteSecurityGroup(ctx context.Context) error {
+	cl, id, svc := r.cl, r.id, r.svc
+	name := sgName(r.l.GetLoadBalancerName(ctx, r.clusterName, svc))
 	sg, _, err := findSG(ctx, cl, id, name, false)
 	if err != nil || sg == nil {
 		return err

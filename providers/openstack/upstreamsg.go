@@ -71,11 +71,12 @@ func findUpstreamSGs(ctx context.Context, cl *clients, clusterName string, svc *
 	return upstreamSGs(all, clusterName, svc), nil
 }
 
-// retireUpstreamSG removes upstream's group for svc once ccm's group is on every port it is
-// on (served: the ports that hold ccm's group now). served nil: the Service is being deleted,
-// remove it from every port.
-func (l *loadBalancers) retireUpstreamSG(ctx context.Context, cl *clients, clusterName string, svc *v1.Service, seen *snapshot, served map[string]bool) error {
-	gs, err := findUpstreamSGs(ctx, cl, clusterName, svc, seen)
+// retireUpstreamSG removes upstream's group for the Service once ccm's group is on every port
+// it is on (served: the ports that hold ccm's group now). served nil: the Service is being
+// deleted, remove it from every port.
+func (r *svcRun) retireUpstreamSG(ctx context.Context, served map[string]bool) error {
+	cl, svc := r.cl, r.svc
+	gs, err := findUpstreamSGs(ctx, cl, r.clusterName, svc, r.rep.seen)
 	if err != nil || len(gs) == 0 {
 		return err
 	}
