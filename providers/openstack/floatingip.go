@@ -86,7 +86,8 @@ func (l *loadBalancers) ownVIPPort(ctx context.Context, cl *clients, id ownershi
 // ensureFIP gives the VIP port of the Service's own load balancer a floating IP and returns
 // its address: the one it has, the Service's spec.loadBalancerIP (associated if it exists
 // and is the Service's or allowed, allocated if not), or a new one from the floating network.
-func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, spec *lbSpec, lb *loadbalancers.LoadBalancer, rep *syncReport) (string, error) {
+func (r *svcRun) ensureFIP(ctx context.Context, spec *lbSpec, lb *loadbalancers.LoadBalancer) (string, error) {
+	l, cl, id, svc, rep := r.l, r.cl, r.id, r.svc, r.rep
 	var cur *floatingips.FloatingIP
 	if rep.seen.has(lb.ID) {
 		cur = rep.seen.fips[lb.VipPortID]
@@ -137,7 +138,7 @@ func (l *loadBalancers) ensureFIP(ctx context.Context, cl *clients, id ownership
 		}
 	}
 	if cur != nil { // spec.loadBalancerIP changed: give the old one back first
-		if err := l.releaseFIP(ctx, cl, id, svc, lb.VipPortID, spec.keepFIP); err != nil {
+		if err := r.releaseFIP(ctx, lb.VipPortID, spec.keepFIP); err != nil {
 			return "", err
 		}
 		if now, err := l.portFIP(ctx, cl, lb.VipPortID); err != nil {
@@ -218,7 +219,8 @@ func (l *loadBalancers) adoptedAddress(ctx context.Context, cl *clients, spec *l
 // one ccm allocated for the Service is deleted (only disassociated with keep-floatingip); one
 // the operator allowed is disassociated; any other is left as it is (Neutron drops its
 // association when the load balancer's port goes).
-func (l *loadBalancers) releaseFIP(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, portID string, keep bool) error {
+func (r *svcRun) releaseFIP(ctx context.Context, portID string, keep bool) error {
+	l, cl, id, svc := r.l, r.cl, r.id, r.svc
 	f, err := l.portFIP(ctx, cl, portID)
 	if err != nil || f == nil {
 		return err

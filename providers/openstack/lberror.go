@@ -11,8 +11,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // reasonLBError is the Warning about a Service's own load balancer in provisioning status
@@ -26,8 +24,9 @@ const reasonLBError = "LoadBalancerError"
 // a Service's address must not change because Octavia failed an update. Octavia's failover
 // repairs it in place; ccm says so in a Warning, writes nothing, and returns an error so that
 // the service controller tries again with its back-off.
-func (l *loadBalancers) syncErrored(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, name string, lb *loadbalancers.LoadBalancer, rep *syncReport) error {
-	serving, err := l.serves(ctx, cl, svc, lb, rep.seen)
+func (r *svcRun) syncErrored(ctx context.Context, name string, lb *loadbalancers.LoadBalancer) error {
+	l, cl, id, svc := r.l, r.cl, r.id, r.svc
+	serving, err := l.serves(ctx, cl, svc, lb, r.rep.seen)
 	if err != nil {
 		return err
 	}

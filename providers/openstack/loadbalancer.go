@@ -591,7 +591,7 @@ func (r *svcRun) syncOne(ctx context.Context, spec *lbSpec, mustExist bool) (str
 	switch st := lb.ProvisioningStatus; {
 	case st == "ACTIVE":
 	case st == "ERROR" && !adopted:
-		return "", l.syncErrored(ctx, cl, id, svc, name, lb, rep) // kept if it serves (lberror.go)
+		return "", r.syncErrored(ctx, name, lb) // kept if it serves (lberror.go)
 	case st == "ERROR":
 		return "", fmt.Errorf("the load balancer named by annotation %s is in ERROR", annLoadBalancerID)
 	default:
@@ -655,7 +655,7 @@ func (r *svcRun) address(ctx context.Context, spec *lbSpec, lb *loadbalancers.Lo
 	case spec.internalUnclear:
 		return r.l.keptExposure(ctx, r.cl, lb, r.rep)
 	}
-	return r.l.ensureFIP(ctx, r.cl, r.id, r.svc, spec, lb, r.rep)
+	return r.ensureFIP(ctx, spec, lb)
 }
 
 // locate finds the load balancer of spec's family for the Service, nil if it has none yet:
@@ -679,7 +679,7 @@ func (r *svcRun) locate(ctx context.Context, spec *lbSpec) (*loadbalancers.LoadB
 		// in ERROR and deleted): its own is found by name, or made again as a repair.
 		return l.find(ctx, cl, id, name, "")
 	case adopted:
-		return l.keepOwn(ctx, cl, id, r.svc, spec, lb, r.rep) // its own, if it has one, stays it (repoint.go)
+		return r.keepOwn(ctx, spec, lb) // its own, if it has one, stays it (repoint.go)
 	}
 	return lb, false, nil
 }
@@ -869,7 +869,7 @@ func (r *svcRun) deleteOne(ctx context.Context, name, existing string, keep bool
 		klog.InfoS("Other Services use the load balancer; removing only this Service's listeners", "service", klog.KObj(svc), "id", lb.ID)
 		return r.leaveOwn(ctx, name, lb, keep)
 	}
-	if err := l.releaseFIP(ctx, cl, id, svc, lb.VipPortID, keep); err != nil {
+	if err := r.releaseFIP(ctx, lb.VipPortID, keep); err != nil {
 		return err
 	}
 	err = loadbalancers.Delete(ctx, cl.lb, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()

@@ -61,13 +61,13 @@ func (l *loadBalancers) ownBeside(ctx context.Context, cl *clients, id ownership
 // keepOwn decides the load balancer of spec's family for a Service whose load-balancer-id led
 // to lb, not its own (adopted): the Service's own when it has one (with a Warning when the
 // annotation asked for the move), else lb.
-func (l *loadBalancers) keepOwn(ctx context.Context, cl *clients, id ownership.Identity, svc *v1.Service, spec *lbSpec, lb *loadbalancers.LoadBalancer, rep *syncReport) (*loadbalancers.LoadBalancer, bool, error) {
-	own, err := l.ownBeside(ctx, cl, id, spec.name, rep.seen)
+func (r *svcRun) keepOwn(ctx context.Context, spec *lbSpec, lb *loadbalancers.LoadBalancer) (*loadbalancers.LoadBalancer, bool, error) {
+	own, err := r.l.ownBeside(ctx, r.cl, r.id, spec.name, r.rep.seen)
 	if err != nil || own == nil {
 		return lb, true, err
 	}
 	if spec.existingID != "" {
-		l.c.events.Advise(svc, reasonLoadBalancerIDNotApplied, fmt.Sprintf("annotation %s names a load balancer that is not this Service's, while the Service has its own (%s): "+
+		r.l.c.events.Advise(r.svc, reasonLoadBalancerIDNotApplied, fmt.Sprintf("annotation %s names a load balancer that is not this Service's, while the Service has its own (%s): "+
 			"the Service stays on its own (moving would leave it behind); remove the annotation, or delete the Service and create it with the annotation to share that load balancer",
 			annLoadBalancerID, spec.name))
 	}
