@@ -45,16 +45,22 @@ type monitorValues struct {
 	Delay, Timeout, MaxRetries, MaxRetriesDown int
 }
 
-// parseIntAnn reads an integer annotation within [lo, hi]; a bad value is a warning and def
+// intAnns reads the Service's integer annotations, adding a warning to warn for each bad value.
+type intAnns struct {
+	svc  *v1.Service
+	warn *[]string
+}
+
+// get reads the integer annotation key within [lo, hi]; a bad value is a warning and def
 // stands (upstream logs it and uses its default too).
-func parseIntAnn(svc *v1.Service, key string, def, lo, hi int, warn *[]string) int {
-	v, ok := svc.Annotations[key]
+func (a intAnns) get(key string, def, lo, hi int) int {
+	v, ok := a.svc.Annotations[key]
 	if !ok {
 		return def
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil || n < lo || n > hi {
-		*warn = append(*warn, fmt.Sprintf("annotation %s: %q is not an integer from %d to %d; using %d", key, v, lo, hi, def))
+		*a.warn = append(*a.warn, fmt.Sprintf("annotation %s: %q is not an integer from %d to %d; using %d", key, v, lo, hi, def))
 		return def
 	}
 	return n
@@ -65,12 +71,13 @@ func parseIntAnn(svc *v1.Service, key string, def, lo, hi int, warn *[]string) i
 // connect, 0 TCP inspect.
 func limitsOf(svc *v1.Service, provider string, warn *[]string) listenerLimits {
 	const maxMillis = 31536000000 // Octavia's bound: one year
-	l := listenerLimits{ConnLimit: parseIntAnn(svc, annConnLimit, -1, -1, 1<<31-1, warn), Timeouts: provider != providerOVN}
+	ann := intAnns{svc, warn}
+	l := listenerLimits{ConnLimit: ann.get(annConnLimit, -1, -1, 1<<31-1), Timeouts: provider != providerOVN}
 	if l.Timeouts {
-		l.ClientData = parseIntAnn(svc, annTimeoutClientData, 50000, 0, maxMillis, warn)
-		l.MemberConnect = parseIntAnn(svc, annTimeoutMemberConnect, 5000, 0, maxMillis, warn)
-		l.MemberData = parseIntAnn(svc, annTimeoutMemberData, 50000, 0, maxMillis, warn)
-		l.TCPInspect = parseIntAnn(svc, annTimeoutTCPInspect, 0, 0, maxMillis, warn)
+		l.ClientData = ann.get(annTimeoutClientData, 50000, 0, maxMillis)
+		l.MemberConnect = ann.get(annTimeoutMemberConnect, 5000, 0, maxMillis)
+		l.MemberData = ann.get(annTimeoutMemberData, 50000, 0, maxMillis)
+		l.TCPInspect = ann.get(annTimeoutTCPInspect, 0, 0, maxMillis)
 	}
 	for _, a := range limitAnnotations {
 		if _, ok := svc.Annotations[a]; ok {
@@ -84,11 +91,12 @@ func limitsOf(svc *v1.Service, provider string, warn *[]string) listenerLimits {
 func monitorValuesOf(svc *v1.Service, cfg LBConfig, warn *[]string) (monitorValues, bool) {
 	d := monitorValues{Delay: secs(cfg.MonitorDelay.Seconds()), Timeout: secs(cfg.MonitorTimeout.Seconds()),
 		MaxRetries: cfg.MonitorMaxRetries, MaxRetriesDown: cfg.maxRetriesDown()}
+	ann := intAnns{svc, warn}
 	v := monitorValues{
-		Delay:          parseIntAnn(svc, annMonitorDelay, d.Delay, 1, 1<<31-1, warn),
-		Timeout:        parseIntAnn(svc, annMonitorTimeout, d.Timeout, 1, 1<<31-1, warn),
-		MaxRetries:     parseIntAnn(svc, annMonitorMaxRetries, d.MaxRetries, 1, 10, warn),
-		MaxRetriesDown: parseIntAnn(svc, annMonitorRetriesDown, d.MaxRetriesDown, 1, 10, warn),
+		Delay:          ann.get(annMonitorDelay, d.Delay, 1, 1<<31-1),
+		Timeout:        ann.get(annMonitorTimeout, d.Timeout, 1, 1<<31-1),
+		MaxRetries:     ann.get(annMonitorMaxRetries, d.MaxRetries, 1, 10),
+		MaxRetriesDown: ann.get(annMonitorRetriesDown, d.MaxRetriesDown, 1, 10),
 	}
 	if v.Timeout > v.Delay {
 		*warn = append(*warn, fmt.Sprintf("annotation %s: %d is more than the delay %d (Octavia refuses it); using delay %d and timeout %d", annMonitorTimeout, v.Timeout, v.Delay, d.Delay, d.Timeout))

@@ -50,19 +50,20 @@ func listenerKey(h listeners.Listener) string {
 	return fmt.Sprintf("%s/%d", h.Protocol, h.ProtocolPort)
 }
 
-// planListeners compares the wanted listeners with the load balancer's (have, with its pools
-// allPools). Pure. On a load balancer the Service does not own (adopted), only listeners and
+// planListeners compares the wanted listeners (spec's) with the load balancer's (have, with
+// its pools allPools). Pure. On a load balancer the Service does not own (adopted), only listeners and
 // pools whose description proves they are the Service's are changed or deleted; on its own,
 // listeners marked as another Service's are left alone too. A wanted port held by a listener
 // the Service does not own is an error.
 //
-// name is the Service's load balancer name: the upstream CCM tags each listener with the name
-// of the Service that made it, which tells the listeners of Services sharing one load balancer
-// apart (shared.go). An unmarked listener tagged with another Service's name is never ours;
-// one tagged with name (or upstream's literal name for id, where ccm's differs) is, on a
-// shared load balancer too. On the Service's own load balancer, an unmarked listener no CCM
+// spec.name is the Service's load balancer name: the upstream CCM tags each listener with the
+// name of the Service that made it, which tells the listeners of Services sharing one load
+// balancer apart (shared.go). An unmarked listener tagged with another Service's name is never
+// ours; one tagged with spec.name (or upstream's literal name for id, where ccm's differs) is,
+// on a shared load balancer too. On the Service's own load balancer, an unmarked listener no CCM
 // made (madeByACCM) is left alone (Left), and a wanted port it holds is an error.
-func planListeners(id ownership.Identity, name string, want []listenerSpec, have []listeners.Listener, allPools []pools.Pool, adopted bool) (listenerPlan, error) {
+func planListeners(id ownership.Identity, spec *lbSpec, have []listeners.Listener, allPools []pools.Pool, adopted bool) (listenerPlan, error) {
+	name, want := spec.name, spec.listeners
 	p := listenerPlan{Keep: map[string]listeners.Listener{}, Relabel: map[string]listeners.Listener{}, Reuse: map[string]pools.Pool{}}
 	sc := listenerScan{id: id, name: name, adopted: adopted, poolByID: map[string]*pools.Pool{}, wanted: map[string]listenerSpec{},
 		gone: map[string]bool{}, errored: map[string]bool{}}

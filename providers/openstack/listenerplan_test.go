@@ -132,7 +132,7 @@ func TestPlanListeners(t *testing.T) {
 			[]pools.Pool{pool("P1", "", "SOURCE_IP", true)}, false, want{del: []string{"L1"}, delWithPool: []bool{true}, create: []string{"TCP/80"}, specChanged: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := planListeners(id, testLBName, tc.spec, tc.have, tc.pools, tc.adopted)
+			p, err := planListeners(id, &lbSpec{name: testLBName, listeners: tc.spec}, tc.have, tc.pools, tc.adopted)
 			if tc.want.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want.err) {
 					t.Fatalf("err = %v, want one saying %q", err, tc.want.err)

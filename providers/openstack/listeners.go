@@ -132,7 +132,7 @@ func (r *svcRun) syncListeners(ctx context.Context, lbID string, spec *lbSpec, m
 	if err != nil {
 		return err
 	}
-	plan, err := planListeners(r.id, spec.name, spec.listeners, have, allPools, adopted)
+	plan, err := planListeners(r.id, spec, have, allPools, adopted)
 	if err != nil {
 		return err
 	}

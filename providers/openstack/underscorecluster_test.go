@@ -133,11 +133,11 @@ func TestUnderscoreClusterOtherServiceListener(t *testing.T) {
 	id := ownership.Identity{Cluster: underscoreCluster, Namespace: "default", Name: "web", UID: "u"}
 	have := []listeners.Listener{{ID: "l1", Protocol: "TCP", ProtocolPort: 80, DefaultPoolID: "p1", Tags: []string{"kube_service_my_cluster_default_api"}}}
 	want := []listenerSpec{{Protocol: "TCP", Port: 80, NodePort: 30080, PoolProtocol: "TCP", Method: "ROUND_ROBIN"}}
-	if _, err := planListeners(id, "kube_service_hashed", want, have, nil, false); err == nil {
+	if _, err := planListeners(id, &lbSpec{name: "kube_service_hashed", listeners: want}, have, nil, false); err == nil {
 		t.Error("another Service's upstream listener taken")
 	}
 	have[0].Tags = []string{"kube_service_my_cluster_default_web"}
-	if _, err := planListeners(id, "kube_service_hashed", want, have, nil, false); err != nil {
+	if _, err := planListeners(id, &lbSpec{name: "kube_service_hashed", listeners: want}, have, nil, false); err != nil {
 		t.Errorf("the Service's own upstream listener refused: %v", err)
 	}
 }

@@ -256,7 +256,7 @@ func TestPlanListenersRecreated(t *testing.T) {
 		{"UDP added next to TCP", []listenerSpec{tcp80, udp80}, []listeners.Listener{have(tcp80)}, ""},
 		{"TCP to UDP", []listenerSpec{udp80}, []listeners.Listener{have(tcp80)}, ""},
 	} {
-		p, err := planListeners(id, "n", tc.want, tc.have, nil, false)
+		p, err := planListeners(id, &lbSpec{name: "n", listeners: tc.want}, tc.have, nil, false)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
