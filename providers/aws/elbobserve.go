@@ -24,7 +24,7 @@ import (
 
 // observeClassic reads the members, the Service's ELB, its attributes and groups, and builds
 // the desired state. A missing ELB with mustExist is errNotCreatedYet; an ELB found that is not
-// the Service's (checkLB) is an error.
+// the Service's (upstream.CheckLB) is an error.
 func (l *loadBalancers) observeClassic(ctx context.Context, svc *v1.Service, opts *annotations.Options, nodes []*v1.Node, mustExist bool) (*classicRun, error) {
 	r := &classicRun{svc: svc, id: l.identity(svc)}
 	members, nodeGroups, err := l.members(ctx, opts, nodes)

@@ -229,7 +229,7 @@ func (l *loadBalancers) leftovers(ctx context.Context, svc *v1.Service) (bool, e
 	return len(tgs) > 0, err
 }
 
-// elbOwnerCheck reads the ELB's tags and checks that svc owns it (see checkLB): run before
+// elbOwnerCheck reads the ELB's tags and checks that svc owns it (upstream.CheckLB): run before
 // the first write of a reconcile that decided on the listing's tags (which may be the
 // listing's lifetime old: someone may have retagged it since).
 func (l *loadBalancers) elbOwnerCheck(svc *v1.Service, name string) func(context.Context) error {

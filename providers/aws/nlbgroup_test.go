@@ -284,7 +284,7 @@ func TestUpstreamNLBGroupIsTheServicesOwn(t *testing.T) {
 	}
 	own := fakeaws.UpstreamNLBGroupName(migCluster, svc.Namespace, svc.Name, string(svc.UID))
 	if got := upstream.NLBGroupName(migCluster, svc); got != own {
-		t.Fatalf("upstreamNLBGroupName = %s, the fake's derivation %s", got, own)
+		t.Fatalf("upstream.NLBGroupName = %s, the fake's derivation %s", got, own)
 	}
 	other := fakeaws.UpstreamNLBGroupName(migCluster, svc.Namespace, svc.Name, "another-uid")
 	otherCluster := fakeaws.UpstreamNLBGroupName("kubernetes", svc.Namespace, svc.Name, string(svc.UID))

@@ -454,7 +454,7 @@ func (l *loadBalancers) ownTargetGroup(ctx context.Context, id ownership.Identit
 // those whose tags say they are id's, UID included: tags without a UID are what an upstream
 // cluster copies from a tenant's additional-resource-tags verbatim (onto groups whose names can
 // even carry ccm's prefix, for a namespace named "tg"), so such a group is the Service's only
-// when found attached to its load balancer (ownsTG). ccm has written the UID on every target
+// when found attached to its load balancer (upstream.OwnsTG). ccm has written the UID on every target
 // group it reconciled since UIDs were recorded.
 func (l *loadBalancers) ownedTargetGroups(ctx context.Context, id ownership.Identity) ([]v2types.TargetGroup, error) {
 	byARN := map[string]v2types.TargetGroup{}
