@@ -1,5 +1,8 @@
 package aws
 
+// Nodes as EC2 instances: the InstancesV2 interface, and a load balancer's members (the Nodes'
+// instances) with the node security groups their rules go into.
+
 import (
 	"cmp"
 	"context"

@@ -99,8 +99,9 @@ type nlbDesired struct {
 	AccessLog bool   `json:",omitempty"`
 	Bucket    string `json:",omitempty"`
 	Prefix    string `json:",omitempty"`
-	// ManagedGroup: NLBSecurityGroupMode Managed, the NLB has a group of its own (see the file comment),
-	// or, with NamedGroups (the security-groups annotation), those (nlbplan.PlanSecurityGroups).
+	// ManagedGroup: NLBSecurityGroupMode Managed, the NLB has a group of its own (see the file
+	// comment), or, with NamedGroups (the security-groups annotation), those
+	// (nlbplan.PlanSecurityGroups).
 	ManagedGroup bool     `json:",omitempty"`
 	NamedGroups  []string `json:",omitempty"`
 	// Addresses are the Elastic IP allocations or private IPv4 addresses, one per subnet in
@@ -419,9 +420,9 @@ func (s *nlbSync) frameDesired(id ownership.Identity) nlbplan.FrameDesired {
 // Service's classic ELB rules, from its group, are not these, during a type change either) and
 // carry its description, or are upstream's for its NLB up, taken over. No rule is wanted.
 func nodeRuleOwners(id ownership.Identity, up string) nlbplan.NodeRules {
-	upstream := func(r rule) bool { return upstream.NLBRule(up, r) }
-	return nlbplan.NodeRules{Cluster: id.Cluster, Upstream: upstream,
-		Mine: func(r rule) bool { return r.CIDR != "" && (ownership.DescribedBy(id, r.Desc) || upstream(r)) }}
+	theirs := func(r rule) bool { return upstream.NLBRule(up, r) }
+	return nlbplan.NodeRules{Cluster: id.Cluster, Upstream: theirs,
+		Mine: func(r rule) bool { return r.CIDR != "" && (ownership.DescribedBy(id, r.Desc) || theirs(r)) }}
 }
 
 // planInput is want as the plan compares it.

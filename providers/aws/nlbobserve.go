@@ -1,5 +1,10 @@
 package aws
 
+// What an NLB reconcile reads, writing nothing: the Service's NLB (ccm's name, else upstream's
+// proven by its tags), its security groups and the node groups' rules (observeNLBFrame, for
+// nlbplan.PlanFrame), then its target groups, listeners and attributes (observeNLB, for
+// nlbplan.Compute). Listings come from the cluster's snapshots where one holds the object.
+
 import (
 	"context"
 	"fmt"
@@ -23,11 +28,6 @@ import (
 	"github.com/ccm-project/ccm/providers/aws/internal/sgrules"
 	"github.com/ccm-project/ccm/providers/aws/internal/upstream"
 )
-
-// What an NLB reconcile reads, writing nothing: the Service's NLB (ccm's name, else upstream's
-// proven by its tags), its security groups and the node groups' rules (observeNLBFrame, for
-// nlbplan.PlanFrame), then its target groups, listeners and attributes (observeNLB, for
-// nlbplan.Compute). Listings come from the cluster's snapshots where one holds the object.
 
 // observeNLBFrame reads the members, the Service's NLB and its own group, checks what must
 // hold before anything is written (the NLB is the Service's, the namespace's share of node
@@ -454,8 +454,8 @@ func (l *loadBalancers) ownTargetGroup(ctx context.Context, id ownership.Identit
 // those whose tags say they are id's, UID included: tags without a UID are what an upstream
 // cluster copies from a tenant's additional-resource-tags verbatim (onto groups whose names can
 // even carry ccm's prefix, for a namespace named "tg"), so such a group is the Service's only
-// when found attached to its load balancer (upstream.OwnsTG). ccm has written the UID on every target
-// group it reconciled since UIDs were recorded.
+// when found attached to its load balancer (upstream.OwnsTG). ccm has written the UID on every
+// target group it reconciled since UIDs were recorded.
 func (l *loadBalancers) ownedTargetGroups(ctx context.Context, id ownership.Identity) ([]v2types.TargetGroup, error) {
 	byARN := map[string]v2types.TargetGroup{}
 	var arns []string
@@ -586,10 +586,10 @@ func (l *loadBalancers) findTargetGroup(ctx context.Context, svc *v1.Service, p 
 }
 
 // adoptTargetGroup finds, among the target groups attached to svc's NLB, one upstream made
-// for port p (its name shape, the port's target protocol and nodePort). With verify (the NLB has not
-// been reconciled by ccm yet), its tags must prove it svc's (ccm's or upstream's), and untagged
-// says ccm's ownership tags are to be added; after that, being attached to the Service's own
-// NLB under upstream's name shape is what identifies it.
+// for port p (its name shape, the port's target protocol and nodePort). With verify (the NLB
+// has not been reconciled by ccm yet), its tags must prove it svc's (ccm's or upstream's), and
+// untagged says ccm's ownership tags are to be added; after that, being attached to the
+// Service's own NLB under upstream's name shape is what identifies it.
 func (l *loadBalancers) adoptTargetGroup(ctx context.Context, svc *v1.Service, p nlbPort, attached []v2types.TargetGroup, verify bool) (_ *v2types.TargetGroup, untagged bool, _ error) {
 	i := slices.IndexFunc(attached, func(tg v2types.TargetGroup) bool {
 		return upstream.IsTGName(aws.ToString(tg.TargetGroupName)) && string(tg.Protocol) == p.backend() && aws.ToInt32(tg.Port) == p.NodePort

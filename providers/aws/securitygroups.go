@@ -1,5 +1,9 @@
 package aws
 
+// Security groups, for both load balancer types: reads (by name, by ID, the cluster's listing,
+// the groups a Service owns by its tags), writes (a group made or taken over, its ingress rules,
+// its deletion), and the rules' shape in EC2 (permissions, descriptions).
+
 import (
 	"context"
 	"fmt"

@@ -51,10 +51,10 @@ func listenerKey(h listeners.Listener) string {
 }
 
 // planListeners compares the wanted listeners (spec's) with the load balancer's (have, with
-// its pools allPools). Pure. On a load balancer the Service does not own (adopted), only listeners and
-// pools whose description proves they are the Service's are changed or deleted; on its own,
-// listeners marked as another Service's are left alone too. A wanted port held by a listener
-// the Service does not own is an error.
+// its pools allPools). Pure. On a load balancer the Service does not own (adopted), only
+// listeners and pools whose description proves they are the Service's are changed or deleted;
+// on its own, listeners marked as another Service's are left alone too. A wanted port held by a
+// listener the Service does not own is an error.
 //
 // spec.name is the Service's load balancer name: the upstream CCM tags each listener with the
 // name of the Service that made it, which tells the listeners of Services sharing one load

@@ -8,8 +8,9 @@ import (
 
 // svcRun is one reconcile of one Service (EnsureLoadBalancer, UpdateLoadBalancer or
 // EnsureLoadBalancerDeleted): what stays the same through every call it makes to Octavia and
-// Neutron. It is built once per reconcile, once the session is had; what varies within it
-// (the family's spec, the load balancer, its listeners and pools) is passed to each step.
+// Neutron. It is built once per reconcile, once its OpenStack session is open; what varies
+// within it (the family's spec, the load balancer, its listeners and pools) is passed to each
+// step.
 type svcRun struct {
 	l           *loadBalancers
 	cl          *clients

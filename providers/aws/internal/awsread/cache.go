@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"k8s.io/klog/v2"
 )
 
@@ -82,4 +83,14 @@ func (s *Snapshot[T]) ForgetAll() {
 	defer s.mu.Unlock()
 	s.at = time.Time{}
 	s.lbs, s.tags = nil, nil
+}
+
+// TagValue is the value of the EC2 tag key among tags, "" when absent.
+func TagValue(tags []types.Tag, key string) string {
+	for _, t := range tags {
+		if aws.ToString(t.Key) == key {
+			return aws.ToString(t.Value)
+		}
+	}
+	return ""
 }

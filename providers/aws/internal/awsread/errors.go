@@ -19,13 +19,3 @@ func IsCode(err error, codes ...string) bool {
 func Filter(name string, values ...string) types.Filter {
 	return types.Filter{Name: aws.String(name), Values: values}
 }
-
-// TagValue is the value of the EC2 tag key among tags, "" when absent.
-func TagValue(tags []types.Tag, key string) string {
-	for _, t := range tags {
-		if aws.ToString(t.Key) == key {
-			return aws.ToString(t.Value)
-		}
-	}
-	return ""
-}

@@ -73,9 +73,10 @@ func Query(w Want) (*ec2.DescribeSubnetsInput, error) {
 	return in, nil
 }
 
-// Choose picks from the subnets EC2 answered: every named one (each must have been found; those
-// not tagged for the cluster are listed in Untagged for the caller's reach check), else, among
-// those tagged for the cluster, the lowest ID of each zone, so the choice is stable.
+// Choose picks from the subnets EC2 answered: every one found for the names (at least as many as
+// were named; those not tagged for the cluster are listed in Untagged for the caller's reach
+// check), else, among those tagged for the cluster, the lowest ID of each zone, so the choice is
+// stable.
 func Choose(w Want, found []types.Subnet) (Choice, error) {
 	c := Choice{CIDRs: map[string]string{}}
 	byZone := map[string]string{}

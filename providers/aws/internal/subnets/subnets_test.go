@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
 )
 
 func filters(in *ec2.DescribeSubnetsInput) []string {
@@ -58,8 +59,9 @@ func subnet(id, zone, cluster string) types.Subnet {
 }
 
 func TestChoose(t *testing.T) {
-	found := []types.Subnet{subnet("subnet-3", "a", "owned"), subnet("subnet-1", "a", "shared"), subnet("subnet-2", "b", "owned"),
-		subnet("subnet-4", "c", ""), subnet("subnet-5", "c", "other")}
+	// Zone a lists its lowest ID between two others: neither the first nor the last listed wins.
+	found := []types.Subnet{subnet("subnet-3", "a", "owned"), subnet("subnet-1", "a", "shared"), subnet("subnet-6", "a", "owned"),
+		subnet("subnet-2", "b", "owned"), subnet("subnet-4", "c", ""), subnet("subnet-5", "c", "other")}
 	for _, c := range []struct {
 		name     string
 		w        Want
@@ -71,7 +73,7 @@ func TestChoose(t *testing.T) {
 		{"the lowest tagged ID of each zone", Want{ClusterID: "prod"}, found, []string{"subnet-1", "subnet-2"}, nil, ""},
 		{"another cluster's subnets are not chosen", Want{ClusterID: "staging"}, found, nil, nil, "no subnet is tagged kubernetes.io/role/elb and kubernetes.io/cluster/staging"},
 		{"named: every one, the untagged listed", Want{ClusterID: "prod", Named: []string{"subnet-4", "subnet-3", "subnet-1"}},
-			[]types.Subnet{found[0], found[1], found[3]}, []string{"subnet-1", "subnet-3", "subnet-4"}, []string{"subnet-4"}, ""},
+			[]types.Subnet{found[0], found[1], found[4]}, []string{"subnet-1", "subnet-3", "subnet-4"}, []string{"subnet-4"}, ""},
 		{"named: one not found", Want{ClusterID: "prod", Named: []string{"subnet-1", "subnet-9"}}, found[1:2], nil, nil, "found 1 of the 2 subnets named"},
 		{"internal role in the message", Want{ClusterID: "prod", Internal: true}, nil, nil, nil, "kubernetes.io/role/internal-elb"},
 	} {
@@ -124,6 +126,11 @@ func TestCache(t *testing.T) {
 	}
 	if b.calls != 2 {
 		t.Errorf("a failed answer was kept: %d calls", b.calls)
+	}
+	gone := &api{err: &smithy.GenericAPIError{Code: "InvalidSubnetID.NotFound", Message: "The subnet ID 'subnet-9' does not exist"}}
+	_, err := c.Get(context.Background(), gone, Want{ClusterID: "prod", Named: []string{"subnet-9"}})
+	if err == nil || !strings.Contains(err.Error(), "service.beta.kubernetes.io/aws-load-balancer-subnets") || !strings.Contains(err.Error(), "names a subnet that does not exist") {
+		t.Errorf("a subnet EC2 does not know: %v, want the annotation's error", err)
 	}
 	c.TTL = 0
 	if _, err := c.Get(context.Background(), a, w); err != nil || a.calls != 3 {

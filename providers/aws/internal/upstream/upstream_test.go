@@ -5,6 +5,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	v2types "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -88,6 +89,7 @@ func TestUpstreamGroups(t *testing.T) {
 	owned := map[string]string{"kubernetes.io/cluster/prod": "owned"}
 	elbDesc := "Security group for Kubernetes ELB " + up + " (shop/web)"
 	nlbName := NLBGroupName("prod", svc)
+	noUID := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
 	for _, c := range []struct {
 		name string
 		got  bool
@@ -101,6 +103,7 @@ func TestUpstreamGroups(t *testing.T) {
 		{"NLB group of another cluster name", IsNLBGroup(id, "staging", svc, group(nlbName, NLBGroupDescription, owned)), false},
 		{"NLB group, shared tag", IsNLBGroup(id, "prod", svc, group(nlbName, NLBGroupDescription, map[string]string{"kubernetes.io/cluster/prod": "shared"})), false},
 		{"NLB group, other description", IsNLBGroup(id, "prod", svc, group(nlbName, "made by hand", owned)), false},
+		{"NLB group of a Service without a UID", IsNLBGroup(id, "prod", noUID, group(NLBGroupName("prod", noUID), NLBGroupDescription, owned)), false},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
@@ -135,5 +138,31 @@ func TestNLBRule(t *testing.T) {
 		if got := NLBRule(c.up, c.r); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// A target group is the Service's by ccm's tags under any name; by upstream's tags only under
+// upstream's name shape for target groups.
+func TestOwnsTG(t *testing.T) {
+	upTags := map[string]string{"KubernetesCluster": "prod", "kubernetes.io/service-name": "shop/web"}
+	upName := "k8s-shop-web-0123456789"
+	for _, c := range []struct {
+		name, tg string
+		tags     map[string]string
+		want     bool
+	}{
+		{"ccm's tags", "k8s-tg-prod-web-tcp30080", id.Tags(), true},
+		{"upstream's tags, upstream's name shape", upName, upTags, true},
+		{"upstream's tags, ccm's name", "k8s-tg-prod-web-tcp30080", upTags, false},
+		{"upstream's name shape, another Service's tags", upName, map[string]string{"KubernetesCluster": "prod", "kubernetes.io/service-name": "shop/api"}, false},
+		{"upstream's name shape, no tags", upName, map[string]string{}, false},
+	} {
+		tg := v2types.TargetGroup{TargetGroupName: aws.String(c.tg)}
+		if got := OwnsTG(id, tg, c.tags); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !IsTGName(upName) || IsTGName("k8s-tg-prod-web-tcp30080") || IsTGName("k8s-shop-web-012345678g") {
+		t.Errorf("IsTGName takes a name of another shape for upstream's")
 	}
 }
