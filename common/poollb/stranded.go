@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ccm-project/ccm/common/ippool"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 // Replace puts next (made from cfg) in place of a provider's running pools and their config
@@ -31,6 +32,16 @@ func Replace(provider string, running *map[string]*ippool.Config, pools *[]*ippo
 type Holding struct {
 	Namespace, Name, UID string
 	Addrs                []netip.Addr
+}
+
+// HoldingOf is the holding of a record with tags and addresses ips, when its tags make it a
+// Service's of cluster; false for a record of another cluster or of no Service.
+func HoldingOf(cluster string, tags map[string]string, ips []string) (Holding, bool) {
+	owner, ok := ownership.Owner(cluster, tags)
+	if !ok {
+		return Holding{}, false
+	}
+	return Holding{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID, Addrs: CanonicalAddrs(ips)}, true
 }
 
 // Stranded returns, for each holding with addresses that no pool serving its namespace holds

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/ippool"
+	"github.com/ccm-project/ccm/common/ownership"
 )
 
 type advised []string
@@ -39,5 +40,20 @@ func TestStranded(t *testing.T) {
 	var rec advised
 	if n := WarnStranded(&rec, pools, hs); n != 3 || len(rec) != 3 || rec[0] != "advise ns/gone "+ReasonOutsidePools+" "+OutsideMessage("ns", addrs("192.0.2.99", "2001:db8::1")) {
 		t.Errorf("warned %d: %q", n, rec)
+	}
+}
+
+// A record is a holding only when its tags make it a Service's of the cluster asked about.
+func TestHoldingOf(t *testing.T) {
+	tags := ownership.Identity{Cluster: "prod", Namespace: "shop", Name: "web", UID: "u1"}.Tags()
+	h, ok := HoldingOf("prod", tags, []string{"::ffff:192.0.2.7", "2001:db8::1"})
+	if !ok || h.Namespace != "shop" || h.Name != "web" || h.UID != "u1" || len(h.Addrs) != 2 || h.Addrs[0].String() != "192.0.2.7" {
+		t.Errorf("HoldingOf = %+v, %v", h, ok)
+	}
+	if _, ok := HoldingOf("staging", tags, []string{"192.0.2.7"}); ok {
+		t.Errorf("another cluster's record taken for a holding")
+	}
+	if _, ok := HoldingOf("prod", map[string]string{}, []string{"192.0.2.7"}); ok {
+		t.Errorf("an untagged record taken for a holding")
 	}
 }

@@ -30,7 +30,9 @@ import (
 
 // applyClassic makes the ELB (deleting it first when its scheme changes, which ELB cannot do
 // in place), writes its plan and drops the own group it no longer uses. It returns what the
-// plan repaired on an ELB that was there.
+// plan repaired on an ELB that was there. The ELB it deletes was proven the Service's before:
+// upstream.CheckLB at observe, on tags read again (elbOwnerCheck) when they came from the
+// listing.
 func (l *loadBalancers) applyClassic(ctx context.Context, r *classicRun, opts *annotations.Options) ([]string, error) {
 	svc := r.svc
 	r.planExisting() // now, if the ELB's own group was made first

@@ -72,7 +72,8 @@ func (l *loadBalancers) applyNLBFrame(ctx context.Context, s *nlbSync, f nlbplan
 
 // deleteForScheme deletes the NLB, whose scheme changes: AWS cannot change it in place. It is
 // made again, with new addresses and DNS name; its target groups stay and are attached to the
-// new one.
+// new one. The NLB was proven the Service's before: upstream.CheckLB at observe, on tags read
+// again (nlbOwnerCheck) when they came from the listing.
 func (l *loadBalancers) deleteForScheme(ctx context.Context, s *nlbSync) error {
 	l.c.events.Event(s.svc, v1.EventTypeNormal, svcevents.ReasonRecreated,
 		fmt.Sprintf("recreating load balancer %s: its scheme changes to %s, which an NLB cannot do in place; its addresses and DNS name change", s.name, s.want.Scheme))

@@ -1,8 +1,6 @@
 package dummy
 
 import (
-	"net/netip"
-
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccm-project/ccm/common/ownership"
@@ -31,15 +29,12 @@ var poolNames = poollb.ForProvider("dummy.ccm.io/")
 // PoolExhaustedError says no pool serving the Service has a free address of a family.
 type PoolExhaustedError = poollb.ExhaustedError
 
-// canonicalAddrs: the one spelling comparisons use (poollb.Canonical).
-func canonicalAddrs(ips []string) []netip.Addr { return poollb.CanonicalAddrs(ips) }
-
 // addressesFor picks the Service's addresses (poollb.View.Choose) from what this process
 // knows of the store's records and the addresses learned from Services' statuses. have is the
 // Service's own record (zero if it has none); k is its record key. Callers hold l.mu.
 func (l *loadBalancers) addressesFor(svc *v1.Service, id ownership.Identity, k string, have Record) (poollb.Choice, error) {
 	v := poollb.View{Names: poolNames, Pools: l.pools, Held: l.owner, Holder: l.holderFor(id)}
-	return v.Choose(poollb.Request{Service: svc, Key: k, Own: canonicalAddrs(have.IPs)})
+	return v.Choose(poollb.Request{Service: svc, Key: k, Own: poollb.CanonicalAddrs(have.IPs)})
 }
 
 // holderFor describes a record key for a Service of id: a record ccm made for a Service of

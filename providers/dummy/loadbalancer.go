@@ -216,7 +216,7 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 		}
 		// The sharing key stays the one the addresses were picked with: a change of it is an
 		// EnsureLoadBalancer's to check.
-		want := l.record(id, svc, canonicalAddrs(have.IPs), have.SharingKey, ippool.NodeNames(nodes))
+		want := l.record(id, svc, poollb.CanonicalAddrs(have.IPs), have.SharingKey, ippool.NodeNames(nodes))
 		return l.reconcile(ctx, svc, id, k, want, have, true, v)
 	})
 }
@@ -356,7 +356,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		// Give up only what the Service held itself (adopted from its status), not the
 		// foreign record's addresses.
 		kr, _ := l.records.get(k)
-		foreign := canonicalAddrs(kr.IPs)
+		foreign := poollb.CanonicalAddrs(kr.IPs)
 		for _, a := range l.owner.Of(k) {
 			if !slices.Contains(foreign, a) {
 				l.owner.Release(a, k)
@@ -407,7 +407,7 @@ func (l *loadBalancers) record(id ownership.Identity, svc *v1.Service, ips []net
 // it); if the write fails, the previous record and addresses come back.
 func (l *loadBalancers) put(ctx context.Context, k string, r Record, v *version) error {
 	old, hadOld := l.records.get(k)
-	oldIPs, newIPs := l.owner.Of(k), canonicalAddrs(r.IPs) // held now: recorded, or adopted from status
+	oldIPs, newIPs := l.owner.Of(k), poollb.CanonicalAddrs(r.IPs) // held now: recorded, or adopted from status
 	for _, ip := range newIPs {
 		l.owner.Claim(ip, k)
 	}
@@ -490,7 +490,7 @@ func (l *loadBalancers) load(ctx context.Context, clusterName string) error {
 
 func (l *loadBalancers) add(k string, r Record) {
 	l.records.set(k, r)
-	for _, ip := range canonicalAddrs(r.IPs) {
+	for _, ip := range poollb.CanonicalAddrs(r.IPs) {
 		l.owner.Claim(ip, k)
 	}
 }

@@ -391,7 +391,7 @@ func FuzzEnsureNeverTakesAHeldAddress(f *testing.F) {
 		before, _ := store.Load(ctx)
 		held := map[netip.Addr]bool{}
 		for _, r := range before {
-			for _, a := range canonicalAddrs(r.IPs) {
+			for _, a := range poollb.CanonicalAddrs(r.IPs) {
 				held[a] = true
 			}
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/ccm-project/ccm/common/config"
 	"github.com/ccm-project/ccm/common/ippool"
 	"github.com/ccm-project/ccm/common/livecfg"
-	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/poollb"
 )
 
@@ -54,8 +53,8 @@ func (l *loadBalancers) holdings() []poollb.Holding {
 	var out []poollb.Holding
 	for k := range l.records.m {
 		r, _ := l.records.get(k)
-		if owner, ok := ownership.Owner(l.c.ClusterName(), r.Tags); ok {
-			out = append(out, poollb.Holding{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID, Addrs: canonicalAddrs(r.IPs)})
+		if h, ok := poollb.HoldingOf(l.c.ClusterName(), r.Tags, r.IPs); ok {
+			out = append(out, h)
 		}
 	}
 	return out

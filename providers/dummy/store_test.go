@@ -19,6 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ccm-project/ccm/common/ownership"
+	"github.com/ccm-project/ccm/common/poollb"
 )
 
 // apiServer is client-go's fake made to keep resourceVersions, refuse a write whose
@@ -315,7 +316,7 @@ func TestOptimisticSyncRepairsAnotherWritersChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := c.lb.record(ownership.Of("c", svc), svc, canonicalAddrs(got.IPs), "", []string{"n1", "n2", "n3"})
+	want := c.lb.record(ownership.Of("c", svc), svc, poollb.CanonicalAddrs(got.IPs), "", []string{"n1", "n2", "n3"})
 	if strings.Join(got.Ports, ",") != "TCP/80" || got.Fingerprint != want.Fingerprint {
 		t.Errorf("record after the repair: ports %v fingerprint %s, want [TCP/80] and the three Nodes' %s", got.Ports, got.Fingerprint, want.Fingerprint)
 	}

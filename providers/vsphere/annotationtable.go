@@ -6,21 +6,10 @@ import (
 	"github.com/ccm-project/ccm/common/sourceranges"
 )
 
-// Annotations of the vSphere provider: those of every pool load balancer (common/poollb), under
-// the prefix vsphere.ccm.io/, with kube-vip's and MetalLB's names for them (read alike, for
-// migration). spec.loadBalancerIP asks for an address too.
-const (
-	// AnnotationLoadBalancerIPs asks for addresses, comma-separated, at most one per family.
-	AnnotationLoadBalancerIPs = "vsphere.ccm.io/load-balancer-ips"
-	// AnnotationSharedIP opts a Service into sharing an address with the Services of its
-	// cluster and namespace that carry the same value, as long as their ports do not collide.
-	AnnotationSharedIP = "vsphere.ccm.io/allow-shared-ip"
-	// AnnotationAddressPool picks the pool, among those serving the Service's namespace; a
-	// pool with auto-assign = false hands out to a Service naming it.
-	AnnotationAddressPool = "vsphere.ccm.io/address-pool"
-)
-
-// poolNames are the annotations the pool decision reads.
+// poolNames are the annotations the pool decision reads: those of every pool load balancer
+// (common/poollb) under the prefix vsphere.ccm.io/ (load-balancer-ips, allow-shared-ip,
+// address-pool), with kube-vip's and MetalLB's names for them, read alike for migration.
+// spec.loadBalancerIP asks for an address too.
 var poolNames = poollb.ForProvider("vsphere.ccm.io/")
 
 // annotations is every annotation this provider reads, with what each can reach (common/reach):

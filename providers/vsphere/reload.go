@@ -9,7 +9,6 @@ import (
 
 	"github.com/ccm-project/ccm/common/ippool"
 	"github.com/ccm-project/ccm/common/livecfg"
-	"github.com/ccm-project/ccm/common/ownership"
 	"github.com/ccm-project/ccm/common/poollb"
 )
 
@@ -49,8 +48,8 @@ func (l *loadBalancers) setPools(cfg map[string]*PoolConfig, pools []*ippool.Poo
 	if l.loaded {
 		var hs []poollb.Holding
 		for _, r := range l.records {
-			if owner, ok := ownership.Owner(cluster, r.tags()); ok {
-				hs = append(hs, poollb.Holding{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID, Addrs: poollb.CanonicalAddrs(r.IPs)})
+			if h, ok := poollb.HoldingOf(cluster, r.tags(), r.IPs); ok {
+				hs = append(hs, h)
 			}
 		}
 		poollb.WarnStranded(l.rec, pools, hs)
